@@ -1,0 +1,404 @@
+// Package snapshot is the typed, compact model of a PyTorch CUDA memory
+// snapshot and the code that decodes every generation of it.
+//
+// A Snapshot holds what torch.cuda.memory._snapshot() returned: the
+// allocator's segments and blocks at dump time, the per-device trace of
+// allocator events, and the optional settings, annotations and metadata that
+// newer PyTorch versions add. Frames and stacks are interned once (like
+// pprof's Location table) so that millions of events stay small.
+//
+// The model keeps every raw value from the file. memory_viz's annotation
+// (stream renaming, address versions, merging of free_requested and
+// free_completed pairs) is computed once at load and stored beside the raw
+// values, never in place of them.
+package snapshot
+
+// Action is what a trace entry records, as PyTorch's "action" string.
+type Action uint8
+
+// The trace actions PyTorch writes, in the order of the allocator's enum.
+const (
+	ActionUnknown Action = iota
+	ActionAlloc
+	ActionFreeRequested
+	ActionFreeCompleted
+	ActionSegmentAlloc
+	ActionSegmentFree
+	ActionSegmentMap
+	ActionSegmentUnmap
+	ActionSnapshot
+	ActionOOM
+	// ActionFree is memory_viz's name for a free_requested immediately
+	// followed by the free_completed of the same address. It never appears in
+	// Event.Action; Trace.Viz reports it for merged pairs.
+	ActionFree
+)
+
+var actionNames = [...]string{
+	ActionUnknown:       "unknown",
+	ActionAlloc:         "alloc",
+	ActionFreeRequested: "free_requested",
+	ActionFreeCompleted: "free_completed",
+	ActionSegmentAlloc:  "segment_alloc",
+	ActionSegmentFree:   "segment_free",
+	ActionSegmentMap:    "segment_map",
+	ActionSegmentUnmap:  "segment_unmap",
+	ActionSnapshot:      "snapshot",
+	ActionOOM:           "oom",
+	ActionFree:          "free",
+}
+
+// String returns PyTorch's spelling of the action.
+func (a Action) String() string {
+	if int(a) < len(actionNames) {
+		return actionNames[a]
+	}
+	return "unknown"
+}
+
+// ParseAction maps PyTorch's action string to an Action (ActionUnknown if
+// the string is not one PyTorch writes).
+func ParseAction(s string) Action {
+	for i, n := range actionNames {
+		if n == s && Action(i) != ActionFree && Action(i) != ActionUnknown {
+			return Action(i)
+		}
+	}
+	return ActionUnknown
+}
+
+// IsSegmentAction reports whether the action's address names a segment
+// (memory_viz prints those as s'addr_version).
+func (a Action) IsSegmentAction() bool {
+	return a >= ActionSegmentAlloc && a <= ActionSegmentUnmap
+}
+
+// StackID indexes Snapshot.Stacks. NoStack (0) is the empty stack.
+type StackID int32
+
+// NoStack is the stack of an entry recorded without frames.
+const NoStack StackID = 0
+
+// FrameID indexes Snapshot.Frames.
+type FrameID int32
+
+// StreamID is memory_viz's name for a CUDA stream: raw stream 0 is 0, other
+// raw cudaStream_t values are numbered 1, 2, ... in first-seen order (device
+// traces 0..n first, then segments). Snapshot.Streams maps it back to the raw
+// value.
+type StreamID int32
+
+// StringID indexes Snapshot.Strings. 0 is the empty string / absent value.
+type StringID int32
+
+// ExtraID indexes Snapshot.Extras. 0 means none.
+type ExtraID int32
+
+// Generation names the snapshot format generation, as in SOURCES.md.
+type Generation string
+
+// The format generations PyTorch has written.
+const (
+	GenL   Generation = "L"    // bare list of segments (torch.cuda.memory_snapshot(), 1.13)
+	GenD1  Generation = "D1"   // dict; blocks carry history, no address (2.0)
+	GenD2  Generation = "D2"   // blocks with address and frames, no time_us (2.1)
+	GenD3  Generation = "D3"   // + time_us on trace entries (2.2-2.3)
+	GenD23 Generation = "D2/3" // D2 or D3 with an empty trace
+	GenD4  Generation = "D4"   // + allocator_settings (2.4)
+	GenD5  Generation = "D5"   // + external_annotations (2.5+)
+	GenD6  Generation = "D6"   // + compile_context (2.6+)
+	GenD7  Generation = "D7"   // + user_metadata (2.8+)
+)
+
+// Snapshot is one decoded memory snapshot.
+type Snapshot struct {
+	Source Source
+
+	// Segments of every device, in file order (PyTorch writes each device's
+	// segments sorted by address).
+	Segments []Segment
+	// Blocks of all segments; Segment.FirstBlock/NumBlocks slice it.
+	Blocks []Block
+	// History holds the legacy (1.13/2.0) per-block history items;
+	// Block.FirstHistory/NumHistory slice it.
+	History []HistoryItem
+
+	// Traces is device_traces: index = device ordinal. Nil for generation L
+	// (no device_traces key); an empty Trace for a device with no entries.
+	Traces []Trace
+
+	Frames  []Frame
+	Stacks  StackTable
+	Strings []string    // Strings[0] == ""
+	Streams []int64     // StreamID -> raw cudaStream_t value; Streams[0] == 0
+	Extras  []KeyValues // ExtraID -> unknown keys kept verbatim; Extras[0] is nil
+
+	// AllocatorSettings is nil when the snapshot has none (before 2.4).
+	AllocatorSettings *AllocatorSettings
+	// Annotations is external_annotations (2.5+), e.g. ProfilerStep#N ranges.
+	Annotations []Annotation
+	// HasAnnotationsKey tells an empty external_annotations list from none.
+	HasAnnotationsKey bool
+
+	// Extra holds top-level keys this version of gpumem does not know.
+	Extra KeyValues
+}
+
+// Source describes the file a snapshot came from.
+type Source struct {
+	Name        string     // file name as given ("-" for stdin, "demo" for the demo)
+	Size        int64      // bytes read (after decompression)
+	FileSize    int64      // bytes on disk (before decompression)
+	Encoding    string     // "pickle" or "json"
+	Compression string     // "", "gzip" or "zstd"
+	Protocol    int        // pickle protocol (0-5); 0 for JSON
+	Generation  Generation // format generation
+}
+
+// Segment is one cudaMalloc (or one contiguous mapped range of an
+// expandable segment) at dump time.
+type Segment struct {
+	Device        int32
+	Address       uint64
+	TotalSize     uint64
+	AllocatedSize uint64 // sum of sizes of active_allocated blocks
+	ActiveSize    uint64 // sum of sizes of active blocks
+	RequestedSize uint64 // sum of requested sizes of active blocks
+	Stream        StreamID
+	Large         bool // segment_type == "large"
+	PoolID        [2]int64
+	HasPoolID     bool // false when the file has no segment_pool_id (before 2.1)
+	IsExpandable  bool
+	Stack         StackID
+	// Version is memory_viz's segment address version at dump time.
+	Version    int32
+	FirstBlock int32
+	NumBlocks  int32
+	Extra      ExtraID
+}
+
+// BlockState is a block's allocation state.
+type BlockState uint8
+
+// Block states as PyTorch writes them.
+const (
+	BlockInactive BlockState = iota
+	BlockActiveAllocated
+	BlockActivePendingFree
+)
+
+// String returns PyTorch's spelling of the state.
+func (s BlockState) String() string {
+	switch s {
+	case BlockActiveAllocated:
+		return "active_allocated"
+	case BlockActivePendingFree:
+		return "active_pending_free"
+	}
+	return "inactive"
+}
+
+// Block is a contiguous sub-range of a segment.
+type Block struct {
+	// Addr is the block's address computed as memory_viz does, by
+	// accumulating sizes from the segment's address.
+	Addr uint64
+	// RawAddress is the file's "address" key (2.1+); HasAddress says whether
+	// it was present.
+	RawAddress    uint64
+	HasAddress    bool
+	Size          uint64
+	RequestedSize uint64 // as in the file (stale for inactive blocks)
+	// HasRequestedSize is false for legacy blocks without requested_size.
+	HasRequestedSize bool
+	State            BlockState
+	Stack            StackID
+	// Version is memory_viz's block address version at dump time.
+	Version      int32
+	FirstHistory int32
+	NumHistory   int32
+	Extra        ExtraID
+}
+
+// HistoryItem is one legacy block history record {addr, real_size, frames}.
+type HistoryItem struct {
+	Addr     uint64
+	RealSize uint64
+	Stack    StackID
+	HasStack bool
+}
+
+// Trace is one device's trace, oldest entry first.
+type Trace struct {
+	Events []Event
+	// Viz lists, in memory_viz's order, the raw indices of the events of
+	// memory_viz's annotated trace: a free_requested that memory_viz merges
+	// with the next free_completed appears once (with FlagMergedFree set on
+	// it) and the free_completed is skipped. Viz positions are memory_viz's
+	// event idx.
+	Viz []int32
+}
+
+// EventFlag records per-event facts that are not values in the file.
+type EventFlag uint8
+
+const (
+	// FlagMergedFree marks a free_requested that memory_viz merges with the
+	// free_completed right after it into one "free" event.
+	FlagMergedFree EventFlag = 1 << iota
+	// FlagHasTime says time_us was present.
+	FlagHasTime
+	// FlagHasFrames says the entry had a frames key (possibly empty).
+	FlagHasFrames
+)
+
+// Event is one trace entry.
+type Event struct {
+	Addr uint64 // addr; for oom the device_free value
+	Size uint64
+	// TimeUS is time_us (µs since the Unix epoch), when FlagHasTime is set.
+	TimeUS         int64
+	Stack          StackID
+	Stream         StreamID
+	CompileContext StringID
+	UserMetadata   StringID
+	// Version is memory_viz's address version for this event (block
+	// versions for alloc/free events, segment versions for segment events).
+	Version int32
+	Extra   ExtraID
+	Action  Action
+	Flags   EventFlag
+}
+
+// VizAction is the action memory_viz shows for this event: ActionFree for a
+// merged free pair, the raw action otherwise.
+func (e *Event) VizAction() Action {
+	if e.Flags&FlagMergedFree != 0 {
+		return ActionFree
+	}
+	return e.Action
+}
+
+// Frame is one interned stack frame.
+type Frame struct {
+	Filename string
+	Name     string
+	Line     int64
+	Extra    ExtraID // fx_node_* and other extra keys
+}
+
+// StackTable stores interned stacks as one flat frame-id pool.
+// Stack i has frames FrameIDs[Offsets[i]:Offsets[i+1]], innermost first as
+// PyTorch writes them. Stack 0 is the empty stack.
+type StackTable struct {
+	Offsets  []int32
+	FrameIDs []FrameID
+}
+
+// Len returns the number of stacks (including the empty stack 0).
+func (t *StackTable) Len() int {
+	if len(t.Offsets) == 0 {
+		return 0
+	}
+	return len(t.Offsets) - 1
+}
+
+// Frames returns the frame ids of stack id.
+func (t *StackTable) Frames(id StackID) []FrameID {
+	if id <= 0 || int(id)+1 >= len(t.Offsets) {
+		return nil
+	}
+	return t.FrameIDs[t.Offsets[id]:t.Offsets[id+1]]
+}
+
+// AllocatorSettings is the allocator_settings dict (2.4+).
+type AllocatorSettings struct {
+	Conf                       string // PYTORCH_CUDA_ALLOC_CONF
+	MaxSplitSize               int64  // -1 when unlimited
+	GarbageCollectionThreshold float64
+	ExpandableSegments         bool
+	// RoundupPower2Divisions maps interval start in MiB ("1", "2", ... "32768")
+	// to the division count, in file order.
+	RoundupPower2Divisions []RoundupDivision
+	// Raw keeps every key with its value as JSON, in file order.
+	Raw KeyValues
+}
+
+// RoundupDivision is one entry of roundup_power2_divisions.
+type RoundupDivision struct {
+	IntervalMiB string
+	Divisions   int64
+}
+
+// Annotation is one external_annotations entry, such as a
+// record_function START or END.
+type Annotation struct {
+	Device int32
+	TimeUS int64
+	Name   string
+	Stage  string // "START" or "END" (empty if absent)
+	Extra  KeyValues
+}
+
+// KeyValue is a key this version does not interpret, with its value as
+// compact JSON (Python objects as {"__class__": "module.name", ...}).
+type KeyValue struct {
+	Key  string
+	JSON string
+}
+
+// KeyValues is an ordered list of uninterpreted keys.
+type KeyValues []KeyValue
+
+// String returns the string for id ("" when out of range).
+func (s *Snapshot) String(id StringID) string {
+	if id <= 0 || int(id) >= len(s.Strings) {
+		return ""
+	}
+	return s.Strings[id]
+}
+
+// RawStream returns the raw cudaStream_t value of a stream id.
+func (s *Snapshot) RawStream(id StreamID) int64 {
+	if id < 0 || int(id) >= len(s.Streams) {
+		return 0
+	}
+	return s.Streams[id]
+}
+
+// SegmentBlocks returns the blocks of segment i.
+func (s *Snapshot) SegmentBlocks(i int) []Block {
+	seg := &s.Segments[i]
+	return s.Blocks[seg.FirstBlock : seg.FirstBlock+seg.NumBlocks]
+}
+
+// BlockHistory returns the legacy history items of a block.
+func (s *Snapshot) BlockHistory(b *Block) []HistoryItem {
+	return s.History[b.FirstHistory : b.FirstHistory+b.NumHistory]
+}
+
+// StackFrames returns the frames of a stack, innermost first.
+func (s *Snapshot) StackFrames(id StackID) []FrameID { return s.Stacks.Frames(id) }
+
+// Devices returns the sorted device ordinals that have a trace or a segment.
+func (s *Snapshot) Devices() []int {
+	seen := map[int]bool{}
+	for d := range s.Traces {
+		if len(s.Traces[d].Events) > 0 {
+			seen[d] = true
+		}
+	}
+	for i := range s.Segments {
+		seen[int(s.Segments[i].Device)] = true
+	}
+	out := make([]int, 0, len(seen))
+	for d := range seen {
+		out = append(out, d)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
