@@ -1,0 +1,368 @@
+// Package replay computes memory_viz's timelines, totals curves and allocator
+// state history from a snapshot once, and answers rendering queries on them
+// quickly.
+//
+// Three views, as in PyTorch's memory_viz:
+//
+//   - Timeline: the stacked-area "Active Memory Timeline" (KindActive),
+//     "Allocated Memory (incl. Private Pools)" (KindActiveWithPools) and
+//     "Active Cached Segment Timeline" (KindSegments). Build with
+//     NewTimeline; draw any window with Query; inspect with Element,
+//     HitTest and Search.
+//   - Curves: allocated / reserved / active / requested bytes after every raw
+//     trace event, downsampled per pixel column with Downsample.
+//   - History: the "Allocator State History": StateAt(i) is every segment and
+//     block of the device after memory_viz event i, from checkpoints.
+//
+// Units: a timeline's x axis is memory_viz's timestep (index into its
+// max_at_time array); its y axis is bytes. Event indices of a History are
+// memory_viz's annotated event idx (positions in snapshot.Trace.Viz).
+package replay
+
+import "github.com/gpumem/gpumem/snapshot"
+
+// Kind selects which memory_viz timeline a Timeline reproduces.
+type Kind uint8
+
+// The timeline kinds, in memory_viz's menu order.
+const (
+	// KindActive is "Active Memory Timeline": alloc/free of blocks, plotted
+	// with requested sizes.
+	KindActive Kind = iota
+	// KindActiveWithPools is "Allocated Memory (incl. Private Pools)": as
+	// KindActive, but blocks of private pools (CUDA graphs, MemPools) live
+	// inside one envelope per pool whose height is the pool's high-water
+	// mark of max(active, reserved).
+	KindActiveWithPools
+	// KindSegments is "Active Cached Segment Timeline": segment_alloc /
+	// segment_free (cudaMalloc / cudaFree); map/unmap are ignored as in
+	// memory_viz.
+	KindSegments
+)
+
+// String returns memory_viz's view name.
+func (k Kind) String() string {
+	switch k {
+	case KindActive:
+		return "Active Memory Timeline"
+	case KindActiveWithPools:
+		return "Allocated Memory (incl. Private Pools)"
+	case KindSegments:
+		return "Active Cached Segment Timeline"
+	}
+	return "unknown"
+}
+
+// DefaultMaxEntries is memory_viz's default detail (elements drawn
+// individually before the rest is summarized).
+const DefaultMaxEntries = 15000
+
+// Stats are the counts memory_viz's process_alloc_data reports for one
+// timeline.
+type Stats struct {
+	// PeakBytes is max(max_at_time): the highest stacked total, including
+	// the initial stack (ghost blocks, pre-trace frees).
+	PeakBytes uint64
+	// Elements is elements_length: allocations (or segments) in the view.
+	Elements int
+	// Timesteps is len(max_at_time) at the given detail.
+	Timesteps int
+}
+
+// Peaks returns the peak bytes of the Active Memory Timeline and of the
+// Active Cached Segment Timeline of a device, exactly as memory_viz computes
+// them (max of max_at_time). O(n) time for n trace events; it does not build
+// a Timeline.
+func Peaks(s *snapshot.Snapshot, device int) (active, segments uint64) {
+	return ComputeStats(s, device, KindActive, DefaultMaxEntries).PeakBytes,
+		ComputeStats(s, device, KindSegments, DefaultMaxEntries).PeakBytes
+}
+
+// Frame is what one Query returns: everything visible in a window at one
+// resolution. Coordinates are pixels of the requested window: x in
+// [0, Width] from t0 to t1, y in [0, Height] with y = 0 at the top (y1 bytes)
+// and y = Height at the bottom (y0 bytes), like a canvas.
+type Frame struct {
+	T0, T1        float64 // window in timesteps
+	Y0, Y1        float64 // window in bytes
+	Width, Height int     // pixels
+
+	// IDs are the elements drawn as polygons (at least MinPixels tall and
+	// one pixel wide), largest first. Element i's polygon is
+	// Points[2*Starts[i] : 2*Starts[i+1]]: x,y pairs along the bottom edge
+	// left to right, then the top edge right to left.
+	IDs    []int32
+	Starts []int32 // len(IDs)+1
+	Points []float32
+
+	// Per pixel column c (len Width), in bytes: the lowest and highest
+	// stacked total of all elements during the column. Everything between
+	// the drawn polygons and ColMax is elements too small (or too short) to
+	// draw at this resolution: draw the area under ColMax as one band first.
+	ColMin []float64
+	ColMax []float64
+
+	// Truncated says polygons were dropped (smallest first) to respect
+	// MaxPolygons.
+	Truncated bool
+}
+
+// QueryOptions tunes Query; the zero value means the defaults.
+type QueryOptions struct {
+	// MinPixels is the least height in pixels an element needs to get its
+	// own polygon (default 1).
+	MinPixels float64
+	// MaxPolygons caps the number of polygons (default 20000).
+	MaxPolygons int
+}
+
+// ElementInfo describes one timeline element for hover and click.
+type ElementInfo struct {
+	Index int
+	// Addr is memory_viz's formatAddr: b'7f064c000000_0 (s'..._0 for the
+	// segment timeline).
+	Addr    string
+	Address uint64
+	Version int32
+	// Size is the plotted size: requested bytes for allocations, total_size
+	// for segments.
+	Size uint64
+	// TotalAfter is "Total memory used after allocation": the stacked total
+	// right after this element was pushed.
+	TotalAfter uint64
+	Stream     snapshot.StreamID
+	// PoolID is the segment_pool_id found by binary search over the
+	// device's dump segments; PoolKnown is false for "pool_id unknown".
+	PoolID    [2]int64
+	PoolKnown bool
+	TimeUS    int64
+	HasTime   bool
+	// CompileContext is "" when the trace entry had none ("None").
+	CompileContext string
+	UserMetadata   string
+	// AllocEvent and FreeEvent are raw indices into Trace.Events, -1 when
+	// not in the trace.
+	AllocEvent, FreeEvent int
+	// Start and End are the element's timesteps; End is the timestep its
+	// polygon closes (the last timestep for elements alive at the end).
+	Start, End int
+	// PreTraceFree: the alloc was not recorded, this element comes from its
+	// free ("alloc not recorded, stack trace for free:").
+	PreTraceFree bool
+	// Ghost: an active block of the dump with no alloc in the trace.
+	Ghost bool
+	// Stack is the element's stack; Frames is it formatted as memory_viz
+	// (frame filter, "<repeats N times>").
+	Stack  snapshot.StackID
+	Frames []string
+}
+
+// Totals are a device's byte counters after one raw trace event.
+type Totals struct {
+	Allocated uint64 // rounded sizes of allocated blocks (alloc .. free_requested)
+	Reserved  uint64 // segment bytes (segment_alloc/free/map/unmap)
+	Active    uint64 // rounded sizes of active blocks (alloc .. free_completed)
+	Requested uint64 // requested sizes of active blocks
+}
+
+// Downsampled is Curves over an event range reduced to buckets: for bucket
+// b, the min and max of each counter over its events.
+type Downsampled struct {
+	I0, I1  int // event range [I0, I1)
+	Buckets int
+	// Event index range of bucket b is [Bounds[b], Bounds[b+1]).
+	Bounds                     []int32
+	AllocatedMin, AllocatedMax []uint64
+	ReservedMin, ReservedMax   []uint64
+	ActiveMin, ActiveMax       []uint64
+	RequestedMin, RequestedMax []uint64
+}
+
+// EventInfo is one memory_viz event (Allocator State History list entry).
+type EventInfo struct {
+	Index  int // memory_viz idx
+	Raw    int // index into Trace.Events
+	Action snapshot.Action
+	// Addr is formatAddr: b'hex_ver or s'hex_ver.
+	Addr    string
+	Size    uint64
+	Stream  snapshot.StreamID
+	TimeUS  int64
+	HasTime bool
+	// Text is memory_viz's formatEvent.
+	Text         string
+	UserMetadata string
+	Stack        snapshot.StackID
+	Frames       []string
+}
+
+// SegmentState is one segment in a State, with memory_viz's layout.
+type SegmentState struct {
+	Addr    uint64
+	Size    uint64
+	Stream  snapshot.StreamID
+	Version int32
+	PoolID  [2]int64
+	Stack   snapshot.StackID
+	// Blocks[FirstBlock : FirstBlock+NumBlocks] of the State lie in it.
+	FirstBlock, NumBlocks int32
+	// Occupied is the sum of requested sizes of its blocks; InternalFree the
+	// rounding waste (size - requested) of its blocks.
+	Occupied, InternalFree uint64
+	// Layout as memory_viz draws it: Row, and X (bytes from the row start;
+	// rows are as wide as the largest segment, segments are separated by
+	// Padding bytes).
+	Row int
+	X   float64
+}
+
+// BlockState is one active block in a State.
+type BlockState struct {
+	Addr        uint64
+	Size        uint64 // rounded block size
+	Requested   uint64
+	Version     int32
+	PendingFree bool // freed but waiting for record_stream events
+	Stack       snapshot.StackID
+	Segment     int32 // index into State.Segments, -1 if outside all
+}
+
+// State is the allocator state of one device after one event.
+type State struct {
+	Event int // memory_viz idx; -1 = before the first event
+	// Segments sorted by (size, addr) as memory_viz lays them out.
+	Segments []SegmentState
+	// Blocks sorted by address.
+	Blocks []BlockState
+	// Padding and Rows describe the layout (see SegmentState).
+	Padding float64
+	Rows    int
+
+	Allocated     uint64  // memory_viz "allocated": sum of requested sizes
+	Reserved      uint64  // sum of segment sizes
+	RealAllocated uint64  // sum of rounded block sizes
+	RoundingWaste uint64  // sum of size - requested over blocks
+	FreeBytes     uint64  // reserved bytes not covered by any block
+	LargestFree   uint64  // largest free gap inside one segment
+	Fragmentation float64 // FreeBytes / Reserved (0 when nothing reserved)
+	PendingFree   int     // blocks waiting for record_stream events
+}
+
+// ComputeStats returns memory_viz's peak, element count and timestep count
+// for one view at a detail of maxEntries (DefaultMaxEntries in memory_viz;
+// <= 0 means all elements drawn). O(n log n); no Timeline is built.
+func ComputeStats(s *snapshot.Snapshot, device int, kind Kind, maxEntries int) Stats {
+	return computeStats(s, device, kind, maxEntries)
+}
+
+// NewTimeline builds the timeline of one device and kind, with every
+// element drawn (memory_viz's detail slider at its maximum).
+//
+// Building is O(n log n) time and O(n) memory for n trace events: per
+// element it stores its interval, size and stack position, never the
+// per-timestep offsets memory_viz materializes (O(n²) in the worst case).
+// Offsets are derived at query time: an element's bottom edge at timestep t
+// is the sum of sizes of elements pushed before it and still alive at t
+// (with memory_viz's 3-timestep slide after a free below it).
+func NewTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
+	return newTimeline(s, device, kind)
+}
+
+// Len returns the number of elements (memory_viz's elements_length).
+func (t *Timeline) Len() int { return len(t.elems) }
+
+// Timesteps returns len(max_at_time) with every element drawn.
+func (t *Timeline) Timesteps() int { return t.timesteps }
+
+// PeakBytes returns max(max_at_time).
+func (t *Timeline) PeakBytes() uint64 { return t.peak }
+
+// Query returns what is visible in the window [t0, t1] x [y0, y1]
+// (timesteps x bytes) drawn at widthPx x heightPx. Cost is about
+// O(V log V + F + V·widthPx + D) for V visible elements, F frees inside the
+// window and D elements alive at t0, independent of the trace length
+// otherwise.
+func (t *Timeline) Query(t0, t1 float64, widthPx, heightPx int, y0, y1 float64) *Frame {
+	return t.QueryWith(t0, t1, widthPx, heightPx, y0, y1, QueryOptions{})
+}
+
+// QueryWith is Query with options.
+func (t *Timeline) QueryWith(t0, t1 float64, widthPx, heightPx int, y0, y1 float64, o QueryOptions) *Frame {
+	return t.query(t0, t1, widthPx, heightPx, y0, y1, o)
+}
+
+// HitTest returns the element drawn at timestep x and byte offset y, if any.
+// O(D + log n) for D elements alive at x.
+func (t *Timeline) HitTest(x, y float64) (elem int, ok bool) { return t.hitTest(x, y) }
+
+// Offset returns element i's bottom edge (bytes) at timestep x (clamped to
+// the element's lifetime).
+func (t *Timeline) Offset(i int, x float64) float64 { return t.offsetAt(i, x) }
+
+// Element describes element i (0 <= i < Len()).
+func (t *Timeline) Element(i int) ElementInfo { return t.element(i) }
+
+// Context returns memory_viz's hover text for element i (context_for_id).
+func (t *Timeline) Context(i int) string { return t.context(i) }
+
+// Search returns the elements whose Context contains every non-empty query
+// (case-insensitive substring, trimmed, as memory_viz's search boxes), in
+// index order. memory_viz highlights address and frame matches separately:
+// call Search(a, "") and Search("", f) for that.
+func (t *Timeline) Search(addrQuery, frameQuery string) []int { return t.search(addrQuery, frameQuery) }
+
+// NewCurves computes the totals after every raw trace event of a device.
+// Initial values are the dump's totals with the whole trace undone.
+// O(n) time and memory.
+func NewCurves(s *snapshot.Snapshot, device int) *Curves { return newCurves(s, device) }
+
+// Len returns the number of raw trace events.
+func (c *Curves) Len() int { return len(c.allocated) }
+
+// At returns the totals after raw event i; i = -1 gives the totals before
+// the first event.
+func (c *Curves) At(i int) Totals { return c.at(i) }
+
+// Downsample reduces events [i0, i1) to at most buckets min/max buckets.
+// O(buckets · log n) with the curves' range-min/max index.
+func (c *Curves) Downsample(i0, i1, buckets int) *Downsampled { return c.downsample(i0, i1, buckets) }
+
+// NewHistory prepares the Allocator State History of a device: the dump
+// state, the events in memory_viz order and a checkpoint every
+// CheckpointEvery events, built by undoing the trace from the end once.
+// O(n · S) time for S live blocks per checkpoint and O((n/K) · S) memory.
+func NewHistory(s *snapshot.Snapshot, device int) *History { return newHistory(s, device) }
+
+// CheckpointEvery is the distance in events between stored states.
+const CheckpointEvery = 4096
+
+// Len returns the number of memory_viz events (len(Trace.Viz)).
+func (h *History) Len() int { return len(h.viz) }
+
+// Event describes memory_viz event i.
+func (h *History) Event(i int) EventInfo { return h.event(i) }
+
+// StateAt returns the state after memory_viz event idx (idx = Len()-1 is
+// the dump itself; idx = -1 is before the first event). It starts from the
+// nearest checkpoint after idx and undoes at most CheckpointEvery events.
+func (h *History) StateAt(idx int) *State { return h.stateAt(idx) }
+
+// FormatSize formats bytes as memory_viz's formatSize: "1.5KiB (1536 bytes)".
+func FormatSize(n uint64) string { return formatSize(float64(n), true) }
+
+// FormatSizeShort is formatSize(n, false): "1.5KiB".
+func FormatSizeShort(n uint64) string { return formatSize(float64(n), false) }
+
+// FormatAddr is memory_viz's formatAddr: s'hex_ver for segment events,
+// b'hex_ver otherwise.
+func FormatAddr(segment bool, addr uint64, version int32) string {
+	return formatAddr(segment, addr, version)
+}
+
+// FormatFrames returns a stack as memory_viz prints it: frames filtered
+// with frameFilter, "filename:line:name", repeats of 3 or more collapsed to
+// "frame, <repeats N times>". FX annotations are appended as memory_viz
+// does.
+func FormatFrames(s *snapshot.Snapshot, stack snapshot.StackID) []string {
+	return formatFrames(s, stack)
+}
