@@ -1,0 +1,510 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// PeaksFunc returns the peaks of memory_viz's Active Memory Timeline and
+// Active Cached Segment Timeline for one device (replay.Peaks).
+type PeaksFunc func(s *snapshot.Snapshot, device int) (active, segments uint64)
+
+// Info is everything "gpumem info" says about one snapshot. Its JSON form is
+// the output of "gpumem info --json".
+type Info struct {
+	File         string `json:"file"`
+	FileBytes    int64  `json:"file_bytes"`
+	DecodedBytes int64  `json:"decoded_bytes"`
+	Encoding     string `json:"encoding"`
+	Compression  string `json:"compression"`
+	Protocol     int    `json:"pickle_protocol"`
+	Generation   string `json:"generation"`
+	// Format describes the generation; PyTorch the versions that write it.
+	Format  string `json:"format"`
+	PyTorch string `json:"pytorch_version_hint"`
+
+	Devices  []DeviceInfo `json:"devices"`
+	Streams  []StreamInfo `json:"streams"`
+	TimeSpan *TimeSpan    `json:"time_span"`
+
+	AllocatorSettings *SettingsInfo `json:"allocator_settings"`
+	Annotations       AnnotationInfo `json:"annotations"`
+	CompileContext    StringUse      `json:"compile_context"`
+	UserMetadata      StringUse      `json:"user_metadata"`
+	// UnknownKeys are top-level keys gpumem does not interpret.
+	UnknownKeys []string `json:"unknown_keys"`
+
+	Warnings []string `json:"warnings"`
+}
+
+// DeviceInfo describes one device's segments, blocks and trace.
+type DeviceInfo struct {
+	Device                   int    `json:"device"`
+	ActiveTimelinePeakBytes  uint64 `json:"active_timeline_peak_bytes"`
+	SegmentTimelinePeakBytes uint64 `json:"segment_timeline_peak_bytes"`
+
+	Segments           int    `json:"segments"`
+	ExpandableSegments int    `json:"expandable_segments"`
+	Blocks             int    `json:"blocks"`
+	ReservedBytes      uint64 `json:"reserved_bytes"`
+	AllocatedBytes     uint64 `json:"allocated_bytes"`
+	ActiveBytes        uint64 `json:"active_bytes"`
+	RequestedBytes     uint64 `json:"requested_bytes"`
+	// BlockStates counts blocks by state (active_allocated,
+	// active_pending_free, inactive).
+	BlockStates []StateCount `json:"block_states"`
+	Pools       []PoolInfo   `json:"pools"`
+
+	TraceEntries int           `json:"trace_entries"`
+	Actions      []ActionCount `json:"trace_actions"`
+	TimeSpan     *TimeSpan     `json:"time_span"`
+	// PreTraceFrees counts blocks freed in the trace that were allocated
+	// before it began; PreTraceSegmentFrees the same for segments.
+	PreTraceFrees        int `json:"frees_of_pre_trace_blocks"`
+	PreTraceSegmentFrees int `json:"frees_of_pre_trace_segments"`
+	// EntriesWithStack counts trace entries that carry frames.
+	EntriesWithStack int `json:"entries_with_stack"`
+}
+
+// StateCount is the number and total size of blocks in one state.
+type StateCount struct {
+	State  string `json:"state"`
+	Blocks int    `json:"blocks"`
+	Bytes  uint64 `json:"bytes"`
+}
+
+// PoolInfo summarizes the segments of one (pool id, small/large) pair.
+type PoolInfo struct {
+	PoolID         [2]int64 `json:"pool_id"`
+	HasPoolID      bool     `json:"has_pool_id"`
+	Type           string   `json:"type"`
+	Segments       int      `json:"segments"`
+	Blocks         int      `json:"blocks"`
+	ReservedBytes  uint64   `json:"reserved_bytes"`
+	AllocatedBytes uint64   `json:"allocated_bytes"`
+	ActiveBytes    uint64   `json:"active_bytes"`
+}
+
+// ActionCount is how many trace entries have one action.
+type ActionCount struct {
+	Action string `json:"action"`
+	Count  int    `json:"count"`
+}
+
+// TimeSpan is the first and last time_us of a trace (µs since the epoch).
+type TimeSpan struct {
+	FirstUS    int64 `json:"first_us"`
+	LastUS     int64 `json:"last_us"`
+	DurationUS int64 `json:"duration_us"`
+}
+
+// StreamInfo is one CUDA stream with its raw cudaStream_t value.
+type StreamInfo struct {
+	ID           int   `json:"id"`
+	Raw          int64 `json:"raw"`
+	Segments     int   `json:"segments"`
+	TraceEntries int   `json:"trace_entries"`
+}
+
+// SettingsInfo is allocator_settings, raw and interpreted.
+type SettingsInfo struct {
+	Conf                       string            `json:"conf"`
+	MaxSplitSize               int64             `json:"max_split_size"`
+	GarbageCollectionThreshold float64           `json:"garbage_collection_threshold"`
+	ExpandableSegments         bool              `json:"expandable_segments"`
+	RoundupPower2Divisions     map[string]int64  `json:"roundup_power2_divisions"`
+	Raw                        map[string]any    `json:"raw"`
+	rawOrder                   []snapshot.KeyValue
+	roundup                    []snapshot.RoundupDivision
+}
+
+// AnnotationInfo summarizes external_annotations.
+type AnnotationInfo struct {
+	Present  bool        `json:"present"`
+	Count    int         `json:"count"`
+	Starts   int         `json:"starts"`
+	Ends     int         `json:"ends"`
+	Distinct int         `json:"distinct_names"`
+	Groups   []NameCount `json:"groups"`
+}
+
+// NameCount is a name (or a family of names, like "ProfilerStep#*") and
+// how often it occurs.
+type NameCount struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+}
+
+// StringUse summarizes a per-entry string (compile_context, user_metadata).
+type StringUse struct {
+	Entries  int         `json:"entries"`
+	Distinct int         `json:"distinct"`
+	Top      []NameCount `json:"top"`
+}
+
+type genInfo struct{ format, pytorch string }
+
+var generations = map[snapshot.Generation]genInfo{
+	snapshot.GenL:   {"bare list of segments, no trace", "any (1.13 writes only this; later: torch.cuda.memory_snapshot())"},
+	snapshot.GenD1:  {"dict; blocks carry history, no address", "2.0"},
+	snapshot.GenD2:  {"dict; blocks with address and frames, trace without time_us", "2.1"},
+	snapshot.GenD3:  {"dict; trace entries with time_us", "2.2-2.3"},
+	snapshot.GenD23: {"dict; blocks with address and frames, empty trace", "2.1-2.3"},
+	snapshot.GenD4:  {"dict with allocator_settings", "2.4"},
+	snapshot.GenD5:  {"dict with external_annotations", "2.5+"},
+	snapshot.GenD6:  {"dict; trace entries with compile_context", "2.6+"},
+	snapshot.GenD7:  {"dict; trace entries with user_metadata", "2.8+"},
+}
+
+var numberSuffix = regexp.MustCompile(`[0-9]+$`)
+
+// BuildInfo gathers Info for a snapshot; peaks may be nil, leaving the
+// timeline peaks 0.
+func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
+	in := &Info{
+		File:         s.Source.Name,
+		FileBytes:    s.Source.FileSize,
+		DecodedBytes: s.Source.Size,
+		Encoding:     s.Source.Encoding,
+		Compression:  s.Source.Compression,
+		Protocol:     s.Source.Protocol,
+		Generation:   string(s.Source.Generation),
+		Warnings:     []string{},
+		UnknownKeys:  []string{},
+		Streams:      []StreamInfo{},
+	}
+	if g, ok := generations[s.Source.Generation]; ok {
+		in.Format, in.PyTorch = g.format, g.pytorch
+	} else {
+		in.Format, in.PyTorch = "unknown", "unknown"
+	}
+	for _, kv := range s.Extra {
+		in.UnknownKeys = append(in.UnknownKeys, kv.Key)
+	}
+
+	streamSegs := make([]int, len(s.Streams))
+	streamEvents := make([]int, len(s.Streams))
+	countStream := func(counts []int, id snapshot.StreamID) {
+		if id >= 0 && int(id) < len(counts) {
+			counts[id]++
+		}
+	}
+
+	compile := map[string]int{}
+	meta := map[string]int{}
+	for _, d := range s.Devices() {
+		di := DeviceInfo{Device: d, BlockStates: []StateCount{}, Pools: []PoolInfo{}, Actions: []ActionCount{}}
+		if peaks != nil {
+			di.ActiveTimelinePeakBytes, di.SegmentTimelinePeakBytes = peaks(s, d)
+		}
+		states := [3]StateCount{
+			{State: snapshot.BlockActiveAllocated.String()},
+			{State: snapshot.BlockActivePendingFree.String()},
+			{State: snapshot.BlockInactive.String()},
+		}
+		pools := map[poolKey]*PoolInfo{}
+		for i := range s.Segments {
+			seg := &s.Segments[i]
+			if int(seg.Device) != d {
+				continue
+			}
+			countStream(streamSegs, seg.Stream)
+			di.Segments++
+			if seg.IsExpandable {
+				di.ExpandableSegments++
+			}
+			key := poolKey{seg.PoolID, seg.HasPoolID, seg.Large}
+			p := pools[key]
+			if p == nil {
+				p = &PoolInfo{PoolID: seg.PoolID, HasPoolID: seg.HasPoolID, Type: "small"}
+				if seg.Large {
+					p.Type = "large"
+				}
+				pools[key] = p
+			}
+			p.Segments++
+			p.ReservedBytes += seg.TotalSize
+			di.ReservedBytes += seg.TotalSize
+			di.RequestedBytes += seg.RequestedSize
+			blocks := s.SegmentBlocks(i)
+			p.Blocks += len(blocks)
+			di.Blocks += len(blocks)
+			for _, b := range blocks {
+				var st *StateCount
+				switch b.State {
+				case snapshot.BlockActiveAllocated:
+					st = &states[0]
+					di.AllocatedBytes += b.Size
+					p.AllocatedBytes += b.Size
+				case snapshot.BlockActivePendingFree:
+					st = &states[1]
+				default:
+					st = &states[2]
+				}
+				if b.State != snapshot.BlockInactive {
+					di.ActiveBytes += b.Size
+					p.ActiveBytes += b.Size
+				}
+				st.Blocks++
+				st.Bytes += b.Size
+			}
+		}
+		di.BlockStates = states[:]
+		for _, p := range pools {
+			di.Pools = append(di.Pools, *p)
+		}
+		sort.Slice(di.Pools, func(a, b int) bool {
+			pa, pb := di.Pools[a], di.Pools[b]
+			if pa.PoolID != pb.PoolID {
+				if pa.PoolID[0] != pb.PoolID[0] {
+					return pa.PoolID[0] < pb.PoolID[0]
+				}
+				return pa.PoolID[1] < pb.PoolID[1]
+			}
+			return pa.Type > pb.Type // small before large, as PyTorch lists pools
+		})
+
+		if d < len(s.Traces) {
+			events := s.Traces[d].Events
+			di.TraceEntries = len(events)
+			var counts [snapshot.ActionFree + 1]int
+			var first, last int64
+			haveTime := false
+			for i := range events {
+				e := &events[i]
+				if int(e.Action) < len(counts) {
+					counts[e.Action]++
+				}
+				countStream(streamEvents, e.Stream)
+				if e.Flags&snapshot.FlagHasTime != 0 {
+					if !haveTime {
+						first = e.TimeUS
+						haveTime = true
+					}
+					last = e.TimeUS
+				}
+				if e.Stack != snapshot.NoStack {
+					di.EntriesWithStack++
+				}
+				if c := s.String(e.CompileContext); c != "" && c != "N/A" {
+					compile[c]++
+				}
+				if m := s.String(e.UserMetadata); m != "" {
+					meta[m]++
+				}
+			}
+			for a := snapshot.ActionAlloc; a <= snapshot.ActionOOM; a++ {
+				if counts[a] > 0 {
+					di.Actions = append(di.Actions, ActionCount{a.String(), counts[a]})
+				}
+			}
+			if counts[snapshot.ActionUnknown] > 0 {
+				di.Actions = append(di.Actions, ActionCount{"unknown", counts[snapshot.ActionUnknown]})
+			}
+			if haveTime {
+				di.TimeSpan = &TimeSpan{first, last, last - first}
+				if in.TimeSpan == nil {
+					in.TimeSpan = &TimeSpan{first, last, 0}
+				}
+				in.TimeSpan.FirstUS = min(in.TimeSpan.FirstUS, first)
+				in.TimeSpan.LastUS = max(in.TimeSpan.LastUS, last)
+				in.TimeSpan.DurationUS = in.TimeSpan.LastUS - in.TimeSpan.FirstUS
+			}
+			di.PreTraceFrees, di.PreTraceSegmentFrees = preTraceFrees(events)
+		}
+		in.Devices = append(in.Devices, di)
+	}
+	if in.Devices == nil {
+		in.Devices = []DeviceInfo{}
+	}
+	for id, raw := range s.Streams {
+		in.Streams = append(in.Streams, StreamInfo{ID: id, Raw: raw, Segments: streamSegs[id], TraceEntries: streamEvents[id]})
+	}
+	in.CompileContext = stringUse(compile)
+	in.UserMetadata = stringUse(meta)
+
+	if as := s.AllocatorSettings; as != nil {
+		si := &SettingsInfo{
+			Conf:                       as.Conf,
+			MaxSplitSize:               as.MaxSplitSize,
+			GarbageCollectionThreshold: as.GarbageCollectionThreshold,
+			ExpandableSegments:         as.ExpandableSegments,
+			RoundupPower2Divisions:     map[string]int64{},
+			Raw:                        map[string]any{},
+			rawOrder:                   as.Raw,
+			roundup:                    as.RoundupPower2Divisions,
+		}
+		for _, r := range as.RoundupPower2Divisions {
+			si.RoundupPower2Divisions[r.IntervalMiB] = r.Divisions
+		}
+		for _, kv := range as.Raw {
+			si.Raw[kv.Key] = json.RawMessage(kv.JSON)
+		}
+		in.AllocatorSettings = si
+	}
+
+	in.Annotations = annotationInfo(s)
+	in.Warnings = warnings(s, in)
+	return in
+}
+
+type poolKey struct {
+	id    [2]int64
+	has   bool
+	large bool
+}
+
+// preTraceFrees counts blocks and segments that the trace frees without
+// having allocated them: they were allocated before the trace's first
+// entry, because recording started late or the max_entries ring buffer
+// dropped the oldest entries.
+func preTraceFrees(events []snapshot.Event) (blocks, segments int) {
+	const (
+		live = iota + 1
+		requested
+	)
+	state := map[uint64]uint8{}
+	segs := map[uint64]bool{}
+	for i := range events {
+		e := &events[i]
+		switch e.Action {
+		case snapshot.ActionAlloc:
+			state[e.Addr] = live
+		case snapshot.ActionFreeRequested:
+			if state[e.Addr] == 0 {
+				blocks++
+			}
+			state[e.Addr] = requested
+		case snapshot.ActionFreeCompleted:
+			if state[e.Addr] == 0 {
+				blocks++
+			}
+			delete(state, e.Addr)
+		case snapshot.ActionSegmentAlloc:
+			segs[e.Addr] = true
+		case snapshot.ActionSegmentFree:
+			if !segs[e.Addr] {
+				segments++
+			}
+			delete(segs, e.Addr)
+		}
+	}
+	return blocks, segments
+}
+
+func stringUse(m map[string]int) StringUse {
+	u := StringUse{Distinct: len(m), Top: topCounts(m, 5)}
+	for _, n := range m {
+		u.Entries += n
+	}
+	return u
+}
+
+// topCounts returns the n most frequent names, most frequent first.
+func topCounts(m map[string]int, n int) []NameCount {
+	out := make([]NameCount, 0, len(m))
+	for k, v := range m {
+		out = append(out, NameCount{k, v})
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Count != out[b].Count {
+			return out[a].Count > out[b].Count
+		}
+		return out[a].Name < out[b].Name
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+func annotationInfo(s *snapshot.Snapshot) AnnotationInfo {
+	ai := AnnotationInfo{Present: s.HasAnnotationsKey, Count: len(s.Annotations), Groups: []NameCount{}}
+	names := map[string]bool{}
+	groups := map[string]int{}
+	for _, a := range s.Annotations {
+		switch a.Stage {
+		case "START":
+			ai.Starts++
+		case "END":
+			ai.Ends++
+		}
+		names[a.Name] = true
+		if a.Stage == "END" {
+			continue // count each range once
+		}
+		// ProfilerStep#12 and ProfilerStep#13 are one family.
+		g := a.Name
+		if strings.Contains(g, "#") {
+			g = numberSuffix.ReplaceAllString(g, "*")
+		}
+		groups[g]++
+	}
+	ai.Distinct = len(names)
+	ai.Groups = topCounts(groups, 8)
+	return ai
+}
+
+// roundEntryCounts are trace lengths that look like a max_entries setting.
+func looksLikeLimit(n int) bool {
+	if n < 1000 {
+		return false
+	}
+	if n%1000 == 0 {
+		return true
+	}
+	return n&(n-1) == 0
+}
+
+func warnings(s *snapshot.Snapshot, in *Info) []string {
+	w := []string{}
+	if s.Traces == nil {
+		return append(w, "no trace: the file is a bare list of segments (torch.cuda.memory_snapshot()); timelines are not available")
+	}
+	total := 0
+	for _, d := range in.Devices {
+		total += d.TraceEntries
+	}
+	if total == 0 {
+		return append(w, "empty trace: memory history was not recorded (torch.cuda.memory._record_memory_history was not enabled, or was enabled with enabled='state'); only the dump-time state is available")
+	}
+	for _, d := range in.Devices {
+		if d.TraceEntries == 0 {
+			continue
+		}
+		if d.PreTraceFrees > 0 {
+			w = append(w, fmt.Sprintf("device %d: %d frees of blocks allocated before the trace started (ring buffer max_entries or recording started late); the timeline starts mid-run", d.Device, d.PreTraceFrees))
+		}
+		if d.PreTraceSegmentFrees > 0 {
+			w = append(w, fmt.Sprintf("device %d: %d cudaFree of segments allocated before the trace started", d.Device, d.PreTraceSegmentFrees))
+		}
+		if looksLikeLimit(d.TraceEntries) && d.PreTraceFrees > 0 {
+			w = append(w, fmt.Sprintf("device %d: the trace has exactly %d entries, which looks like a max_entries limit: older entries were dropped", d.Device, d.TraceEntries))
+		}
+		if d.EntriesWithStack == 0 {
+			w = append(w, fmt.Sprintf("device %d: no trace entry has a stack (recorded with context=None, or a 2.0-era trace); allocations cannot be attributed to code", d.Device))
+		}
+		for _, a := range d.Actions {
+			if a.Action == "oom" {
+				w = append(w, fmt.Sprintf("device %d: %d out-of-memory (oom) events in the trace", d.Device, a.Count))
+			}
+		}
+	}
+	return w
+}
+
+// FormatTimeUS formats a time_us value as a UTC timestamp with µs.
+func FormatTimeUS(us int64) string {
+	return time.UnixMicro(us).UTC().Format("2006-01-02 15:04:05.000000 UTC")
+}
+
+// FormatDurationUS formats a span of microseconds as seconds.
+func FormatDurationUS(us int64) string {
+	return fmt.Sprintf("%.6f s", float64(us)/1e6)
+}

@@ -1,0 +1,190 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteInfo writes the text form of "gpumem info".
+func WriteInfo(w io.Writer, in *Info) error {
+	bw := bufio.NewWriter(w)
+	kv := func(k, format string, args ...any) {
+		fmt.Fprintf(bw, "%-18s %s\n", k, fmt.Sprintf(format, args...))
+	}
+	kv("file", "%s", in.File)
+	enc := in.Encoding
+	if enc == "pickle" {
+		enc = "pickle protocol " + strconv.Itoa(in.Protocol)
+	}
+	if in.Compression != "" {
+		enc += ", " + in.Compression + "-compressed (" + Size(uint64(in.DecodedBytes)) + " decompressed)"
+	}
+	kv("size", "%s, %s", Size(uint64(max(in.FileBytes, 0))), enc)
+	kv("format", "%s: %s (PyTorch %s)", in.Generation, in.Format, in.PyTorch)
+	devs := make([]string, len(in.Devices))
+	for i, d := range in.Devices {
+		devs[i] = "cuda:" + strconv.Itoa(d.Device)
+	}
+	kv("devices", "%d %s", len(in.Devices), strings.Join(devs, " "))
+	if in.TimeSpan != nil {
+		kv("time span", "%s .. %s (%s)", FormatTimeUS(in.TimeSpan.FirstUS), FormatTimeUS(in.TimeSpan.LastUS), FormatDurationUS(in.TimeSpan.DurationUS))
+	}
+	var streams []string
+	for _, st := range in.Streams {
+		desc := strconv.FormatInt(st.Raw, 10)
+		if st.Raw == 0 {
+			desc += " (default)"
+		} else {
+			desc += fmt.Sprintf(" (%#x)", uint64(st.Raw))
+		}
+		streams = append(streams, fmt.Sprintf("%s: %d segments, %d entries", desc, st.Segments, st.TraceEntries))
+	}
+	if len(streams) == 0 {
+		kv("streams", "none")
+	}
+	for i, st := range streams {
+		k := ""
+		if i == 0 {
+			k = "streams"
+		}
+		kv(k, "%s", st)
+	}
+
+	for _, d := range in.Devices {
+		fmt.Fprintf(bw, "\ndevice %d\n", d.Device)
+		kv("  peak active", "%s  (memory_viz Active Memory Timeline)", Size(d.ActiveTimelinePeakBytes))
+		kv("  peak reserved", "%s  (memory_viz Active Cached Segment Timeline)", Size(d.SegmentTimelinePeakBytes))
+		segs := fmt.Sprintf("%d", d.Segments)
+		if d.ExpandableSegments > 0 {
+			segs += fmt.Sprintf(" (%d expandable)", d.ExpandableSegments)
+		}
+		kv("  segments", "%s, %d blocks", segs, d.Blocks)
+		kv("  reserved", "%s", Size(d.ReservedBytes))
+		kv("  allocated", "%s", Size(d.AllocatedBytes))
+		kv("  active", "%s", Size(d.ActiveBytes))
+		kv("  requested", "%s", Size(d.RequestedBytes))
+		if d.Blocks > 0 {
+			fmt.Fprintf(bw, "  blocks by state\n")
+			tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
+			for _, st := range d.BlockStates {
+				fmt.Fprintf(tw, "    %s\t%d\t%s\t(%d)\t\n", st.State, st.Blocks, BytesU(st.Bytes), st.Bytes)
+			}
+			tw.Flush()
+		}
+		if len(d.Pools) > 0 {
+			fmt.Fprintf(bw, "  pools\n")
+			tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintf(tw, "    pool\ttype\tsegments\tblocks\treserved\tallocated\tactive\t\n")
+			for _, p := range d.Pools {
+				id := "-"
+				if p.HasPoolID {
+					id = fmt.Sprintf("(%d,%d)", p.PoolID[0], p.PoolID[1])
+				}
+				fmt.Fprintf(tw, "    %s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", id, p.Type, p.Segments, p.Blocks,
+					BytesU(p.ReservedBytes), BytesU(p.AllocatedBytes), BytesU(p.ActiveBytes))
+			}
+			tw.Flush()
+		}
+		trace := fmt.Sprintf("%d entries", d.TraceEntries)
+		if d.TraceEntries > 0 {
+			trace += fmt.Sprintf(", %d with a stack", d.EntriesWithStack)
+		}
+		kv("  trace", "%s", trace)
+		if d.TimeSpan != nil {
+			kv("  trace time", "%s .. %s (%s)", FormatTimeUS(d.TimeSpan.FirstUS), FormatTimeUS(d.TimeSpan.LastUS), FormatDurationUS(d.TimeSpan.DurationUS))
+		}
+		if len(d.Actions) > 0 {
+			tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
+			for _, a := range d.Actions {
+				fmt.Fprintf(tw, "    %s\t%d\t\n", a.Action, a.Count)
+			}
+			tw.Flush()
+		}
+	}
+
+	bw.WriteString("\n")
+	if as := in.AllocatorSettings; as != nil {
+		bw.WriteString("allocator settings\n")
+		conf := as.Conf
+		if conf == "" {
+			conf = "(empty: defaults)"
+		} else {
+			conf = strconv.Quote(conf)
+		}
+		kv("  conf", "%s", conf)
+		if as.MaxSplitSize < 0 {
+			kv("  max_split_size", "unlimited")
+		} else {
+			kv("  max_split_size", "%s", Size(uint64(as.MaxSplitSize)))
+		}
+		kv("  expandable", "%t", as.ExpandableSegments)
+		if as.GarbageCollectionThreshold == 0 {
+			kv("  gc threshold", "0 (off)")
+		} else {
+			kv("  gc threshold", "%g", as.GarbageCollectionThreshold)
+		}
+		var rd []string
+		for _, r := range as.roundup {
+			if r.Divisions != 0 {
+				rd = append(rd, fmt.Sprintf("%sMiB:%d", r.IntervalMiB, r.Divisions))
+			}
+		}
+		if len(rd) == 0 {
+			kv("  roundup_power2", "none (round to 512 bytes)")
+		} else {
+			kv("  roundup_power2", "%s", strings.Join(rd, " "))
+		}
+		for _, r := range as.rawOrder {
+			switch r.Key {
+			case "PYTORCH_CUDA_ALLOC_CONF", "max_split_size", "garbage_collection_threshold", "expandable_segments", "roundup_power2_divisions":
+				continue
+			}
+			kv("  "+r.Key, "%s", r.JSON)
+		}
+	} else {
+		kv("allocator settings", "not recorded (PyTorch before 2.4)")
+	}
+
+	an := in.Annotations
+	switch {
+	case !an.Present:
+		kv("annotations", "not recorded (PyTorch before 2.5)")
+	case an.Count == 0:
+		kv("annotations", "none")
+	default:
+		var groups []string
+		for _, g := range an.Groups {
+			groups = append(groups, fmt.Sprintf("%s x%d", g.Name, g.Count))
+		}
+		kv("annotations", "%d (%d START, %d END), %d distinct names", an.Count, an.Starts, an.Ends, an.Distinct)
+		kv("", "%s", strings.Join(groups, ", "))
+	}
+	writeUse := func(k string, u StringUse) {
+		if u.Entries == 0 {
+			kv(k, "none")
+			return
+		}
+		var top []string
+		for _, t := range u.Top {
+			top = append(top, fmt.Sprintf("%q x%d", t.Name, t.Count))
+		}
+		kv(k, "%d entries, %d distinct: %s", u.Entries, u.Distinct, strings.Join(top, ", "))
+	}
+	writeUse("compile context", in.CompileContext)
+	writeUse("user metadata", in.UserMetadata)
+	if len(in.UnknownKeys) > 0 {
+		kv("unknown keys", "%s", strings.Join(in.UnknownKeys, ", "))
+	}
+
+	if len(in.Warnings) > 0 {
+		bw.WriteString("\nwarnings\n")
+		for _, w := range in.Warnings {
+			fmt.Fprintf(bw, "  - %s\n", w)
+		}
+	}
+	return bw.Flush()
+}

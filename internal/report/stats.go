@@ -1,0 +1,168 @@
+package report
+
+import (
+	"bufio"
+	"io"
+	"sort"
+	"strconv"
+
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// statsPageSize is _memory_viz's PAGE_SIZE: one character of the page map.
+const statsPageSize = 20 << 20
+
+const statsLegend = `
+Legend:
+    [a     ] - a segment in the allocator
+     ^-- a page 20.0MiB of memory in the segment
+    a-z: pages filled with a single block's content
+    ' ': page is completely free
+    *: page if completely full with multiple blocks
+    0-9: page is partially full with tensors of multiple blocks (9 == 90% full)
+    (X% internal) - of the free memory, X% is free because we rounded the size of the allocation.
+`
+
+// blockAccounted is the size _memory_viz counts as allocated for a block
+// (_block_extra): the requested size, or for legacy (1.13/2.0) blocks the
+// first history item's real_size, falling back to requested_size and then
+// size when the block has neither.
+func blockAccounted(s *snapshot.Snapshot, b *snapshot.Block) int64 {
+	if b.NumHistory > 0 {
+		return int64(s.History[b.FirstHistory].RealSize)
+	}
+	if b.HasRequestedSize {
+		return int64(b.RequestedSize)
+	}
+	return int64(b.Size)
+}
+
+// floorDiv is Python's // for int64.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// Stats writes the report of "python -m torch.cuda._memory_viz stats"
+// (segsum) byte for byte: a page map of every segment of at least 20 MiB,
+// then totals and the legend. Unlike PyTorch it does not stop on snapshots
+// whose block sizes do not add up to the segment size; it prints what the
+// numbers say.
+func Stats(w io.Writer, s *snapshot.Snapshot) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString("Summary of segments >= 20.0MiB in size\n")
+
+	// Python sorts by (total_size, size of active_allocated blocks); its
+	// sort is stable, so ties keep file order.
+	order := make([]int, len(s.Segments))
+	active := make([]uint64, len(s.Segments))
+	for i := range s.Segments {
+		order[i] = i
+		for _, b := range s.SegmentBlocks(i) {
+			if b.State == snapshot.BlockActiveAllocated {
+				active[i] += b.Size
+			}
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		sa, sb := &s.Segments[order[a]], &s.Segments[order[b]]
+		if sa.TotalSize != sb.TotalSize {
+			return sa.TotalSize < sb.TotalSize
+		}
+		return active[order[a]] < active[order[b]]
+	})
+
+	var totalReserved, totalAllocated, freeExternal, freeInternal int64
+	type blockRange struct{ start, size int64 }
+	var ranges []blockRange
+	var occupied []byte
+	var frac []float64
+	for _, si := range order {
+		seg := &s.Segments[si]
+		total := int64(seg.TotalSize)
+		totalReserved += total
+
+		var segExternal, segInternal, segAllocated, boffset int64
+		ranges = ranges[:0]
+		blocks := s.SegmentBlocks(si)
+		for bi := range blocks {
+			b := &blocks[bi]
+			if b.State == snapshot.BlockActiveAllocated {
+				acc := blockAccounted(s, b)
+				ranges = append(ranges, blockRange{boffset, acc})
+				segAllocated += acc
+				segInternal += int64(b.Size) - acc
+			} else {
+				segExternal += int64(b.Size)
+			}
+			boffset += int64(b.Size)
+		}
+		totalAllocated += segAllocated
+		freeExternal += segExternal
+		freeInternal += segInternal
+
+		if total < statsPageSize {
+			continue // the page map is drawn only for big segments
+		}
+		npages := floorDiv(total-1, statsPageSize) + 1
+		occupied = occupied[:0]
+		frac = frac[:0]
+		for j := int64(0); j < npages; j++ {
+			occupied = append(occupied, ' ')
+			frac = append(frac, 0)
+		}
+		for i, r := range ranges {
+			finishOff := r.start + r.size
+			start := floorDiv(r.start, statsPageSize)
+			finish := floorDiv(finishOff-1, statsPageSize) + 1
+			m := byte('a' + i%26)
+			for j := start; j < finish && j < npages; j++ {
+				if j < 0 {
+					continue
+				}
+				lo := max(r.start, j*statsPageSize)
+				hi := min(finishOff, (j+1)*statsPageSize)
+				frac[j] += float64(hi-lo) / statsPageSize
+				if occupied[j] != ' ' {
+					d := int(frac[j] * 10)
+					d = max(0, min(d, 10))
+					occupied[j] = "0123456789*"[d]
+				} else {
+					occupied[j] = m
+				}
+			}
+		}
+		bw.WriteByte('[')
+		bw.Write(occupied)
+		bw.WriteString("] ")
+		bw.WriteString(Bytes(total))
+		bw.WriteString(" allocated, ")
+		bw.WriteString(reportFree(segExternal, segInternal))
+		bw.WriteString(" free")
+		if raw := s.RawStream(seg.Stream); raw != 0 {
+			bw.WriteString(" stream_")
+			bw.WriteString(strconv.FormatInt(raw, 10))
+		}
+		bw.WriteByte('\n')
+	}
+	bw.WriteString("segments: " + strconv.Itoa(len(s.Segments)) + "\n")
+	bw.WriteString("total_reserved: " + Bytes(totalReserved) + "\n")
+	bw.WriteString("total_allocated: " + Bytes(totalAllocated) + "\n")
+	bw.WriteString("total_free: " + reportFree(freeExternal, freeInternal) + "\n")
+	bw.WriteString(statsLegend)
+	return bw.Flush()
+}
+
+// reportFree is _memory_viz._report_free.
+func reportFree(external, internal int64) string {
+	total := external + internal
+	out := Bytes(total)
+	if total != 0 {
+		pct := float64(internal) / float64(total) * 100
+		out += " (" + strconv.FormatFloat(pct, 'f', 1, 64) + "% internal)"
+	}
+	return out
+}
