@@ -33,7 +33,7 @@ type Info struct {
 	Streams  []StreamInfo `json:"streams"`
 	TimeSpan *TimeSpan    `json:"time_span"`
 
-	AllocatorSettings *SettingsInfo `json:"allocator_settings"`
+	AllocatorSettings *SettingsInfo  `json:"allocator_settings"`
 	Annotations       AnnotationInfo `json:"annotations"`
 	CompileContext    StringUse      `json:"compile_context"`
 	UserMetadata      StringUse      `json:"user_metadata"`
@@ -114,12 +114,12 @@ type StreamInfo struct {
 
 // SettingsInfo is allocator_settings, raw and interpreted.
 type SettingsInfo struct {
-	Conf                       string            `json:"conf"`
-	MaxSplitSize               int64             `json:"max_split_size"`
-	GarbageCollectionThreshold float64           `json:"garbage_collection_threshold"`
-	ExpandableSegments         bool              `json:"expandable_segments"`
-	RoundupPower2Divisions     map[string]int64  `json:"roundup_power2_divisions"`
-	Raw                        map[string]any    `json:"raw"`
+	Conf                       string           `json:"conf"`
+	MaxSplitSize               int64            `json:"max_split_size"`
+	GarbageCollectionThreshold float64          `json:"garbage_collection_threshold"`
+	ExpandableSegments         bool             `json:"expandable_segments"`
+	RoundupPower2Divisions     map[string]int64 `json:"roundup_power2_divisions"`
+	Raw                        map[string]any   `json:"raw"`
 	rawOrder                   []snapshot.KeyValue
 	roundup                    []snapshot.RoundupDivision
 }
