@@ -1,0 +1,268 @@
+package synth
+
+import (
+	"fmt"
+
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// transformer is a GPT-style decoder (pre-LayerNorm blocks of fused-QKV
+// attention with scaled_dot_product_attention and a 4x GELU MLP, untied LM
+// head) trained with cross-entropy and AdamW.
+type transformer struct {
+	*program
+	opt optimSites
+	s   tSites
+
+	B, S, D, H, V uint64
+}
+
+// tSites are the interned stacks of every allocation site.
+type tSites struct {
+	batchX, batchY                                   snapshot.StackID
+	emb, ln1, qkv, attn, proj, add1                  snapshot.StackID
+	ln2, fc1, gelu, fc2, add2, lnf, head             snapshot.StackID
+	lossCast, logSoftmax, nll, lossFree, freeBatch   snapshot.StackID
+	bNll, bLogSoftmax, bHead, bLnf, bFc2, bGelu      snapshot.StackID
+	bFc1, bLn2, bAdd, bProj, bAttn, bQkv, bLn1, bEmb snapshot.StackID
+	bCast                                            snapshot.StackID
+}
+
+func newTransformer(p *program) *transformer {
+	w := p.w
+	t := &transformer{program: p, opt: newOptimSites(p.st),
+		B: uint64(w.Batch), S: uint64(w.Seq), D: uint64(w.DModel), H: uint64(w.Heads), V: uint64(w.Vocab)}
+	st := p.st
+	linear := frame{torchDir + "nn/modules/linear.py", 125, "forward"}
+	norm := frame{torchDir + "nn/modules/normalization.py", 217, "forward"}
+	fwd := cat(nn(frame{userModel, 171, "forward"}), trainStep(154)) // Transformer.forward
+	block := func(line int64) []frame { return cat(nn(frame{userModel, line, "forward"}), fwd) }
+	attn := func(line int64) []frame { return cat(nn(frame{userModel, line, "forward"}), block(119)) }
+	mlp := func(line int64) []frame { return cat(nn(frame{userModel, line, "forward"}), block(120)) }
+	top := func(line int64) []frame { return cat(nn(frame{userModel, line, "forward"}), trainStep(154)) }
+	ce := cat([]frame{{torchDir + "nn/functional.py", 3494, "cross_entropy"}, {userTrain, 131, "compute_loss"}}, trainStep(155))
+	batch := func(line int64) []frame { return cat([]frame{{userTrain, line, "get_batch"}}, trainStep(152)) }
+	t.s = tSites{
+		batchX:     st.intern(batch(97)),
+		batchY:     st.intern(batch(98)),
+		freeBatch:  st.intern(trainStep(152)),
+		emb:        st.intern(cat(nn(frame{torchDir + "nn/modules/sparse.py", 190, "forward"}), top(165))),
+		ln1:        st.intern(cat(nn(norm), block(119))),
+		qkv:        st.intern(cat(nn(linear), attn(71))),
+		attn:       st.intern(attn(74)),
+		proj:       st.intern(cat(nn(linear), attn(76))),
+		add1:       st.intern(block(119)),
+		ln2:        st.intern(cat(nn(norm), block(120))),
+		fc1:        st.intern(cat(nn(linear), mlp(92))),
+		gelu:       st.intern(cat(nn(frame{torchDir + "nn/modules/activation.py", 734, "forward"}), mlp(93))),
+		fc2:        st.intern(cat(nn(linear), mlp(94))),
+		add2:       st.intern(block(120)),
+		lnf:        st.intern(cat(nn(norm), top(168))),
+		head:       st.intern(cat(nn(linear), top(169))),
+		lossCast:   st.intern(cat([]frame{{userTrain, 130, "compute_loss"}}, trainStep(155))),
+		logSoftmax: st.intern(ce),
+		nll:        st.intern(ce),
+		lossFree:   st.intern(trainStep(160)),
+
+		bNll:        st.intern(backwardFrames("NllLossBackward0")),
+		bLogSoftmax: st.intern(backwardFrames("LogSoftmaxBackward0")),
+		bCast:       st.intern(backwardFrames("ToCopyBackward0")),
+		bHead:       st.intern(backwardFrames("MmBackward0")),
+		bLnf:        st.intern(backwardFrames("NativeLayerNormBackward0")),
+		bFc2:        st.intern(backwardFrames("AddmmBackward0")),
+		bGelu:       st.intern(backwardFrames("GeluBackward0")),
+		bFc1:        st.intern(backwardFrames("AddmmBackward0")),
+		bLn2:        st.intern(backwardFrames("NativeLayerNormBackward0")),
+		bAdd:        st.intern(backwardFrames("AddBackward0")),
+		bProj:       st.intern(backwardFrames("AddmmBackward0")),
+		bAttn:       st.intern(backwardFrames("ScaledDotProductFlashAttentionBackward0")),
+		bQkv:        st.intern(backwardFrames("AddmmBackward0")),
+		bLn1:        st.intern(backwardFrames("NativeLayerNormBackward0")),
+		bEmb:        st.intern(backwardFrames("EmbeddingBackward0")),
+	}
+	return t
+}
+
+// Parameter indices inside one block, in nn.Module registration order.
+const (
+	pLn1W = iota
+	pLn1B
+	pQkvW
+	pQkvB
+	pProjW
+	pProjB
+	pLn2W
+	pLn2B
+	pFc1W
+	pFc1B
+	pFc2W
+	pFc2B
+	paramsPerBlock
+)
+
+func (t *transformer) blockParam(layer, i int) int { return 1 + layer*paramsPerBlock + i }
+
+func (t *transformer) run() {
+	e, D, V := t.e, t.D, t.V
+	// model = Transformer(...).to("cuda"): parameters in registration order.
+	t.addParam(V*D*e, t.opt.toDevice)
+	for l := 0; l < t.w.Layers; l++ {
+		for _, sz := range []uint64{D, D, 3 * D * D, 3 * D, D * D, D, D, D, 4 * D * D, 4 * D, 4 * D * D, D} {
+			t.addParam(sz*e, t.opt.toDevice)
+		}
+	}
+	t.addParam(D*e, t.opt.toDevice)
+	t.addParam(D*e, t.opt.toDevice)
+	t.addParam(V*D*e, t.opt.toDevice)
+
+	x, y := none, none
+	for step := 0; step < t.w.Steps && t.err == nil; step++ {
+		name := fmt.Sprintf("ProfilerStep#%d", step)
+		t.annotate(name, "START")
+		t.zeroGrad(&t.opt)
+		// x, y = get_batch(): the previous batch dies when the names rebind.
+		nx := t.alloc(t.B*t.S*8, kindInput, t.s.batchX)
+		ny := t.alloc(t.B*t.S*8, kindInput, t.s.batchY)
+		t.free(x, t.s.freeBatch)
+		t.free(y, t.s.freeBatch)
+		x, y = nx, ny
+		loss := t.forwardBackward()
+		t.optimizerStep(&t.opt)
+		t.free(loss, t.s.lossFree) // loss.item() logged, then the name is rebound
+		t.annotate(name, "END")
+		if t.err == nil {
+			t.stepsDone++
+		}
+		t.now += 200 + int64(t.rng.IntN(400)) // dataloader and logging between steps
+	}
+}
+
+// tLayer holds one block's activations saved for backward.
+type tLayer struct {
+	x, h1, st1, qkv, att, lse, x2, h2, st2, u, g tensorID
+}
+
+// forwardBackward runs loss = model(x); loss.backward() and returns the
+// loss tensor, still alive.
+func (t *transformer) forwardBackward() tensorID {
+	e, B, S, D, H, V := t.e, t.B, t.S, t.D, t.H, t.V
+	act := B * S * D * e
+	stats := 2 * B * S * 4 // LayerNorm mean and rstd (fp32)
+	s := &t.s
+	L := t.w.Layers
+	layers := make([]tLayer, L)
+
+	// Forward.
+	x := t.alloc(act, kindActivation, s.emb)
+	for l := 0; l < L; l++ {
+		ly := &layers[l]
+		ly.x = x
+		ly.h1 = t.alloc(act, kindActivation, s.ln1)
+		ly.st1 = t.alloc(stats, kindActivation, s.ln1)
+		ly.qkv = t.alloc(3*act, kindActivation, s.qkv)
+		ly.att = t.alloc(act, kindActivation, s.attn)
+		ly.lse = t.alloc(B*H*S*4, kindActivation, s.attn)
+		o := t.alloc(act, kindTemp, s.proj)
+		ly.x2 = t.alloc(act, kindActivation, s.add1)
+		t.free(o, s.add1)
+		ly.h2 = t.alloc(act, kindActivation, s.ln2)
+		ly.st2 = t.alloc(stats, kindActivation, s.ln2)
+		ly.u = t.alloc(4*act, kindActivation, s.fc1)
+		ly.g = t.alloc(4*act, kindActivation, s.gelu)
+		m := t.alloc(act, kindTemp, s.fc2)
+		x = t.alloc(act, kindActivation, s.add2)
+		t.free(m, s.add2)
+	}
+	hf := t.alloc(act, kindActivation, s.lnf)
+	stf := t.alloc(stats, kindActivation, s.lnf)
+	logits := t.alloc(B*S*V*e, kindActivation, s.head)
+	cast := none
+	if t.e != 4 {
+		cast = t.alloc(B*S*V*4, kindActivation, s.lossCast) // logits.float()
+	}
+	lsm := t.alloc(B*S*V*4, kindActivation, s.logSoftmax)
+	loss := t.alloc(4, kindActivation, s.nll)
+	t.free(cast, s.nll) // log_softmax saved its output, not its input
+	if t.err != nil {
+		return loss
+	}
+
+	// Backward, in reverse.
+	gl := t.alloc(4, kindTemp, s.bNll) // grad of loss: ones_like
+	g := t.alloc(B*S*V*4, kindTemp, s.bNll)
+	t.free(gl, s.bNll)
+	g2 := t.alloc(B*S*V*4, kindTemp, s.bLogSoftmax)
+	t.free(g, s.bLogSoftmax)
+	t.free(lsm, s.bLogSoftmax)
+	g = g2
+	if t.e != 4 {
+		g2 = t.alloc(B*S*V*e, kindTemp, s.bCast)
+		t.free(g, s.bCast)
+		g = g2
+	}
+	head := len(t.params) - 1
+	t.grad(head, s.bHead)
+	gh := t.alloc(act, kindTemp, s.bHead)
+	t.free(g, s.bHead)
+	t.free(logits, s.bHead)
+	gx := t.alloc(act, kindTemp, s.bLnf)
+	t.grad(head-2, s.bLnf)
+	t.grad(head-1, s.bLnf)
+	t.free(gh, s.bLnf)
+	t.free(hf, s.bLnf)
+	t.free(stf, s.bLnf)
+	t.free(x, s.bLnf)
+	for l := L - 1; l >= 0 && t.err == nil; l-- {
+		ly := &layers[l]
+		// MLP branch.
+		t.grad(t.blockParam(l, pFc2W), s.bFc2)
+		t.grad(t.blockParam(l, pFc2B), s.bFc2)
+		gg := t.alloc(4*act, kindTemp, s.bFc2)
+		t.free(ly.g, s.bFc2)
+		gu := t.alloc(4*act, kindTemp, s.bGelu)
+		t.free(gg, s.bGelu)
+		t.free(ly.u, s.bGelu)
+		t.grad(t.blockParam(l, pFc1W), s.bFc1)
+		t.grad(t.blockParam(l, pFc1B), s.bFc1)
+		gh2 := t.alloc(act, kindTemp, s.bFc1)
+		t.free(gu, s.bFc1)
+		gx2 := t.alloc(act, kindTemp, s.bLn2)
+		t.grad(t.blockParam(l, pLn2W), s.bLn2)
+		t.grad(t.blockParam(l, pLn2B), s.bLn2)
+		t.free(gh2, s.bLn2)
+		t.free(ly.h2, s.bLn2)
+		t.free(ly.st2, s.bLn2)
+		t.free(ly.x2, s.bLn2)
+		sum := t.alloc(act, kindTemp, s.bAdd) // residual: gx + gx2
+		t.free(gx, s.bAdd)
+		t.free(gx2, s.bAdd)
+		gx = sum
+		// Attention branch.
+		t.grad(t.blockParam(l, pProjW), s.bProj)
+		t.grad(t.blockParam(l, pProjB), s.bProj)
+		ga := t.alloc(act, kindTemp, s.bProj)
+		gqkv := t.alloc(3*act, kindTemp, s.bAttn)
+		t.free(ga, s.bAttn)
+		t.free(ly.att, s.bAttn)
+		t.free(ly.lse, s.bAttn)
+		t.free(ly.qkv, s.bAttn)
+		t.grad(t.blockParam(l, pQkvW), s.bQkv)
+		t.grad(t.blockParam(l, pQkvB), s.bQkv)
+		gh1 := t.alloc(act, kindTemp, s.bQkv)
+		t.free(gqkv, s.bQkv)
+		gx1 := t.alloc(act, kindTemp, s.bLn1)
+		t.grad(t.blockParam(l, pLn1W), s.bLn1)
+		t.grad(t.blockParam(l, pLn1B), s.bLn1)
+		t.free(gh1, s.bLn1)
+		t.free(ly.h1, s.bLn1)
+		t.free(ly.st1, s.bLn1)
+		t.free(ly.x, s.bLn1)
+		sum = t.alloc(act, kindTemp, s.bAdd)
+		t.free(gx, s.bAdd)
+		t.free(gx1, s.bAdd)
+		gx = sum
+	}
+	t.grad(0, s.bEmb)
+	t.free(gx, s.bEmb)
+	return loss
+}
