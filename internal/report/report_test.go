@@ -170,7 +170,7 @@ total_free: 3.0MiB (33.3% internal)
 			if err := Stats(&out, b.s); err != nil {
 				t.Fatal(err)
 			}
-			if want := tt.want + statsLegend; out.String() != want {
+			if want := tt.want + statsLegend + "\n"; out.String() != want {
 				t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
 			}
 		})

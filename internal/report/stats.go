@@ -47,7 +47,8 @@ func floorDiv(a, b int64) int64 {
 }
 
 // Stats writes the report of "python -m torch.cuda._memory_viz stats"
-// (segsum) byte for byte: a page map of every segment of at least 20 MiB,
+// (segsum, then the newline print adds) byte for byte: a page map of every
+// segment of at least 20 MiB,
 // then totals and the legend. Unlike PyTorch it does not stop on snapshots
 // whose block sizes do not add up to the segment size; it prints what the
 // numbers say.
@@ -153,6 +154,8 @@ func Stats(w io.Writer, s *snapshot.Snapshot) error {
 	bw.WriteString("total_allocated: " + Bytes(totalAllocated) + "\n")
 	bw.WriteString("total_free: " + reportFree(freeExternal, freeInternal) + "\n")
 	bw.WriteString(statsLegend)
+	// The CLI print()s segsum's string, which already ends in a newline.
+	bw.WriteString("\n")
 	return bw.Flush()
 }
 
