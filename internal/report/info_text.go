@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 )
 
 // WriteInfo writes the text form of "gpumem info".
@@ -68,26 +67,23 @@ func WriteInfo(w io.Writer, in *Info) error {
 		kv("  active", "%s", Size(d.ActiveBytes))
 		kv("  requested", "%s", Size(d.RequestedBytes))
 		if d.Blocks > 0 {
-			fmt.Fprintf(bw, "  blocks by state\n")
-			tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
+			rows := [][]string{{"state", "blocks", "size", "bytes"}}
 			for _, st := range d.BlockStates {
-				fmt.Fprintf(tw, "    %s\t%d\t%s\t(%d)\t\n", st.State, st.Blocks, BytesU(st.Bytes), st.Bytes)
+				rows = append(rows, []string{st.State, strconv.Itoa(st.Blocks), BytesU(st.Bytes), strconv.FormatUint(st.Bytes, 10)})
 			}
-			tw.Flush()
+			writeTable(bw, "    ", "lrrr", rows)
 		}
 		if len(d.Pools) > 0 {
-			fmt.Fprintf(bw, "  pools\n")
-			tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintf(tw, "    pool\ttype\tsegments\tblocks\treserved\tallocated\tactive\t\n")
+			rows := [][]string{{"pool", "type", "segments", "blocks", "reserved", "allocated", "active"}}
 			for _, p := range d.Pools {
 				id := "-"
 				if p.HasPoolID {
 					id = fmt.Sprintf("(%d,%d)", p.PoolID[0], p.PoolID[1])
 				}
-				fmt.Fprintf(tw, "    %s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", id, p.Type, p.Segments, p.Blocks,
-					BytesU(p.ReservedBytes), BytesU(p.AllocatedBytes), BytesU(p.ActiveBytes))
+				rows = append(rows, []string{id, p.Type, strconv.Itoa(p.Segments), strconv.Itoa(p.Blocks),
+					BytesU(p.ReservedBytes), BytesU(p.AllocatedBytes), BytesU(p.ActiveBytes)})
 			}
-			tw.Flush()
+			writeTable(bw, "    ", "llrrrrr", rows)
 		}
 		trace := fmt.Sprintf("%d entries", d.TraceEntries)
 		if d.TraceEntries > 0 {
@@ -98,11 +94,11 @@ func WriteInfo(w io.Writer, in *Info) error {
 			kv("  trace time", "%s .. %s (%s)", FormatTimeUS(d.TimeSpan.FirstUS), FormatTimeUS(d.TimeSpan.LastUS), FormatDurationUS(d.TimeSpan.DurationUS))
 		}
 		if len(d.Actions) > 0 {
-			tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
+			var rows [][]string
 			for _, a := range d.Actions {
-				fmt.Fprintf(tw, "    %s\t%d\t\n", a.Action, a.Count)
+				rows = append(rows, []string{a.Action, strconv.Itoa(a.Count)})
 			}
-			tw.Flush()
+			writeTable(bw, "    ", "lr", rows)
 		}
 	}
 
@@ -187,4 +183,32 @@ func WriteInfo(w io.Writer, in *Info) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// writeTable writes rows as aligned columns two spaces apart; align has one
+// letter per column, 'l' for left and 'r' for right.
+func writeTable(w *bufio.Writer, indent, align string, rows [][]string) {
+	widths := make([]int, len(align))
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], len(c))
+		}
+	}
+	for _, r := range rows {
+		line := indent
+		for i, c := range r {
+			pad := strings.Repeat(" ", widths[i]-len(c))
+			if i > 0 {
+				line += "  "
+			}
+			if align[i] == 'r' {
+				line += pad + c
+			} else if i < len(r)-1 {
+				line += c + pad
+			} else {
+				line += c
+			}
+		}
+		w.WriteString(line + "\n")
+	}
 }
