@@ -1,7 +1,6 @@
 package synth
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -224,7 +223,8 @@ func settings(c alloc.Config) *snapshot.AllocatorSettings {
 	return set
 }
 
+// jsonString quotes v as Python's json.dumps does (ASCII only, no HTML
+// escaping).
 func jsonString(v string) string {
-	b, _ := json.Marshal(v) // a string always marshals
-	return string(b)
+	return string(jsonFixEscapes(strconv.AppendQuoteToASCII(nil, v)))
 }

@@ -1,0 +1,103 @@
+package synth
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestWriteMatchesPython checks the writers against CPython: loading our
+// pickle and dumping it again with protocol 4 must give the same bytes (so
+// memo sharing, opcodes and framing are Python's), and the JSON must equal
+// json.dumps of the same object.
+func TestWriteMatchesPython(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found; skipping the CPython comparison")
+	}
+	dir := t.TempDir()
+	for i, w := range smallWorkloads()[:3] {
+		w.Seed = int64(i)
+		conf := ""
+		if i == 1 {
+			conf = "expandable_segments:True,roundup_power2_divisions:[256:2,>:4]"
+		}
+		s, _, err := Generate(w, Options{Config: conf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pk, js := filepath.Join(dir, "s.pickle"), filepath.Join(dir, "s.json")
+		if _, err := WriteFile(pk, s, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := WriteFile(js, s, true); err != nil {
+			t.Fatal(err)
+		}
+		script := `
+import json, pickle, sys
+b = open(sys.argv[1], "rb").read()
+s = pickle.loads(b)
+assert pickle.dumps(s, protocol=4) == b, "pickle.dumps(pickle.loads(file)) differs from the file"
+def lists(o):
+    if isinstance(o, (list, tuple)): return [lists(x) for x in o]
+    if isinstance(o, dict): return {k: lists(v) for k, v in o.items()}
+    return o
+j = open(sys.argv[2]).read()
+assert json.dumps(lists(s)) == j, "JSON differs from json.dumps of the pickle's object"
+assert list(s) == ["segments", "device_traces", "allocator_settings", "external_annotations"], list(s)
+e = s["device_traces"][0][-1]
+assert list(e) == ["action", "addr", "size", "stream", "time_us", "compile_context", "user_metadata", "frames"], list(e)
+`
+		out, err := exec.Command(py, "-c", script, pk, js).CombinedOutput()
+		if err != nil {
+			t.Fatalf("workload %d: %v\n%s", i, err, out)
+		}
+	}
+}
+
+func TestWriteDeterministicAndAtomic(t *testing.T) {
+	dir := t.TempDir()
+	s, _, err := Generate(smallWorkloads()[2], Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "out.pickle")
+	n, err := WriteFile(p, s, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(p)
+	if int64(len(a)) != n {
+		t.Errorf("WriteFile returned %d, file has %d bytes", n, len(a))
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, s, false); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, buf.Bytes()) {
+		t.Error("WriteFile and Write differ")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("temporary files left behind: %v", entries)
+	}
+	if _, err := WriteFile(filepath.Join(dir, "missing", "x.pickle"), s, false); err == nil {
+		t.Error("writing into a missing folder succeeded")
+	}
+}
+
+func TestGenerateSize(t *testing.T) {
+	w := Workload{Model: "transformer", Layers: 2, DModel: 128, Heads: 4, Seq: 64, Batch: 2, Vocab: 500}
+	for _, target := range []int64{300_000, 2_000_000} {
+		s, res, err := GenerateSize(w, Options{}, target, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := encodedSize(s, false)
+		if d := float64(n-target) / float64(target); d > 0.05 || d < -0.05 {
+			t.Errorf("target %d: got %d bytes (%d steps), off by %.1f%%", target, n, res.StepsDone, 100*d)
+		}
+	}
+}
