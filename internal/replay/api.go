@@ -269,7 +269,7 @@ func NewTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
 }
 
 // Len returns the number of elements (memory_viz's elements_length).
-func (t *Timeline) Len() int { return len(t.elems) }
+func (t *Timeline) Len() int { return len(t.src) }
 
 // Timesteps returns len(max_at_time) with every element drawn.
 func (t *Timeline) Timesteps() int { return t.timesteps }

@@ -209,3 +209,5 @@ func userMetadataText(md string) string {
 	}
 	return "User Metadata:\n  " + md
 }
+
+func formatInt(v int64) string { return strconv.FormatInt(v, 10) }

@@ -1,0 +1,309 @@
+package replay
+
+import (
+	"sort"
+
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// Element sources: where an element's details come from.
+const (
+	srcAlloc      uint8 = iota // an alloc (segment_alloc) trace event
+	srcFree                    // a free with no alloc in the trace
+	srcGhostBlock              // an active_allocated dump block
+	srcDumpSeg                 // a dump segment (segment timeline)
+)
+
+// elemSrc is one process_alloc_data element before stacking.
+type elemSrc struct {
+	size uint64
+	// ref is the raw trace event index (srcAlloc, srcFree), the block index
+	// into Snapshot.Blocks (srcGhostBlock) or segment index (srcDumpSeg).
+	ref  int32
+	free int32 // raw index of the matching free event, -1 if none
+	kind uint8
+}
+
+// elementList is process_alloc_data's first two phases: elements, the
+// order of actions and the initial stack.
+type elementList struct {
+	elems   []elemSrc
+	actions []int32 // element indices in action order
+	initial []int32 // initial stack, bottom first
+}
+
+// deviceSegments returns the indices of the device's dump segments sorted
+// by address, as memory_viz's find_pool_id uses them.
+func deviceSegments(s *snapshot.Snapshot, device int) []int32 {
+	var out []int32
+	for i := range s.Segments {
+		if int(s.Segments[i].Device) == device {
+			out = append(out, int32(i))
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool {
+		return s.Segments[out[a]].Address < s.Segments[out[b]].Address
+	})
+	return out
+}
+
+// findSegment returns the dump segment containing addr, or -1.
+func findSegment(s *snapshot.Snapshot, segs []int32, addr uint64) int32 {
+	lo, hi := 0, len(segs)-1
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		seg := &s.Segments[segs[mid]]
+		switch {
+		case addr < seg.Address:
+			hi = mid - 1
+		case addr >= seg.Address+seg.TotalSize:
+			lo = mid + 1
+		default:
+			return segs[mid]
+		}
+	}
+	return -1
+}
+
+// legacyBlock reports whether blocks of this snapshot lack a frames key, so
+// that memory_viz takes requested size and frames from the history.
+func legacyBlock(s *snapshot.Snapshot) bool {
+	g := s.Source.Generation
+	return g == snapshot.GenL || g == snapshot.GenD1
+}
+
+// blockRequested is the requested size memory_viz's annotate_snapshot
+// gives a dump block.
+func blockRequested(s *snapshot.Snapshot, b *snapshot.Block) uint64 {
+	if !legacyBlock(s) {
+		return b.RequestedSize
+	}
+	req := uint64(0)
+	if b.HasRequestedSize {
+		req = b.RequestedSize
+	}
+	if req != 0 {
+		return req
+	}
+	if b.NumHistory > 0 {
+		return s.History[b.FirstHistory].RealSize
+	}
+	return b.Size
+}
+
+// blockStack is the stack memory_viz shows for a dump block.
+func blockStack(s *snapshot.Snapshot, b *snapshot.Block) snapshot.StackID {
+	if legacyBlock(s) && b.NumHistory > 0 {
+		h := &s.History[b.FirstHistory]
+		if h.HasStack {
+			return h.Stack
+		}
+		return snapshot.NoStack
+	}
+	return b.Stack
+}
+
+// vizEvents returns the raw indices of the device's trace in memory_viz
+// order. Snapshots whose decoder left Viz empty get the raw order with
+// merges computed here.
+func vizEvents(s *snapshot.Snapshot, device int) []int32 {
+	if device < 0 || device >= len(s.Traces) {
+		return nil
+	}
+	tr := &s.Traces[device]
+	if len(tr.Viz) > 0 || len(tr.Events) == 0 {
+		return tr.Viz
+	}
+	out := make([]int32, 0, len(tr.Events))
+	for i := range tr.Events {
+		e := &tr.Events[i]
+		if e.Action == snapshot.ActionFreeCompleted && len(out) > 0 {
+			p := &tr.Events[out[len(out)-1]]
+			if p.Action == snapshot.ActionFreeRequested && p.Addr == e.Addr {
+				p.Flags |= snapshot.FlagMergedFree
+				continue
+			}
+		}
+		out = append(out, int32(i))
+	}
+	return out
+}
+
+// buildElements runs process_alloc_data's phases 1 and 2.
+func buildElements(s *snapshot.Snapshot, device int, segmentsView bool) *elementList {
+	l := &elementList{}
+	var initial []int32
+	addrToAlloc := map[uint64]int32{}
+	viz := vizEvents(s, device)
+	var events []snapshot.Event
+	if device >= 0 && device < len(s.Traces) {
+		events = s.Traces[device].Events
+	}
+	allocAct, freeAct, freeAct2 := snapshot.ActionAlloc, snapshot.ActionFree, snapshot.ActionFreeCompleted
+	if segmentsView {
+		allocAct, freeAct, freeAct2 = snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree, snapshot.ActionSegmentFree
+	}
+	for _, raw := range viz {
+		e := &events[raw]
+		a := e.VizAction()
+		switch a {
+		case allocAct:
+			l.elems = append(l.elems, elemSrc{size: e.Size, ref: raw, free: -1, kind: srcAlloc})
+			id := int32(len(l.elems) - 1)
+			addrToAlloc[e.Addr] = id
+			l.actions = append(l.actions, id)
+		case freeAct, freeAct2:
+			if id, ok := addrToAlloc[e.Addr]; ok {
+				l.actions = append(l.actions, id)
+				l.elems[id].free = raw
+				delete(addrToAlloc, e.Addr)
+			} else {
+				l.elems = append(l.elems, elemSrc{size: e.Size, ref: raw, free: raw, kind: srcFree})
+				id := int32(len(l.elems) - 1)
+				initial = append(initial, id)
+				l.actions = append(l.actions, id)
+			}
+		}
+	}
+	for si := range s.Segments {
+		seg := &s.Segments[si]
+		if int(seg.Device) != device {
+			continue
+		}
+		if segmentsView {
+			if _, ok := addrToAlloc[seg.Address]; !ok {
+				l.elems = append(l.elems, elemSrc{size: seg.TotalSize, ref: int32(si), free: -1, kind: srcDumpSeg})
+				initial = append(initial, int32(len(l.elems)-1))
+			}
+			continue
+		}
+		for bi := seg.FirstBlock; bi < seg.FirstBlock+seg.NumBlocks; bi++ {
+			b := &s.Blocks[bi]
+			if b.State != snapshot.BlockActiveAllocated {
+				continue
+			}
+			if _, ok := addrToAlloc[b.Addr]; ok {
+				continue
+			}
+			l.elems = append(l.elems, elemSrc{size: blockRequested(s, b), ref: bi, free: -1, kind: srcGhostBlock})
+			initial = append(initial, int32(len(l.elems)-1))
+		}
+	}
+	// memory_viz reverses the initial list and, with no actions, pops the
+	// last one into the actions so that a flat graph is drawn.
+	for i, j := 0, len(initial)-1; i < j; i, j = i+1, j-1 {
+		initial[i], initial[j] = initial[j], initial[i]
+	}
+	if len(l.actions) == 0 && len(initial) > 0 {
+		l.actions = append(l.actions, initial[len(initial)-1])
+		initial = initial[:len(initial)-1]
+	}
+	l.initial = initial
+	return l
+}
+
+// drawSet marks the maxEntries largest elements as memory_viz's draw_elem
+// does (stable sort by size, descending). maxEntries <= 0 draws all.
+func drawSet(elems []elemSrc, maxEntries int) []bool {
+	drawn := make([]bool, len(elems))
+	if maxEntries <= 0 || maxEntries >= len(elems) {
+		for i := range drawn {
+			drawn[i] = true
+		}
+		return drawn
+	}
+	idx := make([]int32, len(elems))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return elems[idx[a]].size > elems[idx[b]].size })
+	for _, i := range idx[:maxEntries] {
+		drawn[i] = true
+	}
+	return drawn
+}
+
+// fenwick counts live stack positions.
+type fenwick []int32
+
+func (f fenwick) add(i int, d int32) {
+	for i++; i < len(f); i += i & -i {
+		f[i] += d
+	}
+}
+
+// sum returns the count over positions [0, i).
+func (f fenwick) sum(i int) int32 {
+	var s int32
+	for ; i > 0; i -= i & -i {
+		s += f[i]
+	}
+	return s
+}
+
+func computeStats(s *snapshot.Snapshot, device int, kind Kind, maxEntries int) Stats {
+	if kind == KindActiveWithPools {
+		return poolStats(s, device, maxEntries)
+	}
+	l := buildElements(s, device, kind == KindSegments)
+	drawn := drawSet(l.elems, maxEntries)
+	n := len(l.elems)
+	pos := make([]int32, n) // stack position+1 while drawn and live; 0 otherwise
+	live := make(fenwick, n+1)
+	summarized := make([]uint8, n) // 0 never seen, 1 in band, 2 left band
+	nextPos := 0
+	liveCount := int32(0)
+	var total, band, peak uint64
+	steps := 0
+	advance := func(k int) {
+		steps += k
+		if v := total + band; v > peak {
+			peak = v
+		}
+	}
+	push := func(id int32) {
+		pos[id] = int32(nextPos + 1)
+		live.add(nextPos, 1)
+		liveCount++
+		nextPos++
+		total += l.elems[id].size
+	}
+	for _, id := range l.initial {
+		if drawn[id] {
+			push(id)
+		} else {
+			band += l.elems[id].size
+			summarized[id] = 1
+		}
+	}
+	for _, id := range l.actions {
+		size := l.elems[id].size
+		if !drawn[id] {
+			if summarized[id] != 0 {
+				advance(1)
+				band -= size
+				summarized[id] = 2
+			} else {
+				band += size
+				summarized[id] = 1
+				advance(1)
+			}
+			continue
+		}
+		if pos[id] == 0 {
+			push(id)
+			advance(1)
+			continue
+		}
+		advance(1)
+		p := int(pos[id] - 1)
+		live.add(p, -1)
+		liveCount--
+		pos[id] = 0
+		if live.sum(p) < liveCount { // something above it slides down
+			advance(3)
+		}
+		total -= size
+	}
+	return Stats{PeakBytes: peak, Elements: n, Timesteps: steps}
+}

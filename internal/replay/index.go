@@ -1,0 +1,124 @@
+package replay
+
+// maxTree is a static max segment tree over int32 values, used to list the
+// positions of a prefix whose value exceeds a threshold in
+// O(k log n) for k results: intervals by start order, pruned by end.
+type maxTree struct {
+	n    int     // number of leaves in use
+	size int     // power of two >= n
+	v    []int32 // v[size+i] is leaf i
+}
+
+func newMaxTree(vals []int32) maxTree {
+	size := 1
+	for size < len(vals) {
+		size <<= 1
+	}
+	t := maxTree{n: len(vals), size: size, v: make([]int32, 2*size)}
+	for i := range t.v {
+		t.v[i] = -1 << 31
+	}
+	copy(t.v[size:], vals)
+	for i := size - 1; i >= 1; i-- {
+		t.v[i] = max(t.v[2*i], t.v[2*i+1])
+	}
+	return t
+}
+
+// each calls fn, in increasing order, for every leaf i < limit with
+// value > above.
+func (t *maxTree) each(limit int, above int32, fn func(i int)) {
+	if limit > t.n {
+		limit = t.n
+	}
+	if limit <= 0 {
+		return
+	}
+	t.walk(1, 0, t.size, limit, above, fn)
+}
+
+func (t *maxTree) walk(node, lo, hi, limit int, above int32, fn func(int)) {
+	if lo >= limit || t.v[node] <= above {
+		return
+	}
+	if hi-lo == 1 {
+		fn(lo)
+		return
+	}
+	mid := (lo + hi) / 2
+	t.walk(2*node, lo, mid, limit, above, fn)
+	t.walk(2*node+1, mid, hi, limit, above, fn)
+}
+
+// rangeMinMax answers min/max over ranges of a uint64 series with blocks
+// of 64 and a segment tree over the blocks: O(n/64) memory beyond the
+// series, O(64 + log n) per query.
+type rangeMinMax struct {
+	vals     []uint64
+	size     int
+	min, max []uint64 // segment trees over blocks
+}
+
+const rmmBlock = 64
+
+func newRangeMinMax(vals []uint64) *rangeMinMax {
+	nb := (len(vals) + rmmBlock - 1) / rmmBlock
+	size := 1
+	for size < nb {
+		size <<= 1
+	}
+	r := &rangeMinMax{vals: vals, size: size, min: make([]uint64, 2*size), max: make([]uint64, 2*size)}
+	for i := range r.min {
+		r.min[i] = ^uint64(0)
+	}
+	for b := 0; b < nb; b++ {
+		lo, hi := b*rmmBlock, min((b+1)*rmmBlock, len(vals))
+		mn, mx := ^uint64(0), uint64(0)
+		for _, v := range vals[lo:hi] {
+			mn = min(mn, v)
+			mx = max(mx, v)
+		}
+		r.min[size+b], r.max[size+b] = mn, mx
+	}
+	for i := size - 1; i >= 1; i-- {
+		r.min[i] = min(r.min[2*i], r.min[2*i+1])
+		r.max[i] = max(r.max[2*i], r.max[2*i+1])
+	}
+	return r
+}
+
+// query returns min and max over vals[i0:i1] (i0 < i1).
+func (r *rangeMinMax) query(i0, i1 int) (mn, mx uint64) {
+	mn = ^uint64(0)
+	b0, b1 := i0/rmmBlock, (i1-1)/rmmBlock
+	if b1-b0 <= 1 {
+		for _, v := range r.vals[i0:i1] {
+			mn = min(mn, v)
+			mx = max(mx, v)
+		}
+		return
+	}
+	for _, v := range r.vals[i0 : (b0+1)*rmmBlock] {
+		mn = min(mn, v)
+		mx = max(mx, v)
+	}
+	for _, v := range r.vals[b1*rmmBlock : i1] {
+		mn = min(mn, v)
+		mx = max(mx, v)
+	}
+	// Whole blocks b0+1 .. b1-1 through the tree.
+	lo, hi := b0+1+r.size, b1-1+r.size+1
+	for lo < hi {
+		if lo&1 == 1 {
+			mn, mx = min(mn, r.min[lo]), max(mx, r.max[lo])
+			lo++
+		}
+		if hi&1 == 1 {
+			hi--
+			mn, mx = min(mn, r.min[hi]), max(mx, r.max[hi])
+		}
+		lo >>= 1
+		hi >>= 1
+	}
+	return
+}

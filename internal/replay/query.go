@@ -1,0 +1,301 @@
+package replay
+
+import (
+	"math"
+	"sort"
+)
+
+func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOptions) *Frame {
+	f := &Frame{T0: t0, T1: t1, Y0: y0, Y1: y1, Width: w, Height: h, Starts: []int32{0}}
+	if w <= 0 || h <= 0 || !(t1 > t0) || !(y1 > y0) || math.IsInf(t1-t0, 0) || math.IsInf(y1-y0, 0) {
+		f.Width, f.Height = max(w, 0), max(h, 0)
+		f.ColMin, f.ColMax = make([]float64, f.Width), make([]float64, f.Width)
+		return f
+	}
+	if o.MinPixels <= 0 {
+		o.MinPixels = 1
+	}
+	if o.MaxPolygons <= 0 {
+		o.MaxPolygons = 20000
+	}
+	tpp := (t1 - t0) / float64(w) // timesteps per pixel
+	bpp := (y1 - y0) / float64(h) // bytes per pixel
+	f.ColMin, f.ColMax = t.columns(t0, tpp, w)
+
+	// 1. Candidates: tall and wide enough, overlapping [t0, t1] in time.
+	minSize := o.MinPixels * bpp
+	minDur := tpp
+	var vis []int32
+	for bi := range t.buckets {
+		b := &t.buckets[bi]
+		if math.Ldexp(1, b.sizeClass)-1 < minSize || math.Ldexp(1, b.durClass)-1 < minDur {
+			continue
+		}
+		limit := sort.Search(len(b.starts), func(i int) bool { return float64(b.starts[i]) > t1 })
+		above := int32(math.Ceil(t0)) - 1 // end >= t0
+		b.ends.each(limit, above, func(i int) {
+			id := b.ids[i]
+			if float64(t.src[id].size) >= minSize && float64(t.end[id]-t.start[id]) >= minDur {
+				vis = append(vis, id)
+			}
+		})
+	}
+	if len(vis) > o.MaxPolygons {
+		sort.Slice(vis, func(a, b int) bool {
+			sa, sb := t.src[vis[a]].size, t.src[vis[b]].size
+			if sa != sb {
+				return sa > sb
+			}
+			return vis[a] < vis[b]
+		})
+		vis = vis[:o.MaxPolygons]
+		f.Truncated = true
+	}
+	if len(vis) == 0 {
+		return f
+	}
+	sort.Slice(vis, func(a, b int) bool { return t.pos[vis[a]] < t.pos[vis[b]] })
+	nv := len(vis)
+	vpos := make([]int32, nv)
+	for k, id := range vis {
+		vpos[k] = t.pos[id]
+	}
+
+	// 2. Bottom edges at each element's first sample: pushed inside the
+	// window → its push offset; alive at t0 → the stack below it at t0.
+	base := make([]float64, nv)
+	baseT := make([]float64, nv)
+	maxPos := int32(-1)
+	for k, id := range vis {
+		if float64(t.start[id]) >= t0 {
+			base[k], baseT[k] = float64(t.off0[id]), float64(t.start[id])
+		} else {
+			baseT[k] = t0
+			maxPos = vpos[k]
+		}
+	}
+	if maxPos >= 0 {
+		k := 0
+		var sum float64
+		t.stack(t0, int(maxPos)+1, func(id int32, wsize float64) {
+			p := t.pos[id]
+			for k < nv && vpos[k] <= p {
+				if baseT[k] == t0 && float64(t.start[vis[k]]) < t0 {
+					base[k] = sum
+				}
+				k++
+			}
+			sum += wsize
+		})
+		for ; k < nv; k++ {
+			if baseT[k] == t0 && float64(t.start[vis[k]]) < t0 {
+				base[k] = sum
+			}
+		}
+	}
+
+	// 3. Sweep the frees that slide things inside the window. For element
+	// k, the slide since its first sample is C_k(x) - C_k(baseT) with
+	// C_k(x) = sum over frees j below it of size_j * ramp_j(x).
+	f0 := sort.Search(len(t.freeEnd), func(i int) bool { return float64(t.freeEnd[i])+3 > t0 })
+	f1 := sort.Search(len(t.freeEnd), func(i int) bool { return float64(t.freeEnd[i]) >= t1 })
+	fr := t.freeID[f0:f1]
+	frEnd := t.freeEnd[f0:f1]
+	q := make([]int, len(fr)) // first visible index above free j
+	for j, id := range fr {
+		p := t.pos[id]
+		q[j] = sort.Search(nv, func(k int) bool { return vpos[k] > p })
+	}
+	fen := make([]float64, nv+1) // completed frees, Fenwick by q
+	diff := make([]float64, nv+1)
+	completed, started := 0, 0 // frees [0,completed) done, [completed,started) ramping
+	advanceTo := func(x float64) {
+		for started < len(fr) && float64(frEnd[started]) < x {
+			started++
+		}
+		for completed < started && float64(frEnd[completed])+3 <= x {
+			s := float64(t.src[fr[completed]].size)
+			for i := q[completed] + 1; i <= nv; i += i & -i {
+				fen[i] += s
+			}
+			diff[q[completed]] += s
+			completed++
+		}
+	}
+	ramping := func(k int, x float64) float64 {
+		var c float64
+		for j := completed; j < started; j++ {
+			if q[j] <= k {
+				c += float64(t.src[fr[j]].size) * min(1, (x-float64(frEnd[j]))/3)
+			}
+		}
+		return c
+	}
+	cAt := func(k int, x float64) float64 { // C_k(x), after advanceTo(x)
+		var c float64
+		for i := k + 1; i > 0; i -= i & -i {
+			c += fen[i]
+		}
+		return c + ramping(k, x)
+	}
+
+	// Sample times: column boundaries plus element starts and ends.
+	type mark struct {
+		x    float64
+		k    int32
+		kind int8 // 0 start, 1 end
+	}
+	marks := make([]mark, 0, 2*nv)
+	for k, id := range vis {
+		marks = append(marks, mark{baseT[k], int32(k), 0})
+		marks = append(marks, mark{min(float64(t.end[id]), t1), int32(k), 1})
+	}
+	sort.Slice(marks, func(a, b int) bool {
+		if marks[a].x != marks[b].x {
+			return marks[a].x < marks[b].x
+		}
+		return marks[a].kind < marks[b].kind
+	})
+	pts := make([][]float32, nv) // per element: x, bottom pairs in pixels
+	c0 := make([]float64, nv)    // C_k at the first sample
+	alive := make([]bool, nv)
+	px := func(x float64) float32 { return float32((x - t0) / tpp) }
+	py := func(bytes float64) float32 { return float32((y1 - bytes) / bpp) }
+	emit := func(k int, x, c float64) {
+		pts[k] = append(pts[k], px(x), py(base[k]-(c-c0[k])))
+	}
+	mi := 0
+	for col := 0; col <= w; col++ {
+		xc := t0 + float64(col)*tpp
+		if col == w {
+			xc = t1
+		}
+		for mi < len(marks) && marks[mi].x < xc {
+			m := marks[mi]
+			mi++
+			advanceTo(m.x)
+			k := int(m.k)
+			c := cAt(k, m.x)
+			if m.kind == 0 {
+				c0[k] = c
+				alive[k] = true
+				emit(k, m.x, c)
+			} else if alive[k] {
+				emit(k, m.x, c)
+				alive[k] = false
+			}
+		}
+		advanceTo(xc)
+		// Marks exactly at this boundary: starts first, so that the column
+		// sample covers them; ends after.
+		for mi < len(marks) && marks[mi].x == xc && marks[mi].kind == 0 {
+			k := int(marks[mi].k)
+			c0[k] = cAt(k, xc)
+			alive[k] = true
+			mi++
+		}
+		var run float64
+		for k := 0; k < nv; k++ {
+			run += diff[k]
+			if alive[k] {
+				emit(k, xc, run+ramping(k, xc))
+			}
+		}
+		for mi < len(marks) && marks[mi].x == xc {
+			k := int(marks[mi].k)
+			alive[k] = false // its last sample was just emitted
+			mi++
+		}
+	}
+
+	// 4. Polygons, dropping samples on flat stretches and elements entirely
+	// outside [y0, y1].
+	type poly struct {
+		id  int32
+		pts []float32
+	}
+	var polys []poly
+	for k, id := range vis {
+		p := simplify(pts[k])
+		if len(p) < 4 {
+			continue
+		}
+		sizePx := float32(float64(t.src[id].size) / bpp)
+		lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
+		for i := 1; i < len(p); i += 2 {
+			lo, hi = min(lo, p[i]-sizePx), max(hi, p[i])
+		}
+		if hi < 0 || lo > float32(h) {
+			continue
+		}
+		out := make([]float32, 0, 2*len(p))
+		out = append(out, p...)
+		for i := len(p) - 2; i >= 0; i -= 2 {
+			out = append(out, p[i], p[i+1]-sizePx)
+		}
+		polys = append(polys, poly{id, out})
+	}
+	sort.Slice(polys, func(a, b int) bool {
+		sa, sb := t.src[polys[a].id].size, t.src[polys[b].id].size
+		if sa != sb {
+			return sa > sb
+		}
+		return polys[a].id < polys[b].id
+	})
+	for _, p := range polys {
+		f.IDs = append(f.IDs, p.id)
+		f.Points = append(f.Points, p.pts...)
+		f.Starts = append(f.Starts, int32(len(f.Points)/2))
+	}
+	return f
+}
+
+// simplify drops interior points of horizontal runs from x,y pairs and
+// points at the same x and y as their predecessor.
+func simplify(p []float32) []float32 {
+	out := p[:0]
+	n := len(p) / 2
+	for i := 0; i < n; i++ {
+		x, y := p[2*i], p[2*i+1]
+		if i > 0 && i < n-1 {
+			py, ny := p[2*i-1], p[2*i+3]
+			if py == y && ny == y {
+				continue
+			}
+		}
+		if m := len(out); m >= 2 && out[m-2] == x && out[m-1] == y {
+			continue
+		}
+		out = append(out, x, y)
+	}
+	return out
+}
+
+// columns returns the min and max of max_at_time over each pixel column.
+func (t *Timeline) columns(t0, tpp float64, w int) (mn, mx []float64) {
+	mn, mx = make([]float64, w), make([]float64, w)
+	if len(t.runStart) == 0 {
+		return
+	}
+	for c := 0; c < w; c++ {
+		a := math.Floor(t0 + float64(c)*tpp)
+		b := math.Ceil(t0 + float64(c+1)*tpp)
+		if b <= a {
+			b = a + 1
+		}
+		if b <= 0 || a >= float64(t.timesteps) {
+			continue
+		}
+		a = max(a, 0)
+		b = min(b, float64(t.timesteps))
+		r0 := sort.Search(len(t.runStart), func(i int) bool { return float64(t.runStart[i]) > a }) - 1
+		r1 := sort.Search(len(t.runStart), func(i int) bool { return float64(t.runStart[i]) >= b })
+		r0 = max(r0, 0)
+		if r1 <= r0 {
+			r1 = r0 + 1
+		}
+		lo, hi := t.runIdx.query(r0, r1)
+		mn[c], mx[c] = float64(lo), float64(hi)
+	}
+	return
+}

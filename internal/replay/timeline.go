@@ -1,0 +1,241 @@
+package replay
+
+import (
+	"math"
+	"math/bits"
+	"sort"
+
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// Timeline is one memory_viz timeline of one device; see NewTimeline.
+//
+// Per element it keeps its lifetime in timesteps, its size, its position
+// in the stack (push order) and its bottom edge when pushed. Because
+// allocations are always pushed on top, an element's bottom edge at time t
+// is the sum of sizes of elements below it in push order that are still
+// alive at t (a free below it slides it down linearly over 3 timesteps,
+// as memory_viz animates it), so offsets over time need not be stored.
+type Timeline struct {
+	s      *snapshot.Snapshot
+	device int
+	kind   Kind
+	segs   []int32 // device dump segments by address
+
+	src   []elemSrc
+	start []int32  // timestep pushed
+	end   []int32  // timestep its polygon closes
+	off0  []uint64 // bottom edge when pushed
+	pos   []int32  // stack position (push order)
+	slid  []bool   // its free slid the elements above it down
+	freed []bool   // freed in the trace (else alive at the end)
+	byPos []int32  // element at each stack position
+
+	// aliveTree lists, by stack position, the time an element stops
+	// contributing to the offsets above it (end, or end+3 when slid).
+	aliveTree maxTree
+	// Slid frees sorted by end: the times offsets change.
+	freeEnd []int32
+	freeID  []int32
+
+	// max_at_time as runs: value runVal[r] from timestep runStart[r].
+	runStart []int32
+	runVal   []uint64
+	runIdx   *rangeMinMax
+
+	buckets []bucket
+
+	timesteps int
+	peak      uint64
+}
+
+// bucket holds the elements of one (size class, duration class), by start,
+// for window queries.
+type bucket struct {
+	sizeClass, durClass int
+	ids                 []int32
+	starts              []int32
+	ends                maxTree
+}
+
+func newTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
+	l := buildElements(s, device, kind == KindSegments)
+	n := len(l.elems)
+	t := &Timeline{
+		s: s, device: device, kind: kind, segs: deviceSegments(s, device),
+		src:   l.elems,
+		start: make([]int32, n),
+		end:   make([]int32, n),
+		off0:  make([]uint64, n),
+		pos:   make([]int32, n),
+		slid:  make([]bool, n),
+		byPos: make([]int32, 0, n),
+	}
+	for i := range t.pos {
+		t.pos[i] = -1
+	}
+	live := make(fenwick, n+1)
+	liveCount := int32(0)
+	var total uint64
+	timestep := int32(0)
+	advance := func(k int32) {
+		t.runStart = append(t.runStart, timestep)
+		t.runVal = append(t.runVal, total)
+		if total > t.peak {
+			t.peak = total
+		}
+		timestep += k
+	}
+	push := func(id int32) {
+		p := int32(len(t.byPos))
+		t.pos[id] = p
+		t.byPos = append(t.byPos, id)
+		t.start[id] = timestep
+		t.off0[id] = total
+		live.add(int(p), 1)
+		liveCount++
+		total += l.elems[id].size
+	}
+	for _, id := range l.initial {
+		push(id)
+	}
+	done := make([]bool, n)
+	for _, id := range l.actions {
+		if t.pos[id] < 0 {
+			push(id)
+			advance(1)
+			continue
+		}
+		if done[id] {
+			continue // cannot happen: an element has one alloc and one free
+		}
+		advance(1)
+		done[id] = true
+		t.end[id] = timestep
+		p := int(t.pos[id])
+		live.add(p, -1)
+		liveCount--
+		if live.sum(p) < liveCount {
+			t.slid[id] = true
+			advance(3)
+		}
+		total -= l.elems[id].size
+	}
+	t.timesteps = int(timestep)
+	t.freed = done
+	eff := make([]int32, len(t.byPos))
+	for p, id := range t.byPos {
+		if !done[id] {
+			t.end[id] = timestep
+			eff[p] = math.MaxInt32 // alive to the end
+			continue
+		}
+		eff[p] = t.end[id]
+		if t.slid[id] {
+			eff[p] += 3
+			t.freeEnd = append(t.freeEnd, t.end[id])
+			t.freeID = append(t.freeID, id)
+		}
+	}
+	t.aliveTree = newMaxTree(eff)
+	sort.Sort(freesByEnd{t.freeEnd, t.freeID})
+	t.runIdx = newRangeMinMax(t.runVal)
+	t.buildBuckets()
+	return t
+}
+
+type freesByEnd struct{ end, id []int32 }
+
+func (f freesByEnd) Len() int           { return len(f.end) }
+func (f freesByEnd) Less(i, j int) bool { return f.end[i] < f.end[j] }
+func (f freesByEnd) Swap(i, j int) {
+	f.end[i], f.end[j] = f.end[j], f.end[i]
+	f.id[i], f.id[j] = f.id[j], f.id[i]
+}
+
+func (t *Timeline) buildBuckets() {
+	const durClasses = 33
+	index := map[int]int{}
+	for _, id := range t.byPos { // push order: starts are nondecreasing
+		sc := bits.Len64(t.src[id].size)
+		dc := bits.Len32(uint32(t.end[id] - t.start[id]))
+		key := sc*durClasses + dc
+		bi, ok := index[key]
+		if !ok {
+			bi = len(t.buckets)
+			index[key] = bi
+			t.buckets = append(t.buckets, bucket{sizeClass: sc, durClass: dc})
+		}
+		b := &t.buckets[bi]
+		b.ids = append(b.ids, id)
+		b.starts = append(b.starts, t.start[id])
+	}
+	for i := range t.buckets {
+		b := &t.buckets[i]
+		ends := make([]int32, len(b.ids))
+		for j, id := range b.ids {
+			ends[j] = t.end[id]
+		}
+		b.ends = newMaxTree(ends)
+	}
+}
+
+// weight is how much of element j's size still lies under the elements
+// above it at time x: 1 while alive, sliding to 0 over 3 timesteps after a
+// free that slid, 0 after a free at the top.
+func (t *Timeline) weight(j int32, x float64) float64 {
+	e := float64(t.end[j])
+	if x < e || !t.freed[j] {
+		return 1
+	}
+	if t.slid[j] && x < e+3 {
+		return 1 - (x-e)/3
+	}
+	return 0
+}
+
+// stack calls fn in stack order for every element below stack position
+// limit that contributes to offsets at time x, with its weighted size.
+func (t *Timeline) stack(x float64, limit int, fn func(id int32, w float64)) {
+	// Elements pushed after x cannot be below anything alive at x.
+	last := sort.Search(len(t.byPos), func(p int) bool { return float64(t.start[t.byPos[p]]) > x })
+	limit = min(limit, last)
+	above := int32(math.Floor(x))
+	t.aliveTree.each(limit, above, func(p int) {
+		id := t.byPos[p]
+		if w := t.weight(id, x); w > 0 {
+			fn(id, w*float64(t.src[id].size))
+		}
+	})
+}
+
+func (t *Timeline) offsetAt(i int, x float64) float64 {
+	if i < 0 || i >= len(t.src) {
+		return 0
+	}
+	x = max(float64(t.start[i]), min(float64(t.end[i]), x))
+	if x == float64(t.start[i]) {
+		return float64(t.off0[i])
+	}
+	var sum float64
+	t.stack(x, int(t.pos[i]), func(_ int32, w float64) { sum += w })
+	return sum
+}
+
+func (t *Timeline) hitTest(x, y float64) (int, bool) {
+	if y < 0 {
+		return -1, false
+	}
+	var sum float64
+	hit := int32(-1)
+	t.stack(x, len(t.byPos), func(id int32, w float64) {
+		if hit >= 0 {
+			return
+		}
+		if float64(t.start[id]) <= x && x <= float64(t.end[id]) && y >= sum && y < sum+float64(t.src[id].size) {
+			hit = id
+		}
+		sum += w
+	})
+	return int(hit), hit >= 0
+}

@@ -1,0 +1,404 @@
+package replay
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// ev is a compact trace entry for hand-made snapshots.
+type ev struct {
+	a    snapshot.Action
+	addr uint64
+	size uint64
+}
+
+// mkSnapshot builds a one-device snapshot from events and dump segments.
+// Merged frees are written as free_requested + free_completed.
+func mkSnapshot(events []ev, segs []snapshot.Segment, blocks []snapshot.Block) *snapshot.Snapshot {
+	s := &snapshot.Snapshot{
+		Source:   snapshot.Source{Generation: snapshot.GenD6},
+		Segments: segs,
+		Blocks:   blocks,
+		Strings:  []string{""},
+		Streams:  []int64{0},
+		Stacks:   snapshot.StackTable{Offsets: []int32{0, 0}},
+	}
+	tr := snapshot.Trace{}
+	for _, e := range events {
+		tr.Events = append(tr.Events, snapshot.Event{Action: e.a, Addr: e.addr, Size: e.size})
+	}
+	s.Traces = []snapshot.Trace{tr}
+	return s
+}
+
+const (
+	aAlloc = snapshot.ActionAlloc
+	aFreeR = snapshot.ActionFreeRequested
+	aFreeC = snapshot.ActionFreeCompleted
+)
+
+func free(addr, size uint64) []ev {
+	return []ev{{aFreeR, addr, size}, {aFreeC, addr, size}}
+}
+
+// naiveSeries is memory_viz's phase 3 with every element drawn: the
+// polygon series of each element, built the O(n²) way.
+type naiveSeries struct {
+	ts   [][]float64
+	offs [][]float64
+	max  []uint64
+}
+
+func naiveTimeline(s *snapshot.Snapshot, device int, segments bool) *naiveSeries {
+	l := buildElements(s, device, segments)
+	n := len(l.elems)
+	r := &naiveSeries{ts: make([][]float64, n), offs: make([][]float64, n)}
+	var cur []int32
+	var total uint64
+	ts := 0.0
+	advance := func(k int) {
+		for i := 0; i < k; i++ {
+			r.max = append(r.max, total)
+		}
+		ts += float64(k)
+	}
+	add := func(id int32) {
+		cur = append(cur, id)
+		r.ts[id] = []float64{ts}
+		r.offs[id] = []float64{float64(total)}
+		total += l.elems[id].size
+	}
+	for _, id := range l.initial {
+		add(id)
+	}
+	for _, id := range l.actions {
+		idx := -1
+		for j := len(cur) - 1; j >= 0; j-- {
+			if cur[j] == id {
+				idx = j
+				break
+			}
+		}
+		if idx < 0 {
+			add(id)
+			advance(1)
+			continue
+		}
+		advance(1)
+		r.ts[id] = append(r.ts[id], ts)
+		r.offs[id] = append(r.offs[id], r.offs[id][len(r.offs[id])-1])
+		cur = append(cur[:idx], cur[idx+1:]...)
+		if idx < len(cur) {
+			size := float64(l.elems[id].size)
+			for _, e := range cur[idx:] {
+				last := r.offs[e][len(r.offs[e])-1]
+				r.ts[e] = append(r.ts[e], ts, ts+3)
+				r.offs[e] = append(r.offs[e], last, last-size)
+			}
+			advance(3)
+		}
+		total -= l.elems[id].size
+	}
+	for _, e := range cur {
+		r.ts[e] = append(r.ts[e], ts)
+		r.offs[e] = append(r.offs[e], r.offs[e][len(r.offs[e])-1])
+	}
+	return r
+}
+
+// at interpolates element i's bottom edge at x as the SVG polygon does.
+func (r *naiveSeries) at(i int, x float64) float64 {
+	ts, offs := r.ts[i], r.offs[i]
+	if x <= ts[0] {
+		return offs[0]
+	}
+	for j := 1; j < len(ts); j++ {
+		if x <= ts[j] {
+			if ts[j] == ts[j-1] {
+				return offs[j]
+			}
+			f := (x - ts[j-1]) / (ts[j] - ts[j-1])
+			return offs[j-1] + f*(offs[j]-offs[j-1])
+		}
+	}
+	return offs[len(offs)-1]
+}
+
+func TestStackingFreeInMiddle(t *testing.T) {
+	var evs []ev
+	evs = append(evs, ev{aAlloc, 0x1000, 100}, ev{aAlloc, 0x2000, 200}, ev{aAlloc, 0x3000, 50})
+	evs = append(evs, free(0x1000, 100)...)
+	s := mkSnapshot(evs, nil, nil)
+	tl := NewTimeline(s, 0, KindActive)
+	if tl.Len() != 3 || tl.Timesteps() != 7 || tl.PeakBytes() != 350 {
+		t.Fatalf("len %d timesteps %d peak %d, want 3 7 350", tl.Len(), tl.Timesteps(), tl.PeakBytes())
+	}
+	cases := []struct {
+		elem int
+		x    float64
+		want float64
+	}{
+		{1, 1, 100}, {1, 4, 100}, {1, 5.5, 50}, {1, 7, 0},
+		{2, 2, 300}, {2, 4, 300}, {2, 6, 233.33333333333334}, {2, 7, 200},
+		{0, 0, 0}, {0, 4, 0},
+	}
+	for _, c := range cases {
+		if got := tl.Offset(c.elem, c.x); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("Offset(%d, %v) = %v, want %v", c.elem, c.x, got, c.want)
+		}
+	}
+	if e := tl.Element(0); e.End != 4 || e.Start != 0 || e.Addr != "b'1000_0" {
+		t.Errorf("element 0 = %+v", e)
+	}
+	st := ComputeStats(s, 0, KindActive, DefaultMaxEntries)
+	if st.PeakBytes != 350 || st.Timesteps != 7 || st.Elements != 3 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestPreTraceFreeAndGhost(t *testing.T) {
+	// Block 0x5000 was allocated before recording and freed in the trace;
+	// 0x9000 is live in the dump with no alloc (ghost).
+	evs := []ev{{aAlloc, 0x1000, 10}}
+	evs = append(evs, free(0x5000, 40)...)
+	evs = append(evs, ev{aAlloc, 0x2000, 20})
+	segs := []snapshot.Segment{{Device: 0, Address: 0x9000, TotalSize: 1024, FirstBlock: 0, NumBlocks: 2, HasPoolID: true}}
+	blocks := []snapshot.Block{
+		{Addr: 0x9000, Size: 512, RequestedSize: 500, State: snapshot.BlockActiveAllocated},
+		{Addr: 0x9200, Size: 512, State: snapshot.BlockInactive},
+	}
+	s := mkSnapshot(evs, segs, blocks)
+	tl := NewTimeline(s, 0, KindActive)
+	// Elements: 0 alloc 0x1000, 1 free 0x5000 (pre-trace), 2 alloc 0x2000,
+	// 3 ghost 0x9000. Initial stack bottom→top: ghost, pre-trace free.
+	if tl.Len() != 4 {
+		t.Fatalf("len %d", tl.Len())
+	}
+	if got := tl.Offset(3, 0); got != 0 {
+		t.Errorf("ghost offset %v, want 0", got)
+	}
+	if got := tl.Offset(1, 0); got != 500 {
+		t.Errorf("pre-trace free offset %v, want 500", got)
+	}
+	e1 := tl.Element(1)
+	if !e1.PreTraceFree || e1.Ghost || e1.PoolKnown {
+		t.Errorf("element 1 %+v", e1)
+	}
+	e3 := tl.Element(3)
+	if !e3.Ghost || e3.Size != 500 || !e3.PoolKnown {
+		t.Errorf("element 3 %+v", e3)
+	}
+	// Peak: ghost 500 + free 40 + alloc 10 = 550 right after the first alloc.
+	if tl.PeakBytes() != 550 {
+		t.Errorf("peak %d", tl.PeakBytes())
+	}
+	ctx := tl.Context(1)
+	if want := "alloc not recorded, stack trace for free:"; !contains(ctx, want) {
+		t.Errorf("context lacks %q:\n%s", want, ctx)
+	}
+	if got := tl.Search("b'5000", ""); len(got) != 1 || got[0] != 1 {
+		t.Errorf("Search = %v", got)
+	}
+}
+
+func contains(s, sub string) bool {
+	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
+}
+
+// randomSnapshot makes a trace with random allocs and frees (in and out of
+// order), pre-trace frees and ghost blocks.
+func randomSnapshot(r *rand.Rand, n int) *snapshot.Snapshot {
+	var evs []ev
+	live := []uint64{}
+	next := uint64(0x100000)
+	var segs []snapshot.Segment
+	var blocks []snapshot.Block
+	for i := 0; i < 5; i++ { // pre-trace live blocks, some freed later
+		addr := next
+		next += 0x10000
+		if r.Intn(2) == 0 {
+			live = append(live, addr)
+		} else {
+			segs = append(segs, snapshot.Segment{Address: addr, TotalSize: 0x10000, FirstBlock: int32(len(blocks)), NumBlocks: 1})
+			blocks = append(blocks, snapshot.Block{Addr: addr, Size: 0x10000, RequestedSize: uint64(1 + r.Intn(0x10000)), State: snapshot.BlockActiveAllocated})
+		}
+	}
+	sizes := map[uint64]uint64{}
+	for i := 0; i < n; i++ {
+		if len(live) == 0 || r.Intn(5) < 3 {
+			addr := next
+			next += 0x10000
+			sz := uint64(1 + r.Intn(1<<uint(4+r.Intn(16))))
+			sizes[addr] = sz
+			evs = append(evs, ev{aAlloc, addr, sz})
+			live = append(live, addr)
+			continue
+		}
+		k := len(live) - 1
+		if r.Intn(3) > 0 {
+			k = r.Intn(len(live))
+		}
+		addr := live[k]
+		live = append(live[:k], live[k+1:]...)
+		sz, ok := sizes[addr]
+		if !ok {
+			sz = 777
+		}
+		if r.Intn(10) == 0 {
+			evs = append(evs, ev{aFreeR, addr, sz})
+			evs = append(evs, ev{aAlloc, next, 3}) // unrelated event between
+			sizes[next] = 3
+			live = append(live, next)
+			next += 0x10000
+			evs = append(evs, ev{aFreeC, addr, sz})
+		} else {
+			evs = append(evs, free(addr, sz)...)
+		}
+	}
+	return mkSnapshot(evs, segs, blocks)
+}
+
+func TestTimelineMatchesNaive(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	for iter := 0; iter < 30; iter++ {
+		s := randomSnapshot(r, 50+r.Intn(300))
+		tl := NewTimeline(s, 0, KindActive)
+		nv := naiveTimeline(s, 0, false)
+		if tl.Timesteps() != len(nv.max) {
+			t.Fatalf("iter %d: timesteps %d, naive %d", iter, tl.Timesteps(), len(nv.max))
+		}
+		var peak uint64
+		for _, v := range nv.max {
+			peak = max(peak, v)
+		}
+		if tl.PeakBytes() != peak {
+			t.Fatalf("iter %d: peak %d, naive %d", iter, tl.PeakBytes(), peak)
+		}
+		for i := 0; i < tl.Len(); i++ {
+			e := tl.Element(i)
+			ts := nv.ts[i]
+			if float64(e.Start) != ts[0] || float64(e.End) != ts[len(ts)-1] {
+				t.Fatalf("iter %d elem %d: [%d,%d], naive [%v,%v]", iter, i, e.Start, e.End, ts[0], ts[len(ts)-1])
+			}
+			for k := 0; k < 8; k++ {
+				x := float64(e.Start) + r.Float64()*float64(e.End-e.Start)
+				if k == 0 {
+					x = math.Floor(x)
+				}
+				got, want := tl.Offset(i, x), nv.at(i, x)
+				if math.Abs(got-want) > 1e-6*math.Max(1, want) {
+					t.Fatalf("iter %d elem %d x %v: offset %v, naive %v", iter, i, x, got, want)
+				}
+			}
+		}
+		// Hit tests against the naive polygons.
+		for k := 0; k < 200; k++ {
+			x := r.Float64() * float64(tl.Timesteps())
+			y := r.Float64() * float64(peak)
+			want := -1
+			for i := 0; i < tl.Len(); i++ {
+				ts := nv.ts[i]
+				if x < ts[0] || x > ts[len(ts)-1] {
+					continue
+				}
+				o := nv.at(i, x)
+				if y >= o && y < o+float64(s0(tl, i)) {
+					want = i
+					break
+				}
+			}
+			got, ok := tl.HitTest(x, y)
+			if want >= 0 && (!ok || got != want) {
+				// At exact end timesteps two elements may share a line.
+				gx := tl.Element(got)
+				if !ok || !(float64(gx.End) == x || float64(gx.Start) == x) {
+					t.Fatalf("iter %d: HitTest(%v,%v) = %d,%v want %d", iter, x, y, got, ok, want)
+				}
+			}
+			if want < 0 && ok {
+				t.Fatalf("iter %d: HitTest(%v,%v) = %d, want none", iter, x, y, got)
+			}
+		}
+	}
+}
+
+func s0(tl *Timeline, i int) uint64 { return tl.src[i].size }
+
+func TestQueryMatchesBruteForce(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	for iter := 0; iter < 20; iter++ {
+		s := randomSnapshot(r, 100+r.Intn(400))
+		tl := NewTimeline(s, 0, KindActive)
+		nv := naiveTimeline(s, 0, false)
+		T := float64(tl.Timesteps())
+		P := float64(tl.PeakBytes())
+		for q := 0; q < 10; q++ {
+			t0 := r.Float64() * T * 0.8
+			t1 := t0 + (T-t0)*(0.05+0.95*r.Float64())
+			y0 := r.Float64() * P * 0.5
+			y1 := y0 + (P-y0)*(0.1+0.9*r.Float64())
+			w, h := 50+r.Intn(400), 50+r.Intn(300)
+			f := tl.Query(t0, t1, w, h, y0, y1)
+			tpp, bpp := (t1-t0)/float64(w), (y1-y0)/float64(h)
+			got := map[int32]bool{}
+			for k, id := range f.IDs {
+				got[id] = true
+				pts := f.Points[2*f.Starts[k] : 2*f.Starts[k+1]]
+				npts := len(pts) / 2
+				for j := 0; j < npts/2; j++ { // bottom edge
+					x := t0 + float64(pts[2*j])*tpp
+					yb := y1 - float64(pts[2*j+1])*bpp
+					want := nv.at(int(id), x)
+					if math.Abs(yb-want) > 0.01*bpp+1e-3*math.Abs(want) {
+						t.Fatalf("iter %d q %d elem %d: bottom at x=%v is %v, naive %v (bpp %v)", iter, q, id, x, yb, want, bpp)
+					}
+				}
+			}
+			// Brute force visible set: tall, wide, overlapping, inside y.
+			for i := 0; i < tl.Len(); i++ {
+				e := tl.Element(i)
+				sz := float64(e.Size)
+				if sz < bpp || float64(e.End-e.Start) < tpp || float64(e.End) < t0 || float64(e.Start) > t1 {
+					if got[int32(i)] {
+						t.Fatalf("iter %d: elem %d drawn but too small/outside", iter, i)
+					}
+					continue
+				}
+				// y overlap from dense sampling of the naive series.
+				lo, hi := math.Inf(1), math.Inf(-1)
+				a, b := math.Max(t0, float64(e.Start)), math.Min(t1, float64(e.End))
+				for k := 0; k <= 400; k++ {
+					x := a + (b-a)*float64(k)/400
+					o := nv.at(i, x)
+					lo, hi = math.Min(lo, o), math.Max(hi, o+sz)
+				}
+				inside := hi > y0+bpp && lo < y1-bpp
+				outside := hi < y0-bpp || lo > y1+bpp
+				if inside && !got[int32(i)] {
+					t.Fatalf("iter %d q %d: elem %d visible (y %v..%v in %v..%v) but not drawn", iter, q, i, lo, hi, y0, y1)
+				}
+				if outside && got[int32(i)] {
+					t.Fatalf("iter %d: elem %d drawn but outside y", iter, i)
+				}
+			}
+			// Columns: max of max_at_time over each column.
+			for c := 0; c < w; c++ {
+				a := int(math.Floor(t0 + float64(c)*tpp))
+				b := int(math.Ceil(t0 + float64(c+1)*tpp))
+				if b <= a {
+					b = a + 1
+				}
+				var mx uint64
+				for i := max(a, 0); i < min(b, len(nv.max)); i++ {
+					mx = max(mx, nv.max[i])
+				}
+				if f.ColMax[c] != float64(mx) {
+					t.Fatalf("iter %d col %d: max %v, naive %v", iter, c, f.ColMax[c], mx)
+				}
+			}
+		}
+	}
+}
