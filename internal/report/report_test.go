@@ -354,3 +354,28 @@ func TestInfoWarnings(t *testing.T) {
 		t.Errorf("no PyTorch hint for generation L")
 	}
 }
+
+func TestIntervals(t *testing.T) {
+	var iv intervals
+	iv.add(traceSegment{"a", 100, 10})
+	iv.add(traceSegment{"b", 200, 10})
+	iv.add(traceSegment{"c", 150, 10})
+	iv.add(traceSegment{"d", 105, 20}) // overlaps a, which is dropped
+	tests := []struct {
+		addr uint64
+		want string
+	}{{99, ""}, {100, ""}, {105, "d"}, {124, "d"}, {125, ""}, {150, "c"}, {159, "c"}, {160, ""}, {209, "b"}, {210, ""}}
+	for _, tt := range tests {
+		got, _ := iv.find(tt.addr)
+		if got.name != tt.want {
+			t.Errorf("find(%d) = %q, want %q", tt.addr, got.name, tt.want)
+		}
+	}
+	if _, ok := iv.removeAt(150); !ok {
+		t.Errorf("removeAt(150) found nothing")
+	}
+	iv.removeRange(0, 201) // removes d and b
+	if len(iv) != 0 {
+		t.Errorf("left %v", iv)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 
 	"github.com/gpumem/gpumem/snapshot"
@@ -106,40 +107,27 @@ func writeDeviceTrace(bw *bufio.Writer, s *snapshot.Snapshot, device int) {
 	fmt.Fprintf(bw, "%d entries\n", len(events))
 
 	var namer traceNamer
-	var live []traceSegment // segments and mappings of this trace, oldest first
+	var live intervals // segments and mappings of this trace still alive
 	allocName := map[uint64]string{}
 	allocSize := map[uint64]uint64{}
 
-	findSegment := func(addr uint64) (string, uint64, bool) {
-		for i := len(live) - 1; i >= 0; i-- {
-			if addr >= live[i].addr && addr-live[i].addr < live[i].size {
-				return live[i].name, live[i].addr, true
-			}
+	// The dump's segments of this device, by address, for allocations in
+	// segments that predate the trace.
+	var dump intervals
+	for i := range s.Segments {
+		seg := &s.Segments[i]
+		if int(seg.Device) == device {
+			dump.add(traceSegment{"seg_" + strconv.Itoa(i), seg.Address, seg.TotalSize})
 		}
-		for i := range s.Segments {
-			seg := &s.Segments[i]
-			if int(seg.Device) == device && addr >= seg.Address && addr-seg.Address < seg.TotalSize {
-				return "seg_" + strconv.Itoa(i), seg.Address, true
-			}
+	}
+	findSegment := func(addr uint64) (string, uint64, bool) {
+		if l, ok := live.find(addr); ok {
+			return l.name, l.addr, true
+		}
+		if l, ok := dump.find(addr); ok {
+			return l.name, l.addr, true
 		}
 		return "", 0, false
-	}
-	removeLive := func(addr, size uint64, exact bool) (string, bool) {
-		for i := len(live) - 1; i >= 0; i-- {
-			l := live[i]
-			match := l.addr == addr
-			if !exact {
-				// An unmap removes every mapping inside the range.
-				match = l.addr >= addr && l.addr-addr < size
-			}
-			if match {
-				live = append(live[:i], live[i+1:]...)
-				if exact {
-					return l.name, true
-				}
-			}
-		}
-		return "", false
 	}
 	freeName := func(addr uint64) (string, bool) {
 		if n, ok := allocName[addr]; ok {
@@ -175,9 +163,10 @@ func writeDeviceTrace(bw *bufio.Writer, s *snapshot.Snapshot, device int) {
 		case snapshot.ActionSegmentAlloc:
 			n := namer.name()
 			fmt.Fprintf(bw, "%s = cudaMalloc(%d, %s)\n", n, e.Addr, BytesU(e.Size))
-			live = append(live, traceSegment{n, e.Addr, e.Size})
+			live.add(traceSegment{n, e.Addr, e.Size})
 		case snapshot.ActionSegmentFree:
-			if n, ok := removeLive(e.Addr, e.Size, true); ok {
+			if l, ok := live.removeAt(e.Addr); ok {
+				n := l.name
 				fmt.Fprintf(bw, "cudaFree(%s) # %s\n", n, BytesU(e.Size))
 			} else {
 				fmt.Fprintf(bw, "cudaFree(%d) # %s, allocated before the trace began\n", e.Addr, BytesU(e.Size))
@@ -185,9 +174,9 @@ func writeDeviceTrace(bw *bufio.Writer, s *snapshot.Snapshot, device int) {
 		case snapshot.ActionSegmentMap:
 			n := namer.name()
 			fmt.Fprintf(bw, "%s = cuMemMap(%d, %s) # expandable segment grows\n", n, e.Addr, BytesU(e.Size))
-			live = append(live, traceSegment{n, e.Addr, e.Size})
+			live.add(traceSegment{n, e.Addr, e.Size})
 		case snapshot.ActionSegmentUnmap:
-			removeLive(e.Addr, e.Size, false)
+			live.removeRange(e.Addr, e.Size)
 			fmt.Fprintf(bw, "cuMemUnmap(%d, %s) # expandable segment shrinks\n", e.Addr, BytesU(e.Size))
 		case snapshot.ActionSnapshot:
 			fmt.Fprintf(bw, "# snapshot taken: %s active\n", BytesU(e.Size))
@@ -223,4 +212,55 @@ func plural(n int, thing string) string {
 		return "1 " + thing
 	}
 	return strconv.Itoa(n) + " " + thing + "s"
+}
+
+// intervals is a set of disjoint address ranges sorted by address.
+type intervals []traceSegment
+
+// search returns the index of the first interval starting after addr.
+func (iv intervals) search(addr uint64) int {
+	return sort.Search(len(iv), func(i int) bool { return iv[i].addr > addr })
+}
+
+// find returns the interval containing addr.
+func (iv intervals) find(addr uint64) (traceSegment, bool) {
+	i := iv.search(addr) - 1
+	if i >= 0 && addr-iv[i].addr < iv[i].size {
+		return iv[i], true
+	}
+	return traceSegment{}, false
+}
+
+// add inserts t, dropping intervals it overlaps: the allocator never hands
+// out live memory twice, so those must have been freed unrecorded.
+func (iv *intervals) add(t traceSegment) {
+	iv.removeRange(t.addr, t.size)
+	i := iv.search(t.addr)
+	*iv = append(*iv, traceSegment{})
+	copy((*iv)[i+1:], (*iv)[i:])
+	(*iv)[i] = t
+}
+
+// removeAt removes the interval starting at addr.
+func (iv *intervals) removeAt(addr uint64) (traceSegment, bool) {
+	i := iv.search(addr) - 1
+	if i >= 0 && (*iv)[i].addr == addr {
+		t := (*iv)[i]
+		*iv = append((*iv)[:i], (*iv)[i+1:]...)
+		return t, true
+	}
+	return traceSegment{}, false
+}
+
+// removeRange removes every interval overlapping [addr, addr+size).
+func (iv *intervals) removeRange(addr, size uint64) {
+	last := addr + max(size, 1) - 1
+	lo := iv.search(addr) - 1
+	if lo < 0 || addr-(*iv)[lo].addr >= max((*iv)[lo].size, 1) {
+		lo++ // the interval before addr ends before it
+	}
+	hi := iv.search(last)
+	if lo < hi {
+		*iv = append((*iv)[:lo], (*iv)[hi:]...)
+	}
 }
