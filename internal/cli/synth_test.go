@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSynthCommand(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "s.pickle")
+	small := []string{"--layers", "1", "--d-model", "64", "--heads", "4", "--seq", "32", "--batch", "2", "--vocab", "100", "--steps", "2"}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		status int
+		stdout string // substring
+		stderr string // substring; "" = must be empty
+	}{
+		{"transformer", append(append([]string{}, small...), "-o", out), 0, "steps completed: 2 of 2", ""},
+		{"json", append(append([]string{"--json", "--dtype", "bf16"}, small...), "-o", out), 0, "JSON", ""},
+		{"mlp", []string{"--model", "mlp", "--layers", "2", "--hidden", "64", "--batch", "4", "--steps", "1", "-o", out}, 0, "mlp layers=2", ""},
+		{"oom", append(append([]string{"--capacity", "1MiB"}, small...), "-o", out), 0, "stopped at OOM", ""},
+		{"no output", small, 2, "", "-o OUT is required"},
+		{"bad flag", []string{"--nope", "-o", out}, 2, "", "flag provided but not defined"},
+		{"bad dtype", []string{"--dtype", "fp8", "-o", out}, 1, "", "gpumem synth: unknown dtype"},
+		{"bad config", []string{"--config", "max_split_size_mb:1", "-o", out}, 1, "", "gpumem synth: allocator config"},
+		{"bad capacity", []string{"--capacity", "lots", "-o", out}, 1, "", "gpumem synth: --capacity: bad size"},
+		{"bad model", []string{"--model", "rnn", "-o", out}, 1, "", "gpumem synth: unknown model"},
+		{"missing dir", append(append([]string{}, small...), "-o", filepath.Join(dir, "no", "x.pickle")), 1, "", "gpumem synth: writing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			status := Main(append([]string{"synth"}, tc.args...), strings.NewReader(""), &stdout, &stderr)
+			if status != tc.status {
+				t.Fatalf("status %d, want %d; stderr: %s", status, tc.status, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tc.stdout) {
+				t.Errorf("stdout %q lacks %q", stdout.String(), tc.stdout)
+			}
+			if tc.stderr == "" && stderr.Len() > 0 || !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("stderr %q, want %q", stderr.String(), tc.stderr)
+			}
+			if tc.status == 1 && strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("error output is not one line: %q", stderr.String())
+			}
+		})
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || len(b) < 2 || b[0] != 0x80 || b[1] != 4 {
+		t.Errorf("last good run did not leave a protocol-4 pickle: %v", err)
+	}
+}
