@@ -1,0 +1,709 @@
+package alloc
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// Replay re-runs a snapshot's recorded requests through the model.
+//
+// The allocator state at the start of the trace is rebuilt by undoing the
+// trace from the final segments (as memory_viz's Allocator State History
+// does). The requests are then replayed free-running: the model picks
+// blocks and decides when to cudaMalloc. Only what it cannot know comes
+// from the trace: the address a new cudaMalloc returns, when a deferred
+// (record_stream) free completes, and the segments an empty_cache or an
+// OOM retry released.
+//
+// With the snapshot's own settings it is a validation of the model; with
+// another Config it is a what-if.
+
+// ReplayOptions configure Replay.
+type ReplayOptions struct {
+	// Config overrides the snapshot's settings (what-if); nil validates.
+	Config *Config
+	// Capacity is the device memory for the what-if (0 = unlimited).
+	Capacity uint64
+	// MaxMismatches caps the explanations kept (default 20).
+	MaxMismatches int
+}
+
+// ReplayResult is the outcome of replaying one device's trace.
+type ReplayResult struct {
+	Device     int
+	Validation bool // replayed with the snapshot's own settings
+	Config     Config
+
+	Events int // trace entries replayed
+
+	// Validation counters.
+	AllocAddrsMatched int
+	AllocAddrsTotal   int
+	SegEventsMatched  int // recorded segment_alloc/segment_map the model also made
+	SegEventsTotal    int
+	FinalStateMatches bool
+	// Mismatches explains the first differences (capped); MismatchCount
+	// counts all of them.
+	Mismatches    []string
+	MismatchCount int
+
+	// Predictions of the model.
+	PeakReserved        uint64
+	PeakAllocated       uint64
+	FragmentationAtPeak float64 // 1 - allocated/reserved at the peak of reserved
+	CudaMallocs         int64   // cudaMalloc + page maps
+	CudaFrees           int64   // cudaFree + page unmaps
+	ModelOOMs           []ReplayOOM
+
+	// What the trace itself shows (segment events are exact).
+	RecordedPeakReserved uint64
+	RecordedCudaMallocs  int
+	RecordedCudaFrees    int
+	RecordedOOMs         []ReplayOOM
+
+	// Initial state rebuilt from the snapshot.
+	InitialSegments int
+	InitialBlocks   int
+	InitialReserved uint64
+
+	Stats Stats
+}
+
+// ReplayOOM places an out-of-memory.
+type ReplayOOM struct {
+	Event int    // trace index
+	Size  uint64 // request size
+	// StillOOM (for recorded OOMs in a what-if): the model at the given
+	// capacity fails too.
+	StillOOM bool
+}
+
+// Replayable reports the devices whose traces have alloc events.
+func Replayable(s *snapshot.Snapshot) []int {
+	var out []int
+	for d := range s.Traces {
+		for i := range s.Traces[d].Events {
+			if s.Traces[d].Events[i].Action == snapshot.ActionAlloc {
+				out = append(out, d)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Replay replays device dev of s.
+func Replay(s *snapshot.Snapshot, dev int, o ReplayOptions) (*ReplayResult, error) {
+	if dev < 0 || dev >= len(s.Traces) {
+		return nil, fmt.Errorf("device %d has no trace", dev)
+	}
+	own := ConfigFromSettings(s.AllocatorSettings)
+	cfg := own
+	r := &ReplayResult{Device: dev, Validation: o.Config == nil}
+	if o.Config != nil {
+		cfg = *o.Config
+	}
+	r.Config = cfg
+	if o.MaxMismatches == 0 {
+		o.MaxMismatches = 20
+	}
+	rp := &replayer{s: s, dev: dev, r: r, max: o.MaxMismatches, own: own}
+	init, err := rp.initialState()
+	if err != nil {
+		return nil, err
+	}
+	rp.a = New(cfg, Options{Capacity: o.Capacity, Device: dev, Record: true})
+	rp.load(init)
+	rp.run()
+	if r.Validation {
+		rp.compareFinal()
+	}
+	r.Stats = rp.a.Stats()
+	r.PeakReserved = uint64(r.Stats.ReservedBytes[PoolAll].Peak)
+	r.PeakAllocated = uint64(r.Stats.AllocatedBytes[PoolAll].Peak)
+	r.CudaMallocs = r.Stats.NumDeviceAlloc
+	r.CudaFrees = r.Stats.NumDeviceFree
+	return r, nil
+}
+
+type replayer struct {
+	s   *snapshot.Snapshot
+	dev int
+	r   *ReplayResult
+	a   *Allocator
+	max int
+	own Config
+	// stopAt > 0 ends run before that event (tests).
+	stopAt int
+}
+
+func (rp *replayer) mismatch(format string, args ...any) {
+	rp.r.MismatchCount++
+	if len(rp.r.Mismatches) < rp.max {
+		rp.r.Mismatches = append(rp.r.Mismatches, fmt.Sprintf(format, args...))
+	}
+}
+
+// Reconstructed initial state.
+type initSeg struct {
+	addr, size uint64
+	stream     uint64
+	small      bool
+	expandable bool
+}
+
+type initBlock struct {
+	addr, size, requested uint64
+	pending               bool
+	sizeKnown             bool
+	freedAt               int // first trace event that frees it
+}
+
+type initState struct {
+	segs   []initSeg
+	blocks []initBlock
+}
+
+// finalSegments returns the device's default-pool segments at dump time.
+func (rp *replayer) finalSegments() []int {
+	var idx []int
+	for i := range rp.s.Segments {
+		sg := &rp.s.Segments[i]
+		if int(sg.Device) != rp.dev {
+			continue
+		}
+		if sg.HasPoolID && (sg.PoolID != [2]int64{0, 0}) {
+			continue
+		}
+		idx = append(idx, i)
+	}
+	return idx
+}
+
+// initialState undoes the trace from the final segments.
+func (rp *replayer) initialState() (*initState, error) {
+	s := rp.s
+	segs := map[uint64]initSeg{}
+	blocks := map[uint64]initBlock{}
+	for _, i := range rp.finalSegments() {
+		sg := &s.Segments[i]
+		segs[sg.Address] = initSeg{addr: sg.Address, size: sg.TotalSize, stream: uint64(s.RawStream(sg.Stream)),
+			small: !sg.Large, expandable: sg.IsExpandable}
+		for _, b := range s.SegmentBlocks(i) {
+			if b.State == snapshot.BlockInactive {
+				continue
+			}
+			req := b.RequestedSize
+			if !b.HasRequestedSize {
+				req = b.Size
+			}
+			blocks[b.Addr] = initBlock{addr: b.Addr, size: b.Size, requested: req,
+				pending: b.State == snapshot.BlockActivePendingFree, sizeKnown: true}
+		}
+	}
+	ev := s.Traces[rp.dev].Events
+	for i := len(ev) - 1; i >= 0; i-- {
+		e := &ev[i]
+		switch e.Action {
+		case snapshot.ActionAlloc:
+			if _, ok := blocks[e.Addr]; !ok {
+				rp.mismatch("trace: alloc at event %d (%#x) has no live block after it", i, e.Addr)
+			}
+			delete(blocks, e.Addr)
+		case snapshot.ActionFreeCompleted:
+			// Before free_completed the block was pending (or, when
+			// free_requested comes right before, allocated).
+			blocks[e.Addr] = initBlock{addr: e.Addr, requested: e.Size, pending: true, freedAt: i}
+		case snapshot.ActionFreeRequested:
+			b, ok := blocks[e.Addr]
+			if !ok {
+				b = initBlock{addr: e.Addr, requested: e.Size}
+			}
+			b.pending = false
+			b.freedAt = i
+			blocks[e.Addr] = b
+		case snapshot.ActionSegmentAlloc:
+			delete(segs, e.Addr)
+		case snapshot.ActionSegmentFree:
+			segs[e.Addr] = initSeg{addr: e.Addr, size: e.Size, stream: uint64(s.RawStream(e.Stream)),
+				small: e.Size == kSmallBuffer}
+		case snapshot.ActionSegmentMap, snapshot.ActionSegmentUnmap:
+			return nil, fmt.Errorf("device %d: replay of expandable-segment traces (segment_map/unmap) is not supported", rp.dev)
+		}
+	}
+	st := &initState{}
+	for _, sg := range segs {
+		st.segs = append(st.segs, sg)
+	}
+	sort.Slice(st.segs, func(i, j int) bool { return st.segs[i].addr < st.segs[j].addr })
+	for _, b := range blocks {
+		st.blocks = append(st.blocks, b)
+	}
+	sort.Slice(st.blocks, func(i, j int) bool { return st.blocks[i].addr < st.blocks[j].addr })
+	rp.resolveSizes(st)
+	return st, nil
+}
+
+// segmentOf returns the index of the segment holding addr, or -1.
+func (st *initState) segmentOf(addr uint64) int {
+	i := sort.Search(len(st.segs), func(i int) bool { return st.segs[i].addr+st.segs[i].size > addr })
+	if i < len(st.segs) && st.segs[i].addr <= addr {
+		return i
+	}
+	return -1
+}
+
+// resolveSizes fills in the sizes of blocks that were live at trace start
+// and freed in the trace: the trace only has their requested size.
+func (rp *replayer) resolveSizes(st *initState) {
+	cfg := rp.own
+	for i := range st.blocks {
+		b := &st.blocks[i]
+		if b.sizeKnown {
+			continue
+		}
+		si := st.segmentOf(b.addr)
+		if si < 0 {
+			continue // reported in load
+		}
+		sg := st.segs[si]
+		bound := sg.addr + sg.size
+		if i+1 < len(st.blocks) && st.blocks[i+1].addr < bound {
+			bound = st.blocks[i+1].addr
+		}
+		r := cfg.RoundSize(b.requested)
+		// Any block seen after it while it was live bounds it: the region
+		// in between was free all along, and a free large block is > 1 MiB.
+		for _, e := range rp.s.Traces[rp.dev].Events[:b.freedAt] {
+			switch e.Action {
+			case snapshot.ActionAlloc, snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted:
+				if e.Addr >= b.addr+r && e.Addr < bound {
+					bound = e.Addr
+				}
+			}
+		}
+		room := bound - b.addr
+		switch {
+		case r >= room:
+			b.size = room
+		case sg.small || sg.expandable || cfg.ExpandableSegments:
+			// Small pool: remainders of >= 512 bytes are always split off.
+			if room-r < kMinBlockSize {
+				b.size = room
+			} else {
+				b.size = r
+			}
+		case r >= cfg.MaxSplitSize:
+			// Oversize blocks are never split; they may be up to
+			// max_non_split_rounding larger than the request.
+			if room < r+cfg.MaxNonSplitRounding {
+				b.size = room
+			} else {
+				b.size = r
+			}
+		default:
+			// Large pool: a remainder of <= 1 MiB is never split off, and
+			// every free large block is > 1 MiB, so a short gap is ours.
+			if room-r <= kSmallSize {
+				b.size = room
+			} else {
+				b.size = r
+			}
+		}
+		b.sizeKnown = true
+	}
+}
+
+// load builds the allocator state from the reconstruction.
+func (rp *replayer) load(st *initState) {
+	a := rp.a
+	r := rp.r
+	bi := 0
+	for _, sg := range st.segs {
+		pool := &a.large
+		if sg.small {
+			pool = &a.small
+		}
+		var exp *expandableSegment
+		if sg.expandable {
+			// A mapped run of an expandable segment we know nothing else
+			// about: model it as a fully mapped segment of its own.
+			exp = &expandableSegment{base: sg.addr, pageSize: kSmallBuffer, maxPages: sg.size / kSmallBuffer, stream: sg.stream}
+			if !sg.small {
+				exp.pageSize = a.cfg.LargeSegmentSize
+				exp.maxPages = (sg.size + exp.pageSize - 1) / exp.pageSize
+			}
+			exp.mapped = make([]bool, exp.maxPages)
+			for i := range exp.mapped {
+				exp.mapped[i] = true
+			}
+			a.expSegs = append(a.expSegs, exp)
+		}
+		a.va.take(sg.addr, sg.size)
+		a.totalAllocated += sg.size
+		a.stats.ReservedBytes.inc(sg.small, sg.size)
+		if !sg.expandable {
+			a.stats.Segment.inc(sg.small, 1)
+			if sg.size >= a.cfg.MaxSplitSize {
+				a.stats.OversizeSegments.inc(1)
+			}
+		}
+		r.InitialSegments++
+		r.InitialReserved += sg.size
+		end := sg.addr + sg.size
+		// Skip blocks that fall before this segment (outside every segment).
+		for bi < len(st.blocks) && st.blocks[bi].addr < sg.addr {
+			rp.mismatch("trace start: live block %#x lies outside every segment", st.blocks[bi].addr)
+			bi++
+		}
+		var chain []*block
+		at := sg.addr
+		addFree := func(to uint64) {
+			if to > at {
+				chain = append(chain, &block{stream: sg.stream, size: to - at, ptr: at, pool: pool, mapped: true, exp: exp})
+				at = to
+			}
+		}
+		for bi < len(st.blocks) && st.blocks[bi].addr < end {
+			ib := st.blocks[bi]
+			bi++
+			if ib.addr < at {
+				rp.mismatch("trace start: live block %#x overlaps the block before it", ib.addr)
+				continue
+			}
+			addFree(ib.addr)
+			size := min(ib.size, end-ib.addr)
+			b := &block{stream: sg.stream, size: size, ptr: ib.addr, pool: pool, mapped: true, exp: exp,
+				requested: ib.requested, allocated: !ib.pending}
+			if ib.pending {
+				b.eventCount = 1
+				a.pending = append(a.pending, b)
+			}
+			chain = append(chain, b)
+			at = ib.addr + size
+		}
+		addFree(end)
+		for k, b := range chain {
+			if k > 0 {
+				b.prev = chain[k-1]
+			}
+			if k+1 < len(chain) {
+				b.next = chain[k+1]
+			}
+		}
+		for _, b := range chain {
+			if b.allocated || b.eventCount > 0 {
+				a.active[b.ptr] = b
+				if b.allocated {
+					a.stats.Allocation.inc(sg.small, 1)
+					a.stats.AllocatedBytes.inc(sg.small, b.size)
+					if b.size >= a.cfg.MaxSplitSize {
+						a.stats.OversizeAllocations.inc(1)
+					}
+				}
+				a.stats.Active.inc(sg.small, 1)
+				a.stats.ActiveBytes.inc(sg.small, b.size)
+				a.stats.RequestedBytes.inc(sg.small, b.requested)
+				r.InitialBlocks++
+			} else {
+				pool.insert(b)
+				if b.isSplit() && exp == nil {
+					a.stats.InactiveSplit.inc(sg.small, 1)
+					a.stats.InactiveSplitBytes.inc(sg.small, b.size)
+				}
+			}
+		}
+	}
+	for ; bi < len(st.blocks); bi++ {
+		rp.mismatch("trace start: live block %#x lies outside every segment", st.blocks[bi].addr)
+	}
+	// Cumulative counters describe the trace, not what came before it.
+	a.stats.resetAccumulated()
+}
+
+func (s *Stats) resetAccumulated() {
+	for _, arr := range []*StatArray{&s.Allocation, &s.Segment, &s.Active, &s.InactiveSplit,
+		&s.AllocatedBytes, &s.ReservedBytes, &s.ActiveBytes, &s.InactiveSplitBytes, &s.RequestedBytes} {
+		for i := range arr {
+			arr[i].Allocated, arr[i].Freed = 0, 0
+		}
+	}
+	s.OversizeAllocations.Allocated, s.OversizeAllocations.Freed = 0, 0
+	s.OversizeSegments.Allocated, s.OversizeSegments.Freed = 0, 0
+}
+
+// run replays the trace events.
+func (rp *replayer) run() {
+	a := rp.a
+	r := rp.r
+	s := rp.s
+	ev := s.Traces[rp.dev].Events
+	r.Events = len(ev)
+	// blockAddr maps a recorded block address to the model's (live blocks).
+	blockAddr := map[uint64]uint64{}
+	for addr := range a.active {
+		blockAddr[addr] = addr
+	}
+	lost := map[uint64]bool{} // recorded blocks the model failed to allocate
+	// pendingModel maps recorded addresses of deferred frees to the model's.
+	pendingModel := map[uint64]uint64{}
+	var recSegs []snapshot.Event
+	recReserved := r.InitialReserved
+	r.RecordedPeakReserved = recReserved
+	peakRes := uint64(a.stats.ReservedBytes[PoolAll].Current)
+	r.FragmentationAtPeak = frag(a)
+	// The address of a new segment comes from the recorded segment_alloc
+	// of the same request: same size first, else the first unused one.
+	var segUsed []bool
+	a.segmentAddr = func(size uint64) (uint64, bool) {
+		for pass := 0; pass < 2; pass++ {
+			for k, e := range recSegs {
+				if !segUsed[k] && (pass == 1 || e.Size == size) {
+					segUsed[k] = true
+					return e.Addr, true
+				}
+			}
+		}
+		return 0, false
+	}
+	for i := 0; i < len(ev); i++ {
+		if rp.stopAt > 0 && i >= rp.stopAt {
+			break
+		}
+		e := &ev[i]
+		stream := s.RawStream(e.Stream)
+		switch e.Action {
+		case snapshot.ActionSegmentAlloc:
+			r.SegEventsTotal++
+			r.RecordedCudaMallocs++
+			recReserved += e.Size
+			r.RecordedPeakReserved = max(r.RecordedPeakReserved, recReserved)
+			recSegs = append(recSegs, *e)
+		case snapshot.ActionSegmentFree:
+			r.RecordedCudaFrees++
+			recReserved -= min(recReserved, e.Size)
+			if r.Validation {
+				if !rp.releaseSegmentAt(e.Addr, e.Size) {
+					rp.mismatch("event %d segment_free %#x (%s): the model has no entirely free segment there", i, e.Addr, FormatSize(e.Size))
+				}
+			} else {
+				// A what-if honours the release as an empty_cache; with a
+				// capacity, an OOM retry (segment_alloc follows) is left to
+				// the model.
+				j := i
+				for j+1 < len(ev) && ev[j+1].Action == snapshot.ActionSegmentFree {
+					j++
+				}
+				retry := j+1 < len(ev) && ev[j+1].Action == snapshot.ActionSegmentAlloc
+				if !(retry && a.opt.Capacity > 0) {
+					a.EmptyCache()
+				}
+				for k := i + 1; k <= j; k++ {
+					r.RecordedCudaFrees++
+					recReserved -= min(recReserved, ev[k].Size)
+				}
+				i = j
+			}
+		case snapshot.ActionAlloc:
+			r.AllocAddrsTotal++
+			before := len(a.trace)
+			segUsed = make([]bool, len(recSegs))
+			addr, err := a.Malloc(e.Size, stream)
+			// Which segment events did the model make for this request?
+			var made []Event
+			for _, me := range a.trace[before:] {
+				if me.Action == snapshot.ActionSegmentAlloc || me.Action == snapshot.ActionSegmentMap {
+					made = append(made, me)
+				}
+			}
+			rp.compareSegments(i, e, made, recSegs)
+			recSegs = recSegs[:0]
+			if err != nil {
+				r.ModelOOMs = append(r.ModelOOMs, ReplayOOM{Event: i, Size: e.Size, StillOOM: true})
+				if r.Validation {
+					rp.mismatch("event %d alloc %s: the model ran out of memory", i, FormatSize(e.Size))
+				}
+				lost[e.Addr] = true
+				delete(blockAddr, e.Addr)
+				break
+			}
+			delete(lost, e.Addr)
+			blockAddr[e.Addr] = addr
+			if addr == e.Addr {
+				r.AllocAddrsMatched++
+			} else if r.Validation {
+				rp.mismatch("event %d alloc %s (stream %d): model chose %#x, trace %#x", i, FormatSize(e.Size), stream, addr, e.Addr)
+			}
+		case snapshot.ActionFreeRequested:
+			maddr, ok := blockAddr[e.Addr]
+			if !ok {
+				if !lost[e.Addr] {
+					rp.mismatch("event %d free_requested %#x: no live block", i, e.Addr)
+				}
+				break
+			}
+			immediate := i+1 < len(ev) && ev[i+1].Action == snapshot.ActionFreeCompleted && ev[i+1].Addr == e.Addr
+			delete(blockAddr, e.Addr)
+			if immediate {
+				_ = a.Free(maddr)
+				i++ // its free_completed
+			} else {
+				_ = a.FreeRequested(maddr)
+				pendingModel[e.Addr] = maddr
+			}
+		case snapshot.ActionFreeCompleted:
+			maddr, ok := pendingModel[e.Addr]
+			if !ok {
+				maddr = e.Addr // pending at trace start
+			}
+			delete(pendingModel, e.Addr)
+			if b := a.active[maddr]; b != nil && !b.allocated && b.eventCount > 0 {
+				a.completeEvent(b)
+			}
+		case snapshot.ActionOOM:
+			o := ReplayOOM{Event: i, Size: e.Size}
+			if !r.Validation && a.opt.Capacity > 0 {
+				addr, err := a.Malloc(e.Size, stream)
+				if err != nil {
+					o.StillOOM = true
+				} else {
+					_ = a.Free(addr)
+				}
+			}
+			r.RecordedOOMs = append(r.RecordedOOMs, o)
+		}
+		if res := uint64(a.stats.ReservedBytes[PoolAll].Current); res > peakRes {
+			peakRes = res
+			r.FragmentationAtPeak = frag(a)
+		}
+	}
+}
+
+func frag(a *Allocator) float64 {
+	res := a.stats.ReservedBytes[PoolAll].Current
+	if res == 0 {
+		return 0
+	}
+	return 1 - float64(a.stats.AllocatedBytes[PoolAll].Current)/float64(res)
+}
+
+// compareSegments checks the model's segment events for one request
+// against the recorded ones.
+func (rp *replayer) compareSegments(i int, e *snapshot.Event, made []Event, rec []snapshot.Event) {
+	r := rp.r
+	used := make([]bool, len(made))
+	for _, re := range rec {
+		ok := false
+		for k, me := range made {
+			if !used[k] && me.Size == re.Size && (re.Action != snapshot.ActionSegmentMap || me.Addr == re.Addr) {
+				used[k] = true
+				ok = true
+				break
+			}
+		}
+		if ok {
+			r.SegEventsMatched++
+		} else if r.Validation {
+			if len(made) == 0 {
+				rp.mismatch("event %d alloc %s: trace cudaMalloc'd %s, the model reused a cached block", i, FormatSize(e.Size), FormatSize(re.Size))
+			} else {
+				rp.mismatch("event %d alloc %s: trace cudaMalloc'd %s, the model %s", i, FormatSize(e.Size), FormatSize(re.Size), FormatSize(made[0].Size))
+			}
+		}
+	}
+	if r.Validation {
+		for k, me := range made {
+			if !used[k] && len(rec) == 0 {
+				rp.mismatch("event %d alloc %s: the model cudaMalloc'd %s, the trace reused a cached block", i, FormatSize(e.Size), FormatSize(me.Size))
+			}
+		}
+	}
+}
+
+// releaseSegmentAt applies a recorded cudaFree: the model's segment at
+// addr must be one free block.
+func (rp *replayer) releaseSegmentAt(addr, size uint64) bool {
+	a := rp.a
+	for _, p := range []*blockPool{&a.large, &a.small} {
+		for _, b := range p.blocks.items {
+			if b.ptr == addr && b.prev == nil && b.next == nil && b.exp == nil {
+				a.releaseBlock(b)
+				return b.size == size
+			}
+		}
+	}
+	return false
+}
+
+// compareFinal checks the model's final segments and blocks against the
+// snapshot's.
+func (rp *replayer) compareFinal() {
+	s := rp.s
+	type blk struct {
+		addr, size uint64
+		state      snapshot.BlockState
+	}
+	type seg struct {
+		addr, size uint64
+		blocks     []blk
+	}
+	var want []seg
+	for _, i := range rp.finalSegments() {
+		sg := &s.Segments[i]
+		w := seg{addr: sg.Address, size: sg.TotalSize}
+		for _, b := range s.SegmentBlocks(i) {
+			w.blocks = append(w.blocks, blk{b.Addr, b.Size, b.State})
+		}
+		want = append(want, w)
+	}
+	sort.Slice(want, func(i, j int) bool { return want[i].addr < want[j].addr })
+	got := rp.a.Segments()
+	ok := len(got) == len(want)
+	if !ok {
+		rp.mismatch("final state: model has %d segments, snapshot %d", len(got), len(want))
+	}
+	wi := map[uint64]seg{}
+	for _, w := range want {
+		wi[w.addr] = w
+	}
+	bad := 0
+	for _, g := range got {
+		w, found := wi[g.Addr]
+		if !found {
+			ok = false
+			bad++
+			if bad <= 5 {
+				rp.mismatch("final state: model segment %#x (%s) is not in the snapshot", g.Addr, FormatSize(g.Size))
+			}
+			continue
+		}
+		delete(wi, g.Addr)
+		same := g.Size == w.size && len(g.Blocks) == len(w.blocks)
+		if same {
+			for k, b := range g.Blocks {
+				if b.Addr != w.blocks[k].addr || b.Size != w.blocks[k].size || b.State != w.blocks[k].state {
+					same = false
+					break
+				}
+			}
+		}
+		if !same {
+			ok = false
+			bad++
+			if bad <= 5 {
+				rp.mismatch("final state: segment %#x differs: model %d blocks / %s, snapshot %d blocks / %s",
+					g.Addr, len(g.Blocks), FormatSize(g.Size), len(w.blocks), FormatSize(w.size))
+			}
+		}
+	}
+	for _, w := range wi {
+		ok = false
+		bad++
+		if bad <= 5 {
+			rp.mismatch("final state: snapshot segment %#x (%s) is missing from the model", w.addr, FormatSize(w.size))
+		}
+	}
+	rp.r.FinalStateMatches = ok
+}
