@@ -1,0 +1,521 @@
+package snapshot
+
+import (
+	"fmt"
+
+	"github.com/gpumem/gpumem/internal/pickle"
+)
+
+// notSnapshot builds the error for input that decodes but is not a snapshot.
+func notSnapshot(format string, args ...any) error {
+	return fmt.Errorf("not a PyTorch memory snapshot: "+format, args...)
+}
+
+// assemble types the (small) generic remainder of the tree under root and
+// fills in the snapshot.
+func (b *builder) assemble(root pickle.Value) error {
+	s := b.s
+	d := b.d
+	var segs pickle.Value
+	haveSegs := false
+	if items, ok := b.items(root); ok && root.Kind != pickle.Tuple {
+		_ = items
+		segs, haveSegs = root, true
+		s.Source.Generation = GenL
+	} else if root.Kind == pickle.Dict {
+		kv := d.Items(root)
+		for i := 0; i+1 < len(kv); i += 2 {
+			key, ok := d.Str(kv[i])
+			val := kv[i+1]
+			if !ok {
+				kj, err := b.keyValue(kv[i], val)
+				if err != nil {
+					return err
+				}
+				s.Extra = append(s.Extra, kj)
+				continue
+			}
+			var err error
+			switch key {
+			case "segments":
+				segs, haveSegs = val, true
+			case "device_traces":
+				err = b.traces(val)
+			case "allocator_settings":
+				err = b.settings(val)
+			case "external_annotations":
+				err = b.annotations(val)
+			default:
+				var kvj KeyValue
+				kvj, err = b.keyValue(kv[i], val)
+				s.Extra = append(s.Extra, kvj)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if !haveSegs {
+			keys := ""
+			for i := 0; i < len(kv) && i < 16; i += 2 {
+				k, _ := d.AppendJSON(nil, kv[i], b.renderHandle)
+				if keys != "" {
+					keys += ", "
+				}
+				keys += string(k)
+			}
+			return notSnapshot("top-level dict has no \"segments\" key (keys: %s)", keys)
+		}
+	} else {
+		return notSnapshot("top-level value is %s, want a dict or a list of segments", b.kindName(root))
+	}
+	if err := b.segments(segs); err != nil {
+		return err
+	}
+	b.renumberStreams()
+	if s.Source.Generation == "" {
+		s.Source.Generation = b.generation()
+	}
+	annotate(s)
+	return nil
+}
+
+func (b *builder) traces(v pickle.Value) error {
+	devs, ok := b.items(v)
+	if !ok {
+		return notSnapshot("device_traces is %s, not a list", b.kindName(v))
+	}
+	b.s.Traces = make([]Trace, len(devs))
+	for dev, tv := range devs {
+		entries, ok := b.items(tv)
+		if !ok {
+			return notSnapshot("device_traces[%d] is %s, not a list", dev, b.kindName(tv))
+		}
+		// Entries are usually contiguous in b.events; share the backing
+		// array then instead of copying.
+		contiguous := true
+		for i, e := range entries {
+			if e.Kind != pickle.Handle || e.Sub != hEvent {
+				return fmt.Errorf("device_traces[%d][%d] is %s, not a trace entry dict", dev, i, b.kindName(e))
+			}
+			if i > 0 && e.X != entries[i-1].X+1 {
+				contiguous = false
+			}
+		}
+		if len(entries) == 0 {
+			b.s.Traces[dev].Events = []Event{}
+			continue
+		}
+		if contiguous {
+			lo := entries[0].X
+			hi := lo + uint64(len(entries))
+			b.s.Traces[dev].Events = b.events[lo:hi:hi]
+			continue
+		}
+		evs := make([]Event, len(entries))
+		for i, e := range entries {
+			evs[i] = b.events[e.X]
+		}
+		b.s.Traces[dev].Events = evs
+	}
+	return nil
+}
+
+func (b *builder) segments(v pickle.Value) error {
+	d := b.d
+	s := b.s
+	segs, ok := b.items(v)
+	if !ok {
+		return notSnapshot("segments is %s, not a list", b.kindName(v))
+	}
+	s.Segments = make([]Segment, 0, len(segs))
+	for si, sv := range segs {
+		if sv.Kind != pickle.Dict {
+			return notSnapshot("segments[%d] is %s, not a dict", si, b.kindName(sv))
+		}
+		seg := Segment{FirstBlock: int32(len(s.Blocks))}
+		var extra KeyValues
+		var haveAlloc, haveActive, haveReq bool
+		var blocksV pickle.Value
+		haveBlocks := false
+		kv := d.Items(sv)
+		for i := 0; i+1 < len(kv); i += 2 {
+			key, _ := d.Str(kv[i])
+			val := kv[i+1]
+			var err error
+			where := func(k string) string { return fmt.Sprintf("segments[%d].%s", si, k) }
+			switch key {
+			case "device":
+				var x int64
+				x, err = b.int(val, where(key))
+				seg.Device = int32(x)
+			case "address":
+				seg.Address, err = b.uint(val, where(key))
+			case "total_size":
+				seg.TotalSize, err = b.uint(val, where(key))
+			case "allocated_size":
+				seg.AllocatedSize, err = b.uint(val, where(key))
+				haveAlloc = true
+			case "active_size":
+				seg.ActiveSize, err = b.uint(val, where(key))
+				haveActive = true
+			case "requested_size":
+				seg.RequestedSize, err = b.uint(val, where(key))
+				haveReq = true
+			case "stream":
+				var x int64
+				x, err = b.int(val, where(key))
+				seg.Stream = b.tmpStream(x)
+			case "segment_type":
+				var t string
+				t, err = b.str(val, where(key))
+				seg.Large = t == "large"
+				if t != "large" && t != "small" {
+					extra = append(extra, KeyValue{Key: key, JSON: string(pickle.AppendJSONString(nil, t))})
+				}
+			case "segment_pool_id":
+				items, ok := b.items(val)
+				if !ok || len(items) != 2 {
+					return fmt.Errorf("%s is not a pair", where(key))
+				}
+				for j := range 2 {
+					if seg.PoolID[j], err = b.int(items[j], where(key)); err != nil {
+						return err
+					}
+				}
+				seg.HasPoolID = true
+			case "is_expandable":
+				seg.IsExpandable = val.Kind == pickle.Bool && val.X != 0
+			case "frames":
+				seg.Stack, err = b.stackOf(val, where(key))
+			case "blocks":
+				blocksV, haveBlocks = val, true
+			default:
+				var kvj KeyValue
+				kvj, err = b.keyValue(kv[i], val)
+				extra = append(extra, kvj)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if haveBlocks {
+			if err := b.blocks(si, blocksV); err != nil {
+				return err
+			}
+		}
+		seg.NumBlocks = int32(len(s.Blocks)) - seg.FirstBlock
+		if !haveAlloc || !haveActive || !haveReq {
+			var alloc, active, req uint64
+			for i := seg.FirstBlock; i < seg.FirstBlock+seg.NumBlocks; i++ {
+				bl := &s.Blocks[i]
+				if bl.State == BlockActiveAllocated {
+					alloc += bl.Size
+				}
+				if bl.State != BlockInactive {
+					active += bl.Size
+					req += bl.RequestedSize
+				}
+			}
+			if !haveAlloc {
+				seg.AllocatedSize = alloc
+			}
+			if !haveActive {
+				seg.ActiveSize = active
+			}
+			if !haveReq {
+				seg.RequestedSize = req
+			}
+		}
+		if extra != nil {
+			seg.Extra = b.addExtra(extra)
+		}
+		s.Segments = append(s.Segments, seg)
+	}
+	return nil
+}
+
+func (b *builder) blocks(si int, v pickle.Value) error {
+	d := b.d
+	s := b.s
+	blocks, ok := b.items(v)
+	if !ok {
+		return fmt.Errorf("segments[%d].blocks is %s, not a list", si, b.kindName(v))
+	}
+	for bi, bv := range blocks {
+		if bv.Kind != pickle.Dict {
+			return fmt.Errorf("segments[%d].blocks[%d] is %s, not a dict", si, bi, b.kindName(bv))
+		}
+		var bl Block
+		var extra KeyValues
+		haveFrames := false
+		var history []pickle.Value
+		haveHistory := false
+		kv := d.Items(bv)
+		for i := 0; i+1 < len(kv); i += 2 {
+			key, _ := d.Str(kv[i])
+			val := kv[i+1]
+			where := func(k string) string { return fmt.Sprintf("segments[%d].blocks[%d].%s", si, bi, k) }
+			var err error
+			switch key {
+			case "address":
+				bl.RawAddress, err = b.uint(val, where(key))
+				bl.HasAddress = true
+			case "size":
+				bl.Size, err = b.uint(val, where(key))
+			case "requested_size":
+				bl.RequestedSize, err = b.uint(val, where(key))
+				bl.HasRequestedSize = true
+			case "state":
+				var st string
+				st, err = b.str(val, where(key))
+				switch st {
+				case "active_allocated":
+					bl.State = BlockActiveAllocated
+				case "active_pending_free", "active_awaiting_free":
+					bl.State = BlockActivePendingFree
+				case "inactive":
+					bl.State = BlockInactive
+				default:
+					extra = append(extra, KeyValue{Key: key, JSON: string(pickle.AppendJSONString(nil, st))})
+				}
+			case "frames":
+				bl.Stack, err = b.stackOf(val, where(key))
+				haveFrames = true
+			case "history":
+				var ok bool
+				history, ok = b.items(val)
+				if !ok {
+					err = fmt.Errorf("%s is %s, not a list", where(key), b.kindName(val))
+				}
+				haveHistory = true
+			default:
+				var kvj KeyValue
+				kvj, err = b.keyValue(kv[i], val)
+				extra = append(extra, kvj)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if haveHistory {
+			bl.FirstHistory = int32(len(s.History))
+			for hi, hv := range history {
+				if hv.Kind != pickle.Dict {
+					return fmt.Errorf("segments[%d].blocks[%d].history[%d] is %s, not a dict", si, bi, hi, b.kindName(hv))
+				}
+				var h HistoryItem
+				hkv := d.Items(hv)
+				for i := 0; i+1 < len(hkv); i += 2 {
+					key, _ := d.Str(hkv[i])
+					val := hkv[i+1]
+					where := fmt.Sprintf("segments[%d].blocks[%d].history[%d].%s", si, bi, hi, key)
+					var err error
+					switch key {
+					case "addr":
+						h.Addr, err = b.uint(val, where)
+					case "real_size":
+						h.RealSize, err = b.uint(val, where)
+					case "frames":
+						h.Stack, err = b.stackOf(val, where)
+						h.HasStack = true
+					}
+					if err != nil {
+						return err
+					}
+				}
+				s.History = append(s.History, h)
+			}
+			bl.NumHistory = int32(len(s.History)) - bl.FirstHistory
+		}
+		// Legacy blocks (spec A.3, memory_viz's annotate_snapshot): frames
+		// and requested size come from the first history item.
+		if !haveFrames {
+			if bl.NumHistory > 0 {
+				h := s.History[bl.FirstHistory]
+				bl.Stack = h.Stack
+				if bl.RequestedSize == 0 {
+					bl.RequestedSize = h.RealSize
+				}
+			} else if bl.RequestedSize == 0 {
+				bl.RequestedSize = bl.Size
+			}
+		}
+		if extra != nil {
+			bl.Extra = b.addExtra(extra)
+		}
+		s.Blocks = append(s.Blocks, bl)
+	}
+	return nil
+}
+
+func (b *builder) settings(v pickle.Value) error {
+	d := b.d
+	if v.Kind != pickle.Dict {
+		if v.Kind == pickle.None {
+			return nil
+		}
+		return fmt.Errorf("allocator_settings is %s, not a dict", b.kindName(v))
+	}
+	as := &AllocatorSettings{MaxSplitSize: -1}
+	kv := d.Items(v)
+	for i := 0; i+1 < len(kv); i += 2 {
+		kvj, err := b.keyValue(kv[i], kv[i+1])
+		if err != nil {
+			return err
+		}
+		as.Raw = append(as.Raw, kvj)
+		key, _ := d.Str(kv[i])
+		val := kv[i+1]
+		switch key {
+		case "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF":
+			if s, ok := d.Str(val); ok && (as.Conf == "" || key == "PYTORCH_CUDA_ALLOC_CONF") {
+				as.Conf = s
+			}
+		case "max_split_size":
+			if x, err := b.int(val, "allocator_settings.max_split_size"); err == nil {
+				as.MaxSplitSize = x
+			}
+		case "garbage_collection_threshold":
+			if f, ok := val.Float(); ok {
+				as.GarbageCollectionThreshold = f
+			}
+		case "expandable_segments":
+			as.ExpandableSegments = val.Kind == pickle.Bool && val.X != 0
+		case "roundup_power2_divisions":
+			if val.Kind == pickle.Dict {
+				rkv := d.Items(val)
+				for j := 0; j+1 < len(rkv); j += 2 {
+					k, kerr := b.toJSON(rkv[j])
+					if s, ok := d.Str(rkv[j]); ok {
+						k, kerr = s, nil
+					}
+					n, err := b.int(rkv[j+1], "roundup_power2_divisions value")
+					if kerr != nil || err != nil {
+						continue
+					}
+					as.RoundupPower2Divisions = append(as.RoundupPower2Divisions, RoundupDivision{IntervalMiB: k, Divisions: n})
+				}
+			}
+		}
+	}
+	b.s.AllocatorSettings = as
+	return nil
+}
+
+func (b *builder) annotations(v pickle.Value) error {
+	d := b.d
+	b.s.HasAnnotationsKey = true
+	items, ok := b.items(v)
+	if !ok {
+		if v.Kind == pickle.None {
+			return nil
+		}
+		return fmt.Errorf("external_annotations is %s, not a list", b.kindName(v))
+	}
+	b.s.Annotations = make([]Annotation, 0, len(items))
+	for ai, av := range items {
+		if av.Kind != pickle.Dict {
+			return fmt.Errorf("external_annotations[%d] is %s, not a dict", ai, b.kindName(av))
+		}
+		var a Annotation
+		kv := d.Items(av)
+		for i := 0; i+1 < len(kv); i += 2 {
+			key, _ := d.Str(kv[i])
+			val := kv[i+1]
+			handled := true
+			switch key {
+			case "device":
+				if x, ok := val.Int(); ok {
+					a.Device = int32(x)
+				} else {
+					handled = false
+				}
+			case "time_us":
+				if x, ok := val.Int(); ok {
+					a.TimeUS = x
+				} else {
+					handled = false
+				}
+			case "name":
+				a.Name, handled = d.Str(val)
+			case "stage":
+				a.Stage, handled = d.Str(val)
+			default:
+				handled = false
+			}
+			if !handled {
+				kvj, err := b.keyValue(kv[i], val)
+				if err != nil {
+					return err
+				}
+				a.Extra = append(a.Extra, kvj)
+			}
+		}
+		b.s.Annotations = append(b.s.Annotations, a)
+	}
+	return nil
+}
+
+// renumberStreams gives streams memory_viz's numbers: raw 0 is 0, others
+// 1, 2, ... in first-seen order over device traces 0..n, then segments.
+func (b *builder) renumberStreams() {
+	s := b.s
+	final := make([]StreamID, len(b.streamRaw))
+	for i := range final {
+		final[i] = -1
+	}
+	final[0] = 0
+	s.Streams = []int64{0}
+	name := func(tmp StreamID) StreamID {
+		if final[tmp] < 0 {
+			final[tmp] = StreamID(len(s.Streams))
+			s.Streams = append(s.Streams, b.streamRaw[tmp])
+		}
+		return final[tmp]
+	}
+	for t := range s.Traces {
+		evs := s.Traces[t].Events
+		for i := range evs {
+			evs[i].Stream = name(evs[i].Stream)
+		}
+	}
+	for i := range s.Segments {
+		s.Segments[i].Stream = name(s.Segments[i].Stream)
+	}
+}
+
+// generation applies SOURCES.md's rules to a dict snapshot.
+func (b *builder) generation() Generation {
+	s := b.s
+	legacy := false
+	anyAddress := false
+	for i := range s.Blocks {
+		if s.Blocks[i].NumHistory > 0 {
+			legacy = true
+		}
+		if s.Blocks[i].HasAddress {
+			anyAddress = true
+		}
+	}
+	if legacy || (len(s.Blocks) > 0 && !anyAddress) {
+		return GenD1
+	}
+	switch {
+	case b.sawUserMeta:
+		return GenD7
+	case b.sawCompile:
+		return GenD6
+	case s.HasAnnotationsKey:
+		return GenD5
+	case s.AllocatorSettings != nil:
+		return GenD4
+	case b.sawTime:
+		return GenD3
+	}
+	for i := range s.Traces {
+		if len(s.Traces[i].Events) > 0 {
+			return GenD2
+		}
+	}
+	return GenD23
+}

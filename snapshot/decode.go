@@ -1,0 +1,543 @@
+package snapshot
+
+import (
+	"fmt"
+	"hash/maphash"
+	"math"
+
+	"github.com/gpumem/gpumem/internal/pickle"
+)
+
+// Handle sub-tags the builder gives finished containers.
+const (
+	hFrame uint8 = iota + 1 // X = FrameID
+	hStack                  // X = StackID
+	hEvent                  // X = index into builder.events
+	hEmpty                  // an empty list
+)
+
+// builder types containers as the pickle VM completes them: frame dicts
+// become FrameIDs, frame lists StackIDs and trace-entry dicts Events, so the
+// VM's memo never holds the big generic tree. Everything else (segments,
+// settings, annotations: small) stays generic until assemble.
+type builder struct {
+	d *pickle.Decoder
+	s *Snapshot
+
+	// Interned key ids in the decoder's string table.
+	kFilename, kName, kLine, kAction, kAddr, kSize, kStream, kTimeUS, kFrames,
+	kCompileContext, kUserMetadata, kDeviceFree uint32
+
+	actions    map[uint32]Action
+	frameIndex map[frameKey]FrameID
+	stackIndex map[uint64]StackID
+	seed       maphash.Seed
+	strIDs     []StringID // decoder string id -> StringID+1 (0 = not yet)
+	strIndex   map[string]StringID
+
+	events []Event
+	// streamTmp numbers raw streams in file order; assemble renumbers them
+	// in memory_viz's order.
+	streamTmp map[int64]StreamID
+	streamRaw []int64
+
+	sawTime, sawCompile, sawUserMeta bool
+}
+
+type frameKey struct {
+	file, name uint32
+	line       int64
+}
+
+func newBuilder(s *Snapshot, sizeHint int64) *builder {
+	b := &builder{
+		s:          s,
+		actions:    map[uint32]Action{},
+		frameIndex: map[frameKey]FrameID{},
+		stackIndex: map[uint64]StackID{},
+		seed:       maphash.MakeSeed(),
+		strIndex:   map[string]StringID{"": 0},
+		streamTmp:  map[int64]StreamID{0: 0},
+		streamRaw:  []int64{0},
+	}
+	s.Strings = []string{""}
+	s.Extras = []KeyValues{nil}
+	s.Stacks.Offsets = []int32{0, 0}
+	if sizeHint > 0 {
+		// Real snapshots spend roughly 100-130 bytes of pickle per trace
+		// entry; over-reserving a little beats repeated doubling.
+		n := sizeHint / 110
+		if n > 1<<26 {
+			n = 1 << 26
+		}
+		b.events = make([]Event, 0, n)
+	}
+	return b
+}
+
+func (b *builder) attach(d *pickle.Decoder) {
+	b.d = d
+	b.kFilename = d.Intern("filename")
+	b.kName = d.Intern("name")
+	b.kLine = d.Intern("line")
+	b.kAction = d.Intern("action")
+	b.kAddr = d.Intern("addr")
+	b.kSize = d.Intern("size")
+	b.kStream = d.Intern("stream")
+	b.kTimeUS = d.Intern("time_us")
+	b.kFrames = d.Intern("frames")
+	b.kCompileContext = d.Intern("compile_context")
+	b.kUserMetadata = d.Intern("user_metadata")
+	b.kDeviceFree = d.Intern("device_free")
+}
+
+// Finish implements pickle.Finisher.
+func (b *builder) Finish(d *pickle.Decoder, v pickle.Value) (pickle.Value, error) {
+	switch v.Kind {
+	case pickle.Dict:
+		kv := d.Items(v)
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i].Kind != pickle.String {
+				return v, nil
+			}
+			switch uint32(kv[i].X) {
+			case b.kAction:
+				return b.event(kv)
+			case b.kFilename:
+				return b.frame(v, kv)
+			}
+		}
+	case pickle.List:
+		items := d.Items(v)
+		if len(items) == 0 {
+			return pickle.MakeHandle(hEmpty, 0), nil
+		}
+		for _, it := range items {
+			if it.Kind != pickle.Handle || it.Sub != hFrame {
+				return v, nil
+			}
+		}
+		return pickle.MakeHandle(hStack, uint64(b.internStack(items))), nil
+	}
+	return v, nil
+}
+
+func (b *builder) frame(v pickle.Value, kv []pickle.Value) (pickle.Value, error) {
+	d := b.d
+	var fileID, nameID uint32
+	var haveFile, haveName bool
+	var line int64
+	var extra KeyValues
+	for i := 0; i+1 < len(kv); i += 2 {
+		key, val := uint32(kv[i].X), kv[i+1]
+		switch key {
+		case b.kFilename:
+			fileID, haveFile = d.StrID(val)
+		case b.kName:
+			nameID, haveName = d.StrID(val)
+		case b.kLine:
+			l, ok := val.Int()
+			if !ok {
+				// C++ frames can carry size_t(-1); keep its bits (the
+				// writer emits negative lines as unsigned again).
+				u, uok := d.Uint64(val)
+				if !uok {
+					return v, d.Errorf("frame: line is %s, not int", b.kindName(val))
+				}
+				l = int64(u)
+			}
+			line = l
+		default:
+			kvj, err := b.keyValue(kv[i], val)
+			if err != nil {
+				return v, err
+			}
+			extra = append(extra, kvj)
+		}
+	}
+	if !haveFile || !haveName {
+		// Not shaped like a frame; leave it generic.
+		return v, nil
+	}
+	if extra == nil {
+		k := frameKey{fileID, nameID, line}
+		if id, ok := b.frameIndex[k]; ok {
+			return pickle.MakeHandle(hFrame, uint64(id)), nil
+		}
+		id := FrameID(len(b.s.Frames))
+		b.frameIndex[k] = id
+		f, _ := d.Str(pickle.Value{Kind: pickle.String, X: uint64(fileID)})
+		n, _ := d.Str(pickle.Value{Kind: pickle.String, X: uint64(nameID)})
+		b.s.Frames = append(b.s.Frames, Frame{Filename: f, Name: n, Line: line})
+		return pickle.MakeHandle(hFrame, uint64(id)), nil
+	}
+	id := FrameID(len(b.s.Frames))
+	f, _ := d.Str(pickle.Value{Kind: pickle.String, X: uint64(fileID)})
+	n, _ := d.Str(pickle.Value{Kind: pickle.String, X: uint64(nameID)})
+	b.s.Frames = append(b.s.Frames, Frame{Filename: f, Name: n, Line: line, Extra: b.addExtra(extra)})
+	return pickle.MakeHandle(hFrame, uint64(id)), nil
+}
+
+// internStack adds a stack of frame handles, deduplicated by content.
+func (b *builder) internStack(items []pickle.Value) StackID {
+	var h maphash.Hash
+	h.SetSeed(b.seed)
+	var buf [4]byte
+	for _, it := range items {
+		x := uint32(it.X)
+		buf[0], buf[1], buf[2], buf[3] = byte(x), byte(x>>8), byte(x>>16), byte(x>>24)
+		h.Write(buf[:])
+	}
+	key := h.Sum64()
+	t := &b.s.Stacks
+	for {
+		id, ok := b.stackIndex[key]
+		if !ok {
+			break
+		}
+		fr := t.FrameIDs[t.Offsets[id]:t.Offsets[id+1]]
+		if len(fr) == len(items) {
+			same := true
+			for i, it := range items {
+				if fr[i] != FrameID(it.X) {
+					same = false
+					break
+				}
+			}
+			if same {
+				return id
+			}
+		}
+		key++ // probe on collision
+	}
+	for _, it := range items {
+		t.FrameIDs = append(t.FrameIDs, FrameID(it.X))
+	}
+	t.Offsets = append(t.Offsets, int32(len(t.FrameIDs)))
+	id := StackID(len(t.Offsets) - 2)
+	b.stackIndex[key] = id
+	return id
+}
+
+// stackOf converts a frames value to a StackID.
+func (b *builder) stackOf(v pickle.Value, what string) (StackID, error) {
+	if v.Kind == pickle.Handle {
+		switch v.Sub {
+		case hStack:
+			return StackID(v.X), nil
+		case hEmpty:
+			return NoStack, nil
+		}
+	}
+	if v.Kind == pickle.None {
+		return NoStack, nil
+	}
+	return NoStack, b.d.Errorf("%s: frames is %s, not a list of frames", what, b.kindName(v))
+}
+
+func (b *builder) kindName(v pickle.Value) string {
+	if v.Kind == pickle.Handle {
+		switch v.Sub {
+		case hFrame:
+			return "a frame"
+		case hStack:
+			return "a frame list"
+		case hEvent:
+			return "a trace entry"
+		case hEmpty:
+			return "an empty list"
+		}
+	}
+	return v.Kind.String()
+}
+
+func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
+	d := b.d
+	var e Event
+	var extra KeyValues
+	for i := 0; i+1 < len(kv); i += 2 {
+		key, val := uint32(kv[i].X), kv[i+1]
+		switch key {
+		case b.kAction:
+			id, ok := d.StrID(val)
+			if !ok {
+				return val, d.Errorf("trace entry: action is %s, not str", b.kindName(val))
+			}
+			a, ok := b.actions[id]
+			if !ok {
+				s, _ := d.Str(val)
+				a = ParseAction(s)
+				b.actions[id] = a
+				if a == ActionUnknown {
+					// Keep the unknown spelling so nothing is lost.
+					kvj, err := b.keyValue(kv[i], val)
+					if err != nil {
+						return val, err
+					}
+					extra = append(extra, kvj)
+				}
+			} else if a == ActionUnknown {
+				kvj, err := b.keyValue(kv[i], val)
+				if err != nil {
+					return val, err
+				}
+				extra = append(extra, kvj)
+			}
+			e.Action = a
+		case b.kAddr, b.kDeviceFree:
+			if key == b.kDeviceFree && hasKey(kv, b.kAddr) {
+				// Both present (never written by PyTorch): addr wins and
+				// device_free is kept verbatim.
+				kvj, err := b.keyValue(kv[i], val)
+				if err != nil {
+					return val, err
+				}
+				extra = append(extra, kvj)
+				continue
+			}
+			if val.Kind == pickle.None {
+				continue
+			}
+			u, ok := d.Uint64(val)
+			if !ok {
+				return val, d.Errorf("trace entry: %s is %s, not a non-negative int", b.keyName(key), b.kindName(val))
+			}
+			e.Addr = u
+		case b.kSize:
+			u, ok := d.Uint64(val)
+			if !ok {
+				return val, d.Errorf("trace entry: size is %s, not a non-negative int", b.kindName(val))
+			}
+			e.Size = u
+		case b.kStream:
+			s, ok := val.Int()
+			if !ok {
+				if u, uok := d.Uint64(val); uok {
+					s, ok = int64(u), true
+				}
+			}
+			if !ok {
+				return val, d.Errorf("trace entry: stream is %s, not int", b.kindName(val))
+			}
+			e.Stream = b.tmpStream(s)
+		case b.kTimeUS:
+			t, ok := val.Int()
+			if !ok {
+				if f, fok := val.Float(); fok {
+					t, ok = int64(f), true
+				}
+			}
+			if !ok {
+				return val, d.Errorf("trace entry: time_us is %s, not int", b.kindName(val))
+			}
+			e.TimeUS = t
+			e.Flags |= FlagHasTime
+			b.sawTime = true
+		case b.kFrames:
+			st, err := b.stackOf(val, "trace entry")
+			if err != nil {
+				return val, err
+			}
+			e.Stack = st
+			e.Flags |= FlagHasFrames
+		case b.kCompileContext:
+			id, err := b.stringValue(val, "compile_context")
+			if err != nil {
+				return val, err
+			}
+			e.CompileContext = id
+			b.sawCompile = true
+		case b.kUserMetadata:
+			id, err := b.stringValue(val, "user_metadata")
+			if err != nil {
+				return val, err
+			}
+			e.UserMetadata = id
+			b.sawUserMeta = true
+		default:
+			kvj, err := b.keyValue(kv[i], val)
+			if err != nil {
+				return val, err
+			}
+			extra = append(extra, kvj)
+		}
+	}
+	if extra != nil {
+		e.Extra = b.addExtra(extra)
+	}
+	b.events = append(b.events, e)
+	return pickle.MakeHandle(hEvent, uint64(len(b.events)-1)), nil
+}
+
+func hasKey(kv []pickle.Value, k uint32) bool {
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i].Kind == pickle.String && uint32(kv[i].X) == k {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *builder) keyName(id uint32) string {
+	s, _ := b.d.Str(pickle.Value{Kind: pickle.String, X: uint64(id)})
+	return s
+}
+
+func (b *builder) tmpStream(raw int64) StreamID {
+	if id, ok := b.streamTmp[raw]; ok {
+		return id
+	}
+	id := StreamID(len(b.streamRaw))
+	b.streamTmp[raw] = id
+	b.streamRaw = append(b.streamRaw, raw)
+	return id
+}
+
+// stringValue interns a str value into Snapshot.Strings.
+func (b *builder) stringValue(v pickle.Value, what string) (StringID, error) {
+	if v.Kind == pickle.None {
+		return 0, nil
+	}
+	id, ok := b.d.StrID(v)
+	if !ok {
+		return 0, b.d.Errorf("%s is %s, not str", what, b.kindName(v))
+	}
+	if int(id) < len(b.strIDs) && b.strIDs[id] != 0 {
+		return b.strIDs[id] - 1, nil
+	}
+	s, _ := b.d.Str(v)
+	sid := b.internString(s)
+	for int(id) >= len(b.strIDs) {
+		b.strIDs = append(b.strIDs, 0)
+	}
+	b.strIDs[id] = sid + 1
+	return sid, nil
+}
+
+func (b *builder) internString(s string) StringID {
+	if id, ok := b.strIndex[s]; ok {
+		return id
+	}
+	id := StringID(len(b.s.Strings))
+	b.s.Strings = append(b.s.Strings, s)
+	b.strIndex[s] = id
+	return id
+}
+
+func (b *builder) addExtra(kv KeyValues) ExtraID {
+	b.s.Extras = append(b.s.Extras, kv)
+	return ExtraID(len(b.s.Extras) - 1)
+}
+
+// keyValue renders an uninterpreted key and value.
+func (b *builder) keyValue(k, v pickle.Value) (KeyValue, error) {
+	key, ok := b.d.Str(k)
+	if !ok {
+		kj, err := b.d.AppendJSON(nil, k, b.renderHandle)
+		if err != nil {
+			return KeyValue{}, b.d.Errorf("%v", err)
+		}
+		key = string(kj)
+	}
+	j, err := b.d.AppendJSON(nil, v, b.renderHandle)
+	if err != nil {
+		return KeyValue{}, b.d.Errorf("value of %q: %v", key, err)
+	}
+	return KeyValue{Key: key, JSON: string(j)}, nil
+}
+
+// renderHandle writes a typed handle back as the JSON of what it was.
+func (b *builder) renderHandle(buf []byte, v pickle.Value) []byte {
+	switch v.Sub {
+	case hFrame:
+		return appendFrameJSON(buf, b.s, FrameID(v.X))
+	case hStack:
+		buf = append(buf, '[')
+		for i, f := range b.s.Stacks.Frames(StackID(v.X)) {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendFrameJSON(buf, b.s, f)
+		}
+		return append(buf, ']')
+	case hEmpty:
+		return append(buf, "[]"...)
+	case hEvent:
+		return append(buf, "null"...)
+	}
+	return append(buf, "null"...)
+}
+
+func appendFrameJSON(buf []byte, s *Snapshot, id FrameID) []byte {
+	if int(id) >= len(s.Frames) || id < 0 {
+		return append(buf, "null"...)
+	}
+	f := &s.Frames[id]
+	buf = append(buf, `{"filename":`...)
+	buf = pickle.AppendJSONString(buf, f.Filename)
+	buf = append(buf, `,"line":`...)
+	buf = fmt.Appendf(buf, "%d", f.Line)
+	buf = append(buf, `,"name":`...)
+	buf = pickle.AppendJSONString(buf, f.Name)
+	if f.Extra > 0 && int(f.Extra) < len(s.Extras) {
+		for _, kv := range s.Extras[f.Extra] {
+			buf = append(buf, ',')
+			buf = pickle.AppendJSONString(buf, kv.Key)
+			buf = append(buf, ':')
+			buf = append(buf, kv.JSON...)
+		}
+	}
+	return append(buf, '}')
+}
+
+// toJSON renders any value for Extra.
+func (b *builder) toJSON(v pickle.Value) (string, error) {
+	j, err := b.d.AppendJSON(nil, v, b.renderHandle)
+	if err != nil {
+		return "", err
+	}
+	return string(j), nil
+}
+
+// items returns a list's items (nil for the empty-list handle).
+func (b *builder) items(v pickle.Value) ([]pickle.Value, bool) {
+	switch v.Kind {
+	case pickle.List, pickle.Tuple:
+		return b.d.Items(v), true
+	case pickle.Handle:
+		if v.Sub == hEmpty {
+			return nil, true
+		}
+	}
+	return nil, false
+}
+
+func (b *builder) uint(v pickle.Value, what string) (uint64, error) {
+	if u, ok := b.d.Uint64(v); ok {
+		return u, nil
+	}
+	if f, ok := v.Float(); ok && v.Kind == pickle.Float && f >= 0 && f < math.MaxUint64 && f == math.Trunc(f) {
+		return uint64(f), nil
+	}
+	return 0, fmt.Errorf("%s is %s, not a non-negative int", what, b.kindName(v))
+}
+
+func (b *builder) int(v pickle.Value, what string) (int64, error) {
+	if i, ok := v.Int(); ok {
+		return i, nil
+	}
+	if u, ok := b.d.Uint64(v); ok {
+		return int64(u), nil
+	}
+	if f, ok := v.Float(); ok && v.Kind == pickle.Float && f == math.Trunc(f) {
+		return int64(f), nil
+	}
+	return 0, fmt.Errorf("%s is %s, not int", what, b.kindName(v))
+}
+
+func (b *builder) str(v pickle.Value, what string) (string, error) {
+	if s, ok := b.d.Str(v); ok {
+		return s, nil
+	}
+	return "", fmt.Errorf("%s is %s, not str", what, b.kindName(v))
+}

@@ -1,0 +1,231 @@
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/gpumem/gpumem/internal/pickle"
+)
+
+// Options tunes decoding. A nil *Options means defaults.
+type Options struct {
+	// Progress, when set, is called now and then with the bytes of the
+	// (possibly compressed) input consumed so far and the total (-1 when
+	// unknown, e.g. stdin).
+	Progress func(done, total int64)
+	// MaxBytes caps the decompressed input size (0 = no cap).
+	MaxBytes int64
+}
+
+// Open reads and decodes the snapshot at path ("-" = standard input).
+func Open(path string, opt *Options) (*Snapshot, error) {
+	if path == "-" {
+		return Decode(os.Stdin, "-", opt)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return decode(f, path, st.Size(), opt)
+}
+
+// Decode decodes a snapshot from r; name is used in errors and Source.Name.
+func Decode(r io.Reader, name string, opt *Options) (*Snapshot, error) {
+	return decode(r, name, -1, opt)
+}
+
+// DecodeBytes decodes an in-memory snapshot.
+func DecodeBytes(b []byte, name string, opt *Options) (*Snapshot, error) {
+	if opt == nil {
+		opt = &Options{}
+	}
+	kind := sniff(b)
+	switch kind {
+	case "pickle":
+		if opt.MaxBytes > 0 && int64(len(b)) > opt.MaxBytes {
+			return nil, fmt.Errorf("%s: input is %d bytes, more than the %d-byte limit", name, len(b), opt.MaxBytes)
+		}
+		s := &Snapshot{Source: Source{Name: name, Size: int64(len(b)), FileSize: int64(len(b)), Encoding: "pickle"}}
+		b2 := newBuilder(s, int64(len(b)))
+		d := pickle.NewBytesDecoder(b, b2)
+		if err := decodePickle(d, b2); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if opt.Progress != nil {
+			opt.Progress(int64(len(b)), int64(len(b)))
+		}
+		return s, nil
+	}
+	return decode(bytes.NewReader(b), name, int64(len(b)), opt)
+}
+
+// countingReader reports progress on the raw input.
+type countingReader struct {
+	r        io.Reader
+	n, total int64
+	next     int64
+	progress func(done, total int64)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.progress != nil && (c.n >= c.next || err != nil) {
+		c.progress(c.n, c.total)
+		c.next = c.n + 4<<20
+	}
+	return n, err
+}
+
+// limitReader fails once more than max bytes were read.
+type limitReader struct {
+	r   io.Reader
+	n   int64
+	max int64
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	l.n += int64(n)
+	if l.max > 0 && l.n > l.max {
+		return n, fmt.Errorf("decompressed input exceeds the %d-byte limit", l.max)
+	}
+	return n, err
+}
+
+func decode(r io.Reader, name string, size int64, opt *Options) (*Snapshot, error) {
+	if opt == nil {
+		opt = &Options{}
+	}
+	cr := &countingReader{r: r, total: size, progress: opt.Progress}
+	s, err := decodeStream(cr, name, size, opt)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	s.Source.Name = name
+	if size >= 0 {
+		s.Source.FileSize = size
+	} else {
+		s.Source.FileSize = cr.n
+	}
+	if opt.Progress != nil {
+		opt.Progress(cr.n, size)
+	}
+	return s, nil
+}
+
+func decodeStream(r io.Reader, name string, size int64, opt *Options) (*Snapshot, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, _ := br.Peek(512)
+	compression := ""
+	var src io.Reader = br
+	innerSize := size
+	switch sniff(head) {
+	case "gzip":
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %w", err)
+		}
+		defer zr.Close()
+		src, compression, innerSize = zr, "gzip", -1
+	case "zstd":
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		defer zr.Close()
+		src, compression, innerSize = zr, "zstd", -1
+	}
+	lr := &limitReader{r: src, max: opt.MaxBytes}
+	ibr := br
+	if compression != "" {
+		ibr = bufio.NewReaderSize(lr, 64<<10)
+	} else if opt.MaxBytes > 0 {
+		if size > opt.MaxBytes {
+			return nil, fmt.Errorf("input is %d bytes, more than the %d-byte limit", size, opt.MaxBytes)
+		}
+		ibr = bufio.NewReaderSize(lr, 64<<10)
+	}
+	head, _ = ibr.Peek(512)
+	kind := sniff(head)
+	var s *Snapshot
+	var err error
+	switch kind {
+	case "pickle":
+		s = &Snapshot{Source: Source{Encoding: "pickle"}}
+		b := newBuilder(s, innerSize)
+		d := pickle.NewDecoder(ibr, b)
+		d.SetSizeHint(innerSize)
+		err = decodePickle(d, b)
+		s.Source.Size = d.Offset() + 1
+	case "json":
+		s, err = decodeJSON(ibr, innerSize)
+	case "gzip", "zstd":
+		return nil, errors.New("nested compression is not supported")
+	case "empty":
+		return nil, errors.New("empty input")
+	default:
+		return nil, notSnapshot("unrecognized format (starts with % x)", head[:min(len(head), 8)])
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.Source.Compression = compression
+	return s, nil
+}
+
+// decodePickle runs the VM and assembles the snapshot.
+func decodePickle(d *pickle.Decoder, b *builder) error {
+	b.attach(d)
+	root, err := d.Decode()
+	if err != nil {
+		return err
+	}
+	b.s.Source.Protocol = d.Protocol()
+	b.s.Source.Size = d.Offset() + 1
+	return b.assemble(root)
+}
+
+// sniff names the input format from its first bytes.
+func sniff(b []byte) string {
+	if len(b) == 0 {
+		return "empty"
+	}
+	if len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b {
+		return "gzip"
+	}
+	if len(b) >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd {
+		return "zstd"
+	}
+	switch b[0] {
+	case 0x80, '(', ']', '}', 'l', 'd', ')', 'N', 'I', 'L', 'F', 'S', 'V', 'c', 'K', 'J', 'M', 'X', 0x88, 0x89:
+		// 0x80 is PROTO (protocol 2+); the rest start protocol 0/1 pickles.
+		// A JSON '{' or '[' is distinct from pickle's '}' and ']'.
+		return "pickle"
+	}
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{', '[':
+			return "json"
+		}
+		break
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return "empty"
+	}
+	return "unknown"
+}
