@@ -1,0 +1,69 @@
+package demo
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/gpumem/gpumem/internal/synth"
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// TestRegenerateIdentical checks that `go generate ./internal/demo` would
+// reproduce the committed demo.pickle byte for byte.
+func TestRegenerateIdentical(t *testing.T) {
+	s, res, err := synth.Generate(Workload, Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OOM != nil {
+		t.Fatalf("demo workload hit OOM: %v", res.OOM)
+	}
+	var buf bytes.Buffer
+	if err := synth.Write(&buf, s, false); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), data) {
+		t.Fatalf("regenerated demo is %d bytes and differs from the embedded %d bytes; run go generate ./internal/demo", buf.Len(), len(data))
+	}
+	if len(data) > 400<<10 {
+		t.Errorf("demo snapshot is %d bytes; keep it under 400 KiB", len(data))
+	}
+}
+
+func TestOpen(t *testing.T) {
+	s, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, res, err := synth.Generate(Workload, Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Source.Name != Name || s.Source.Generation != snapshot.GenD7 || s.Source.Protocol != 4 {
+		t.Errorf("source %+v", s.Source)
+	}
+	if len(s.Traces) != 1 || len(s.Traces[0].Events) != res.Events {
+		t.Fatalf("decoded %d traces, want 1 with %d events", len(s.Traces), res.Events)
+	}
+	if len(s.Segments) != len(want.Segments) || len(s.Blocks) != len(want.Blocks) {
+		t.Errorf("decoded %d segments / %d blocks, want %d / %d", len(s.Segments), len(s.Blocks), len(want.Segments), len(want.Blocks))
+	}
+	for i, e := range s.Traces[0].Events {
+		w := want.Traces[0].Events[i]
+		if e.Action != w.Action || e.Addr != w.Addr || e.Size != w.Size || e.TimeUS != w.TimeUS {
+			t.Fatalf("event %d: decoded %v %#x %d at %d, generated %v %#x %d at %d", i, e.Action, e.Addr, e.Size, e.TimeUS, w.Action, w.Addr, w.Size, w.TimeUS)
+		}
+		if got, wantN := len(s.StackFrames(e.Stack)), len(want.StackFrames(w.Stack)); got != wantN {
+			t.Fatalf("event %d: %d frames, want %d", i, got, wantN)
+		}
+	}
+	if len(s.Annotations) != 6*Workload.Steps || s.AllocatorSettings == nil {
+		t.Errorf("%d annotations, settings %v", len(s.Annotations), s.AllocatorSettings)
+	}
+	// Bytes is a copy: changing it must not change the embedded file.
+	b := Bytes()
+	b[0] = 0
+	if data[0] != 0x80 {
+		t.Error("Bytes returned the embedded slice itself")
+	}
+}
