@@ -1,0 +1,84 @@
+package web
+
+import (
+	"bufio"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// sharedDir is ../shared next to the repository root.
+func sharedDir(t testing.TB) string {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared")
+	if _, err := os.Stat(filepath.Join(dir, "snapshots", "real")); err != nil {
+		t.Skipf("no real snapshots at %s (../shared is absent): %v", dir, err)
+	}
+	return dir
+}
+
+type expectedView struct {
+	Peak      float64 `json:"peak_bytes"`
+	Elements  int     `json:"elements"`
+	Timesteps int     `json:"timesteps"`
+}
+
+// TestTimelinesMatchMemoryViz compares peaks, element and step counts of
+// the Active Memory and Active Cached Segment timelines with what PyTorch's
+// process_alloc_data computed for every real snapshot.
+func TestTimelinesMatchMemoryViz(t *testing.T) {
+	dir := sharedDir(t)
+	f, err := os.Open(filepath.Join(dir, "snapshots", "expected", "timeline.jsonl"))
+	if err != nil {
+		t.Skipf("no expected timelines: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	n := 0
+	for sc.Scan() {
+		var line struct {
+			File    string                             `json:"file"`
+			Devices map[string]map[string]expectedView `json:"devices"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "snapshots", "real", line.File)
+		if testing.Short() && n >= 8 {
+			break
+		}
+		t.Run(line.File, func(t *testing.T) {
+			s, err := snapshot.Open(path, nil)
+			if err != nil {
+				t.Skipf("decode: %v", err)
+			}
+			for dev, views := range line.Devices {
+				d, _ := strconv.Atoi(dev)
+				for name, want := range views {
+					view := ViewActive
+					if name == "segments" {
+						view = ViewSegments
+					}
+					tl := buildTimeline(s, d, view, DefaultDetail)
+					if got := tl.Peak(); math.Abs(got-want.Peak) > 0.5 {
+						t.Errorf("device %d %s: peak %.0f, memory_viz %.0f", d, name, got, want.Peak)
+					}
+					if len(tl.Elems) != want.Elements {
+						t.Errorf("device %d %s: %d elements, memory_viz %d", d, name, len(tl.Elems), want.Elements)
+					}
+					if len(tl.MaxAtTime) != want.Timesteps {
+						t.Errorf("device %d %s: %d timesteps, memory_viz %d", d, name, len(tl.MaxAtTime), want.Timesteps)
+					}
+				}
+			}
+		})
+		n++
+	}
+}

@@ -1,0 +1,177 @@
+package web
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// HTMLOptions choose what a self-contained page embeds.
+type HTMLOptions struct {
+	View   string // initial view; "" embeds every view
+	Device int    // -1: memory_viz's default device
+	Detail int    // 0: DefaultDetail
+	// Width is the number of pixel columns precomputed for each timeline.
+	Width int
+}
+
+// WriteHTML writes one HTML page that shows snap with no server and no
+// network: the UI's script and style inline, and each view precomputed at
+// a fixed resolution.
+func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOptions) error {
+	if opt.Detail <= 0 {
+		opt.Detail = DefaultDetail
+	}
+	if opt.Width <= 0 {
+		opt.Width = 4000
+	}
+	device := opt.Device
+	if device < 0 {
+		device = defaultDevice(snap)
+	}
+	switch opt.View {
+	case "", ViewActive, ViewPrivate, ViewSegments, ViewState, ViewSettings:
+	case "timeline":
+		opt.View = ViewActive
+	default:
+		return fmt.Errorf("unknown view %q (want active, private, segments, state or settings)", opt.View)
+	}
+	srv := New(Options{})
+	id := srv.Add(name, snap)
+	f := srv.file(id)
+	fi := fileInfoOf(f)
+	found := false
+	for _, d := range fi.Devices {
+		found = found || d.Device == device
+	}
+	if !found {
+		return fmt.Errorf("device %d is not in this snapshot (devices: %v)", device, snap.Devices())
+	}
+
+	type viewData struct {
+		Meta   *metaJSON      `json:"meta"`
+		Window string         `json:"window"`
+		Curves map[string]any `json:"curves"`
+		Elems  map[int][2]any `json:"elems"`
+	}
+	data := struct {
+		Files    map[string]any       `json:"files"`
+		Initial  map[string]any       `json:"initial"`
+		Views    map[string]*viewData `json:"views"`
+		Stacks   []string             `json:"stacks"`
+		Events   map[string]any       `json:"events"`
+		States   map[string]any       `json:"states"`
+		Settings json.RawMessage      `json:"settings"`
+	}{
+		Files:   map[string]any{"files": []fileInfo{fi}, "upload": false},
+		Views:   map[string]*viewData{},
+		Stacks:  []string{},
+		Events:  map[string]any{},
+		States:  map[string]any{},
+		Initial: map[string]any{"view": opt.View, "device": device, "detail": opt.Detail},
+	}
+	if opt.View == "" {
+		data.Initial["view"] = ViewActive
+	}
+	data.Settings = settingsJSON(snap)
+	stackIdx := map[snapshot.StackID]int{}
+	want := func(v string) bool { return opt.View == "" || opt.View == v }
+
+	for _, view := range []string{ViewActive, ViewPrivate, ViewSegments} {
+		if !want(view) {
+			continue
+		}
+		p := &params{f: f, device: device, view: view, detail: opt.Detail}
+		tl := f.timeline(device, view, opt.Detail)
+		modes := []string{"event"}
+		if tl.HasTime {
+			modes = append(modes, "time")
+		}
+		for _, mode := range modes {
+			p.mode = mode
+			lo, hi := tl.xRange(mode)
+			win := tl.window(windowQuery{X0: lo, X1: hi, W: opt.Width, H: 1000, Mode: mode})
+			dd := f.device(device)
+			vd := &viewData{Meta: srv.meta(p), Window: base64.StdEncoding.EncodeToString(win), Elems: map[int][2]any{},
+				Curves: map[string]any{"x0": lo, "x1": hi, "w": opt.Width,
+					"data": base64.StdEncoding.EncodeToString(dd.curves(lo, hi, opt.Width, mode))}}
+			// Details for every band the page can show.
+			nS := int(math.Float64frombits(binary.LittleEndian.Uint64(win[24:32])))
+			for i := 0; i < nS; i++ {
+				id := int(int32(binary.LittleEndian.Uint32(win[64+4*i:])))
+				if id < 0 {
+					continue
+				}
+				e := &tl.Elems[id]
+				si, ok := stackIdx[e.Stack]
+				if !ok {
+					si = len(data.Stacks)
+					stackIdx[e.Stack] = si
+					data.Stacks = append(data.Stacks, stackText(snap, e.Stack))
+				}
+				vd.Elems[id] = [2]any{elementHead(snap, e), si}
+			}
+			data.Views[fmt.Sprintf("%s|%d|%s", view, device, mode)] = vd
+		}
+	}
+	if want(ViewState) {
+		dd := f.device(device)
+		lines := make([]string, len(dd.viz))
+		evs := make([][5]any, len(dd.viz))
+		for i, r := range dd.viz {
+			e := &dd.events[r]
+			lines[i] = eventText(snap, e)
+			evs[i] = [5]any{e.VizAction().String(), float64(e.Addr), float64(e.Size), int32(e.Stream), e.Version}
+		}
+		data.Events[fmt.Sprint(device)] = map[string]any{"lines": lines}
+		h := dd.stateHist()
+		end := h.cps[0]
+		segs := []map[string]any{}
+		for _, s := range end.Segs {
+			segs = append(segs, map[string]any{"addr": float64(s.Addr), "size": float64(s.Size), "stream": int32(s.Stream), "version": s.Version})
+		}
+		blocks := [][5]any{}
+		for _, b := range end.Blocks {
+			blocks = append(blocks, [5]any{float64(b.Addr), float64(b.Size), float64(b.Req), b.Pending, b.Version})
+		}
+		data.States[fmt.Sprint(device)] = map[string]any{"segments": segs, "blocks": blocks, "events": evs, "lines": lines}
+	}
+
+	js, err := staticFS.ReadFile("static/app.js")
+	if err != nil {
+		return err
+	}
+	css, err := staticFS.ReadFile("static/style.css")
+	if err != nil {
+		return err
+	}
+	page, err := staticFS.ReadFile("static/index.html")
+	if err != nil {
+		return err
+	}
+	blob, err := json.Marshal(data) // escapes <, > and & so it cannot end the script
+	if err != nil {
+		return err
+	}
+	if bytes.Contains(js, []byte("</script")) {
+		return fmt.Errorf("internal error: app.js contains </script")
+	}
+	out := string(page)
+	out = strings.Replace(out, `<title>gpumem</title>`, `<title>gpumem: `+htmlEscape(name)+`</title>`, 1)
+	out = strings.Replace(out, `<link rel="stylesheet" href="style.css">`, "<style>\n"+string(css)+"</style>", 1)
+	out = strings.Replace(out, `<script type="module" src="app.js"></script>`,
+		`<script id="gpumem-data" type="application/json">`+string(blob)+"</script>\n<script type=\"module\">\n"+string(js)+"</script>", 1)
+	_, err = io.WriteString(w, out)
+	return err
+}
+
+func htmlEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
+}

@@ -1,0 +1,623 @@
+// Package web serves gpumem's local viewer: an HTTP API over loaded
+// snapshots that returns only the visible part of each view as binary
+// arrays, and the embedded browser UI that draws them.
+package web
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+//go:embed static
+var staticFS embed.FS
+
+// Options configure a Server.
+type Options struct {
+	// Decode turns uploaded bytes into a snapshot; nil disables uploads.
+	Decode func(name string, data []byte) (*snapshot.Snapshot, error)
+	// MaxUpload caps an upload's size in bytes (default 4 GiB).
+	MaxUpload int64
+	// Addr is the bound host:port; requests must name it, localhost,
+	// 127.0.0.1 or [::1] in their Host header.
+	Addr string
+}
+
+// Server holds the loaded snapshots and what was computed from them.
+type Server struct {
+	opt   Options
+	mu    sync.Mutex
+	files []*file
+}
+
+type file struct {
+	ID   int
+	Name string
+	Snap *snapshot.Snapshot
+
+	mu        sync.Mutex
+	devs      map[int]*deviceData
+	timelines map[tlKey]*tlEntry
+}
+
+type tlKey struct {
+	device int
+	view   string
+	detail int
+}
+
+type tlEntry struct {
+	once sync.Once
+	tl   *timeline
+}
+
+// New returns a server with no files.
+func New(opt Options) *Server {
+	if opt.MaxUpload <= 0 {
+		opt.MaxUpload = 4 << 30
+	}
+	return &Server{opt: opt}
+}
+
+// SetAddr records the address the listener is bound to (for the Host check).
+func (s *Server) SetAddr(addr string) { s.opt.Addr = addr }
+
+// Add registers a decoded snapshot under a display name and returns its id.
+func (s *Server) Add(name string, snap *snapshot.Snapshot) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Duplicate names get " (n)" like memory_viz.
+	base, n := name, 1
+	for taken := true; taken; {
+		taken = false
+		for _, f := range s.files {
+			if f.Name == name {
+				n++
+				name = fmt.Sprintf("%s (%d)", base, n)
+				taken = true
+				break
+			}
+		}
+	}
+	f := &file{ID: len(s.files), Name: name, Snap: snap, devs: map[int]*deviceData{}, timelines: map[tlKey]*tlEntry{}}
+	s.files = append(s.files, f)
+	return f.ID
+}
+
+func (s *Server) file(id int) *file {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id < 0 || id >= len(s.files) {
+		return nil
+	}
+	return s.files[id]
+}
+
+func (f *file) device(d int) *deviceData {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	dd := f.devs[d]
+	if dd == nil {
+		dd = newDeviceData(f.Snap, d)
+		f.devs[d] = dd
+	}
+	return dd
+}
+
+func (f *file) timeline(d int, view string, detail int) *timeline {
+	k := tlKey{d, view, detail}
+	f.mu.Lock()
+	e := f.timelines[k]
+	if e == nil {
+		e = &tlEntry{}
+		f.timelines[k] = e
+	}
+	f.mu.Unlock()
+	e.once.Do(func() { e.tl = buildTimeline(f.Snap, d, view, detail) })
+	return e.tl
+}
+
+// Handler returns the HTTP handler: static UI plus /api/.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	sub, _ := fs.Sub(staticFS, "static")
+	mux.Handle("GET /", http.FileServerFS(sub))
+	mux.HandleFunc("GET /api/files", s.handleFiles)
+	mux.HandleFunc("GET /api/meta", s.handleMeta)
+	mux.HandleFunc("GET /api/window", s.handleWindow)
+	mux.HandleFunc("GET /api/curves", s.handleCurves)
+	mux.HandleFunc("GET /api/elem", s.handleElem)
+	mux.HandleFunc("GET /api/search", s.handleSearch)
+	mux.HandleFunc("GET /api/events", s.handleEvents)
+	mux.HandleFunc("GET /api/state", s.handleState)
+	mux.HandleFunc("GET /api/settings", s.handleSettings)
+	mux.HandleFunc("POST /api/upload", s.handleUpload)
+	return s.hostCheck(mux)
+}
+
+// hostCheck rejects requests whose Host is not this server (DNS rebinding).
+func (s *Server) hostCheck(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.allowedHost(r.Host) {
+			http.Error(w, "gpumem: forbidden host "+strconv.Quote(r.Host), http.StatusForbidden)
+			return
+		}
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) allowedHost(host string) bool {
+	if host == "" {
+		return false
+	}
+	if s.opt.Addr != "" && strings.EqualFold(host, s.opt.Addr) {
+		return true
+	}
+	h, port, err := net.SplitHostPort(host)
+	if err != nil {
+		h, port = host, ""
+	}
+	h = strings.Trim(strings.ToLower(h), "[]")
+	if h != "localhost" && h != "127.0.0.1" && h != "::1" {
+		return false
+	}
+	if s.opt.Addr == "" {
+		return true
+	}
+	_, boundPort, err := net.SplitHostPort(s.opt.Addr)
+	return err != nil || port == "" || port == boundPort
+}
+
+type apiError struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, code int, format string, args ...any) {
+	writeJSON(w, code, apiError{fmt.Sprintf(format, args...)})
+}
+
+func writeBin(w http.ResponseWriter, b []byte) {
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(b)
+}
+
+// params reads the common query parameters.
+type params struct {
+	f      *file
+	device int
+	view   string
+	detail int
+	mode   string
+}
+
+func (s *Server) params(w http.ResponseWriter, r *http.Request) (*params, bool) {
+	q := r.URL.Query()
+	id, err := strconv.Atoi(q.Get("file"))
+	if err != nil {
+		id = 0
+	}
+	f := s.file(id)
+	if f == nil {
+		writeErr(w, http.StatusNotFound, "no file %q", q.Get("file"))
+		return nil, false
+	}
+	p := &params{f: f, view: q.Get("view"), mode: q.Get("mode"), detail: DefaultDetail}
+	if p.view == "" {
+		p.view = ViewActive
+	}
+	switch p.view {
+	case ViewActive, ViewPrivate, ViewSegments, ViewState, ViewSettings:
+	default:
+		writeErr(w, http.StatusBadRequest, "unknown view %q", p.view)
+		return nil, false
+	}
+	if v := q.Get("device"); v != "" {
+		p.device, err = strconv.Atoi(v)
+		if err != nil || p.device < 0 || p.device > 1<<16 {
+			writeErr(w, http.StatusBadRequest, "bad device %q", v)
+			return nil, false
+		}
+	} else {
+		p.device = defaultDevice(f.Snap)
+	}
+	if v := q.Get("detail"); v != "" {
+		p.detail, err = strconv.Atoi(v)
+		if err != nil || p.detail < 0 {
+			writeErr(w, http.StatusBadRequest, "bad detail %q", v)
+			return nil, false
+		}
+	}
+	return p, true
+}
+
+func floatParam(r *http.Request, name string, def float64) float64 {
+	v, err := strconv.ParseFloat(r.URL.Query().Get(name), 64)
+	if err != nil {
+		return def
+	}
+	return v
+}
+
+func intParam(r *http.Request, name string, def int) int {
+	v, err := strconv.Atoi(r.URL.Query().Get(name))
+	if err != nil {
+		return def
+	}
+	return v
+}
+
+// defaultDevice is memory_viz's: the device with the longest trace, else
+// the first device with segments.
+func defaultDevice(s *snapshot.Snapshot) int {
+	best, n := -1, -1
+	for d := range s.Traces {
+		if len(s.Traces[d].Events) > n {
+			best, n = d, len(s.Traces[d].Events)
+		}
+	}
+	if n > 0 {
+		return best
+	}
+	if devs := s.Devices(); len(devs) > 0 {
+		return devs[0]
+	}
+	return 0
+}
+
+type deviceInfo struct {
+	Device   int  `json:"device"`
+	Events   int  `json:"events"`
+	Segments int  `json:"segments"`
+	HasTime  bool `json:"hasTime"`
+}
+
+type fileInfo struct {
+	ID            int          `json:"id"`
+	Name          string       `json:"name"`
+	Generation    string       `json:"generation"`
+	Size          int64        `json:"size"`
+	Devices       []deviceInfo `json:"devices"`
+	DefaultDevice int          `json:"defaultDevice"`
+	HasSettings   bool         `json:"hasSettings"`
+}
+
+func fileInfoOf(f *file) fileInfo {
+	s := f.Snap
+	fi := fileInfo{ID: f.ID, Name: f.Name, Generation: string(s.Source.Generation), Size: s.Source.FileSize,
+		DefaultDevice: defaultDevice(s), HasSettings: s.AllocatorSettings != nil, Devices: []deviceInfo{}}
+	devs := s.Devices()
+	if len(devs) == 0 {
+		devs = []int{0}
+	}
+	for _, d := range devs {
+		di := deviceInfo{Device: d}
+		if d < len(s.Traces) {
+			di.Events = len(s.Traces[d].Events)
+			di.HasTime = di.Events > 0
+			for i := range s.Traces[d].Events {
+				if s.Traces[d].Events[i].Flags&snapshot.FlagHasTime == 0 {
+					di.HasTime = false
+					break
+				}
+			}
+		}
+		for i := range s.Segments {
+			if int(s.Segments[i].Device) == d {
+				di.Segments++
+			}
+		}
+		fi.Devices = append(fi.Devices, di)
+	}
+	return fi
+}
+
+func (s *Server) handleFiles(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	files := append([]*file(nil), s.files...)
+	s.mu.Unlock()
+	out := struct {
+		Files  []fileInfo `json:"files"`
+		Upload bool       `json:"upload"`
+	}{Files: []fileInfo{}, Upload: s.opt.Decode != nil}
+	for _, f := range files {
+		out.Files = append(out.Files, fileInfoOf(f))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// metaJSON describes one view of one device.
+type metaJSON struct {
+	View      string     `json:"view"`
+	Device    int        `json:"device"`
+	Elements  int        `json:"elements"`
+	Drawn     int        `json:"drawn"`
+	Detail    int        `json:"detail"`
+	Steps     int        `json:"steps"`
+	Events    int        `json:"events"`
+	Peak      float64    `json:"peak"`
+	MaxSize   float64    `json:"maxSize"`
+	HasTime   bool       `json:"hasTime"`
+	XEvent    [2]float64 `json:"xEvent"`
+	XTime     [2]float64 `json:"xTime"`
+	Markers   []marker   `json:"markers"`
+	Empty     bool       `json:"empty"`
+	Message   string     `json:"message,omitempty"`
+	CurveInit [3]float64 `json:"curveInit"`
+}
+
+func (s *Server) meta(p *params) *metaJSON {
+	dd := p.f.device(p.device)
+	m := &metaJSON{View: p.view, Device: p.device, Events: len(dd.viz), HasTime: dd.HasTime, Markers: dd.markers(), CurveInit: dd.Init}
+	if m.Markers == nil {
+		m.Markers = []marker{}
+	}
+	if p.view == ViewActive || p.view == ViewPrivate || p.view == ViewSegments {
+		tl := p.f.timeline(p.device, p.view, p.detail)
+		m.Elements = len(tl.Elems)
+		m.Drawn = min(len(tl.Elems), p.detail)
+		m.Detail = p.detail
+		m.Steps = len(tl.MaxAtTime)
+		m.Peak = tl.Peak()
+		m.MaxSize = tl.MaxSize
+		m.HasTime = tl.HasTime
+		m.XEvent[0], m.XEvent[1] = tl.xRange("event")
+		if tl.HasTime {
+			m.XTime[0], m.XTime[1] = tl.xRange("time")
+		}
+		if len(tl.Elems) == 0 {
+			m.Empty = true
+			m.Message = fmt.Sprintf("Device %d has no allocations in its trace or snapshot.", p.device)
+		}
+	} else if p.view == ViewState && len(dd.viz) == 0 {
+		m.Empty = true
+		m.Message = fmt.Sprintf("Device %d has no trace events; the state shown is the snapshot's.", p.device)
+	}
+	return m
+}
+
+func (s *Server) handleMeta(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.params(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, s.meta(p))
+}
+
+func isTimeline(view string) bool {
+	return view == ViewActive || view == ViewPrivate || view == ViewSegments
+}
+
+func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.params(w, r)
+	if !ok {
+		return
+	}
+	if !isTimeline(p.view) {
+		writeErr(w, http.StatusBadRequest, "view %q has no timeline", p.view)
+		return
+	}
+	tl := p.f.timeline(p.device, p.view, p.detail)
+	lo, hi := tl.xRange(p.mode)
+	q := windowQuery{X0: floatParam(r, "x0", lo), X1: floatParam(r, "x1", hi), W: intParam(r, "w", 1000),
+		H: intParam(r, "h", 500), YMax: floatParam(r, "ymax", 0), Mode: p.mode}
+	writeBin(w, tl.window(q))
+}
+
+func (s *Server) handleCurves(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.params(w, r)
+	if !ok {
+		return
+	}
+	dd := p.f.device(p.device)
+	lo, hi := 0.0, float64(max(len(dd.viz), 1))
+	writeBin(w, dd.curves(floatParam(r, "x0", lo), floatParam(r, "x1", hi), intParam(r, "w", 1000), p.mode))
+}
+
+type elemJSON struct {
+	ID    int     `json:"id"`
+	Head  string  `json:"head"`
+	Stack string  `json:"stack"`
+	Text  string  `json:"text"`
+	Size  float64 `json:"size"`
+	Addr  string  `json:"addr"`
+}
+
+func elemInfo(f *file, tl *timeline, id int) elemJSON {
+	e := &tl.Elems[id]
+	head := elementHead(f.Snap, e)
+	st := stackText(f.Snap, e.Stack)
+	return elemJSON{ID: id, Head: head, Stack: st, Text: head + "\n" + st, Size: float64(e.Size), Addr: formatAddr(e.Addr, e.Version, e.Segment)}
+}
+
+func (s *Server) handleElem(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.params(w, r)
+	if !ok {
+		return
+	}
+	if !isTimeline(p.view) {
+		writeErr(w, http.StatusBadRequest, "view %q has no elements", p.view)
+		return
+	}
+	tl := p.f.timeline(p.device, p.view, p.detail)
+	id := intParam(r, "id", -1)
+	if id < 0 || id >= len(tl.Elems) {
+		writeErr(w, http.StatusNotFound, "no element %q", r.URL.Query().Get("id"))
+		return
+	}
+	writeJSON(w, http.StatusOK, elemInfo(p.f, tl, id))
+}
+
+type searchJSON struct {
+	Count int     `json:"count"`
+	IDs   []int32 `json:"ids"`
+}
+
+// search finds elements whose address string contains addr and/or whose
+// stack text contains frame (case-insensitive), as memory_viz's search boxes.
+func search(f *file, tl *timeline, addr, frame string) (a, fr searchJSON) {
+	addr, frame = strings.ToLower(strings.TrimSpace(addr)), strings.ToLower(strings.TrimSpace(frame))
+	addr = strings.TrimPrefix(addr, "0x")
+	a.IDs, fr.IDs = []int32{}, []int32{}
+	stackMatch := map[snapshot.StackID]bool{}
+	for i := range tl.Elems {
+		e := &tl.Elems[i]
+		if addr != "" && strings.Contains(formatAddr(e.Addr, e.Version, e.Segment), addr) {
+			a.Count++
+			a.IDs = append(a.IDs, int32(i))
+		}
+		if frame != "" {
+			m, ok := stackMatch[e.Stack]
+			if !ok {
+				m = strings.Contains(strings.ToLower(stackText(f.Snap, e.Stack)), frame)
+				stackMatch[e.Stack] = m
+			}
+			if m {
+				fr.Count++
+				fr.IDs = append(fr.IDs, int32(i))
+			}
+		}
+	}
+	return a, fr
+}
+
+func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.params(w, r)
+	if !ok {
+		return
+	}
+	if !isTimeline(p.view) {
+		writeErr(w, http.StatusBadRequest, "view %q cannot be searched", p.view)
+		return
+	}
+	tl := p.f.timeline(p.device, p.view, p.detail)
+	a, fr := search(p.f, tl, r.URL.Query().Get("addr"), r.URL.Query().Get("frame"))
+	writeJSON(w, http.StatusOK, map[string]searchJSON{"addr": a, "frame": fr})
+}
+
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.params(w, r)
+	if !ok {
+		return
+	}
+	dd := p.f.device(p.device)
+	from := max(intParam(r, "from", 0), 0)
+	count := min(max(intParam(r, "count", 100), 0), 5000)
+	lines := []string{}
+	for i := from; i < from+count && i < len(dd.viz); i++ {
+		lines = append(lines, eventText(p.f.Snap, &dd.events[dd.viz[i]]))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"total": len(dd.viz), "from": from, "lines": lines})
+}
+
+func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.params(w, r)
+	if !ok {
+		return
+	}
+	dd := p.f.device(p.device)
+	idx := intParam(r, "idx", len(dd.viz)-1)
+	if idx < -1 || idx >= len(dd.viz) {
+		writeErr(w, http.StatusBadRequest, "event index %d out of range [-1, %d)", idx, len(dd.viz))
+		return
+	}
+	writeJSON(w, http.StatusOK, dd.stateHist().stateJSON(idx))
+}
+
+// settingsJSON returns allocator_settings as a JSON object (nil if absent).
+func settingsJSON(s *snapshot.Snapshot) json.RawMessage {
+	if s.AllocatorSettings == nil {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("{")
+	for i, kv := range s.AllocatorSettings.Raw {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		k, _ := json.Marshal(kv.Key)
+		b.Write(k)
+		b.WriteString(":")
+		v := kv.JSON
+		if !json.Valid([]byte(v)) {
+			q, _ := json.Marshal(v)
+			v = string(q)
+		}
+		b.WriteString(v)
+	}
+	b.WriteString("}")
+	return json.RawMessage(b.String())
+}
+
+func (s *Server) handleSettings(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.params(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"settings": settingsJSON(p.f.Snap)})
+}
+
+func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
+	if s.opt.Decode == nil {
+		writeErr(w, http.StatusForbidden, "uploads are disabled")
+		return
+	}
+	name := r.URL.Query().Get("name")
+	if name == "" {
+		name = "upload"
+	}
+	if r.ContentLength > s.opt.MaxUpload {
+		writeErr(w, http.StatusRequestEntityTooLarge, "%s: %d bytes exceeds the upload limit of %d bytes", name, r.ContentLength, s.opt.MaxUpload)
+		return
+	}
+	body := http.MaxBytesReader(w, r.Body, s.opt.MaxUpload)
+	data, err := io.ReadAll(body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeErr(w, http.StatusRequestEntityTooLarge, "%s: exceeds the upload limit of %d bytes", name, s.opt.MaxUpload)
+			return
+		}
+		writeErr(w, http.StatusBadRequest, "%s: reading upload: %v", name, err)
+		return
+	}
+	snap, err := s.decodeSafe(name, data)
+	if err != nil {
+		writeErr(w, http.StatusUnprocessableEntity, "%s: %v", name, err)
+		return
+	}
+	id := s.Add(name, snap)
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "file": fileInfoOf(s.file(id))})
+}
+
+// decodeSafe keeps the server alive if a decoder panics on bad input.
+func (s *Server) decodeSafe(name string, data []byte) (snap *snapshot.Snapshot, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("decoder failed: %v", p)
+		}
+	}()
+	snap, err = s.opt.Decode(name, data)
+	if err == nil && snap == nil {
+		err = errors.New("decoder returned no snapshot")
+	}
+	return snap, err
+}

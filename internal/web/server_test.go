@@ -1,0 +1,332 @@
+package web
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+const segSize = 2 << 20
+
+// tinySnapshot is one 2 MiB segment; A (512 B) and B (1000 B) are
+// allocated, then A is freed (a merged free_requested/free_completed pair).
+func tinySnapshot() *snapshot.Snapshot {
+	ev := func(a snapshot.Action, addr, size uint64, t int64) snapshot.Event {
+		return snapshot.Event{Action: a, Addr: addr, Size: size, TimeUS: t, Stack: 1, Flags: snapshot.FlagHasTime | snapshot.FlagHasFrames}
+	}
+	events := []snapshot.Event{
+		ev(snapshot.ActionSegmentAlloc, 0x1000, segSize, 100),
+		ev(snapshot.ActionAlloc, 0x1000, 512, 200),
+		ev(snapshot.ActionAlloc, 0x1200, 1000, 300),
+		ev(snapshot.ActionFreeRequested, 0x1000, 512, 400),
+		ev(snapshot.ActionFreeCompleted, 0x1000, 512, 400),
+	}
+	events[3].Flags |= snapshot.FlagMergedFree
+	events[4].Version = 1
+	return &snapshot.Snapshot{
+		Segments: []snapshot.Segment{{Device: 0, Address: 0x1000, TotalSize: segSize, AllocatedSize: 1024, ActiveSize: 1024,
+			RequestedSize: 1000, Large: true, HasPoolID: true, FirstBlock: 0, NumBlocks: 3}},
+		Blocks: []snapshot.Block{
+			{Addr: 0x1000, Size: 512, HasRequestedSize: true, State: snapshot.BlockInactive, Version: 1},
+			{Addr: 0x1200, Size: 1024, RequestedSize: 1000, HasRequestedSize: true, State: snapshot.BlockActiveAllocated, Stack: 1},
+			{Addr: 0x1600, Size: segSize - 1536, HasRequestedSize: true, State: snapshot.BlockInactive},
+		},
+		Traces:  []snapshot.Trace{{Events: events, Viz: []int32{0, 1, 2, 3}}},
+		Frames:  []snapshot.Frame{{Filename: "train.py", Name: "forward", Line: 10}, {Filename: "Python/ceval.c", Name: "_PyEval_EvalFrame", Line: 1}},
+		Stacks:  snapshot.StackTable{Offsets: []int32{0, 0, 5}, FrameIDs: []snapshot.FrameID{0, 1, 0, 0, 0}},
+		Strings: []string{""},
+		Streams: []int64{0},
+		Extras:  []snapshot.KeyValues{nil},
+		AllocatorSettings: &snapshot.AllocatorSettings{Raw: snapshot.KeyValues{
+			{Key: "PYTORCH_CUDA_ALLOC_CONF", JSON: `"expandable_segments:False"`}, {Key: "max_split_size", JSON: "-1"}}},
+	}
+}
+
+func newTestServer(t *testing.T) (*Server, http.Handler) {
+	s := New(Options{Addr: "127.0.0.1:8123", Decode: func(name string, b []byte) (*snapshot.Snapshot, error) {
+		return snapshot.DecodeBytes(b, name, nil)
+	}})
+	s.Add("tiny.pickle", tinySnapshot())
+	return s, s.Handler()
+}
+
+func get(t *testing.T, h http.Handler, host, url string) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest("GET", url, nil)
+	r.Host = host
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+func TestHostCheck(t *testing.T) {
+	_, h := newTestServer(t)
+	for _, tc := range []struct {
+		host string
+		want int
+	}{
+		{"127.0.0.1:8123", 200},
+		{"localhost:8123", 200},
+		{"LOCALHOST:8123", 200},
+		{"[::1]:8123", 200},
+		{"localhost", 200},
+		{"evil.example.com", 403},
+		{"evil.example.com:8123", 403},
+		{"127.0.0.1.evil.com:8123", 403},
+		{"localhost:9999", 403},
+		{"", 403},
+	} {
+		if got := get(t, h, tc.host, "/api/files").Code; got != tc.want {
+			t.Errorf("Host %q: status %d, want %d", tc.host, got, tc.want)
+		}
+	}
+}
+
+func decodeJSON(t *testing.T, w *httptest.ResponseRecorder, v any) {
+	t.Helper()
+	if w.Code != 200 {
+		t.Fatalf("status %d: %s", w.Code, w.Body.String())
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), v); err != nil {
+		t.Fatalf("%v: %s", err, w.Body.String())
+	}
+}
+
+// decodedWindow is the /api/window answer read back from its arrays.
+type decodedWindow struct {
+	x0, x1, yMax, peak float64
+	ids, counts        []int32
+	xs, bots, tops     []float32
+	colMax             []float32
+}
+
+func readWindow(t *testing.T, b []byte) decodedWindow {
+	t.Helper()
+	if len(b) < 64 {
+		t.Fatalf("window answer is %d bytes", len(b))
+	}
+	f64 := func(i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])) }
+	nS, nP, w := int(f64(3)), int(f64(4)), int(f64(5))
+	if want := 64 + 16*nS + 12*nP + 8*w; len(b) != want {
+		t.Fatalf("window answer is %d bytes, header says %d", len(b), want)
+	}
+	off := 64
+	i32 := func(n int) []int32 {
+		out := make([]int32, n)
+		for i := range out {
+			out[i] = int32(binary.LittleEndian.Uint32(b[off:]))
+			off += 4
+		}
+		return out
+	}
+	f32 := func(n int) []float32 {
+		out := make([]float32, n)
+		for i := range out {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[off:]))
+			off += 4
+		}
+		return out
+	}
+	d := decodedWindow{x0: f64(0), x1: f64(1), yMax: f64(2), peak: f64(6)}
+	d.ids = i32(nS)
+	i32(nS) // colours
+	i32(nS) // kinds
+	d.counts = i32(nS)
+	d.xs, d.bots, d.tops = f32(nP), f32(nP), f32(nP)
+	d.colMax = f32(w)
+	return d
+}
+
+func TestWindowAndMeta(t *testing.T) {
+	_, h := newTestServer(t)
+	var m metaJSON
+	decodeJSON(t, get(t, h, "localhost:8123", "/api/meta?file=0&device=0&view=active"), &m)
+	if m.Elements != 2 || m.Steps != 6 || m.Peak != 1512 || m.Events != 4 {
+		t.Errorf("meta = %+v; want 2 elements, 6 steps, peak 1512, 4 events", m)
+	}
+	w := get(t, h, "localhost:8123", "/api/window?file=0&device=0&view=active&x0=0&x1=4&w=100&h=100")
+	if w.Code != 200 {
+		t.Fatalf("status %d", w.Code)
+	}
+	d := readWindow(t, w.Body.Bytes())
+	if len(d.ids) != 2 || d.peak != 1512 {
+		t.Fatalf("window has %d bands, peak %v; want 2 bands, peak 1512", len(d.ids), d.peak)
+	}
+	// Band of B (element 1): bottom starts at 512 and drops to 0 once A is freed.
+	for i, id := range d.ids {
+		start := 0
+		for _, c := range d.counts[:i] {
+			start += int(c)
+		}
+		n := int(d.counts[i])
+		bot, top := d.bots[start:start+n], d.tops[start:start+n]
+		switch id {
+		case 0:
+			if bot[0] != 0 || top[0] != 512 {
+				t.Errorf("A: first point %v..%v, want 0..512", bot[0], top[0])
+			}
+		case 1:
+			if bot[0] != 512 || bot[n-1] != 0 || top[n-1] != 1000 {
+				t.Errorf("B: bottom %v -> %v, top %v; want 512 -> 0, top 1000", bot[0], bot[n-1], top[n-1])
+			}
+		default:
+			t.Errorf("unexpected band %d", id)
+		}
+	}
+	// A 1-pixel window drops bands under half a pixel.
+	w = get(t, h, "localhost:8123", "/api/window?file=0&device=0&view=active&x0=0&x1=4&w=100&h=1")
+	if d := readWindow(t, w.Body.Bytes()); len(d.ids) != 1 || d.ids[0] != 1 {
+		t.Errorf("1-pixel-high window has bands %v, want just [1]", d.ids)
+	}
+	w = get(t, h, "localhost:8123", "/api/window?file=0&device=0&view=segments&mode=time&w=50&h=100")
+	if d := readWindow(t, w.Body.Bytes()); len(d.ids) != 1 || d.peak != segSize {
+		t.Errorf("segments: bands %v peak %v; want 1 band, peak %d", d.ids, d.peak, segSize)
+	}
+}
+
+func TestElemAndSearch(t *testing.T) {
+	_, h := newTestServer(t)
+	var e elemJSON
+	decodeJSON(t, get(t, h, "localhost:8123", "/api/elem?view=active&id=1"), &e)
+	for _, want := range []string{"Addr: b'1200_0", "Size: 1000.0B (1000 bytes) allocation", "Total memory used after allocation: 1.5KiB (1512 bytes)", "stream 0", "pool_id (0, 0)", "train.py:10:forward\n<repeats 3 times>"} {
+		if !strings.Contains(e.Text, want) {
+			t.Errorf("details lack %q:\n%s", want, e.Text)
+		}
+	}
+	if strings.Contains(e.Text, "ceval") {
+		t.Errorf("details keep a filtered frame:\n%s", e.Text)
+	}
+	var s map[string]searchJSON
+	decodeJSON(t, get(t, h, "localhost:8123", "/api/search?view=active&addr=0x12&frame=FORWARD"), &s)
+	if s["addr"].Count != 1 || s["addr"].IDs[0] != 1 || s["frame"].Count != 2 {
+		t.Errorf("search = %+v; want addr [1], 2 frame matches", s)
+	}
+	if w := get(t, h, "localhost:8123", "/api/elem?view=active&id=7"); w.Code != 404 {
+		t.Errorf("missing element: status %d", w.Code)
+	}
+}
+
+func TestStateHistory(t *testing.T) {
+	_, h := newTestServer(t)
+	for _, tc := range []struct {
+		idx                 int
+		allocated, reserved float64
+		blocks              int
+	}{
+		{-1, 0, 0, 0},
+		{0, 0, segSize, 0},
+		{1, 512, segSize, 1},
+		{2, 1512, segSize, 2},
+		{3, 1000, segSize, 1},
+	} {
+		var st stateJSON
+		decodeJSON(t, get(t, h, "localhost:8123", "/api/state?view=state&idx="+itoa(tc.idx)), &st)
+		nb := 0
+		for _, s := range st.Segments {
+			nb += len(s.Blocks)
+		}
+		if st.Allocated != tc.allocated || st.Reserved != tc.reserved || nb != tc.blocks {
+			t.Errorf("state after %d: allocated %v reserved %v blocks %d; want %v %v %d", tc.idx, st.Allocated, st.Reserved, nb, tc.allocated, tc.reserved, tc.blocks)
+		}
+	}
+	var ev struct {
+		Total int      `json:"total"`
+		Lines []string `json:"lines"`
+	}
+	decodeJSON(t, get(t, h, "localhost:8123", "/api/events?view=state&from=1&count=2"), &ev)
+	if ev.Total != 4 || len(ev.Lines) != 2 || !strings.HasPrefix(ev.Lines[0], "alloc          b'1000_0") {
+		t.Errorf("events = %+v", ev)
+	}
+	if w := get(t, h, "localhost:8123", "/api/state?idx=99"); w.Code != 400 {
+		t.Errorf("out-of-range state: status %d", w.Code)
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestCurves(t *testing.T) {
+	_, h := newTestServer(t)
+	w := get(t, h, "localhost:8123", "/api/curves?x0=0&x1=4&w=4")
+	b := w.Body.Bytes()
+	if len(b) != 4*12 {
+		t.Fatalf("curves answer is %d bytes, want 48", len(b))
+	}
+	v := func(i int) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])) }
+	wantAlloc := []float32{0, 512, 1512, 1512} // column max: the free is in column 3 after the peak
+	for i, want := range wantAlloc {
+		if v(i) != want {
+			t.Errorf("allocated[%d] = %v, want %v", i, v(i), want)
+		}
+		if v(4+i) != segSize {
+			t.Errorf("reserved[%d] = %v, want %d", i, v(4+i), segSize)
+		}
+	}
+}
+
+func TestUploadAndSettings(t *testing.T) {
+	s, h := newTestServer(t)
+	r := httptest.NewRequest("POST", "/api/upload?name=bad.pickle", strings.NewReader("this is not a snapshot"))
+	r.Host = "127.0.0.1:8123"
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	var e apiError
+	if w.Code != http.StatusUnprocessableEntity || json.Unmarshal(w.Body.Bytes(), &e) != nil || !strings.HasPrefix(e.Error, "bad.pickle: ") {
+		t.Errorf("bad upload: status %d body %s", w.Code, w.Body.String())
+	}
+	s.opt.MaxUpload = 10
+	r = httptest.NewRequest("POST", "/api/upload?name=big", bytes.NewReader(make([]byte, 100)))
+	r.Host = "127.0.0.1:8123"
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("oversized upload: status %d", w.Code)
+	}
+	// The server still answers.
+	var set struct {
+		Settings map[string]any `json:"settings"`
+	}
+	decodeJSON(t, get(t, h, "localhost:8123", "/api/settings"), &set)
+	if set.Settings["max_split_size"] != float64(-1) || set.Settings["PYTORCH_CUDA_ALLOC_CONF"] != "expandable_segments:False" {
+		t.Errorf("settings = %v", set.Settings)
+	}
+	// Static UI is served and no path escapes it.
+	if w := get(t, h, "localhost:8123", "/"); w.Code != 200 || !strings.Contains(w.Body.String(), "gpumem") {
+		t.Errorf("index: %d", w.Code)
+	}
+	if w := get(t, h, "localhost:8123", "/../server.go"); w.Code == 200 {
+		body, _ := io.ReadAll(w.Body)
+		if strings.Contains(string(body), "package web") {
+			t.Errorf("source file served")
+		}
+	}
+}
+
+func TestWriteHTML(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteHTML(&b, "tiny.pickle", tinySnapshot(), HTMLOptions{Device: -1}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, bad := range []string{`src="app.js"`, `href="style.css"`, "http://", "https://"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page still references %q", bad)
+		}
+	}
+	if !strings.Contains(page, `id="gpumem-data"`) || strings.Count(page, "</script>") != 2 {
+		t.Errorf("page does not embed data and script once each")
+	}
+	if err := WriteHTML(&b, "x", tinySnapshot(), HTMLOptions{View: "nope"}); err == nil {
+		t.Errorf("unknown view accepted")
+	}
+	if err := WriteHTML(&b, "x", tinySnapshot(), HTMLOptions{Device: 3}); err == nil {
+		t.Errorf("missing device accepted")
+	}
+}

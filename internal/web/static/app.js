@@ -1,0 +1,966 @@
+// gpumem viewer: draws what the gpumem server (or the data embedded by
+// "gpumem html") returns for the visible window on Canvas2D.
+
+const $ = (id) => document.getElementById(id);
+const tableau10 = ['#4e79a7', '#f28e2c', '#e15759', '#76b7b2', '#59a14f', '#edc949', '#af7aa1', '#ff9da7', '#9c755f', '#bab0ab'];
+const VIEWS = ['active', 'private', 'state', 'segments', 'settings'];
+
+// ---------- formatting ----------
+function formatSize(num, showBytes = true) {
+  const orig = num;
+  for (const unit of ['', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei', 'Zi']) {
+    if (Math.abs(num) < 1024) {
+      return showBytes ? `${num.toFixed(1)}${unit}B (${orig} bytes)` : `${num.toFixed(1)}${unit}B`;
+    }
+    num /= 1024;
+  }
+  return `${num.toFixed(1)}YiB`;
+}
+
+// niceTicks returns round tick values for [lo, hi]; bytes use powers of 1024.
+function niceTicks(lo, hi, n, bytes) {
+  const span = hi - lo;
+  if (!(span > 0)) return [lo];
+  let step;
+  if (bytes) {
+    let unit = 1;
+    while (span / unit >= 1024 * n) unit *= 1024;
+    const raw = span / n / unit;
+    const p = Math.pow(10, Math.floor(Math.log10(raw)));
+    step = ([1, 2, 5, 10].map(m => m * p).find(s => s >= raw) || 10 * p) * unit;
+  } else {
+    const raw = span / n;
+    const p = Math.pow(10, Math.floor(Math.log10(raw)));
+    step = [1, 2, 5, 10].map(m => m * p).find(s => s >= raw) || 10 * p;
+  }
+  const out = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(v);
+  return out;
+}
+
+function formatDuration(us) {
+  const a = Math.abs(us);
+  if (a >= 60e6) return `${(us / 60e6).toFixed(a >= 600e6 ? 0 : 1)} min`;
+  if (a >= 1e6) return `${(us / 1e6).toFixed(a >= 10e6 ? 1 : 2)} s`;
+  if (a >= 1e3) return `${(us / 1e3).toFixed(a >= 10e3 ? 1 : 2)} ms`;
+  return `${us.toFixed(0)} µs`;
+}
+
+// ---------- data access: server or embedded ----------
+function b64ToBuffer(s) {
+  const bin = atob(s);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out.buffer;
+}
+
+// decodeWindow reads the little-endian arrays of /api/window.
+function decodeWindow(buf) {
+  const h = new Float64Array(buf, 0, 8);
+  const [x0, x1, yMax, nS, nP, w, peak] = h;
+  let off = 64;
+  const i32 = (n) => { const a = new Int32Array(buf, off, n); off += 4 * n; return a; };
+  const f32 = (n) => { const a = new Float32Array(buf, off, n); off += 4 * n; return a; };
+  const ids = i32(nS), colors = i32(nS), kinds = i32(nS), counts = i32(nS);
+  const xs = f32(nP), bots = f32(nP), tops = f32(nP), colMax = f32(w), colSum = f32(w);
+  const starts = new Int32Array(nS + 1);
+  for (let i = 0; i < nS; i++) starts[i + 1] = starts[i] + counts[i];
+  return { x0, x1, yMax, peak, n: nS, w, ids, colors, kinds, counts, starts, xs, bots, tops, colMax, colSum };
+}
+
+const embedded = (() => {
+  const el = document.getElementById('gpumem-data');
+  return el ? JSON.parse(el.textContent) : null;
+})();
+
+function q(p, extra) {
+  const u = new URLSearchParams({ file: p.file, device: p.device, view: p.view, detail: p.detail, mode: p.mode, ...extra });
+  return u.toString();
+}
+
+async function getJSON(url) {
+  const r = await fetch(url);
+  const j = await r.json();
+  if (!r.ok) throw new Error(j.error || r.statusText);
+  return j;
+}
+
+const serverAPI = {
+  files: () => getJSON('api/files'),
+  meta: (p) => getJSON('api/meta?' + q(p)),
+  async window(p, x0, x1, w, h) {
+    const r = await fetch('api/window?' + q(p, { x0, x1, w, h }));
+    if (!r.ok) throw new Error((await r.json()).error);
+    return decodeWindow(await r.arrayBuffer());
+  },
+  async curves(p, x0, x1, w) {
+    const r = await fetch('api/curves?' + q(p, { x0, x1, w }));
+    if (!r.ok) throw new Error((await r.json()).error);
+    return { x0, x1, w, v: new Float32Array(await r.arrayBuffer()) };
+  },
+  elem: (p, id) => getJSON('api/elem?' + q(p, { id })),
+  search: (p, addr, frame) => getJSON('api/search?' + q(p, { addr, frame })),
+  events: (p, from, count) => getJSON('api/events?' + q(p, { from, count })),
+  state: (p, idx) => getJSON('api/state?' + q(p, { idx })),
+  settings: (p) => getJSON('api/settings?' + q(p)),
+};
+
+// The embedded bundle holds one precomputed full-range window per view;
+// zooming re-scales it instead of asking a server.
+function embeddedAPI(data) {
+  const key = (p) => `${p.view}|${p.device}|${p.mode}`;
+  const cache = {};
+  const win = (p) => {
+    const k = key(p);
+    if (!cache[k]) {
+      const v = data.views[k];
+      if (!v) throw new Error(`This file was exported without the ${p.view} view for device ${p.device}`);
+      cache[k] = decodeWindow(b64ToBuffer(v.window));
+    }
+    return cache[k];
+  };
+  const view = (p) => data.views[key(p)] || data.views[`${p.view}|${p.device}|event`] || data.views[`${p.view}|${p.device}|time`];
+  return {
+    files: async () => data.files,
+    meta: async (p) => {
+      const v = view(p);
+      if (!v) throw new Error(`This file was exported without the ${p.view} view for device ${p.device}`);
+      return v.meta;
+    },
+    async window(p, x0, x1) {
+      const full = win(p);
+      let yMax = 0;
+      const span = full.x1 - full.x0;
+      for (let c = 0; c < full.w; c++) {
+        const cx0 = full.x0 + span * c / full.w, cx1 = full.x0 + span * (c + 1) / full.w;
+        if (cx1 >= x0 && cx0 <= x1 && full.colMax[c] > yMax) yMax = full.colMax[c];
+      }
+      return { ...full, yMax: yMax || full.yMax, shared: true };
+    },
+    async curves(p) {
+      const v = view(p);
+      const c = v.curves;
+      return { x0: c.x0, x1: c.x1, w: c.w, v: new Float32Array(b64ToBuffer(c.data)) };
+    },
+    async elem(p, id) {
+      const v = view(p);
+      const e = v.elems[id];
+      if (!e) throw new Error('no details embedded for this allocation');
+      const stack = data.stacks[e[1]];
+      return { id, head: e[0], stack, text: e[0] + '\n' + stack };
+    },
+    async search(p, addr, frame) {
+      const v = view(p);
+      addr = addr.trim().toLowerCase().replace(/^0x/, ''); frame = frame.trim().toLowerCase();
+      const a = { count: 0, ids: [] }, f = { count: 0, ids: [] };
+      for (const [id, e] of Object.entries(v.elems)) {
+        const head = e[0].toLowerCase();
+        const addrStr = head.slice(6, head.indexOf(','));
+        if (addr && addrStr.includes(addr)) { a.count++; a.ids.push(+id); }
+        if (frame && data.stacks[e[1]].toLowerCase().includes(frame)) { f.count++; f.ids.push(+id); }
+      }
+      return { addr: a, frame: f };
+    },
+    events: async (p, from, count) => {
+      const v = data.events[String(p.device)] || { lines: [] };
+      return { total: v.lines.length, from, lines: v.lines.slice(from, from + count) };
+    },
+    state: async (p, idx) => {
+      const st = data.states && data.states[String(p.device)];
+      if (!st) throw new Error('This file was exported without the state history; run gpumem html --view state');
+      return simulateOffline(st, idx);
+    },
+    settings: async () => ({ settings: data.settings }),
+  };
+}
+
+// simulateOffline replays the embedded compact trace backwards from the
+// snapshot state (memory_viz's simulate_memory) for exported HTML files.
+function simulateOffline(st, idx) {
+  const segs = st.segments.map(s => ({ ...s }));
+  const blocks = new Map(st.blocks.map(b => [b[0], { addr: b[0], size: b[1], req: b[2], pending: b[3], version: b[4] }]));
+  const ev = st.events; // [action, addr, size, stream, version]
+  for (let i = ev.length - 1; i > idx; i--) {
+    const [a, addr, size, stream, version] = ev[i];
+    if (a === 'free') blocks.set(addr, { addr, size, req: size, pending: false, version });
+    else if (a === 'free_requested') { const b = blocks.get(addr); if (b) b.pending = false; else blocks.set(addr, { addr, size, req: size, pending: false, version }); }
+    else if (a === 'free_completed') blocks.set(addr, { addr, size, req: size, pending: true, version });
+    else if (a === 'alloc') blocks.delete(addr);
+    else if (a === 'segment_free' || a === 'segment_unmap') {
+      segs.push({ addr, size, stream, version });
+      segs.sort((x, y) => x.addr - y.addr);
+      if (a === 'segment_unmap') {
+        for (let k = 0; k + 1 < segs.length; k++) {
+          if (segs[k].addr + segs[k].size === segs[k + 1].addr && segs[k].stream === segs[k + 1].stream &&
+              (segs[k].addr === addr || segs[k + 1].addr === addr)) {
+            segs[k].size += segs[k + 1].size; segs.splice(k + 1, 1); k--;
+          }
+        }
+      }
+    } else if (a === 'segment_alloc') { const k = segs.findIndex(s => s.addr === addr); if (k >= 0) segs.splice(k, 1); }
+    else if (a === 'segment_map') {
+      const end = addr + size;
+      for (let k = 0; k < segs.length; k++) {
+        const s = segs[k], sEnd = s.addr + s.size;
+        if (addr >= sEnd || end <= s.addr) continue;
+        const parts = [];
+        if (s.addr < addr) parts.push({ ...s, size: addr - s.addr });
+        if (end < sEnd) parts.push({ ...s, addr: end, size: sEnd - end });
+        segs.splice(k, 1, ...parts); k += parts.length - 1;
+      }
+    }
+  }
+  const out = { index: idx, event: st.lines[idx] || '', stack: '', segments: [], allocated: 0, reserved: 0, blockBytes: 0, rounding: 0, largestFree: 0 };
+  const addrs = [...blocks.keys()].sort((x, y) => x - y);
+  let bi = 0;
+  for (const s of segs) {
+    const sj = { addr: `s'${s.addr.toString(16)}_${s.version}`, size: s.size, stream: s.stream, version: s.version, blocks: [] };
+    out.reserved += s.size;
+    while (bi < addrs.length && addrs[bi] < s.addr) bi++;
+    let cur = s.addr;
+    for (; bi < addrs.length && addrs[bi] < s.addr + s.size; bi++) {
+      const b = blocks.get(addrs[bi]);
+      sj.blocks.push([b.addr - s.addr, b.size, b.req, b.pending, b.version]);
+      out.allocated += b.req; out.blockBytes += b.size; out.rounding += Math.max(0, b.size - b.req);
+      if (b.addr > cur) out.largestFree = Math.max(out.largestFree, b.addr - cur);
+      cur = Math.max(cur, b.addr + b.size);
+    }
+    out.largestFree = Math.max(out.largestFree, s.addr + s.size - cur);
+    out.segments.push(sj);
+  }
+  out.free = Math.max(0, out.reserved - out.blockBytes);
+  out.fragmentation = out.free > 0 ? 1 - out.largestFree / out.free : 0;
+  out.text = `(${formatSize(out.allocated)} allocated / ${formatSize(out.reserved)} reserved)`;
+  return out;
+}
+
+const api = embedded ? embeddedAPI(embedded) : serverAPI;
+
+// ---------- application state ----------
+const S = {
+  files: [], p: { file: 0, device: 0, view: 'active', detail: 15000, mode: 'event' },
+  meta: null, win: null, curves: null, full: null, x0: 0, x1: 1, lo: 0, hi: 1,
+  hoverId: -1, selId: -1, elemCache: new Map(), addrMatch: new Set(), frameMatch: new Set(),
+  seq: 0, stateIdx: -1, eventsTotal: 0, eventPages: new Map(), layoutPlot: null, stateLayout: null,
+};
+window.gpumem = { S, formatSize };
+
+function showError(msg) {
+  const e = $('error');
+  e.textContent = msg; e.hidden = !msg;
+}
+
+function readHash() {
+  const h = new URLSearchParams(location.hash.slice(1));
+  const p = S.p;
+  if (h.has('file')) p.file = +h.get('file') || 0;
+  if (h.has('device')) p.device = +h.get('device') || 0;
+  if (h.has('view') && VIEWS.includes(h.get('view'))) p.view = h.get('view');
+  if (h.has('detail')) p.detail = Math.max(0, +h.get('detail') || 0);
+  if (h.has('mode')) p.mode = h.get('mode') === 'time' ? 'time' : 'event';
+  return h;
+}
+
+function writeHash() {
+  const h = new URLSearchParams({ file: S.p.file, device: S.p.device, view: S.p.view });
+  if (S.p.detail !== 15000) h.set('detail', S.p.detail);
+  if (S.p.mode !== 'event') h.set('mode', S.p.mode);
+  if (isTimeline()) {
+    if (S.x0 !== S.lo || S.x1 !== S.hi) { h.set('x0', +S.x0.toPrecision(12)); h.set('x1', +S.x1.toPrecision(12)); }
+    if (S.selId >= 0) h.set('sel', S.selId);
+  }
+  if (S.p.view === 'state' && S.stateIdx >= 0) h.set('event', S.stateIdx);
+  history.replaceState(null, '', '#' + h.toString());
+}
+
+const isTimeline = () => ['active', 'private', 'segments'].includes(S.p.view);
+
+// ---------- startup ----------
+async function init() {
+  if (embedded && embedded.initial) Object.assign(S.p, embedded.initial);
+  const h = readHash();
+  try {
+    const f = await api.files();
+    S.files = f.files;
+    if (!S.files.length) { showError('No snapshot loaded. Drop a snapshot file onto this page.'); return; }
+    if (!S.files[S.p.file]) S.p.file = 0;
+    if (!h.has('device') && !embedded) S.p.device = S.files[S.p.file].defaultDevice;
+    fillSelectors();
+    await openView(h);
+  } catch (e) {
+    showError(String(e.message || e));
+  }
+}
+
+function fillSelectors() {
+  const fs = $('file');
+  fs.innerHTML = '';
+  for (const f of S.files) fs.add(new Option(f.name, f.id));
+  fs.value = S.p.file;
+  const ds = $('device');
+  ds.innerHTML = '';
+  const f = S.files[S.p.file];
+  for (const d of f.devices) ds.add(new Option(`cuda:${d.device} (${d.events} events, ${d.segments} segments)`, d.device));
+  if (!f.devices.some(d => d.device === S.p.device)) S.p.device = f.defaultDevice;
+  ds.value = S.p.device;
+  $('view').value = S.p.view;
+  $('mode').value = S.p.mode;
+  $('detail').value = S.p.detail;
+  const dev = f.devices.find(d => d.device === S.p.device);
+  $('mode').options[1].disabled = !(dev && dev.hasTime);
+  if (S.p.mode === 'time' && !(dev && dev.hasTime)) { S.p.mode = 'event'; $('mode').value = 'event'; }
+}
+
+async function openView(h) {
+  showError('');
+  document.body.dataset.ready = '';
+  $('timeline-view').hidden = !isTimeline();
+  $('state-view').hidden = S.p.view !== 'state';
+  $('settings-view').hidden = S.p.view !== 'settings';
+  document.querySelector('.tl-only').style.visibility = isTimeline() ? '' : 'hidden';
+  try {
+    if (isTimeline()) await openTimeline(h);
+    else if (S.p.view === 'state') await openState(h);
+    else await openSettings();
+  } catch (e) {
+    showError(String(e.message || e));
+  }
+  writeHash();
+}
+
+async function openSettings() {
+  const r = await api.settings(S.p);
+  $('settings').textContent = r.settings ? JSON.stringify(r.settings, null, 2) : 'No allocator settings found.';
+  document.body.dataset.ready = '1';
+}
+
+// ---------- timeline ----------
+async function openTimeline(h) {
+  const seq = ++S.seq;
+  S.elemCache = new Map(); S.hoverId = -1; S.selId = -1; S.addrMatch = new Set(); S.frameMatch = new Set();
+  const meta = await api.meta(S.p);
+  if (seq !== S.seq) return;
+  S.meta = meta;
+  const [lo, hi] = S.p.mode === 'time' && meta.hasTime ? meta.xTime : meta.xEvent;
+  S.lo = lo; S.hi = hi; S.x0 = lo; S.x1 = hi;
+  if (h && h.has('x0') && h.has('x1')) {
+    const a = +h.get('x0'), b = +h.get('x1');
+    if (b > a) { S.x0 = Math.max(lo, a); S.x1 = Math.min(hi, b); }
+  }
+  if (h && h.has('sel')) S.selId = +h.get('sel');
+  renderSummary();
+  renderLegend();
+  $('empty').hidden = !meta.empty;
+  $('empty').textContent = meta.message || '';
+  const mm = $('minimap');
+  S.full = await api.window(S.p, lo, hi, Math.max(200, mm.clientWidth), 50);
+  S.fullCurves = null;
+  await refreshWindow(true);
+  if (S.selId >= 0) showElem(S.selId, true);
+  runSearch();
+}
+
+function renderSummary() {
+  const m = S.meta;
+  const f = S.files[S.p.file];
+  const parts = [`<b>${escapeHTML(f.name)}</b>`, `cuda:${m.device}`, `${m.events.toLocaleString()} trace events`,
+    `Peak: <b id="peak">${formatSize(m.peak, false)}</b>`,
+    `Detail: ${m.drawn.toLocaleString()} of ${m.elements.toLocaleString()} entries`];
+  $('summary').innerHTML = parts.join(' &middot; ');
+}
+
+function renderLegend() {
+  const items = [
+    ['sw', tableau10[0], 'Allocation (colour by allocation; requested size)'],
+    ['sw', '#d3d7dc', 'Smaller allocations (summarised) and total memory'],
+  ];
+  if (S.p.view === 'private') items.push(['sw', tableau10[9], 'Private pool (capacity; stripes are its blocks)']);
+  if ($('totals').checked) {
+    items.push(['ln', '#111', 'Reserved (segments)'], ['ln', '#1f6feb', 'Allocated'], ['ln', '#2da44e', 'Active (incl. pending free)']);
+  }
+  items.push(['ln', '#d1242f', 'OOM'], ['ln', '#8250df', 'snapshot'], ['ln', '#bf8700', 'annotation']);
+  $('legend').innerHTML = items.map(([k, c, t]) =>
+    k === 'sw' ? `<span><i class="sw" style="background:${c}"></i>${t}</span>` : `<span><i class="ln" style="border-color:${c}"></i>${t}</span>`).join('');
+}
+
+function escapeHTML(s) {
+  return s.replace(/[&<>"]/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
+}
+
+let refreshTimer = 0;
+function scheduleRefresh() {
+  drawPlot(); // instant: re-project what we have
+  drawMinimap();
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(() => refreshWindow(false), 40);
+}
+
+async function refreshWindow(first) {
+  const seq = ++S.seq;
+  const c = $('plot');
+  const w = Math.max(100, Math.round(c.clientWidth - PAD.l - PAD.r));
+  const hgt = Math.max(50, Math.round(c.clientHeight - PAD.t - PAD.b));
+  const t0 = performance.now();
+  const wantCurves = $('totals').checked;
+  const [win, curves] = await Promise.all([
+    api.window(S.p, S.x0, S.x1, w, hgt),
+    wantCurves ? api.curves(S.p, S.x0, S.x1, w) : null,
+  ]);
+  if (seq !== S.seq) return;
+  S.win = win; S.curves = curves;
+  drawPlot();
+  drawMinimap();
+  writeHash();
+  window.gpumem.lastQueryMs = performance.now() - t0;
+  document.body.dataset.ready = '1';
+  if (first) window.gpumem.firstPaint = performance.now();
+}
+
+const PAD = { l: 76, r: 14, t: 12, b: 30 };
+
+function setupCanvas(c) {
+  const dpr = window.devicePixelRatio || 1;
+  const w = c.clientWidth, h = c.clientHeight;
+  if (c.width !== Math.round(w * dpr) || c.height !== Math.round(h * dpr)) {
+    c.width = Math.round(w * dpr); c.height = Math.round(h * dpr);
+  }
+  const ctx = c.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  return { ctx, w, h };
+}
+
+function plotYMax() {
+  let y = S.win ? S.win.yMax : 1;
+  if (S.curves) {
+    const n = S.curves.w;
+    for (let i = 0; i < 3 * n; i++) if (S.curves.v[i] > y) y = S.curves.v[i];
+  }
+  return y * 1.04 || 1;
+}
+
+function drawPlot() {
+  const c = $('plot');
+  const { ctx, w, h } = setupCanvas(c);
+  ctx.clearRect(0, 0, w, h);
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, w, h);
+  const win = S.win;
+  if (!win || !S.meta) return;
+  const pw = w - PAD.l - PAD.r, ph = h - PAD.t - PAD.b;
+  const yMax = plotYMax();
+  const X = (x) => PAD.l + (x - S.x0) / (S.x1 - S.x0) * pw;
+  const Y = (v) => PAD.t + ph - v / yMax * ph;
+  S.layoutPlot = { X, Y, pw, ph, yMax };
+  ctx.save();
+  ctx.beginPath(); ctx.rect(PAD.l, PAD.t, pw, ph); ctx.clip();
+  // Total memory per column (covers summarised and sub-pixel allocations).
+  ctx.fillStyle = '#d3d7dc';
+  const span = win.x1 - win.x0;
+  ctx.beginPath();
+  let open = false;
+  for (let c2 = 0; c2 < win.w; c2++) {
+    const v = win.colMax[c2];
+    const xa = X(win.x0 + span * c2 / win.w), xb = X(win.x0 + span * (c2 + 1) / win.w);
+    if (xb < PAD.l - 2 || xa > PAD.l + pw + 2) continue;
+    if (Number.isNaN(v)) continue;
+    ctx.rect(xa, Y(v), Math.max(xb - xa, 0.5) + 0.3, Y(0) - Y(v));
+    open = true;
+  }
+  if (open) ctx.fill();
+  // Bands.
+  const base = win.x0;
+  for (let i = 0; i < win.n; i++) {
+    const s = win.starts[i], e = win.starts[i + 1];
+    const kind = win.kinds[i];
+    ctx.beginPath();
+    ctx.moveTo(X(base + win.xs[s]), Y(win.bots[s]));
+    for (let k = s + 1; k < e; k++) ctx.lineTo(X(base + win.xs[k]), Y(win.bots[k]));
+    for (let k = e - 1; k >= s; k--) ctx.lineTo(X(base + win.xs[k]), Y(win.tops[k]));
+    ctx.closePath();
+    ctx.globalAlpha = kind === 1 ? 0.5 : kind === 3 ? 0.3 : 1;
+    ctx.fillStyle = kind === 2 ? tableau10[9] : tableau10[win.colors[i] % 10];
+    ctx.fill();
+    ctx.globalAlpha = 1;
+    const id = win.ids[i];
+    const am = S.addrMatch.has(id), fm = S.frameMatch.has(id);
+    if (kind === 2) { ctx.strokeStyle = '#000'; ctx.lineWidth = 3; ctx.stroke(); }
+    if (am || fm) {
+      ctx.setLineDash(am && fm ? [4, 2] : []);
+      ctx.strokeStyle = am && fm ? '#c000c0' : am ? '#e00' : '#2196F3';
+      ctx.lineWidth = 2; ctx.stroke(); ctx.setLineDash([]);
+    }
+    if (id >= 0 && (id === S.selId || id === S.hoverId)) {
+      ctx.strokeStyle = '#000'; ctx.lineWidth = id === S.selId ? 2 : 1; ctx.stroke();
+    }
+  }
+  // Totals curves.
+  if (S.curves) {
+    const cv = S.curves, n = cv.w, cs = cv.x1 - cv.x0;
+    const line = (k, color, dash) => {
+      ctx.beginPath();
+      for (let i = 0; i < n; i++) {
+        const x = X(cv.x0 + cs * (i + 0.5) / n), y = Y(cv.v[k * n + i]);
+        if (i === 0) ctx.moveTo(x, y); else ctx.lineTo(x, y);
+      }
+      ctx.setLineDash(dash); ctx.strokeStyle = color; ctx.lineWidth = 1.5; ctx.stroke(); ctx.setLineDash([]);
+    };
+    line(1, '#111', [5, 3]);
+    line(2, '#2da44e', []);
+    line(0, '#1f6feb', []);
+  }
+  // Markers.
+  const marks = S.meta.markers || [];
+  let lastLabelX = -1e9;
+  ctx.font = '11px system-ui, sans-serif';
+  for (const m of marks) {
+    const xv = S.p.mode === 'time' ? m.time : m.event;
+    if (xv < 0 || (S.p.mode === 'time' && !m.time)) continue;
+    const x = X(xv);
+    if (x < PAD.l || x > PAD.l + pw) continue;
+    const color = m.kind === 'oom' ? '#d1242f' : m.kind === 'snapshot' ? '#8250df' : '#bf8700';
+    ctx.strokeStyle = color; ctx.lineWidth = 1;
+    ctx.setLineDash(m.kind === 'annotation' ? [3, 3] : []);
+    ctx.beginPath(); ctx.moveTo(x + 0.5, PAD.t); ctx.lineTo(x + 0.5, PAD.t + ph); ctx.stroke();
+    ctx.setLineDash([]);
+    if (x - lastLabelX > 90) {
+      ctx.fillStyle = color; ctx.fillText(m.label, x + 3, PAD.t + 11);
+      lastLabelX = x;
+    }
+  }
+  ctx.restore();
+  drawAxes(ctx, w, h, pw, ph, yMax, X, Y);
+}
+
+function drawAxes(ctx, w, h, pw, ph, yMax, X, Y) {
+  ctx.strokeStyle = '#9aa4ae'; ctx.lineWidth = 1; ctx.fillStyle = '#4a545e';
+  ctx.font = '11px system-ui, sans-serif';
+  ctx.beginPath();
+  ctx.moveTo(PAD.l - 0.5, PAD.t); ctx.lineTo(PAD.l - 0.5, PAD.t + ph + 0.5); ctx.lineTo(PAD.l + pw, PAD.t + ph + 0.5);
+  ctx.stroke();
+  ctx.textAlign = 'right'; ctx.textBaseline = 'middle';
+  for (const v of niceTicks(0, yMax, 6, true)) {
+    const y = Math.round(Y(v)) + 0.5;
+    ctx.strokeStyle = '#eef0f2'; ctx.beginPath(); ctx.moveTo(PAD.l, y); ctx.lineTo(PAD.l + pw, y); ctx.stroke();
+    ctx.fillText(formatSize(v, false), PAD.l - 6, y);
+  }
+  ctx.textAlign = 'center'; ctx.textBaseline = 'top';
+  const time = S.p.mode === 'time';
+  const origin = time ? S.lo : 0;
+  for (const v of niceTicks(S.x0 - origin, S.x1 - origin, Math.max(2, Math.floor(pw / 110)), false)) {
+    const x = X(v + origin);
+    ctx.strokeStyle = '#9aa4ae'; ctx.beginPath(); ctx.moveTo(x, PAD.t + ph); ctx.lineTo(x, PAD.t + ph + 4); ctx.stroke();
+    ctx.fillText(time ? formatDuration(v) : Math.round(v).toLocaleString(), x, PAD.t + ph + 6);
+  }
+  ctx.textAlign = 'left';
+  ctx.fillText(time ? 'time since first event' : 'event index', PAD.l + pw - 120, PAD.t + ph + 17);
+}
+
+function drawMinimap() {
+  const c = $('minimap');
+  const { ctx, w, h } = setupCanvas(c);
+  ctx.clearRect(0, 0, w, h);
+  const f = S.full;
+  if (!f) return;
+  const span = S.hi - S.lo;
+  let m = 0;
+  for (let i = 0; i < f.w; i++) if (f.colMax[i] > m) m = f.colMax[i];
+  m = m || 1;
+  ctx.fillStyle = '#8fa6bf';
+  for (let i = 0; i < f.w; i++) {
+    const v = f.colMax[i];
+    if (Number.isNaN(v)) continue;
+    const xa = i / f.w * w, xb = (i + 1) / f.w * w;
+    ctx.fillRect(xa, h - v / m * (h - 4), xb - xa + 0.5, v / m * (h - 4));
+  }
+  const bx0 = (S.x0 - S.lo) / span * w, bx1 = (S.x1 - S.lo) / span * w;
+  ctx.fillStyle = 'rgba(31,111,235,0.15)';
+  ctx.fillRect(bx0, 0, Math.max(bx1 - bx0, 2), h);
+  ctx.strokeStyle = '#1f6feb'; ctx.lineWidth = 1.5;
+  ctx.strokeRect(bx0 + 0.5, 0.5, Math.max(bx1 - bx0, 2) - 1, h - 1);
+}
+
+// hitTest finds the drawn band under canvas point (px, py).
+function hitTest(px, py) {
+  const win = S.win, L = S.layoutPlot;
+  if (!win || !L) return { id: -1 };
+  const x = S.x0 + (px - PAD.l) / L.pw * (S.x1 - S.x0);
+  const y = (PAD.t + L.ph - py) / L.ph * L.yMax;
+  const base = win.x0;
+  let best = -1, bestKind = -1;
+  for (let i = 0; i < win.n; i++) {
+    const s = win.starts[i], e = win.starts[i + 1];
+    if (base + win.xs[s] > x || base + win.xs[e - 1] < x) continue;
+    let lo = s, hi = e - 1;
+    while (hi - lo > 1) { const mid = (lo + hi) >> 1; if (base + win.xs[mid] <= x) lo = mid; else hi = mid; }
+    const xa = base + win.xs[lo], xb = base + win.xs[hi];
+    const t = xb > xa ? (x - xa) / (xb - xa) : 0;
+    const bot = win.bots[lo] + (win.bots[hi] - win.bots[lo]) * t;
+    const top = win.tops[lo] + (win.tops[hi] - win.tops[lo]) * t;
+    if (y >= bot && y <= top) {
+      // stripes sit inside envelopes: prefer them
+      if (win.kinds[i] !== 2 || best < 0) { best = i; bestKind = win.kinds[i]; }
+      if (bestKind !== 2) break;
+    }
+  }
+  if (best >= 0) return { id: win.ids[best], kind: win.kinds[best], i: best };
+  // inside the grey area: summarised allocations
+  const span = win.x1 - win.x0;
+  const col = Math.floor((x - win.x0) / span * win.w);
+  if (col >= 0 && col < win.w && y <= win.colMax[col] && y >= 0) return { id: -1, summarized: true };
+  return { id: -1 };
+}
+
+async function showElem(id, pin) {
+  if (id < 0) return;
+  let e = S.elemCache.get(id);
+  if (!e) {
+    try { e = await api.elem(S.p, id); } catch (err) { $('details').textContent = String(err.message || err); return; }
+    S.elemCache.set(id, e);
+  }
+  if (pin || S.selId < 0 || S.selId === id) $('details').textContent = e.text;
+}
+
+function setupPlotEvents() {
+  const c = $('plot');
+  let drag = null;
+  c.addEventListener('mousemove', (ev) => {
+    const r = c.getBoundingClientRect();
+    const px = ev.clientX - r.left, py = ev.clientY - r.top;
+    if (drag) {
+      const dx = (px - drag.px) / S.layoutPlot.pw * (drag.x1 - drag.x0);
+      if (Math.abs(px - drag.px) > 2) drag.moved = true;
+      setWindow(drag.x0 - dx, drag.x1 - dx);
+      return;
+    }
+    const hit = hitTest(px, py);
+    if (hit.id !== S.hoverId) {
+      S.hoverId = hit.id;
+      drawPlot();
+    }
+    if (S.selId >= 0) return;
+    if (hit.id >= 0) showElem(hit.id, false);
+    else if (hit.summarized) $('details').textContent = 'Small tensors that were not plotted to cut down on render time, or allocations under half a pixel tall at this zoom.\nZoom in, or raise Detail, to see smaller allocations.';
+  });
+  c.addEventListener('mousedown', (ev) => {
+    const r = c.getBoundingClientRect();
+    drag = { px: ev.clientX - r.left, x0: S.x0, x1: S.x1, moved: false };
+  });
+  window.addEventListener('mouseup', (ev) => {
+    if (!drag) return;
+    const d = drag; drag = null;
+    if (d.moved) return;
+    const r = c.getBoundingClientRect();
+    const hit = hitTest(ev.clientX - r.left, ev.clientY - r.top);
+    if (ev.target !== c) return;
+    S.selId = hit.id >= 0 && hit.id !== S.selId ? hit.id : -1;
+    if (S.selId >= 0) showElem(S.selId, true);
+    drawPlot(); writeHash();
+  });
+  c.addEventListener('mouseleave', () => { if (S.hoverId !== -1) { S.hoverId = -1; drawPlot(); } });
+  c.addEventListener('wheel', (ev) => {
+    ev.preventDefault();
+    const r = c.getBoundingClientRect();
+    const fx = Math.min(1, Math.max(0, (ev.clientX - r.left - PAD.l) / S.layoutPlot.pw));
+    zoom(ev.deltaY < 0 ? 1 / 1.25 : 1.25, fx);
+  }, { passive: false });
+
+  const mm = $('minimap');
+  let brush = null;
+  const mmX = (ev) => { const r = mm.getBoundingClientRect(); return S.lo + (ev.clientX - r.left) / r.width * (S.hi - S.lo); };
+  mm.addEventListener('mousedown', (ev) => {
+    const x = mmX(ev);
+    brush = x >= S.x0 && x <= S.x1 ? { move: true, start: x, x0: S.x0, x1: S.x1 } : { move: false, start: x };
+  });
+  window.addEventListener('mousemove', (ev) => {
+    if (!brush) return;
+    const x = mmX(ev);
+    if (brush.move) setWindow(brush.x0 + x - brush.start, brush.x1 + x - brush.start);
+    else if (Math.abs(x - brush.start) > 0) setWindow(Math.min(x, brush.start), Math.max(x, brush.start));
+  });
+  window.addEventListener('mouseup', () => { brush = null; });
+  new ResizeObserver(() => { if (isTimeline() && S.win) scheduleRefresh(); }).observe($('plot'));
+}
+
+function setWindow(a, b) {
+  const span = S.hi - S.lo;
+  const minSpan = S.p.mode === 'time' ? 1 : 0.5;
+  let w = Math.max(Math.min(b - a, span), minSpan);
+  a = Math.min(Math.max(a, S.lo), S.hi - w);
+  S.x0 = a; S.x1 = a + w;
+  scheduleRefresh();
+}
+
+function zoom(f, fx = 0.5) {
+  const span = S.x1 - S.x0;
+  const c = S.x0 + span * fx;
+  const ns = span * f;
+  setWindow(c - ns * fx, c - ns * fx + ns);
+}
+
+// ---------- search ----------
+let searchTimer = 0;
+function runSearch() {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(async () => {
+    const addr = $('search-addr').value, frame = $('search-frame').value;
+    if (!isTimeline()) return;
+    if (!addr.trim() && !frame.trim()) {
+      S.addrMatch = new Set(); S.frameMatch = new Set();
+      $('addr-count').textContent = ''; $('frame-count').textContent = '';
+      drawPlot(); return;
+    }
+    try {
+      const r = await api.search(S.p, addr, frame);
+      S.addrMatch = new Set(r.addr.ids); S.frameMatch = new Set(r.frame.ids);
+      const lbl = (n) => `${n.toLocaleString()} match${n === 1 ? '' : 'es'}`;
+      $('addr-count').textContent = addr.trim() ? lbl(r.addr.count) : '';
+      $('frame-count').textContent = frame.trim() ? lbl(r.frame.count) : '';
+      drawPlot();
+    } catch (e) { showError(String(e.message || e)); }
+  }, 150);
+}
+
+// ---------- allocator state history ----------
+const ROW = 20;
+async function openState(h) {
+  S.eventPages = new Map();
+  const first = await api.events(S.p, 0, 200);
+  S.eventsTotal = first.total;
+  S.eventPages.set(0, first.lines);
+  $('events-head').textContent = `${first.total.toLocaleString()} events (click or use ↑/↓ to choose the moment shown on the right)`;
+  $('events-spacer').style.height = `${first.total * ROW}px`;
+  let idx = first.total - 1;
+  if (h && h.has('event')) idx = Math.min(Math.max(+h.get('event'), -1), first.total - 1);
+  const ev = $('events');
+  await selectEvent(idx);
+  ev.scrollTop = Math.max(0, (idx + 1) * ROW - ev.clientHeight / 2);
+  renderRows();
+}
+
+async function eventLine(i) {
+  const page = Math.floor(i / 200);
+  if (!S.eventPages.has(page)) {
+    S.eventPages.set(page, null);
+    const r = await api.events(S.p, page * 200, 200);
+    S.eventPages.set(page, r.lines);
+    renderRows();
+  }
+  const lines = S.eventPages.get(page);
+  return lines ? lines[i - page * 200] : null;
+}
+
+function renderRows() {
+  const ev = $('events');
+  const top = ev.scrollTop, h = ev.clientHeight;
+  const i0 = Math.max(0, Math.floor(top / ROW) - 5), i1 = Math.min(S.eventsTotal, Math.ceil((top + h) / ROW) + 5);
+  for (const r of [...ev.querySelectorAll('.row')]) r.remove();
+  const frag = document.createDocumentFragment();
+  for (let i = i0; i < i1; i++) {
+    const page = S.eventPages.get(Math.floor(i / 200));
+    let text = page ? page[i % 200] : null;
+    if (text == null) { eventLine(i); text = '…'; }
+    const d = document.createElement('div');
+    d.className = 'row' + (i === S.stateIdx ? ' sel' : '');
+    d.style.top = `${i * ROW}px`;
+    d.dataset.i = i;
+    d.innerHTML = `<span class="i">${i}</span>${escapeHTML(text.split('\n')[0])}`;
+    frag.appendChild(d);
+  }
+  ev.appendChild(frag);
+}
+
+async function selectEvent(idx) {
+  S.stateIdx = idx;
+  renderRows();
+  const seq = ++S.seq;
+  const st = await api.state(S.p, idx);
+  if (seq !== S.seq) return;
+  S.state = st;
+  const pct = (x) => `${(100 * x).toFixed(1)}%`;
+  $('state-totals').innerHTML = `<span id="state-text" style="margin:0;color:inherit;font-weight:600">${escapeHTML(st.text)}</span>` +
+    `<span>${st.segments.length} segments</span>` +
+    `<span>free in segments ${formatSize(st.free, false)} (fragmentation ${pct(st.fragmentation)}, largest free ${formatSize(st.largestFree, false)})</span>` +
+    `<span>rounding waste ${formatSize(st.rounding, false)}</span>`;
+  $('state-stack').textContent = idx >= 0 ? `${st.text}\n${st.event}\n${st.stack}` : 'State before the first event.';
+  drawState();
+  writeHash();
+  document.body.dataset.ready = '1';
+}
+
+function hashAddr(s) {
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
+  return Math.abs(h);
+}
+
+// drawState packs segments (sorted by size, then address) into rows as wide
+// as the largest segment, like memory_viz's MemoryView.
+function drawState() {
+  const c = $('state-canvas');
+  const { ctx, w, h } = setupCanvas(c);
+  ctx.clearRect(0, 0, w, h);
+  const st = S.state;
+  if (!st || !st.segments.length) {
+    ctx.fillStyle = '#5b6670'; ctx.font = '14px system-ui'; ctx.fillText('No segments at this point.', 12, 24);
+    return;
+  }
+  const segs = [...st.segments].sort((a, b) => a.size - b.size || (a.addr < b.addr ? -1 : 1));
+  const rowW = Math.max(...segs.map(s => s.size));
+  const pad = rowW / 200;
+  const rows = [];
+  let cur = [], used = 0;
+  for (const s of segs) {
+    if (used + s.size > rowW && cur.length) { rows.push(cur); cur = []; used = 0; }
+    cur.push({ s, x: used }); used += s.size + pad;
+  }
+  if (cur.length) rows.push(cur);
+  const rh = Math.max(6, Math.min(40, (h - 8) / rows.length));
+  const sx = (w - 8) / (rowW + pad);
+  const boxes = [];
+  rows.forEach((row, ri) => {
+    const y = 4 + ri * rh;
+    for (const { s, x } of row) {
+      const x0 = 4 + x * sx, sw = Math.max(1, s.size * sx);
+      ctx.fillStyle = '#fff'; ctx.fillRect(x0, y, sw, rh * 0.8);
+      for (const [off, size, req, pending, ver] of s.blocks) {
+        const bx = x0 + off * sx;
+        ctx.fillStyle = pending ? '#e15759' : tableau10[hashAddr(`${s.addr}${off}`) % 10];
+        ctx.fillRect(bx, y, Math.max(0.5, req * sx), rh * 0.8);
+        if (size > req) { ctx.fillStyle = '#d1242f'; ctx.fillRect(bx + req * sx, y, Math.max(0.5, (size - req) * sx), rh * 0.8); }
+        boxes.push({ x0: bx, x1: bx + Math.max(1, size * sx), y, h: rh * 0.8, seg: s, off, size, req, pending, ver });
+      }
+      ctx.strokeStyle = '#000'; ctx.lineWidth = 1; ctx.strokeRect(x0 + 0.5, y + 0.5, sw - 1, rh * 0.8 - 1);
+      boxes.push({ x0, x1: x0 + sw, y, h: rh * 0.8, seg: s });
+    }
+  });
+  S.stateLayout = boxes;
+}
+
+function stateHover(px, py) {
+  const boxes = S.stateLayout || [];
+  for (const b of boxes) {
+    if (px < b.x0 || px > b.x1 || py < b.y || py > b.y + b.h) continue;
+    const s = b.seg;
+    const segAddr = parseInt(s.addr.slice(2), 16);
+    if (b.size !== undefined) {
+      const addr = (segAddr + b.off).toString(16);
+      if (px > b.x0 + (b.x1 - b.x0) * b.req / b.size && b.size > b.req) return `Free space lost due to rounding ${formatSize(b.size - b.req)} (stream ${s.stream})`;
+      return `b'${addr}_${b.ver} ${formatSize(b.req)} allocation${b.pending ? ' (block freed but waiting due to record_stream)' : ''} (stream ${s.stream})`;
+    }
+    const used = s.blocks.reduce((a, x) => a + x[1], 0);
+    const req = s.blocks.reduce((a, x) => a + x[2], 0);
+    const free = s.size - used;
+    const internal = used - req;
+    return `${s.addr}: segment ${formatSize(s.size)} allocated, ${formatSize(free)} free (${(free + internal > 0 ? 100 * internal / (free + internal) : 0).toFixed(1)}% internal) (stream ${s.stream}${s.pool ? `, pool_id (${s.pool[0]}, ${s.pool[1]})` : ''})`;
+  }
+  return '';
+}
+
+function setupStateEvents() {
+  const ev = $('events');
+  ev.addEventListener('scroll', renderRows);
+  ev.addEventListener('click', (e) => {
+    const r = e.target.closest('.row');
+    if (r) selectEvent(+r.dataset.i);
+  });
+  const c = $('state-canvas');
+  c.addEventListener('mousemove', (e) => {
+    const r = c.getBoundingClientRect();
+    $('state-hover').textContent = stateHover(e.clientX - r.left, e.clientY - r.top);
+  });
+  new ResizeObserver(() => { if (S.p.view === 'state' && S.state) drawState(); }).observe(c);
+}
+
+function stepEvent(d) {
+  const idx = Math.min(Math.max(S.stateIdx + d, 0), S.eventsTotal - 1);
+  if (idx === S.stateIdx) return;
+  const ev = $('events');
+  const y = idx * ROW;
+  if (y < ev.scrollTop) ev.scrollTop = y;
+  else if (y + ROW > ev.scrollTop + ev.clientHeight) ev.scrollTop = y + ROW - ev.clientHeight;
+  selectEvent(idx);
+}
+
+// ---------- controls ----------
+function setupControls() {
+  $('file').addEventListener('change', () => {
+    S.p.file = +$('file').value;
+    S.p.device = S.files[S.p.file].defaultDevice;
+    fillSelectors(); openView(null);
+  });
+  $('device').addEventListener('change', () => { S.p.device = +$('device').value; fillSelectors(); openView(null); });
+  $('view').addEventListener('change', () => { S.p.view = $('view').value; openView(null); });
+  $('mode').addEventListener('change', () => { S.p.mode = $('mode').value; openView(null); });
+  $('detail').addEventListener('change', () => { S.p.detail = Math.max(0, Math.round(+$('detail').value || 0)); openView(null); });
+  $('totals').addEventListener('change', () => { renderLegend(); refreshWindow(false); });
+  $('search-addr').addEventListener('input', runSearch);
+  $('search-frame').addEventListener('input', runSearch);
+  $('help-btn').addEventListener('click', () => { $('help').hidden = !$('help').hidden; });
+  $('help').addEventListener('click', () => { $('help').hidden = true; });
+  document.addEventListener('keydown', (e) => {
+    if (e.target.tagName === 'INPUT' || e.target.tagName === 'SELECT') {
+      if (e.key === 'Escape') e.target.blur();
+      return;
+    }
+    if (e.key === '?') { $('help').hidden = !$('help').hidden; return; }
+    if (e.key === 'Escape') {
+      $('help').hidden = true;
+      if (S.selId >= 0) { S.selId = -1; drawPlot(); writeHash(); }
+      return;
+    }
+    if (e.key >= '1' && e.key <= '5') { S.p.view = VIEWS[+e.key - 1]; $('view').value = S.p.view; openView(null); return; }
+    if (isTimeline() && S.win) {
+      const span = S.x1 - S.x0;
+      switch (e.key) {
+        case '+': case '=': zoom(1 / 1.5); break;
+        case '-': case '_': zoom(1.5); break;
+        case 'ArrowLeft': setWindow(S.x0 - span * 0.2, S.x1 - span * 0.2); break;
+        case 'ArrowRight': setWindow(S.x0 + span * 0.2, S.x1 + span * 0.2); break;
+        case '0': case 'Home': setWindow(S.lo, S.hi); break;
+        case '/': $('search-frame').focus(); break;
+        default: return;
+      }
+      e.preventDefault();
+    } else if (S.p.view === 'state') {
+      if (e.key === 'ArrowUp') { stepEvent(-1); e.preventDefault(); }
+      if (e.key === 'ArrowDown') { stepEvent(1); e.preventDefault(); }
+    }
+  });
+  window.addEventListener('hashchange', () => {
+    const before = JSON.stringify(S.p);
+    const h = readHash();
+    if (JSON.stringify(S.p) !== before) { fillSelectors(); openView(h); }
+  });
+  // Drag-and-drop upload.
+  let depth = 0;
+  document.addEventListener('dragenter', (e) => { if (!embedded) { e.preventDefault(); depth++; $('drop').hidden = false; } });
+  document.addEventListener('dragleave', () => { if (--depth <= 0) { depth = 0; $('drop').hidden = true; } });
+  document.addEventListener('dragover', (e) => e.preventDefault());
+  document.addEventListener('drop', async (e) => {
+    e.preventDefault(); depth = 0; $('drop').hidden = true;
+    if (embedded) { showError('This exported page cannot open other files; run gpumem serve.'); return; }
+    for (const f of e.dataTransfer.files) await upload(f);
+  });
+}
+
+async function upload(f) {
+  showError('');
+  $('summary').textContent = `Uploading and decoding ${f.name} (${formatSize(f.size, false)})…`;
+  try {
+    const r = await fetch('api/upload?name=' + encodeURIComponent(f.name), { method: 'POST', body: f });
+    const j = await r.json();
+    if (!r.ok) throw new Error(j.error || r.statusText);
+    S.files = (await api.files()).files;
+    S.p.file = j.id; S.p.device = j.file.defaultDevice;
+    fillSelectors();
+    await openView(null);
+  } catch (e) {
+    showError(`Could not open ${f.name}: ${e.message || e}`);
+    if (S.meta) renderSummary();
+  }
+}
+
+setupControls();
+setupPlotEvents();
+setupStateEvents();
+init();
