@@ -1,0 +1,373 @@
+package replay
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// History is a device's Allocator State History; see NewHistory.
+type History struct {
+	s      *snapshot.Snapshot
+	device int
+	events []snapshot.Event
+	viz    []int32 // raw index of each memory_viz event
+	divs   []int64 // roundup_power2_divisions for estimated block sizes
+
+	every int          // distance between checkpoints
+	ckpt  []checkpoint // ckpt[c] is the state after event len(viz)-1-c*every
+}
+
+// segRec and blockRec are the mutable state memory_viz's simulate_memory
+// works on.
+type segRec struct {
+	addr, size uint64
+	stream     snapshot.StreamID
+	version    int32
+	pool       [2]int64
+	stack      snapshot.StackID
+}
+
+type blockRec struct {
+	addr, size, requested uint64
+	version               int32
+	pending               bool
+	stack                 snapshot.StackID
+}
+
+type checkpoint struct {
+	after  int      // state after this event idx
+	segs   []segRec // by address
+	blocks []blockRec
+}
+
+// work is a state being undone.
+type work struct {
+	segs   []segRec
+	blocks map[uint64]blockRec
+}
+
+func newHistory(s *snapshot.Snapshot, device int) *History {
+	h := &History{s: s, device: device, viz: vizEvents(s, device), divs: roundupDivisions(s.AllocatorSettings)}
+	if device >= 0 && device < len(s.Traces) {
+		h.events = s.Traces[device].Events
+	}
+	w := &work{blocks: map[uint64]blockRec{}}
+	for si := range s.Segments {
+		seg := &s.Segments[si]
+		if int(seg.Device) != device {
+			continue
+		}
+		w.segs = append(w.segs, segRec{seg.Address, seg.TotalSize, seg.Stream, seg.Version, seg.PoolID, seg.Stack})
+		for bi := seg.FirstBlock; bi < seg.FirstBlock+seg.NumBlocks; bi++ {
+			b := &s.Blocks[bi]
+			if b.State == snapshot.BlockInactive {
+				continue
+			}
+			w.blocks[b.Addr] = blockRec{b.Addr, b.Size, blockRequested(s, b), b.Version,
+				b.State == snapshot.BlockActivePendingFree, blockStack(s, b)}
+		}
+	}
+	sort.SliceStable(w.segs, func(i, j int) bool { return w.segs[i].addr < w.segs[j].addr })
+
+	// Checkpoint spacing: at least CheckpointEvery events, more when the
+	// live state is large, so that checkpoints stay within ~64 MiB.
+	const budget = 64 << 20
+	per := 48*(len(w.blocks)+len(w.segs)) + 64
+	h.every = CheckpointEvery
+	if n := len(h.viz); n > 0 {
+		if need := n / max(1, budget/per); need > h.every {
+			h.every = need
+		}
+	}
+	last := len(h.viz) - 1
+	h.ckpt = append(h.ckpt, w.save(last))
+	for i := last; i >= 0; i-- {
+		h.undo(w, i)
+		if (last-(i-1))%h.every == 0 {
+			h.ckpt = append(h.ckpt, w.save(i-1))
+		}
+	}
+	return h
+}
+
+func (w *work) save(after int) checkpoint {
+	c := checkpoint{after: after, segs: append([]segRec(nil), w.segs...)}
+	c.blocks = make([]blockRec, 0, len(w.blocks))
+	for _, b := range w.blocks {
+		c.blocks = append(c.blocks, b)
+	}
+	return c
+}
+
+func (c *checkpoint) load() *work {
+	w := &work{segs: append([]segRec(nil), c.segs...), blocks: make(map[uint64]blockRec, len(c.blocks))}
+	for _, b := range c.blocks {
+		w.blocks[b.addr] = b
+	}
+	return w
+}
+
+// undo reverts memory_viz event i, as simulate_memory does.
+func (h *History) undo(w *work, i int) {
+	e := &h.events[h.viz[i]]
+	switch e.VizAction() {
+	case snapshot.ActionFree:
+		w.blocks[e.Addr] = blockRec{e.Addr, roundSize(e.Size, h.divs), e.Size, e.Version, false, e.Stack}
+	case snapshot.ActionFreeRequested:
+		if b, ok := w.blocks[e.Addr]; ok {
+			b.pending = false
+			w.blocks[e.Addr] = b
+		}
+	case snapshot.ActionFreeCompleted:
+		w.blocks[e.Addr] = blockRec{e.Addr, roundSize(e.Size, h.divs), e.Size, e.Version, true, e.Stack}
+	case snapshot.ActionAlloc:
+		delete(w.blocks, e.Addr)
+	case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
+		w.mapSegment(e.Action == snapshot.ActionSegmentUnmap, segRec{e.Addr, e.Size, e.Stream, e.Version, [2]int64{}, e.Stack})
+	case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
+		w.unmapSegment(e.Action == snapshot.ActionSegmentMap, segRec{e.Addr, e.Size, e.Stream, e.Version, [2]int64{}, e.Stack})
+	}
+}
+
+// mapSegment inserts seg by address, merging it with same-stream neighbours
+// it touches when merge is set (undoing an unmap).
+func (w *work) mapSegment(merge bool, seg segRec) {
+	i := sort.Search(len(w.segs), func(k int) bool { return w.segs[k].addr > seg.addr })
+	w.segs = append(w.segs, segRec{})
+	copy(w.segs[i+1:], w.segs[i:])
+	w.segs[i] = seg
+	if !merge {
+		return
+	}
+	if i+1 < len(w.segs) {
+		next := w.segs[i+1]
+		if seg.addr+seg.size == next.addr && seg.stream == next.stream {
+			w.segs[i].size += next.size
+			w.segs = append(w.segs[:i+1], w.segs[i+2:]...)
+		}
+	}
+	if i > 0 {
+		prev := &w.segs[i-1]
+		if prev.addr+prev.size == seg.addr && prev.stream == seg.stream {
+			prev.size += w.segs[i].size
+			w.segs = append(w.segs[:i], w.segs[i+1:]...)
+		}
+	}
+}
+
+// unmapSegment removes seg (undoing a segment_alloc), or carves its range
+// out of the segment containing it when merge is set (undoing a map).
+func (w *work) unmapSegment(merge bool, seg segRec) {
+	if !merge {
+		for i := range w.segs {
+			if w.segs[i].addr == seg.addr {
+				w.segs = append(w.segs[:i], w.segs[i+1:]...)
+				return
+			}
+		}
+		return
+	}
+	end := seg.addr + seg.size
+	for i := range w.segs {
+		ex := &w.segs[i]
+		exEnd := ex.addr + ex.size
+		if !(ex.addr <= seg.addr && end <= exEnd) {
+			continue
+		}
+		switch {
+		case ex.addr == seg.addr:
+			ex.addr += seg.size
+			ex.size -= seg.size
+			if ex.size == 0 {
+				w.segs = append(w.segs[:i], w.segs[i+1:]...)
+			}
+		case exEnd == end:
+			ex.size -= seg.size
+		default:
+			ex.size = seg.addr - ex.addr
+			rest := seg
+			rest.addr, rest.size = end, exEnd-end
+			w.segs = append(w.segs, segRec{})
+			copy(w.segs[i+2:], w.segs[i+1:])
+			w.segs[i+1] = rest
+		}
+		return
+	}
+}
+
+func (h *History) stateAt(idx int) *State {
+	n := len(h.viz)
+	idx = max(-1, min(idx, n-1))
+	// Checkpoint c holds the state after n-1-c*every; take the nearest one
+	// at or after idx.
+	c := (n - 1 - idx) / h.every
+	c = min(c, len(h.ckpt)-1)
+	w := h.ckpt[c].load()
+	for i := h.ckpt[c].after; i > idx; i-- {
+		h.undo(w, i)
+	}
+	return buildState(idx, w)
+}
+
+// buildState lays out a state as memory_viz's MemoryView.draw and adds
+// the totals.
+func buildState(idx int, w *work) *State {
+	st := &State{Event: idx}
+	segs := append([]segRec(nil), w.segs...)
+	sort.SliceStable(segs, func(i, j int) bool {
+		if segs[i].size != segs[j].size {
+			return segs[i].size < segs[j].size
+		}
+		return segs[i].addr < segs[j].addr
+	})
+	st.Segments = make([]SegmentState, len(segs))
+	var maxSize uint64
+	if len(segs) > 0 {
+		maxSize = segs[len(segs)-1].size
+	}
+	st.Padding = float64(maxSize) / 200
+	row, rowSize := 0, 0.0
+	for i, sg := range segs {
+		if rowSize+float64(sg.size) > float64(maxSize) {
+			rowSize = 0
+			row++
+		}
+		st.Segments[i] = SegmentState{
+			Addr: sg.addr, Size: sg.size, Stream: sg.stream, Version: sg.version,
+			PoolID: sg.pool, Stack: sg.stack, Row: row, X: rowSize,
+		}
+		rowSize += float64(sg.size) + st.Padding
+		st.Reserved += sg.size
+	}
+	st.Rows = row + 1
+	if len(segs) == 0 {
+		st.Rows = 0
+	}
+	// Segment lookup by address.
+	byAddr := make([]int32, len(segs))
+	for i := range byAddr {
+		byAddr[i] = int32(i)
+	}
+	sort.Slice(byAddr, func(a, b int) bool { return segs[byAddr[a]].addr < segs[byAddr[b]].addr })
+	find := func(addr uint64) int32 {
+		k := sort.Search(len(byAddr), func(k int) bool { return segs[byAddr[k]].addr > addr }) - 1
+		if k >= 0 && addr < segs[byAddr[k]].addr+segs[byAddr[k]].size {
+			return byAddr[k]
+		}
+		return -1
+	}
+	st.Blocks = make([]BlockState, 0, len(w.blocks))
+	for _, b := range w.blocks {
+		st.Blocks = append(st.Blocks, BlockState{
+			Addr: b.addr, Size: b.size, Requested: b.requested, Version: b.version,
+			PendingFree: b.pending, Stack: b.stack, Segment: find(b.addr),
+		})
+	}
+	sort.Slice(st.Blocks, func(i, j int) bool { return st.Blocks[i].Addr < st.Blocks[j].Addr })
+	for i := range st.Segments {
+		st.Segments[i].FirstBlock = -1
+	}
+	var covered uint64
+	for i := range st.Blocks {
+		b := &st.Blocks[i]
+		st.Allocated += b.Requested
+		st.RealAllocated += b.Size
+		if b.Size > b.Requested {
+			st.RoundingWaste += b.Size - b.Requested
+		}
+		if b.PendingFree {
+			st.PendingFree++
+		}
+		if b.Segment < 0 {
+			continue
+		}
+		sg := &st.Segments[b.Segment]
+		if sg.FirstBlock < 0 {
+			sg.FirstBlock = int32(i)
+		}
+		sg.NumBlocks++
+		sg.Occupied += b.Requested
+		if b.Size > b.Requested {
+			sg.InternalFree += b.Size - b.Requested
+		}
+		covered += min(b.Size, sg.Addr+sg.Size-b.Addr)
+	}
+	for i := range st.Segments {
+		sg := &st.Segments[i]
+		if sg.FirstBlock < 0 {
+			sg.FirstBlock = 0
+			st.LargestFree = max(st.LargestFree, sg.Size)
+			continue
+		}
+		at := sg.Addr
+		for _, b := range st.Blocks[sg.FirstBlock : sg.FirstBlock+sg.NumBlocks] {
+			if b.Addr > at {
+				st.LargestFree = max(st.LargestFree, b.Addr-at)
+			}
+			at = max(at, b.Addr+b.Size)
+		}
+		if end := sg.Addr + sg.Size; end > at {
+			st.LargestFree = max(st.LargestFree, end-at)
+		}
+	}
+	if covered < st.Reserved {
+		st.FreeBytes = st.Reserved - covered
+	}
+	if st.Reserved > 0 {
+		st.Fragmentation = float64(st.FreeBytes) / float64(st.Reserved)
+	}
+	return st
+}
+
+func (h *History) event(i int) EventInfo {
+	if i < 0 || i >= len(h.viz) {
+		return EventInfo{Index: i, Raw: -1}
+	}
+	raw := int(h.viz[i])
+	e := &h.events[raw]
+	a := e.VizAction()
+	info := EventInfo{
+		Index: i, Raw: raw, Action: a,
+		Addr:   formatAddr(a.IsSegmentAction(), e.Addr, e.Version),
+		Size:   e.Size,
+		Stream: e.Stream, TimeUS: e.TimeUS, HasTime: e.Flags&snapshot.FlagHasTime != 0,
+		UserMetadata: h.s.String(e.UserMetadata),
+		Stack:        e.Stack,
+		Frames:       formatFrames(h.s, e.Stack),
+	}
+	stream := "\n              (stream " + itoa(int64(e.Stream)) + ")"
+	switch a {
+	case snapshot.ActionOOM:
+		info.Text = "OOM (requested " + FormatSize(e.Size) + ", Device has " + FormatSize(e.Addr) + " memory free)" + stream
+	case snapshot.ActionSnapshot:
+		info.Text = "snapshot"
+	default:
+		info.Text = padEnd(a.String(), 14) + " " + padEnd(info.Addr, 18) + " " + FormatSize(e.Size) + stream
+	}
+	return info
+}
+
+// EventStack is memory_viz's eventStack text for event i: the totals line
+// (when st is not nil), the event, user metadata and frames.
+func (h *History) EventStack(i int, st *State) string {
+	e := h.event(i)
+	var b strings.Builder
+	if st != nil {
+		b.WriteString("(" + FormatSize(st.Allocated) + " allocated / " + FormatSize(st.Reserved) + " reserved)\n")
+	}
+	b.WriteString(e.Text + "\n")
+	if md := userMetadataText(e.UserMetadata); md != "" {
+		b.WriteString(md + "\n")
+	}
+	b.WriteString(framesText(h.s, e.Stack))
+	return b.String()
+}
+
+func padEnd(s string, n int) string {
+	if len(s) >= n {
+		return s
+	}
+	return s + strings.Repeat(" ", n-len(s))
+}

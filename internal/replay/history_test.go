@@ -1,0 +1,125 @@
+package replay
+
+import (
+	"math/rand"
+	"reflect"
+	"testing"
+
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// naiveState is simulate_memory: the dump state with every event after idx
+// undone, one event at a time from the end.
+func naiveState(h *History, idx int) *State {
+	w := h.ckpt[0].load()
+	for i := len(h.viz) - 1; i > idx; i-- {
+		h.undo(w, i)
+	}
+	return buildState(idx, w)
+}
+
+func TestHistoryHandMade(t *testing.T) {
+	// Segment 0x100000 (2 MiB) holds a live block at the dump; the trace
+	// allocated it, allocated and freed another block, and an expandable
+	// segment was mapped in two steps.
+	evs := []ev{
+		{snapshot.ActionSegmentAlloc, 0x100000, 2 << 20},
+		{aAlloc, 0x100000, 1000},
+		{aAlloc, 0x100400, 3000},
+		{aFreeR, 0x100400, 3000},
+		{snapshot.ActionSegmentMap, 0x800000, 2 << 20},
+		{snapshot.ActionSegmentMap, 0xa00000, 2 << 20},
+		{aFreeC, 0x100400, 3000},
+	}
+	segs := []snapshot.Segment{
+		{Address: 0x100000, TotalSize: 2 << 20, FirstBlock: 0, NumBlocks: 2},
+		{Address: 0x800000, TotalSize: 4 << 20, FirstBlock: 2, NumBlocks: 1, IsExpandable: true},
+	}
+	blocks := []snapshot.Block{
+		{Addr: 0x100000, Size: 1024, RequestedSize: 1000, State: snapshot.BlockActiveAllocated},
+		{Addr: 0x100400, Size: 2<<20 - 1024, State: snapshot.BlockInactive},
+		{Addr: 0x800000, Size: 4 << 20, State: snapshot.BlockInactive},
+	}
+	s := mkSnapshot(evs, segs, blocks)
+	h := NewHistory(s, 0)
+	if h.Len() != 7 {
+		t.Fatalf("Len %d", h.Len())
+	}
+	cases := []struct {
+		idx                 int
+		segs, blocks        int
+		reserved, allocated uint64
+		pending             int
+	}{
+		{6, 2, 1, 6 << 20, 1000, 0},
+		{5, 2, 2, 6 << 20, 4000, 1}, // before free_completed: pending
+		{4, 2, 2, 4 << 20, 4000, 1}, // second map undone
+		{3, 1, 2, 2 << 20, 4000, 1},
+		{2, 1, 2, 2 << 20, 4000, 0}, // before free_requested
+		{1, 1, 1, 2 << 20, 1000, 0},
+		{0, 1, 0, 2 << 20, 0, 0},
+		{-1, 0, 0, 0, 0, 0},
+	}
+	for _, c := range cases {
+		st := h.StateAt(c.idx)
+		if len(st.Segments) != c.segs || len(st.Blocks) != c.blocks || st.Reserved != c.reserved ||
+			st.Allocated != c.allocated || st.PendingFree != c.pending {
+			t.Errorf("StateAt(%d): %d segs %d blocks reserved %d allocated %d pending %d; want %+v",
+				c.idx, len(st.Segments), len(st.Blocks), st.Reserved, st.Allocated, st.PendingFree, c)
+		}
+	}
+	st := h.StateAt(6)
+	if st.RoundingWaste != 24 || st.LargestFree != 4<<20 || st.FreeBytes != 6<<20-1024 {
+		t.Errorf("dump state waste %d largest free %d free %d", st.RoundingWaste, st.LargestFree, st.FreeBytes)
+	}
+	if got := h.Event(4).Text; got != "segment_map    s'800000_0         2.0MiB (2097152 bytes)\n              (stream 0)" {
+		t.Errorf("Event(4).Text = %q", got)
+	}
+}
+
+func TestHistoryCheckpointsMatchNaive(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	for iter := 0; iter < 10; iter++ {
+		s := randomSnapshot(r, 9000+r.Intn(6000))
+		h := NewHistory(s, 0)
+		if len(h.ckpt) < 2 {
+			t.Fatalf("iter %d: only %d checkpoints for %d events", iter, len(h.ckpt), h.Len())
+		}
+		for k := 0; k < 10; k++ {
+			idx := r.Intn(h.Len()+1) - 1
+			got, want := h.StateAt(idx), naiveState(h, idx)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("iter %d: StateAt(%d) differs from naive replay", iter, idx)
+			}
+		}
+	}
+}
+
+func TestFormatSize(t *testing.T) {
+	cases := []struct {
+		n    uint64
+		want string
+	}{
+		{0, "0.0B (0 bytes)"}, {1536, "1.5KiB (1536 bytes)"}, {1023, "1023.0B (1023 bytes)"},
+		{10 << 20, "10.0MiB (10485760 bytes)"}, {7575726912, "7.1GiB (7575726912 bytes)"},
+	}
+	for _, c := range cases {
+		if got := FormatSize(c.n); got != c.want {
+			t.Errorf("FormatSize(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+	if got := FormatSizeShort(1536); got != "1.5KiB" {
+		t.Errorf("short = %q", got)
+	}
+	if got := FormatAddr(false, 0x7f4c00000, 3); got != "b'7f4c00000_3" {
+		t.Errorf("addr %q", got)
+	}
+	if got := FormatAddr(true, 0xabc, 0); got != "s'abc_0" {
+		t.Errorf("addr %q", got)
+	}
+	got := elideRepeats([]string{"a", "b", "b", "c", "c", "c", "c", "d"})
+	want := []string{"a", "b", "b", "c", "<repeats 3 times>", "d"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("elideRepeats = %q", got)
+	}
+}
