@@ -82,10 +82,12 @@ func (m *mlp) forwardBackward() tensorID {
 	L := m.w.Layers
 	acts := make([]tensorID, L) // ReLU outputs, saved by ReLU and the next Linear
 	for l := 0; l < L; l++ {
+		m.flops(2 * B * H * H)
 		z := m.alloc(B*H*e, kindTemp, m.linear)
 		acts[l] = m.alloc(B*H*e, kindActivation, m.relu)
 		m.free(z, m.relu)
 	}
+	m.flops(2 * B * H * C)
 	logits := m.alloc(B*C*e, kindTemp, m.head)
 	lsm := m.alloc(B*C*4, kindActivation, m.logSoftmax)
 	m.free(logits, m.logSoftmax)
@@ -101,6 +103,7 @@ func (m *mlp) forwardBackward() tensorID {
 	m.free(g, m.bLogSoftmax)
 	m.free(lsm, m.bLogSoftmax)
 	n := len(m.params)
+	m.flops(4 * B * H * C)
 	m.grad(n-2, m.bHead)
 	m.grad(n-1, m.bHead)
 	gx := m.alloc(B*H*e, kindTemp, m.bHead)
@@ -109,6 +112,7 @@ func (m *mlp) forwardBackward() tensorID {
 		gz := m.alloc(B*H*e, kindTemp, m.bRelu)
 		m.free(gx, m.bRelu)
 		m.free(acts[l], m.bRelu)
+		m.flops(4 * B * H * H)
 		m.grad(2*l, m.bLinear)
 		m.grad(2*l+1, m.bLinear)
 		gx = none

@@ -80,6 +80,17 @@ func (p *program) tick(bytes uint64) {
 	p.now += 2 + int64(p.rng.IntN(14)) + int64(bytes/1_500_000)
 }
 
+// flops advances the clock by the time a kernel of n floating-point
+// operations takes at a sustained 20 TFLOP/s (fp32/TF32) or 60 TFLOP/s
+// (bf16), so that steps last as long as they would on a data-centre GPU.
+func (p *program) flops(n uint64) {
+	rate := uint64(20_000_000) // per µs
+	if p.w.DType == BF16 {
+		rate = 60_000_000
+	}
+	p.now += int64(n / rate)
+}
+
 func (p *program) alloc(size uint64, k kind, stack snapshot.StackID) tensorID {
 	if p.err != nil {
 		return none

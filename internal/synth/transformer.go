@@ -159,22 +159,28 @@ func (t *transformer) forwardBackward() tensorID {
 		ly.x = x
 		ly.h1 = t.alloc(act, kindActivation, s.ln1)
 		ly.st1 = t.alloc(stats, kindActivation, s.ln1)
+		t.flops(2 * B * S * D * 3 * D)
 		ly.qkv = t.alloc(3*act, kindActivation, s.qkv)
+		t.flops(4 * B * S * S * D)
 		ly.att = t.alloc(act, kindActivation, s.attn)
 		ly.lse = t.alloc(B*H*S*4, kindActivation, s.attn)
+		t.flops(2 * B * S * D * D)
 		o := t.alloc(act, kindTemp, s.proj)
 		ly.x2 = t.alloc(act, kindActivation, s.add1)
 		t.free(o, s.add1)
 		ly.h2 = t.alloc(act, kindActivation, s.ln2)
 		ly.st2 = t.alloc(stats, kindActivation, s.ln2)
+		t.flops(8 * B * S * D * D)
 		ly.u = t.alloc(4*act, kindActivation, s.fc1)
 		ly.g = t.alloc(4*act, kindActivation, s.gelu)
+		t.flops(8 * B * S * D * D)
 		m := t.alloc(act, kindTemp, s.fc2)
 		x = t.alloc(act, kindActivation, s.add2)
 		t.free(m, s.add2)
 	}
 	hf := t.alloc(act, kindActivation, s.lnf)
 	stf := t.alloc(stats, kindActivation, s.lnf)
+	t.flops(2 * B * S * D * V)
 	logits := t.alloc(B*S*V*e, kindActivation, s.head)
 	cast := none
 	if t.e != 4 {
@@ -201,6 +207,7 @@ func (t *transformer) forwardBackward() tensorID {
 		g = g2
 	}
 	head := len(t.params) - 1
+	t.flops(4 * B * S * D * V)
 	t.grad(head, s.bHead)
 	gh := t.alloc(act, kindTemp, s.bHead)
 	t.free(g, s.bHead)
@@ -215,6 +222,7 @@ func (t *transformer) forwardBackward() tensorID {
 	for l := L - 1; l >= 0 && t.err == nil; l-- {
 		ly := &layers[l]
 		// MLP branch.
+		t.flops(16 * B * S * D * D)
 		t.grad(t.blockParam(l, pFc2W), s.bFc2)
 		t.grad(t.blockParam(l, pFc2B), s.bFc2)
 		gg := t.alloc(4*act, kindTemp, s.bFc2)
@@ -222,6 +230,7 @@ func (t *transformer) forwardBackward() tensorID {
 		gu := t.alloc(4*act, kindTemp, s.bGelu)
 		t.free(gg, s.bGelu)
 		t.free(ly.u, s.bGelu)
+		t.flops(16 * B * S * D * D)
 		t.grad(t.blockParam(l, pFc1W), s.bFc1)
 		t.grad(t.blockParam(l, pFc1B), s.bFc1)
 		gh2 := t.alloc(act, kindTemp, s.bFc1)
@@ -238,14 +247,17 @@ func (t *transformer) forwardBackward() tensorID {
 		t.free(gx2, s.bAdd)
 		gx = sum
 		// Attention branch.
+		t.flops(4 * B * S * D * D)
 		t.grad(t.blockParam(l, pProjW), s.bProj)
 		t.grad(t.blockParam(l, pProjB), s.bProj)
 		ga := t.alloc(act, kindTemp, s.bProj)
+		t.flops(8 * B * S * S * D)
 		gqkv := t.alloc(3*act, kindTemp, s.bAttn)
 		t.free(ga, s.bAttn)
 		t.free(ly.att, s.bAttn)
 		t.free(ly.lse, s.bAttn)
 		t.free(ly.qkv, s.bAttn)
+		t.flops(12 * B * S * D * D)
 		t.grad(t.blockParam(l, pQkvW), s.bQkv)
 		t.grad(t.blockParam(l, pQkvB), s.bQkv)
 		gh1 := t.alloc(act, kindTemp, s.bQkv)
