@@ -1,0 +1,72 @@
+package alloc
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// realSnapshots returns the real snapshot pickles of ../shared, or skips.
+func realSnapshots(t *testing.T) []string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	dir := filepath.Join(root, "..", "shared", "snapshots", "real")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.pickle"))
+	if len(files) == 0 {
+		t.Skipf("no real snapshots in %s (the shared corpus is absent)", dir)
+	}
+	return files
+}
+
+// TestCorpusReplay is the acceptance test: for every device trace with
+// alloc events, the free-running replay with the snapshot's own settings
+// predicts >= 99% of alloc addresses and every segment_alloc/segment_map,
+// and ends on the snapshot's final layout. It prints a per-trace table.
+func TestCorpusReplay(t *testing.T) {
+	files := realSnapshots(t)
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-72s %3s %6s %13s %11s %5s\n", "snapshot", "dev", "events", "alloc addrs", "seg events", "final")
+	var totA, totAM, totS, totSM, traces, finals int
+	for _, f := range files {
+		s, err := snapshot.Open(f, nil)
+		if err != nil {
+			t.Errorf("%s: %v", filepath.Base(f), err)
+			continue
+		}
+		for _, d := range Replayable(s) {
+			r, err := Replay(s, d, ReplayOptions{})
+			if err != nil {
+				t.Errorf("%s device %d: %v", filepath.Base(f), d, err)
+				continue
+			}
+			traces++
+			totA += r.AllocAddrsTotal
+			totAM += r.AllocAddrsMatched
+			totS += r.SegEventsTotal
+			totSM += r.SegEventsMatched
+			if r.FinalStateMatches {
+				finals++
+			}
+			fmt.Fprintf(&table, "%-72s %3d %6d %6d/%-6d %5d/%-5d %5v\n", filepath.Base(f), d, r.Events,
+				r.AllocAddrsMatched, r.AllocAddrsTotal, r.SegEventsMatched, r.SegEventsTotal, r.FinalStateMatches)
+			ok := r.AllocAddrsMatched*100 >= r.AllocAddrsTotal*99 && r.SegEventsMatched == r.SegEventsTotal && r.FinalStateMatches
+			if !ok {
+				t.Errorf("%s device %d: allocs %d/%d, segment events %d/%d, final state %v; first mismatches: %s",
+					filepath.Base(f), d, r.AllocAddrsMatched, r.AllocAddrsTotal, r.SegEventsMatched, r.SegEventsTotal,
+					r.FinalStateMatches, strings.Join(r.Mismatches[:min(5, len(r.Mismatches))], "; "))
+			}
+		}
+	}
+	fmt.Fprintf(&table, "TOTAL %d traces: alloc addresses %d/%d, segment events %d/%d, final state %d/%d\n",
+		traces, totAM, totA, totSM, totS, finals, traces)
+	t.Log("\n" + table.String())
+	if os.Getenv("GPUMEM_PRINT_TABLE") != "" {
+		fmt.Print(table.String())
+	}
+}
