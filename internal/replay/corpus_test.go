@@ -3,8 +3,12 @@ package replay
 import (
 	"bufio"
 	"encoding/json"
+	"math"
+	"math/rand"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strconv"
 	"testing"
 
@@ -68,10 +72,7 @@ func TestCorpusPeaks(t *testing.T) {
 	}
 	for _, ef := range files {
 		t.Run(ef.File, func(t *testing.T) {
-			s, err := snapshot.Open(filepath.Join(dir, "snapshots", "real", ef.File), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := openCached(t, filepath.Join(dir, "snapshots", "real", ef.File))
 			for ds, want := range ef.Devices {
 				d, _ := strconv.Atoi(ds)
 				active, segments := Peaks(s, d)
@@ -97,4 +98,110 @@ func TestCorpusPeaks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// corpusFiles opens the real snapshots whose devices have traces, largest
+// traces first, at most limit of them.
+func corpusSnapshots(t *testing.T, limit int) map[string]*snapshot.Snapshot {
+	dir := sharedDir(t)
+	out := map[string]*snapshot.Snapshot{}
+	type cand struct {
+		name string
+		n    int
+		s    *snapshot.Snapshot
+	}
+	var cands []cand
+	for _, ef := range loadExpected(t, dir) {
+		s := openCached(t, filepath.Join(dir, "snapshots", "real", ef.File))
+		n := 0
+		for _, tr := range s.Traces {
+			n += len(tr.Events)
+		}
+		if n > 0 {
+			cands = append(cands, cand{ef.File, n, s})
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].n > cands[j].n })
+	for i := 0; i < len(cands) && i < limit; i++ {
+		out[cands[i].name] = cands[i].s
+	}
+	return out
+}
+
+// TestCorpusStateHistory checks checkpointed StateAt against memory_viz's
+// simulate_memory (undo from the dump) at random events of real traces,
+// and that the last state is the dump.
+func TestCorpusStateHistory(t *testing.T) {
+	r := rand.New(rand.NewSource(4))
+	for name, s := range corpusSnapshots(t, 12) {
+		for _, d := range s.Devices() {
+			h := NewHistory(s, d)
+			last := h.StateAt(h.Len() - 1)
+			var reserved uint64
+			blocks := 0
+			for i := range s.Segments {
+				if int(s.Segments[i].Device) == d {
+					reserved += s.Segments[i].TotalSize
+					for _, b := range s.SegmentBlocks(i) {
+						if b.State != snapshot.BlockInactive {
+							blocks++
+						}
+					}
+				}
+			}
+			if last.Reserved != reserved || len(last.Blocks) != blocks {
+				t.Errorf("%s dev %d: last state reserved %d blocks %d, dump %d %d", name, d, last.Reserved, len(last.Blocks), reserved, blocks)
+			}
+			for k := 0; k < 6; k++ {
+				idx := r.Intn(h.Len()+1) - 1
+				if got, want := h.StateAt(idx), naiveState(h, idx); !reflect.DeepEqual(got, want) {
+					t.Errorf("%s dev %d: StateAt(%d) differs from naive replay", name, d, idx)
+				}
+			}
+		}
+	}
+}
+
+// TestCorpusQuery checks Query, Offset and HitTest against memory_viz's
+// polygons built the naive way on real traces.
+func TestCorpusQuery(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	for name, s := range corpusSnapshots(t, 4) {
+		for _, d := range s.Devices() {
+			for _, kind := range []Kind{KindActive, KindSegments} {
+				tl := NewTimeline(s, d, kind)
+				nv := naiveTimeline(s, d, kind == KindSegments)
+				if tl.Timesteps() == 0 {
+					continue
+				}
+				t.Logf("%s dev %d %v: %d elements, %d timesteps", name, d, kind, tl.Len(), tl.Timesteps())
+				for q := 0; q < 5; q++ {
+					checkRandomQuery(t, tl, nv, r)
+				}
+				for k := 0; k < 200; k++ {
+					i := r.Intn(tl.Len())
+					x := float64(tl.start[i]) + r.Float64()*float64(tl.end[i]-tl.start[i])
+					if got, want := tl.Offset(i, x), nv.at(i, x); math.Abs(got-want) > 1e-6*math.Max(1, want) {
+						t.Fatalf("%s: Offset(%d, %v) = %v, naive %v", name, i, x, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+var opened = map[string]*snapshot.Snapshot{}
+
+// openCached opens a real snapshot once per test binary.
+func openCached(t testing.TB, path string) *snapshot.Snapshot {
+	t.Helper()
+	if s, ok := opened[path]; ok {
+		return s
+	}
+	s, err := snapshot.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened[path] = s
+	return s
 }

@@ -333,72 +333,77 @@ func TestQueryMatchesBruteForce(t *testing.T) {
 		s := randomSnapshot(r, 100+r.Intn(400))
 		tl := NewTimeline(s, 0, KindActive)
 		nv := naiveTimeline(s, 0, false)
-		T := float64(tl.Timesteps())
-		P := float64(tl.PeakBytes())
 		for q := 0; q < 10; q++ {
-			t0 := r.Float64() * T * 0.8
-			t1 := t0 + (T-t0)*(0.05+0.95*r.Float64())
-			y0 := r.Float64() * P * 0.5
-			y1 := y0 + (P-y0)*(0.1+0.9*r.Float64())
-			w, h := 50+r.Intn(400), 50+r.Intn(300)
-			f := tl.Query(t0, t1, w, h, y0, y1)
-			tpp, bpp := (t1-t0)/float64(w), (y1-y0)/float64(h)
-			got := map[int32]bool{}
-			for k, id := range f.IDs {
-				got[id] = true
-				pts := f.Points[2*f.Starts[k] : 2*f.Starts[k+1]]
-				npts := len(pts) / 2
-				for j := 0; j < npts/2; j++ { // bottom edge
-					x := t0 + float64(pts[2*j])*tpp
-					yb := y1 - float64(pts[2*j+1])*bpp
-					want := nv.at(int(id), x)
-					if math.Abs(yb-want) > 0.01*bpp+1e-3*math.Abs(want) {
-						t.Fatalf("iter %d q %d elem %d: bottom at x=%v is %v, naive %v (bpp %v)", iter, q, id, x, yb, want, bpp)
-					}
-				}
+			checkRandomQuery(t, tl, nv, r)
+		}
+	}
+}
+
+// checkRandomQuery compares one random window's Frame with the naive
+// polygons: bottom edges, the visible set and the column maxima.
+func checkRandomQuery(t *testing.T, tl *Timeline, nv *naiveSeries, r *rand.Rand) {
+	t.Helper()
+	T := float64(tl.Timesteps())
+	P := float64(tl.PeakBytes())
+	t0 := r.Float64() * T * 0.8
+	t1 := t0 + (T-t0)*(0.05+0.95*r.Float64())
+	y0 := r.Float64() * P * 0.5
+	y1 := y0 + (P-y0)*(0.1+0.9*r.Float64())
+	w, h := 50+r.Intn(400), 50+r.Intn(300)
+	f := tl.Query(t0, t1, w, h, y0, y1)
+	tpp, bpp := (t1-t0)/float64(w), (y1-y0)/float64(h)
+	got := map[int32]bool{}
+	for k, id := range f.IDs {
+		got[id] = true
+		pts := f.Points[2*f.Starts[k] : 2*f.Starts[k+1]]
+		npts := len(pts) / 2
+		for j := 0; j < npts/2; j++ { // bottom edge
+			x := t0 + float64(pts[2*j])*tpp
+			yb := y1 - float64(pts[2*j+1])*bpp
+			want := nv.at(int(id), x)
+			if math.Abs(yb-want) > 0.01*bpp+1e-3*math.Abs(want) {
+				t.Fatalf("window [%v,%v]x[%v,%v]: elem %d bottom at x=%v is %v, naive %v (bpp %v)", t0, t1, y0, y1, id, x, yb, want, bpp)
 			}
-			// Brute force visible set: tall, wide, overlapping, inside y.
-			for i := 0; i < tl.Len(); i++ {
-				e := tl.Element(i)
-				sz := float64(e.Size)
-				if sz < bpp || float64(e.End-e.Start) < tpp || float64(e.End) < t0 || float64(e.Start) > t1 {
-					if got[int32(i)] {
-						t.Fatalf("iter %d: elem %d drawn but too small/outside", iter, i)
-					}
-					continue
-				}
-				// y overlap from dense sampling of the naive series.
-				lo, hi := math.Inf(1), math.Inf(-1)
-				a, b := math.Max(t0, float64(e.Start)), math.Min(t1, float64(e.End))
-				for k := 0; k <= 400; k++ {
-					x := a + (b-a)*float64(k)/400
-					o := nv.at(i, x)
-					lo, hi = math.Min(lo, o), math.Max(hi, o+sz)
-				}
-				inside := hi > y0+bpp && lo < y1-bpp
-				outside := hi < y0-bpp || lo > y1+bpp
-				if inside && !got[int32(i)] {
-					t.Fatalf("iter %d q %d: elem %d visible (y %v..%v in %v..%v) but not drawn", iter, q, i, lo, hi, y0, y1)
-				}
-				if outside && got[int32(i)] {
-					t.Fatalf("iter %d: elem %d drawn but outside y", iter, i)
-				}
+		}
+	}
+	// Brute force visible set: tall, wide, overlapping, inside y.
+	for i := 0; i < tl.Len(); i++ {
+		sz := float64(tl.src[i].size)
+		st, en := float64(tl.start[i]), float64(tl.end[i])
+		if sz < bpp || en-st < tpp || en < t0 || st > t1 {
+			if got[int32(i)] {
+				t.Fatalf("elem %d drawn but too small/outside", i)
 			}
-			// Columns: max of max_at_time over each column.
-			for c := 0; c < w; c++ {
-				a := int(math.Floor(t0 + float64(c)*tpp))
-				b := int(math.Ceil(t0 + float64(c+1)*tpp))
-				if b <= a {
-					b = a + 1
-				}
-				var mx uint64
-				for i := max(a, 0); i < min(b, len(nv.max)); i++ {
-					mx = max(mx, nv.max[i])
-				}
-				if f.ColMax[c] != float64(mx) {
-					t.Fatalf("iter %d col %d: max %v, naive %v", iter, c, f.ColMax[c], mx)
-				}
-			}
+			continue
+		}
+		lo, hi := math.Inf(1), math.Inf(-1)
+		a, b := math.Max(t0, st), math.Min(t1, en)
+		for k := 0; k <= 400; k++ {
+			x := a + (b-a)*float64(k)/400
+			o := nv.at(i, x)
+			lo, hi = math.Min(lo, o), math.Max(hi, o+sz)
+		}
+		inside := hi > y0+bpp && lo < y1-bpp
+		outside := hi < y0-bpp || lo > y1+bpp
+		if inside && !got[int32(i)] && !f.Truncated {
+			t.Fatalf("window [%v,%v]x[%v,%v]: elem %d visible (y %v..%v) but not drawn", t0, t1, y0, y1, i, lo, hi)
+		}
+		if outside && got[int32(i)] {
+			t.Fatalf("elem %d drawn but outside y", i)
+		}
+	}
+	for c := 0; c < w; c++ {
+		a := int(math.Floor(t0 + float64(c)*tpp))
+		b := int(math.Ceil(t0 + float64(c+1)*tpp))
+		if b <= a {
+			b = a + 1
+		}
+		var mx uint64
+		for i := max(a, 0); i < min(b, len(nv.max)); i++ {
+			mx = max(mx, nv.max[i])
+		}
+		if f.ColMax[c] != float64(mx) {
+			t.Fatalf("col %d: max %v, naive %v", c, f.ColMax[c], mx)
 		}
 	}
 }
