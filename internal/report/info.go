@@ -70,6 +70,8 @@ type DeviceInfo struct {
 	PreTraceSegmentFrees int `json:"frees_of_pre_trace_segments"`
 	// EntriesWithStack counts trace entries that carry frames.
 	EntriesWithStack int `json:"entries_with_stack"`
+
+	noAllocStacks bool // the trace has allocations, none with a stack
 }
 
 // StateCount is the number and total size of blocks in one state.
@@ -151,7 +153,7 @@ type StringUse struct {
 type genInfo struct{ format, pytorch string }
 
 var generations = map[snapshot.Generation]genInfo{
-	snapshot.GenL:   {"bare list of segments, no trace", "any (1.13 writes only this; later: torch.cuda.memory_snapshot())"},
+	snapshot.GenL:   {"bare list of segments (torch.cuda.memory_snapshot(); all 1.13 writes), no trace", "any version"},
 	snapshot.GenD1:  {"dict; blocks carry history, no address", "2.0"},
 	snapshot.GenD2:  {"dict; blocks with address and frames, trace without time_us", "2.1"},
 	snapshot.GenD3:  {"dict; trace entries with time_us", "2.2-2.3"},
@@ -276,6 +278,7 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 			var counts [snapshot.ActionFree + 1]int
 			var first, last int64
 			haveTime := false
+			allocs, allocsWithStack := 0, 0
 			for i := range events {
 				e := &events[i]
 				if int(e.Action) < len(counts) {
@@ -291,6 +294,12 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 				}
 				if e.Stack != snapshot.NoStack {
 					di.EntriesWithStack++
+				}
+				if e.Action == snapshot.ActionAlloc || e.Action == snapshot.ActionSegmentAlloc {
+					allocs++
+					if e.Stack != snapshot.NoStack {
+						allocsWithStack++
+					}
 				}
 				if c := s.String(e.CompileContext); c != "" && c != "N/A" {
 					compile[c]++
@@ -317,6 +326,7 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 				in.TimeSpan.DurationUS = in.TimeSpan.LastUS - in.TimeSpan.FirstUS
 			}
 			di.PreTraceFrees, di.PreTraceSegmentFrees = preTraceFrees(events)
+			di.noAllocStacks = allocs > 0 && allocsWithStack == 0
 		}
 		in.Devices = append(in.Devices, di)
 	}
@@ -436,7 +446,9 @@ func annotationInfo(s *snapshot.Snapshot) AnnotationInfo {
 			ai.Ends++
 		}
 		names[a.Name] = true
-		if a.Stage == "END" {
+	}
+	for _, a := range s.Annotations {
+		if a.Stage == "END" && ai.Starts > 0 {
 			continue // count each range once
 		}
 		// ProfilerStep#12 and ProfilerStep#13 are one family.
@@ -487,8 +499,8 @@ func warnings(s *snapshot.Snapshot, in *Info) []string {
 		if looksLikeLimit(d.TraceEntries) && d.PreTraceFrees > 0 {
 			w = append(w, fmt.Sprintf("device %d: the trace has exactly %d entries, which looks like a max_entries limit: older entries were dropped", d.Device, d.TraceEntries))
 		}
-		if d.EntriesWithStack == 0 {
-			w = append(w, fmt.Sprintf("device %d: no trace entry has a stack (recorded with context=None, or a 2.0-era trace); allocations cannot be attributed to code", d.Device))
+		if d.noAllocStacks {
+			w = append(w, fmt.Sprintf("device %d: no alloc entry of the trace has a stack (recorded with context=None or context=state, or by PyTorch 2.0 without trace_alloc_record_context); allocations cannot be attributed to code", d.Device))
 		}
 		for _, a := range d.Actions {
 			if a.Action == "oom" {

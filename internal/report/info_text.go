@@ -23,12 +23,12 @@ func WriteInfo(w io.Writer, in *Info) error {
 		enc += ", " + in.Compression + "-compressed (" + Size(uint64(in.DecodedBytes)) + " decompressed)"
 	}
 	kv("size", "%s, %s", Size(uint64(max(in.FileBytes, 0))), enc)
-	kv("format", "%s: %s (PyTorch %s)", in.Generation, in.Format, in.PyTorch)
+	kv("format", "%s: %s (written by PyTorch %s)", in.Generation, in.Format, in.PyTorch)
 	devs := make([]string, len(in.Devices))
 	for i, d := range in.Devices {
 		devs[i] = "cuda:" + strconv.Itoa(d.Device)
 	}
-	kv("devices", "%d %s", len(in.Devices), strings.Join(devs, " "))
+	kv("devices", "%s", strings.TrimSpace(strconv.Itoa(len(in.Devices))+" "+strings.Join(devs, " ")))
 	if in.TimeSpan != nil {
 		kv("time span", "%s .. %s (%s)", FormatTimeUS(in.TimeSpan.FirstUS), FormatTimeUS(in.TimeSpan.LastUS), FormatDurationUS(in.TimeSpan.DurationUS))
 	}
@@ -85,8 +85,10 @@ func WriteInfo(w io.Writer, in *Info) error {
 			}
 			writeTable(bw, "    ", "llrrrrr", rows)
 		}
-		trace := fmt.Sprintf("%d entries", d.TraceEntries)
-		if d.TraceEntries > 0 {
+		trace := plural(d.TraceEntries, "entry")
+		if in.Generation == "L" {
+			trace = "none (this format has no trace)"
+		} else if d.TraceEntries > 0 {
 			trace += fmt.Sprintf(", %d with a stack", d.EntriesWithStack)
 		}
 		kv("  trace", "%s", trace)
@@ -134,12 +136,17 @@ func WriteInfo(w io.Writer, in *Info) error {
 		} else {
 			kv("  roundup_power2", "%s", strings.Join(rd, " "))
 		}
+		first := true
 		for _, r := range as.rawOrder {
 			switch r.Key {
 			case "PYTORCH_CUDA_ALLOC_CONF", "max_split_size", "garbage_collection_threshold", "expandable_segments", "roundup_power2_divisions":
 				continue
 			}
-			kv("  "+r.Key, "%s", r.JSON)
+			k := ""
+			if first {
+				k, first = "  other", false
+			}
+			kv(k, "%s=%s", r.Key, r.JSON)
 		}
 	} else {
 		kv("allocator settings", "not recorded (PyTorch before 2.4)")
@@ -157,7 +164,9 @@ func WriteInfo(w io.Writer, in *Info) error {
 			groups = append(groups, fmt.Sprintf("%s x%d", g.Name, g.Count))
 		}
 		kv("annotations", "%d (%d START, %d END), %d distinct names", an.Count, an.Starts, an.Ends, an.Distinct)
-		kv("", "%s", strings.Join(groups, ", "))
+		if len(groups) > 0 {
+			kv("", "%s", strings.Join(groups, ", "))
+		}
 	}
 	writeUse := func(k string, u StringUse) {
 		if u.Entries == 0 {

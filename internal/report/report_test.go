@@ -305,7 +305,7 @@ func TestBuildInfo(t *testing.T) {
 		}
 	}
 	joined := strings.Join(in.Warnings, "\n")
-	for _, w := range []string{"2 frees of blocks allocated before the trace started", "1 out-of-memory", "no trace entry has a stack"} {
+	for _, w := range []string{"2 frees of blocks allocated before the trace started", "1 out-of-memory", "no alloc entry of the trace has a stack"} {
 		if !strings.Contains(joined, w) {
 			t.Errorf("warnings lack %q:\n%s", w, joined)
 		}

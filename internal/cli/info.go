@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+
+	"github.com/gpumem/gpumem/internal/replay"
+	"github.com/gpumem/gpumem/internal/report"
+)
+
+func init() {
+	Register(&Command{
+		Name:    "info",
+		Summary: "what a snapshot holds: format, devices, pools, trace, settings, warnings",
+		Run:     runInfo,
+	})
+}
+
+const infoAbout = `
+Describes each snapshot: file encoding and format generation (with the
+PyTorch versions that write it), devices with their memory at dump time
+(reserved, allocated, active, requested), the peaks of memory_viz's Active
+Memory and Active Cached Segment timelines, segments and blocks per pool,
+trace entries per action and the time they span, CUDA streams, allocator
+settings, annotations, and warnings such as a trace that starts mid-run.
+--json prints the same as JSON (an array when several files are given).`
+
+func runInfo(env *Env, args []string) error {
+	fs := newFlagSet(env, "info", "[--json] [--demo] FILE...", infoAbout)
+	asJSON := fs.Bool("json", false, "print JSON")
+	useDemo := fs.Bool("demo", false, "include the embedded demo snapshot")
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 && !*useDemo {
+		return usageError(fs, env.Stderr, "no snapshot given")
+	}
+	snaps, err := LoadArgs(env, files, *useDemo)
+	if err != nil {
+		return err
+	}
+	infos := make([]*report.Info, len(snaps))
+	for i, s := range snaps {
+		infos[i] = report.BuildInfo(s, replay.Peaks)
+	}
+	w := bufio.NewWriter(env.Stdout)
+	if *asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		var v any = infos
+		if len(infos) == 1 {
+			v = infos[0]
+		}
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		return w.Flush()
+	}
+	for i, in := range infos {
+		if i > 0 {
+			w.WriteString("\n")
+		}
+		if err := report.WriteInfo(w, in); err != nil {
+			return err
+		}
+	}
+	return w.Flush()
+}

@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/gpumem/gpumem/internal/demo"
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// progressMinBytes is the file size from which LoadFile draws a progress
+// bar: smaller files load in well under a second.
+const progressMinBytes = 20 << 20
+
+// LoadFile decodes the snapshot at path ("-" for standard input). When
+// env.Stderr is a terminal and the file is large it draws a one-line
+// progress bar there, and clears it when done. Errors start with the file
+// name.
+func LoadFile(env *Env, path string) (*snapshot.Snapshot, error) {
+	opt := &snapshot.Options{}
+	var bar *progressBar
+	if path != "-" && isTerminal(env.Stderr) {
+		if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() >= progressMinBytes {
+			bar = &progressBar{w: env.Stderr, name: baseName(path)}
+			opt.Progress = bar.update
+		}
+	}
+	var (
+		s   *snapshot.Snapshot
+		err error
+	)
+	if path == "-" {
+		s, err = snapshot.Decode(env.Stdin, "-", opt)
+	} else {
+		s, err = snapshot.Open(path, opt)
+	}
+	if bar != nil {
+		bar.clear()
+	}
+	if err != nil {
+		return nil, prefixError(path, err)
+	}
+	return s, nil
+}
+
+// LoadArgs loads every file in paths, after the embedded demo snapshot when
+// useDemo is set. It fails when there is nothing to load.
+func LoadArgs(env *Env, paths []string, useDemo bool) ([]*snapshot.Snapshot, error) {
+	if len(paths) == 0 && !useDemo {
+		return nil, fmt.Errorf("no snapshot given: pass a file (or - for stdin), or --demo")
+	}
+	var out []*snapshot.Snapshot
+	if useDemo {
+		s, err := demo.Open()
+		if err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
+		out = append(out, s)
+	}
+	for _, p := range paths {
+		s, err := LoadFile(env, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// prefixError puts the file name in front of a load error unless the
+// decoder already did.
+func prefixError(path string, err error) error {
+	msg := err.Error()
+	if os.IsNotExist(err) {
+		return fmt.Errorf("%s: no such file", path)
+	}
+	if strings.HasPrefix(msg, path) || strings.HasPrefix(msg, baseName(path)+":") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+func baseName(path string) string {
+	if i := strings.LastIndexAny(path, `/\`); i >= 0 && i+1 < len(path) {
+		return path[i+1:]
+	}
+	return path
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progressBar draws "loading NAME: 123.4MiB of 1.0GiB (12%)" in place.
+type progressBar struct {
+	w     io.Writer
+	name  string
+	last  time.Time
+	width int // length of the last line drawn, to clear it
+}
+
+func (p *progressBar) update(done, total int64) {
+	now := time.Now()
+	if now.Sub(p.last) < 100*time.Millisecond && done < total {
+		return
+	}
+	p.last = now
+	line := "loading " + p.name + ": " + formatMiB(done)
+	if total > 0 {
+		line += fmt.Sprintf(" of %s (%d%%)", formatMiB(total), done*100/total)
+	}
+	pad := ""
+	if n := p.width - len(line); n > 0 {
+		pad = strings.Repeat(" ", n)
+	}
+	fmt.Fprint(p.w, "\r"+line+pad)
+	p.width = len(line)
+}
+
+func (p *progressBar) clear() {
+	if p.width > 0 {
+		fmt.Fprint(p.w, "\r"+strings.Repeat(" ", p.width)+"\r")
+	}
+}
+
+func formatMiB(n int64) string {
+	if n >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"bufio"
+
+	"github.com/gpumem/gpumem/internal/report"
+)
+
+func init() {
+	Register(&Command{
+		Name:    "stats",
+		Summary: "segment page map and totals, as python -m torch.cuda._memory_viz stats",
+		Run:     runStats,
+	})
+}
+
+const statsAbout = `
+Prints PyTorch's "_memory_viz stats" report byte for byte: one line per
+segment of at least 20 MiB with a map of its 20 MiB pages (a-z: a page
+holding one block, 0-9: a page shared by several blocks and that many tenths
+full, *: full, space: free), the segment's size ("allocated" means reserved,
+as in PyTorch) and its free memory, then totals over all segments.`
+
+func runStats(env *Env, args []string) error {
+	fs := newFlagSet(env, "stats", "[--demo] FILE", statsAbout)
+	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(files)+boolInt(*useDemo) != 1 {
+		return usageError(fs, env.Stderr, "want exactly one snapshot")
+	}
+	snaps, err := LoadArgs(env, files, *useDemo)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(env.Stdout)
+	if err := report.Stats(w, snaps[0]); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

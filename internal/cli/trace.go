@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"bufio"
+
+	"github.com/gpumem/gpumem/internal/report"
+)
+
+func init() {
+	Register(&Command{
+		Name:    "trace",
+		Summary: "list the allocator trace as Python-like lines, as _memory_viz trace",
+		Run:     runTrace,
+	})
+}
+
+const traceAbout = `
+Lists every trace entry as a line of pseudo-Python, device by device, like
+PyTorch's "_memory_viz trace":
+  a = cudaMalloc(ADDR, SIZE)     segment_alloc: a new segment named a
+  b = a[OFFSET:SIZE]             alloc of SIZE requested bytes at OFFSET in a
+  del b # SIZE                   free_requested
+  # free completed for b SIZE    free_completed
+  cudaFree(a) # SIZE             segment_free
+  c = cuMemMap(ADDR, SIZE)       segment_map (expandable segments)
+  cuMemUnmap(ADDR, SIZE)         segment_unmap
+  raise OutOfMemoryError # ...   oom
+Names are never reused. An allocation outside the trace's segments is shown
+in seg_I (the I-th segment of the dump) or MEM (absolute address). Frees of
+memory allocated before the trace began show the raw address. TOTAL MEM is
+the memory allocated on the device at dump time.`
+
+func runTrace(env *Env, args []string) error {
+	fs := newFlagSet(env, "trace", "[--device N] [--demo] FILE", traceAbout)
+	device := fs.Int("device", -1, "list only device `N` (default: every device with entries)")
+	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(files)+boolInt(*useDemo) != 1 {
+		return usageError(fs, env.Stderr, "want exactly one snapshot")
+	}
+	if *device < -1 {
+		return usageError(fs, env.Stderr, "--device must be 0 or more")
+	}
+	snaps, err := LoadArgs(env, files, *useDemo)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(env.Stdout)
+	if err := report.Trace(w, snaps[0], report.TraceOptions{Device: *device}); err != nil {
+		return err
+	}
+	return w.Flush()
+}
