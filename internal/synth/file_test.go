@@ -2,10 +2,13 @@ package synth
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 // TestWriteMatchesPython checks the writers against CPython: loading our
@@ -98,6 +101,57 @@ func TestGenerateSize(t *testing.T) {
 		n, _ := encodedSize(s, false)
 		if d := float64(n-target) / float64(target); d > 0.05 || d < -0.05 {
 			t.Errorf("target %d: got %d bytes (%d steps), off by %.1f%%", target, n, res.StepsDone, 100*d)
+		}
+	}
+}
+
+// TestMemoryVizReads runs PyTorch's own viewer pipeline (MemoryViz.js
+// unpickler, annotate_snapshot and process_alloc_data, through
+// ../shared/tools/memoryviz_bench.mjs) on a generated snapshot, when node
+// and PyTorch's viewer files in .cache/pytorch are present.
+func TestMemoryVizReads(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not found; skipping the memory_viz check")
+	}
+	root, _ := filepath.Abs(filepath.Join("..", ".."))
+	tool := filepath.Join(root, "..", "shared", "tools", "memoryviz_bench.mjs")
+	viz := filepath.Join(root, ".cache", "pytorch")
+	for _, p := range []string{tool, filepath.Join(viz, "MemoryViz.js"), filepath.Join(viz, "process_alloc_data.js")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("%s missing (see bench/baseline/README.md); skipping the memory_viz check", p)
+		}
+	}
+	w := smallWorkloads()[0]
+	s, _, err := Generate(w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := 0
+	for _, e := range s.Traces[0].Events {
+		if e.Action == snapshot.ActionAlloc {
+			allocs++
+		}
+	}
+	for _, asJSON := range []bool{false, true} {
+		p := filepath.Join(t.TempDir(), "s.pickle")
+		if _, err := WriteFile(p, s, asJSON); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(node, tool, viz, p).CombinedOutput()
+		if err != nil {
+			t.Fatalf("memory_viz pipeline failed (json=%v): %v\n%s", asJSON, err, out)
+		}
+		var res struct {
+			Elements int   `json:"elements"`
+			Peak     int64 `json:"peak_bytes"`
+		}
+		lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+		if err := json.Unmarshal(lines[len(lines)-1], &res); err != nil {
+			t.Fatalf("memory_viz output %q: %v", out, err)
+		}
+		if res.Elements != allocs || res.Peak <= 0 {
+			t.Errorf("memory_viz saw %d elements (want %d allocations), peak %d", res.Elements, allocs, res.Peak)
 		}
 	}
 }
