@@ -265,6 +265,10 @@ func intParam(r *http.Request, name string, def int) int {
 	return v
 }
 
+// DefaultDevice is the device the viewer opens first: memory_viz's choice,
+// the device with the longest trace.
+func DefaultDevice(s *snapshot.Snapshot) int { return defaultDevice(s) }
+
 // defaultDevice is memory_viz's: the device with the longest trace, else
 // the first device with segments.
 func defaultDevice(s *snapshot.Snapshot) int {

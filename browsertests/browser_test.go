@@ -1,0 +1,434 @@
+package browsertests
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/gpumem/gpumem/internal/replay"
+	"github.com/gpumem/gpumem/internal/web"
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// chromePath finds a Chromium binary. Without one the tests skip, unless
+// CI=true, where a missing browser is a failure.
+func chromePath(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("CHROME"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("CI=true but no chromium/google-chrome binary on PATH (install with apt-get install -y chromium)")
+	}
+	t.Skip("no chromium binary on PATH; install chromium (apt-get install -y chromium) to run browser tests")
+	return ""
+}
+
+// newBrowser starts headless Chromium with a fresh profile.
+func newBrowser(t testing.TB) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromePath(t)),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 900),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
+	if err := chromedp.Run(ctx); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return ctx
+}
+
+func sharedDir(t testing.TB) string {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "shared", "snapshots", "real")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("no real snapshots at %s (../shared is absent)", dir)
+	}
+	return dir
+}
+
+// candidates are real snapshots with traces, settings and annotations; the
+// first that decodes is used.
+var candidates = []string{
+	"cs336-bcrafton__memory_snapshot.pickle",
+	"cs336-MAGMA27__memory_snapshot.pickle",
+	"cs336-silmont2000__memory_forward_fp32_128.pickle",
+	"cs336-silmont2000__mem_snapshot.pickle",
+}
+
+func loadReal(t testing.TB) (string, *snapshot.Snapshot) {
+	t.Helper()
+	dir := sharedDir(t)
+	var errs []string
+	for _, name := range candidates {
+		s, err := snapshot.Open(filepath.Join(dir, name), nil)
+		if err == nil {
+			return name, s
+		}
+		errs = append(errs, err.Error())
+	}
+	t.Fatalf("no candidate snapshot decodes: %s", strings.Join(errs, "; "))
+	return "", nil
+}
+
+// startServer serves snapshots the way "gpumem serve" does.
+func startServer(t testing.TB, name string, s *snapshot.Snapshot) string {
+	t.Helper()
+	srv := web.New(web.Options{Decode: func(n string, b []byte) (*snapshot.Snapshot, error) {
+		return snapshot.DecodeBytes(b, n, nil)
+	}})
+	srv.Add(name, s)
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	srv.SetAddr(strings.TrimPrefix(hs.URL, "http://"))
+	return hs.URL + "/"
+}
+
+func waitReady(ctx context.Context) error {
+	return chromedp.Run(ctx, chromedp.Poll(`document.body.dataset.ready === '1'`, nil,
+		chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond)))
+}
+
+// colouredPixels counts pixels of a canvas that are neither white nor grey.
+const colouredPixels = `(() => {
+  const c = document.getElementById(%q);
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    const r = d[i], g = d[i+1], b = d[i+2];
+    if (Math.max(Math.abs(r-g), Math.abs(g-b), Math.abs(r-b)) > 24) n++;
+  }
+  return n;
+})()`
+
+func text(ctx context.Context, t *testing.T, sel string) string {
+	t.Helper()
+	var s string
+	if err := chromedp.Run(ctx, chromedp.Text(sel, &s, chromedp.ByQuery)); err != nil {
+		t.Fatalf("reading %s: %v", sel, err)
+	}
+	return s
+}
+
+func TestViewsRender(t *testing.T) {
+	name, s := loadReal(t)
+	ctx := newBrowser(t)
+	url := startServer(t, name, s)
+	dev := 0
+	for d := range s.Traces {
+		if len(s.Traces[d].Events) > len(s.Traces[dev].Events) {
+			dev = d
+		}
+	}
+	activePeak, segPeak := replay.Peaks(s, dev)
+	for _, tc := range []struct {
+		view   string
+		canvas string
+		peak   uint64
+		legend string
+	}{
+		{"active", "plot", activePeak, "Allocation"},
+		{"segments", "plot", segPeak, "Allocation"},
+		{"private", "plot", 0, "Private pool"},
+		{"state", "state-canvas", 0, ""},
+		{"settings", "", 0, ""},
+	} {
+		t.Run(tc.view, func(t *testing.T) {
+			if err := chromedp.Run(ctx, chromedp.Navigate(fmt.Sprintf("%s#file=0&device=%d&view=%s", url, dev, tc.view)),
+				chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
+				t.Fatal(err)
+			}
+			if tc.canvas != "" {
+				var n int
+				if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(colouredPixels, tc.canvas), &n)); err != nil {
+					t.Fatal(err)
+				}
+				if n < 500 {
+					t.Errorf("canvas #%s has %d coloured pixels; want a drawing", tc.canvas, n)
+				}
+			}
+			if tc.legend != "" {
+				if l := text(ctx, t, "#legend"); !strings.Contains(l, tc.legend) || !strings.Contains(l, "Reserved (segments)") {
+					t.Errorf("legend %q lacks %q", l, tc.legend)
+				}
+			}
+			if tc.peak > 0 {
+				if got, want := text(ctx, t, "#peak"), replay.FormatSizeShort(tc.peak); got != want {
+					t.Errorf("peak shown %q, replay says %q", got, want)
+				}
+			}
+			switch tc.view {
+			case "settings":
+				got := text(ctx, t, "#settings")
+				want := "No allocator settings found."
+				if s.AllocatorSettings != nil {
+					want = "max_split_size"
+				}
+				if !strings.Contains(got, want) {
+					t.Errorf("settings text %q lacks %q", got, want)
+				}
+			case "state":
+				// The last event is selected: the state is the snapshot's.
+				var alloc, res uint64
+				for i := range s.Segments {
+					if int(s.Segments[i].Device) != dev {
+						continue
+					}
+					res += s.Segments[i].TotalSize
+					for _, b := range s.SegmentBlocks(i) {
+						if b.State != snapshot.BlockInactive {
+							alloc += b.RequestedSize
+						}
+					}
+				}
+				want := fmt.Sprintf("(%s allocated / %s reserved)", replay.FormatSize(alloc), replay.FormatSize(res))
+				if got := text(ctx, t, "#state-text"); got != want {
+					t.Errorf("state totals %q, want %q", got, want)
+				}
+			}
+			var buf []byte
+			if err := chromedp.Run(ctx, chromedp.FullScreenshot(&buf, 80)); err == nil {
+				_ = os.WriteFile(filepath.Join(shotDir(t), tc.view+".jpg"), buf, 0o644)
+			}
+		})
+	}
+}
+
+// shotDir is where screenshots go: $GPUMEM_SHOTS when set (for looking at
+// them), else a temporary directory, never the repository.
+func shotDir(t *testing.T) string {
+	if d := os.Getenv("GPUMEM_SHOTS"); d != "" {
+		return d
+	}
+	return t.TempDir()
+}
+
+// bandCentre returns page coordinates inside the tallest drawn band.
+const bandCentre = `(() => {
+  const S = window.gpumem.S, w = S.win, L = S.layoutPlot;
+  let best = -1, bestH = 0, bx = 0, by = 0;
+  for (let i = 0; i < w.n; i++) {
+    if (w.kinds[i] !== 0 || w.ids[i] < 0) continue;
+    for (let k = w.starts[i]; k < w.starts[i+1] - 1; k++) {
+      const xa = L.X(w.x0 + w.xs[k]), xb = L.X(w.x0 + w.xs[k+1]);
+      const h = L.Y(w.bots[k]) - L.Y(w.tops[k]);
+      if (xb - xa > 6 && h > bestH && w.bots[k] === w.bots[k+1]) {
+        best = i; bestH = h; bx = (xa + xb) / 2; by = (L.Y(w.bots[k]) + L.Y(w.tops[k])) / 2;
+      }
+    }
+  }
+  const r = document.getElementById('plot').getBoundingClientRect();
+  return [best < 0 ? -1 : w.ids[best], r.left + bx, r.top + by];
+})()`
+
+func TestHoverAndSearch(t *testing.T) {
+	name, s := loadReal(t)
+	ctx := newBrowser(t)
+	url := startServer(t, name, s)
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"#view=active"),
+		chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
+		t.Fatal(err)
+	}
+	var pt []float64
+	if err := chromedp.Run(ctx, chromedp.Evaluate(bandCentre, &pt)); err != nil {
+		t.Fatal(err)
+	}
+	if pt[0] < 0 {
+		t.Fatal("no band wide enough to hover")
+	}
+	if err := chromedp.Run(ctx, chromedp.MouseEvent(input.MouseMoved, pt[1], pt[2]),
+		chromedp.Poll(`document.getElementById('details').textContent.startsWith('Addr: ')`, nil, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("hover showed no details: %v", err)
+	}
+	details := text(ctx, t, "#details")
+	// The text must be the server's context for that element, stack included.
+	var want string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(`fetch('api/elem?view=active&id=%d').then(r => r.json()).then(j => j.text)`, int(pt[0])), &want,
+		func(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams { return p.WithAwaitPromise(true) })); err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(details) != strings.TrimSpace(want) {
+		t.Errorf("hover details:\n%s\nwant:\n%s", details, want)
+	}
+	frame := regexp.MustCompile(`(?m)^[^\n:]+\.py:\d+:(\w+)$`).FindStringSubmatch(details)
+	if frame == nil {
+		t.Fatalf("details have no Python frame:\n%s", details)
+	}
+
+	// Searching for that frame's function name highlights matches.
+	if err := chromedp.Run(ctx, chromedp.SendKeys("#search-frame", frame[1], chromedp.ByQuery),
+		chromedp.Poll(`/match/.test(document.getElementById('frame-count').textContent)`, nil, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("search showed no count: %v", err)
+	}
+	label := text(ctx, t, "#frame-count")
+	var n int
+	if _, err := fmt.Sscanf(strings.ReplaceAll(label, ",", ""), "%d", &n); err != nil || n < 1 {
+		t.Errorf("match label %q, want at least 1 match", label)
+	}
+	var hl int
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`window.gpumem.S.frameMatch.size`, &hl)); err != nil || hl != n {
+		t.Errorf("%d highlighted elements, label says %d (%v)", hl, n, err)
+	}
+}
+
+func TestStateHistorySelect(t *testing.T) {
+	name, s := loadReal(t)
+	ctx := newBrowser(t)
+	url := startServer(t, name, s)
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"#view=state"),
+		chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
+		t.Fatal(err)
+	}
+	var total int
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`window.gpumem.S.eventsTotal`, &total)); err != nil || total < 3 {
+		t.Fatalf("events total %d (%v)", total, err)
+	}
+	// Two ArrowUp presses select event total-3; then click on a row.
+	if err := chromedp.Run(ctx, chromedp.KeyEvent(kb.ArrowUp), chromedp.Sleep(200*time.Millisecond), chromedp.KeyEvent(kb.ArrowUp),
+		chromedp.Poll(fmt.Sprintf(`window.gpumem.S.stateIdx === %d && window.gpumem.S.state.index === %d`, total-3, total-3), nil,
+			chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("ArrowUp did not select event %d: %v", total-3, err)
+	}
+	got := text(ctx, t, "#state-text")
+	want := expectedState(t, s, total-3)
+	if got != want {
+		t.Errorf("after ArrowUp x2: %q, want %q", got, want)
+	}
+	if !strings.Contains(text(ctx, t, "#state-stack"), got) {
+		t.Errorf("stack pane lacks the totals line")
+	}
+}
+
+// expectedState is the totals line after event idx, from replay's state
+// history when it is available, else from undoing the trace here.
+func expectedState(t *testing.T, s *snapshot.Snapshot, idx int) (out string) {
+	dev := 0
+	for d := range s.Traces {
+		if len(s.Traces[d].Events) > len(s.Traces[dev].Events) {
+			dev = d
+		}
+	}
+	defer func() {
+		if recover() != nil {
+			out = undoTotals(s, dev, idx)
+		}
+	}()
+	st := replay.NewHistory(s, dev).StateAt(idx)
+	return fmt.Sprintf("(%s allocated / %s reserved)", replay.FormatSize(st.Allocated), replay.FormatSize(st.Reserved))
+}
+
+// undoTotals is memory_viz's simulate_memory reduced to its two totals.
+func undoTotals(s *snapshot.Snapshot, dev, idx int) string {
+	blocks := map[uint64]uint64{}
+	var reserved uint64
+	for i := range s.Segments {
+		if int(s.Segments[i].Device) != dev {
+			continue
+		}
+		reserved += s.Segments[i].TotalSize
+		for _, b := range s.SegmentBlocks(i) {
+			if b.State != snapshot.BlockInactive {
+				blocks[b.Addr] = b.RequestedSize
+			}
+		}
+	}
+	tr := s.Traces[dev]
+	for i := len(tr.Viz) - 1; i > idx; i-- {
+		e := tr.Events[tr.Viz[i]]
+		switch e.VizAction() {
+		case snapshot.ActionFree, snapshot.ActionFreeCompleted:
+			blocks[e.Addr] = e.Size
+		case snapshot.ActionFreeRequested:
+			if _, ok := blocks[e.Addr]; !ok {
+				blocks[e.Addr] = e.Size
+			}
+		case snapshot.ActionAlloc:
+			delete(blocks, e.Addr)
+		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
+			reserved += e.Size
+		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
+			reserved -= e.Size
+		}
+	}
+	var alloc uint64
+	for _, v := range blocks {
+		alloc += v
+	}
+	return fmt.Sprintf("(%s allocated / %s reserved)", replay.FormatSize(alloc), replay.FormatSize(reserved))
+}
+
+func TestHTMLExportOffline(t *testing.T) {
+	name, s := loadReal(t)
+	ctx := newBrowser(t)
+	out := filepath.Join(t.TempDir(), "out.html")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := web.WriteHTML(f, name, s, web.HTMLOptions{Device: -1}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	activePeak, _ := replay.Peaks(s, web.DefaultDevice(s))
+	for _, view := range []string{"active", "segments", "state"} {
+		t.Run(view, func(t *testing.T) {
+			canvas := "plot"
+			if view == "state" {
+				canvas = "state-canvas"
+			}
+			if err := chromedp.Run(ctx, network.Enable(), network.EmulateNetworkConditions(true, 0, 0, 0),
+				chromedp.Navigate("file://"+out+"#view="+view),
+				chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(colouredPixels, canvas), &n)); err != nil {
+				t.Fatal(err)
+			}
+			if n < 500 {
+				t.Errorf("offline %s canvas has %d coloured pixels", view, n)
+			}
+			if view == "active" {
+				if got, want := text(ctx, t, "#peak"), replay.FormatSizeShort(activePeak); got != want {
+					t.Errorf("offline peak %q, want %q", got, want)
+				}
+			}
+			if e := text(ctx, t, "#error"); strings.TrimSpace(e) != "" {
+				t.Errorf("offline page shows an error: %s", e)
+			}
+		})
+	}
+}

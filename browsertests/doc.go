@@ -1,0 +1,2 @@
+// Package browsertests drives gpumem's web viewer in headless Chromium.
+package browsertests

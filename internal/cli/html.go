@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/gpumem/gpumem/internal/web"
+)
+
+func init() {
+	Register(&Command{
+		Name:    "html",
+		Summary: "write one self-contained HTML viewer page (works offline from file://)",
+		Run:     runHTML,
+	})
+}
+
+const htmlAbout = `
+Writes a single HTML file with the viewer's script, style and the
+snapshot's precomputed views inside it: open it from disk, with no server
+and no network. Timelines are precomputed at a fixed resolution (zooming
+re-scales them); the state history replays the embedded trace in the page.
+Without --view every view is embedded.`
+
+func runHTML(env *Env, args []string) error {
+	fs := newFlagSet(env, "html", "[flags] FILE -o OUT.html", htmlAbout)
+	out := fs.String("o", "", "output `file` (required)")
+	view := fs.String("view", "", "view to embed and open: active|timeline, private, segments, state, settings (default: all)")
+	device := fs.Int("device", -1, "device `N` (default: the device with the longest trace)")
+	detail := fs.Int("detail", web.DefaultDetail, "number of largest allocations drawn individually")
+	width := fs.Int("width", 4000, "pixel columns precomputed per timeline")
+	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(files)+boolInt(*useDemo) != 1 {
+		return usageError(fs, env.Stderr, "want exactly one snapshot")
+	}
+	if *out == "" {
+		return usageError(fs, env.Stderr, "-o OUT.html is required")
+	}
+	snaps, err := LoadArgs(env, files, *useDemo)
+	if err != nil {
+		return err
+	}
+	name := "demo"
+	if len(files) == 1 {
+		name = filepath.Base(files[0])
+	}
+	return writeHTMLFileAtomic(*out, func(f *os.File) error {
+		w := bufio.NewWriterSize(f, 1<<20)
+		if err := web.WriteHTML(w, name, snaps[0], web.HTMLOptions{View: *view, Device: *device, Detail: *detail, Width: *width}); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
+}
+
+// writeHTMLFileAtomic writes path through a temporary file in the same directory
+// and renames it into place, so readers never see a half-written file.
+func writeHTMLFileAtomic(path string, write func(*os.File) error) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpumem/gpumem/internal/web"
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+func init() {
+	Register(&Command{
+		Name:    "serve",
+		Summary: "open snapshots in the local web viewer (gpumem FILE does the same)",
+		Run:     runServe,
+	})
+}
+
+const serveAbout = `
+Loads the snapshots and serves the viewer on a local HTTP port, prints its
+URL and opens it in the browser. Views: Active Memory Timeline, Allocated
+Memory (incl. Private Pools), Allocator State History, Active Cached Segment
+Timeline and Allocator Settings, as in PyTorch's memory_viz, plus total
+allocated/reserved/active curves and OOM/snapshot/annotation markers.
+Drop another snapshot file onto the page to open it. Press ? in the page for
+the keys. Stop with Ctrl-C.`
+
+func runServe(env *Env, args []string) error {
+	fs := newFlagSet(env, "serve", "[flags] [--demo] FILE...", serveAbout)
+	addr := fs.String("http", "127.0.0.1:0", "`host:port` to listen on (port 0 picks a free port)")
+	noBrowser := fs.Bool("no-browser", false, "do not open a browser")
+	useDemo := fs.Bool("demo", false, "also open the embedded demo snapshot")
+	maxUpload := fs.String("max-upload", "4GiB", "largest snapshot the page may upload (`size`, e.g. 512MiB)")
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	limit, err := parseByteSize(*maxUpload)
+	if err != nil {
+		return usageError(fs, env.Stderr, "-max-upload: "+err.Error())
+	}
+	snaps, err := LoadArgs(env, files, *useDemo)
+	if err != nil {
+		return err
+	}
+	srv := web.New(web.Options{
+		MaxUpload: limit,
+		Decode: func(name string, data []byte) (*snapshot.Snapshot, error) {
+			return snapshot.DecodeBytes(data, name, &snapshot.Options{MaxBytes: limit * 8})
+		},
+	})
+	for i, s := range snaps {
+		name := s.Source.Name
+		if !*useDemo || i > 0 {
+			name = filepath.Base(files[i-boolInt(*useDemo)])
+		}
+		if name == "" {
+			name = "demo"
+		}
+		srv.Add(name, s)
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %v", *addr, err)
+	}
+	bound := ln.Addr().String()
+	srv.SetAddr(bound)
+	url := "http://" + bound + "/"
+	fmt.Fprintf(env.Stdout, "gpumem: serving %d snapshot(s) at %s (Ctrl-C to stop)\n", len(snaps), url)
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	if !*noBrowser {
+		openBrowser(env, url)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// openBrowser starts the platform's URL opener; failing is not an error
+// because the URL is printed anyway.
+func openBrowser(env *Env, url string) {
+	var cmd *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		cmd = exec.Command("open", url)
+	case "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
+	default:
+		if _, err := exec.LookPath("xdg-open"); err != nil {
+			fmt.Fprintln(env.Stderr, "gpumem: no xdg-open; open the URL above in a browser")
+			return
+		}
+		cmd = exec.Command("xdg-open", url)
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(env.Stderr, "gpumem: could not open a browser: %v\n", err)
+		return
+	}
+	go func() { _ = cmd.Wait() }()
+}
+
+// parseByteSize reads "4GiB", "512MiB", "100MB", "1048576".
+func parseByteSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.m
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return int64(v * float64(mult)), nil
+}
