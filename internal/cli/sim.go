@@ -1,0 +1,566 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gpumem/gpumem/internal/alloc"
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+func init() {
+	Register(&Command{
+		Name:    "sim",
+		Summary: "simulate PyTorch's caching allocator: scripts, snapshot replay, config what-ifs",
+		Run:     runSim,
+	})
+}
+
+const simAbout = `
+Runs a faithful model of PyTorch's CUDA caching allocator.
+
+  gpumem sim --script FILE [--config STR] [--capacity SIZE] [--json]
+      Run a script (one command a line, # comments):
+        alloc NAME SIZE [stream=N]     free NAME     empty_cache     set CONFIG
+        free_requested NAME / free_completed NAME   (record_stream-style frees)
+      SIZE is bytes or a number with B, KiB, MiB, GiB (KB, MB, GB = same).
+
+  gpumem sim FILE [--device N] [--json]
+      Replay a snapshot's trace with its own allocator settings and report
+      how exactly the model predicts it (a validation).
+
+  gpumem sim FILE --config STR [--capacity SIZE] [--json]
+      What-if: replay the recorded requests under other settings.
+
+  gpumem sim FILE --sweep [--capacity SIZE] [--json]
+      Compare common settings, best first by peak reserved memory.
+
+CONFIG uses PYTORCH_CUDA_ALLOC_CONF syntax, e.g.
+"expandable_segments:True,max_split_size_mb:128".`
+
+type simFlags struct {
+	script   string
+	config   string
+	capacity string
+	fraction float64
+	json     bool
+	device   int
+	sweep    bool
+}
+
+func runSim(env *Env, args []string) error {
+	var f simFlags
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.StringVar(&f.script, "script", "", "run a script `FILE` (- for stdin)")
+	fs.StringVar(&f.config, "config", "", "allocator settings `STR` (PYTORCH_CUDA_ALLOC_CONF syntax)")
+	fs.StringVar(&f.capacity, "capacity", "", "device memory `SIZE` (e.g. 80GiB); default unlimited")
+	fs.Float64Var(&f.fraction, "fraction", 0, "per-process memory `fraction` of --capacity (enables garbage_collection_threshold)")
+	fs.BoolVar(&f.json, "json", false, "print JSON")
+	fs.IntVar(&f.device, "device", -1, "replay only device `N` (default: every device with alloc events)")
+	fs.BoolVar(&f.sweep, "sweep", false, "compare common settings on the snapshot")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: gpumem sim [--script FILE | FILE] [flags]\n%s\n\nflags:\n", simAbout)
+		fs.PrintDefaults()
+	}
+	pos, err := simParseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	var capacity uint64
+	if f.capacity != "" {
+		c, err := alloc.ParseSize(f.capacity)
+		if err != nil {
+			return fmt.Errorf("--capacity: %v", err)
+		}
+		capacity = c
+	}
+	if f.fraction < 0 || f.fraction > 1 {
+		return fmt.Errorf("--fraction must be in [0, 1], got %g", f.fraction)
+	}
+	if f.fraction > 0 && capacity == 0 {
+		return errors.New("--fraction needs --capacity")
+	}
+	switch {
+	case f.script != "":
+		if len(pos) > 0 {
+			fmt.Fprintln(env.Stderr, "gpumem sim: give either --script FILE or a snapshot FILE, not both")
+			return ErrUsage
+		}
+		return simScript(env, f, capacity)
+	case len(pos) == 1:
+		return simSnapshot(env, f, pos[0], capacity)
+	default:
+		fmt.Fprintln(env.Stderr, "gpumem sim: need --script FILE or one snapshot FILE")
+		fs.Usage()
+		return ErrUsage
+	}
+}
+
+// simParseArgs parses flags that may come after the file name.
+func simParseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, ErrUsage
+			}
+			return nil, ErrUsage
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func simConfig(s string) (alloc.Config, error) {
+	if s == "" || s == "default" {
+		return alloc.DefaultConfig(), nil
+	}
+	return alloc.ParseConfig(s)
+}
+
+// ---- scripts ----
+
+type scriptStepJSON struct {
+	Line        int              `json:"line"`
+	Op          string           `json:"op"`
+	Addr        string           `json:"addr,omitempty"`
+	Error       string           `json:"error,omitempty"`
+	NewSegment  bool             `json:"new_segment,omitempty"`
+	SegmentSize uint64           `json:"segment_size,omitempty"`
+	MappedBytes uint64           `json:"mapped_bytes,omitempty"`
+	Pool        string           `json:"pool,omitempty"`
+	Stats       map[string]int64 `json:"stats"`
+}
+
+func simScript(env *Env, f simFlags, capacity uint64) error {
+	var r io.Reader
+	name := f.script
+	if f.script == "-" {
+		r = env.Stdin
+	} else {
+		fh, err := os.Open(f.script)
+		if err != nil {
+			if os.IsNotExist(err) {
+				return fmt.Errorf("%s: no such file", f.script)
+			}
+			return err
+		}
+		defer fh.Close()
+		r = fh
+	}
+	cmds, err := alloc.ParseScript(r)
+	if err != nil {
+		return fmt.Errorf("%s: %v", name, err)
+	}
+	cfg, err := simConfig(f.config)
+	if err != nil {
+		return err
+	}
+	steps, a, runErr := alloc.RunScript(cmds, cfg, alloc.Options{Capacity: capacity, MemoryFraction: f.fraction})
+	if runErr != nil {
+		runErr = fmt.Errorf("%s: %v", name, runErr)
+	}
+	if f.json {
+		out := struct {
+			Config string           `json:"config"`
+			Steps  []scriptStepJSON `json:"steps"`
+		}{Config: cfg.String(), Steps: []scriptStepJSON{}}
+		for i := range steps {
+			st := &steps[i]
+			j := scriptStepJSON{Line: st.Line, Op: st.Op, Error: st.Error, NewSegment: st.NewSegment,
+				SegmentSize: st.SegmentSize, MappedBytes: st.MappedBytes, Stats: st.Stats.Map()}
+			if strings.HasPrefix(st.Op, "alloc") {
+				if st.Addr != 0 {
+					j.Addr = fmt.Sprintf("%#x", st.Addr)
+				}
+				if st.NewSegment || st.MappedBytes > 0 {
+					j.Pool = poolName(st.Small)
+				}
+			}
+			out.Steps = append(out.Steps, j)
+		}
+		if err := writeJSON(env.Stdout, out); err != nil {
+			return err
+		}
+		return runErr
+	}
+	w := env.Stdout
+	fmt.Fprintf(w, "config: %s", cfg.String())
+	if capacity > 0 {
+		fmt.Fprintf(w, ", capacity %s", alloc.FormatSize(capacity))
+	}
+	fmt.Fprintln(w)
+	for i := range steps {
+		st := &steps[i]
+		fmt.Fprintf(w, "line %-4d %s\n", st.Line, st.Op)
+		if st.Error != "" {
+			fmt.Fprintf(w, "          OOM: %s\n", st.Error)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "          requested %s  allocated %s  reserved %s",
+			signedSize(st.Delta(func(s *alloc.Stats) *alloc.StatArray { return &s.RequestedBytes })),
+			signedSize(st.Delta(func(s *alloc.Stats) *alloc.StatArray { return &s.AllocatedBytes })),
+			signedSize(st.Delta(func(s *alloc.Stats) *alloc.StatArray { return &s.ReservedBytes })))
+		if strings.HasPrefix(st.Op, "alloc") && st.Error == "" && st.Addr != 0 {
+			fmt.Fprintf(&b, "  at %#x", st.Addr)
+		}
+		switch {
+		case st.NewSegment:
+			fmt.Fprintf(&b, "  new %s-pool segment of %s", poolName(st.Small), humanSize(st.SegmentSize))
+		case st.MappedBytes > 0:
+			fmt.Fprintf(&b, "  mapped %s of %s-pool pages", humanSize(st.MappedBytes), poolName(st.Small))
+		case strings.HasPrefix(st.Op, "alloc") && st.Error == "" && st.Addr != 0:
+			b.WriteString("  reused a cached block")
+		}
+		fmt.Fprintln(w, b.String())
+		s := &st.Stats
+		fmt.Fprintf(w, "          totals: requested %s  allocated %s  reserved %s  segments %d  inactive split %s\n",
+			humanSize(uint64(s.RequestedBytes[alloc.PoolAll].Current)),
+			humanSize(uint64(s.AllocatedBytes[alloc.PoolAll].Current)),
+			humanSize(uint64(s.ReservedBytes[alloc.PoolAll].Current)),
+			s.Segment[alloc.PoolAll].Current,
+			humanSize(uint64(s.InactiveSplitBytes[alloc.PoolAll].Current)))
+	}
+	st := a.Stats()
+	fmt.Fprintf(w, "peak: allocated %s  reserved %s  requested %s; cudaMalloc %d, cudaFree %d, OOMs %d\n",
+		humanSize(uint64(st.AllocatedBytes[alloc.PoolAll].Peak)), humanSize(uint64(st.ReservedBytes[alloc.PoolAll].Peak)),
+		humanSize(uint64(st.RequestedBytes[alloc.PoolAll].Peak)), st.NumDeviceAlloc, st.NumDeviceFree, st.NumOOMs)
+	return runErr
+}
+
+func poolName(small bool) string {
+	if small {
+		return "small"
+	}
+	return "large"
+}
+
+// humanSize prints bytes exactly when short, else with a binary unit.
+func humanSize(n uint64) string {
+	switch {
+	case n < 10*alloc.KiB:
+		return fmt.Sprintf("%d B", n)
+	case n < alloc.MiB:
+		return trimUnit(float64(n)/alloc.KiB, "KiB")
+	case n < alloc.GiB:
+		return trimUnit(float64(n)/alloc.MiB, "MiB")
+	default:
+		return trimUnit(float64(n)/alloc.GiB, "GiB")
+	}
+}
+
+func trimUnit(v float64, unit string) string {
+	s := strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
+	return s + " " + unit
+}
+
+func signedSize(d int64) string {
+	switch {
+	case d > 0:
+		return "+" + humanSize(uint64(d))
+	case d < 0:
+		return "-" + humanSize(uint64(-d))
+	}
+	return "0"
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// ---- snapshots ----
+
+func simLoad(env *Env, path string) (*snapshot.Snapshot, error) {
+	var (
+		s   *snapshot.Snapshot
+		err error
+	)
+	if path == "-" {
+		s, err = snapshot.Decode(env.Stdin, "-", nil)
+	} else {
+		s, err = snapshot.Open(path, nil)
+	}
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, fmt.Errorf("%s: no such file", path)
+		}
+		if !strings.Contains(err.Error(), path) {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+type validationJSON struct {
+	AllocAddressesMatched int  `json:"alloc_addresses_matched"`
+	AllocAddressesTotal   int  `json:"alloc_addresses_total"`
+	SegmentEventsMatched  int  `json:"segment_events_matched"`
+	SegmentEventsTotal    int  `json:"segment_events_total"`
+	FinalStateMatches     bool `json:"final_state_matches"`
+}
+
+type oomJSON struct {
+	Event    int    `json:"event"`
+	Size     uint64 `json:"size"`
+	StillOOM *bool  `json:"still_oom,omitempty"`
+}
+
+type predictedJSON struct {
+	PeakReservedBytes   uint64    `json:"peak_reserved_bytes"`
+	PeakAllocatedBytes  uint64    `json:"peak_allocated_bytes"`
+	CudaMallocs         int64     `json:"cuda_malloc_count"`
+	CudaFrees           int64     `json:"cuda_free_count"`
+	FragmentationAtPeak float64   `json:"fragmentation_at_peak"`
+	OOMs                []oomJSON `json:"ooms"`
+}
+
+type recordedJSON struct {
+	PeakReservedBytes uint64    `json:"peak_reserved_bytes"`
+	CudaMallocs       int       `json:"cuda_malloc_count"`
+	CudaFrees         int       `json:"cuda_free_count"`
+	OOMs              []oomJSON `json:"ooms"`
+}
+
+type deviceJSON struct {
+	Device     int             `json:"device"`
+	Config     string          `json:"config"`
+	Events     int             `json:"events"`
+	Validation *validationJSON `json:"validation,omitempty"`
+	Mismatches []string        `json:"mismatches,omitempty"`
+	Predicted  predictedJSON   `json:"predicted"`
+	Recorded   recordedJSON    `json:"recorded"`
+	Sweep      []sweepRowJSON  `json:"sweep,omitempty"`
+}
+
+type sweepRowJSON struct {
+	Config              string  `json:"config"`
+	PeakReservedBytes   uint64  `json:"peak_reserved_bytes"`
+	PeakAllocatedBytes  uint64  `json:"peak_allocated_bytes"`
+	DeltaReservedBytes  int64   `json:"delta_reserved_bytes"`
+	FragmentationAtPeak float64 `json:"fragmentation_at_peak"`
+	CudaMallocs         int64   `json:"cuda_malloc_count"`
+	CudaFrees           int64   `json:"cuda_free_count"`
+	OOMs                int     `json:"ooms"`
+}
+
+func oomsJSON(in []alloc.ReplayOOM, withStill bool) []oomJSON {
+	out := []oomJSON{}
+	for _, o := range in {
+		j := oomJSON{Event: o.Event, Size: o.Size}
+		if withStill {
+			still := o.StillOOM
+			j.StillOOM = &still
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+func toDeviceJSON(r *alloc.ReplayResult, capacity uint64) deviceJSON {
+	d := deviceJSON{Device: r.Device, Config: r.Config.String(), Events: r.Events,
+		Predicted: predictedJSON{
+			PeakReservedBytes: r.PeakReserved, PeakAllocatedBytes: r.PeakAllocated,
+			CudaMallocs: r.CudaMallocs, CudaFrees: r.CudaFrees, FragmentationAtPeak: r.FragmentationAtPeak,
+			OOMs: oomsJSON(r.ModelOOMs, false),
+		},
+		Recorded: recordedJSON{PeakReservedBytes: r.RecordedPeakReserved, CudaMallocs: r.RecordedCudaMallocs,
+			CudaFrees: r.RecordedCudaFrees, OOMs: oomsJSON(r.RecordedOOMs, !r.Validation && capacity > 0)},
+	}
+	if r.Validation {
+		d.Validation = &validationJSON{r.AllocAddrsMatched, r.AllocAddrsTotal, r.SegEventsMatched, r.SegEventsTotal, r.FinalStateMatches}
+		d.Mismatches = r.Mismatches
+	}
+	return d
+}
+
+func simSnapshot(env *Env, f simFlags, path string, capacity uint64) error {
+	s, err := simLoad(env, path)
+	if err != nil {
+		return err
+	}
+	devs := alloc.Replayable(s)
+	if f.device >= 0 {
+		found := false
+		for _, d := range devs {
+			found = found || d == f.device
+		}
+		if !found {
+			return fmt.Errorf("%s: device %d has no alloc events to replay (devices with alloc events: %v)", path, f.device, devs)
+		}
+		devs = []int{f.device}
+	}
+	if len(devs) == 0 {
+		return fmt.Errorf("%s: no device trace with alloc events to replay (record with torch.cuda.memory._record_memory_history())", path)
+	}
+	var cfg *alloc.Config
+	if f.config != "" {
+		c, err := simConfig(f.config)
+		if err != nil {
+			return err
+		}
+		if f.fraction > 0 {
+			c.MemoryFraction = f.fraction
+		}
+		cfg = &c
+	}
+	var out []deviceJSON
+	for _, d := range devs {
+		if f.sweep {
+			rows, err := alloc.Sweep(s, d, capacity)
+			if err != nil {
+				return fmt.Errorf("%s: %v", path, err)
+			}
+			if f.json {
+				dj := toDeviceJSON(rows[0].Result, capacity)
+				for _, row := range rows {
+					r := row.Result
+					dj.Sweep = append(dj.Sweep, sweepRowJSON{row.Name, r.PeakReserved, r.PeakAllocated, row.DeltaReserved,
+						r.FragmentationAtPeak, r.CudaMallocs, r.CudaFrees, len(r.ModelOOMs)})
+				}
+				out = append(out, dj)
+			} else {
+				printSweep(env.Stdout, path, d, rows)
+			}
+			continue
+		}
+		r, err := alloc.Replay(s, d, alloc.ReplayOptions{Config: cfg, Capacity: capacity})
+		if err != nil {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+		if f.json {
+			out = append(out, toDeviceJSON(r, capacity))
+		} else {
+			printReplay(env.Stdout, path, s, r, capacity)
+		}
+	}
+	if !f.json {
+		return nil
+	}
+	if len(out) == 1 {
+		return writeJSON(env.Stdout, struct {
+			File string `json:"file"`
+			deviceJSON
+		}{path, out[0]})
+	}
+	return writeJSON(env.Stdout, struct {
+		File    string       `json:"file"`
+		Devices []deviceJSON `json:"devices"`
+	}{path, out})
+}
+
+func pct(a, b int) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%%", 100*float64(a)/float64(b))
+}
+
+func printReplay(w io.Writer, path string, s *snapshot.Snapshot, r *alloc.ReplayResult, capacity uint64) {
+	own := alloc.ConfigFromSettings(s.AllocatorSettings)
+	name := filepath.Base(path)
+	if r.Validation {
+		src := "snapshot's allocator_settings"
+		if s.AllocatorSettings == nil {
+			src = "defaults; the snapshot has no allocator_settings"
+		}
+		fmt.Fprintf(w, "%s device %d: validation with its own settings: %s (%s)\n", name, r.Device, r.Config.String(), src)
+	} else {
+		fmt.Fprintf(w, "%s device %d: what-if %s (recorded with %s)\n", name, r.Device, r.Config.String(), own.String())
+	}
+	fmt.Fprintf(w, "  trace: %d events; state at trace start: %d segments, %d live blocks, %s reserved\n",
+		r.Events, r.InitialSegments, r.InitialBlocks, humanSize(r.InitialReserved))
+	if r.Validation {
+		fmt.Fprintf(w, "  alloc addresses predicted:   %d/%d (%s)\n", r.AllocAddrsMatched, r.AllocAddrsTotal, pct(r.AllocAddrsMatched, r.AllocAddrsTotal))
+		fmt.Fprintf(w, "  segment_alloc/map predicted: %d/%d (%s)\n", r.SegEventsMatched, r.SegEventsTotal, pct(r.SegEventsMatched, r.SegEventsTotal))
+		if r.FinalStateMatches {
+			fmt.Fprintf(w, "  final segments and blocks:   identical to the snapshot\n")
+		} else {
+			fmt.Fprintf(w, "  final segments and blocks:   DIFFER from the snapshot\n")
+		}
+		fmt.Fprintf(w, "  peak reserved %s (trace %s), peak allocated %s\n",
+			humanSize(r.PeakReserved), humanSize(r.RecordedPeakReserved), humanSize(r.PeakAllocated))
+		if r.MismatchCount > 0 {
+			fmt.Fprintf(w, "  %d mismatches; first %d:\n", r.MismatchCount, len(r.Mismatches))
+			for _, m := range r.Mismatches {
+				fmt.Fprintf(w, "    %s\n", m)
+			}
+		}
+		return
+	}
+	delta := int64(r.PeakReserved) - int64(r.RecordedPeakReserved)
+	rel := ""
+	if r.RecordedPeakReserved > 0 {
+		rel = fmt.Sprintf(", %+.1f%%", 100*float64(delta)/float64(r.RecordedPeakReserved))
+	}
+	fmt.Fprintf(w, "  peak reserved:   %s (recorded %s: %s%s)\n", humanSize(r.PeakReserved), humanSize(r.RecordedPeakReserved), signedSize(delta), rel)
+	fmt.Fprintf(w, "  peak allocated:  %s\n", humanSize(r.PeakAllocated))
+	fmt.Fprintf(w, "  cudaMalloc/map:  %d (recorded %d); cudaFree/unmap: %d (recorded %d)\n",
+		r.CudaMallocs, r.RecordedCudaMallocs, r.CudaFrees, r.RecordedCudaFrees)
+	fmt.Fprintf(w, "  fragmentation at peak reserved: %.1f%% of reserved memory not allocated\n", 100*r.FragmentationAtPeak)
+	for _, o := range r.RecordedOOMs {
+		switch {
+		case capacity == 0:
+			fmt.Fprintf(w, "  recorded OOM at event %d (%s): give --capacity to test whether it still happens\n", o.Event, humanSize(o.Size))
+		case o.StillOOM:
+			fmt.Fprintf(w, "  recorded OOM at event %d (%s): still out of memory at %s\n", o.Event, humanSize(o.Size), humanSize(capacity))
+		default:
+			fmt.Fprintf(w, "  recorded OOM at event %d (%s): would fit at %s\n", o.Event, humanSize(o.Size), humanSize(capacity))
+		}
+	}
+	if len(r.ModelOOMs) > 0 {
+		o := r.ModelOOMs[0]
+		fmt.Fprintf(w, "  the model runs out of memory %d times, first at event %d (%s)\n", len(r.ModelOOMs), o.Event, humanSize(o.Size))
+	} else if capacity > 0 {
+		fmt.Fprintf(w, "  no allocation fails at %s\n", humanSize(capacity))
+	}
+}
+
+func printSweep(w io.Writer, path string, dev int, rows []alloc.SweepRow) {
+	fmt.Fprintf(w, "%s device %d: replayed under %d settings, best first by peak reserved\n", filepath.Base(path), dev, len(rows))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "config\tpeak reserved\tvs default\tpeak allocated\tfrag@peak\tcudaMalloc\tcudaFree\tOOMs\t")
+	var base *alloc.SweepRow
+	for i := range rows {
+		if rows[i].Name == "default" {
+			base = &rows[i]
+		}
+	}
+	for _, row := range rows {
+		r := row.Result
+		rel := "-"
+		if base != nil && base.Result.PeakReserved > 0 && row.Name != "default" {
+			rel = fmt.Sprintf("%s (%+.1f%%)", signedSize(row.DeltaReserved), 100*float64(row.DeltaReserved)/float64(base.Result.PeakReserved))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f%%\t%d\t%d\t%d\t\n", row.Name, humanSize(r.PeakReserved), rel,
+			humanSize(r.PeakAllocated), 100*r.FragmentationAtPeak, r.CudaMallocs, r.CudaFrees, len(r.ModelOOMs))
+	}
+	tw.Flush()
+	best := rows[0]
+	switch {
+	case base == nil:
+	case best.Name == "default" || best.DeltaReserved >= 0:
+		fmt.Fprintf(w, "No setting lowers peak reserved below the default (%s).\n", humanSize(base.Result.PeakReserved))
+	default:
+		fmt.Fprintf(w, "Best: %s lowers peak reserved by %s (%.1f%%) versus the default %s.\n", best.Name,
+			humanSize(uint64(-best.DeltaReserved)), -100*float64(best.DeltaReserved)/float64(base.Result.PeakReserved),
+			humanSize(base.Result.PeakReserved))
+	}
+}
