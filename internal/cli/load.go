@@ -24,8 +24,15 @@ const progressMinBytes = 20 << 20
 func LoadFile(env *Env, path string) (*snapshot.Snapshot, error) {
 	opt := &snapshot.Options{}
 	var bar *progressBar
-	if path != "-" && isTerminal(env.Stderr) {
-		if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() >= progressMinBytes {
+	if path != "-" {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, prefixError(path, err)
+		}
+		if fi.IsDir() {
+			return nil, fmt.Errorf("%s: is a directory, not a snapshot file", path)
+		}
+		if isTerminal(env.Stderr) && fi.Mode().IsRegular() && fi.Size() >= progressMinBytes {
 			bar = &progressBar{w: env.Stderr, name: baseName(path)}
 			opt.Progress = bar.update
 		}

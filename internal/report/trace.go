@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -206,10 +207,13 @@ func writeDeviceTrace(bw *bufio.Writer, s *snapshot.Snapshot, device int) {
 		BytesU(allocated), plural(len(allocSize), "allocation"), BytesU(liveBytes))
 }
 
-// plural returns "1 thing" or "N things".
+// plural returns "1 thing" or "N things" ("entry" becomes "entries").
 func plural(n int, thing string) string {
 	if n == 1 {
 		return "1 " + thing
+	}
+	if strings.HasSuffix(thing, "y") {
+		return strconv.Itoa(n) + " " + strings.TrimSuffix(thing, "y") + "ies"
 	}
 	return strconv.Itoa(n) + " " + thing + "s"
 }
