@@ -18,7 +18,10 @@
 #
 # environment: TOOLS, NICE (10), PYTHON (python3), NODE (node), NODE_HEAP_MB (16000),
 #   PYTORCH_DIR (repo/.cache/pytorch: MemoryViz.js, process_alloc_data.js, _memory_viz.py),
-#   SHARED (repo/../shared), DEVICE (viewer device; default: the longest trace)
+#   SHARED (repo/../shared), DEVICE (viewer device; default: the longest trace),
+#   REPEAT (1: runs of each tool per file; every run gets its own line with "run": i)
+# Each line also has "loadavg1", the 1-minute load average when the run started: this
+# machine is shared, so compare figures taken at similar load (or take the minimum).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,6 +34,7 @@ NODE_HEAP_MB=${NODE_HEAP_MB:-16000}
 PYTORCH_DIR=${PYTORCH_DIR:-$repo/.cache/pytorch}
 SHARED=${SHARED:-$repo/../shared}
 DEVICE=${DEVICE:-}
+REPEAT=${REPEAT:-1}
 
 if [ $# -eq 0 ]; then
   echo "usage: $0 FILE..." >&2
@@ -52,14 +56,16 @@ trap 'rm -rf "$tmp"' EXIT
 
 # run_one TOOL FILE CMD...: run CMD under /usr/bin/time -v and print the JSON line.
 run_one() {
-  local tool=$1 file=$2
-  shift 2
-  local rc=0
+  local tool=$1 file=$2 run=$3
+  shift 3
+  local rc=0 load
+  load=$(cut -d' ' -f1 /proc/loadavg)
   nice -n "$NICE" /usr/bin/time -v -o "$tmp/time" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
-  "$PYTHON" - "$tool" "$file" "$rc" "$tmp/time" "$tmp/out" "$tmp/err" <<'EOF'
+  "$PYTHON" - "$tool" "$file" "$rc" "$tmp/time" "$tmp/out" "$tmp/err" "$run" "$load" <<'EOF'
 import json, os, sys
-tool, path, rc, time_f, out_f, err_f = sys.argv[1:]
-rec = {"file": os.path.basename(path), "bytes": os.path.getsize(path), "tool": tool}
+tool, path, rc, time_f, out_f, err_f, run, load = sys.argv[1:]
+rec = {"file": os.path.basename(path), "bytes": os.path.getsize(path), "tool": tool,
+       "run": int(run), "loadavg1": float(load)}
 wall = rss = None
 for line in open(time_f, errors="replace"):
     line = line.strip()
@@ -100,12 +106,15 @@ for file in "$@"; do
     exit 1
   fi
   for tool in $TOOLS; do
-    case $tool in
-      pickle) run_one pickle "$file" "$PYTHON" -c "$pickle_only" "$file" ;;
-      stats)  run_one stats "$file" "$PYTHON" "$here/run_memory_viz.py" --quiet --viz "$PYTORCH_DIR/_memory_viz.py" "$file" ;;
-      viewer) run_one viewer "$file" "$NODE" --max-old-space-size="$NODE_HEAP_MB" \
-                "$SHARED/tools/memoryviz_bench.mjs" "$PYTORCH_DIR" "$file" ${DEVICE:+"$DEVICE"} ;;
-      *) echo "run.sh: unknown tool $tool (want pickle, stats, viewer)" >&2; exit 2 ;;
-    esac
+    for run in $(seq 1 "$REPEAT"); do
+      case $tool in
+        pickle) run_one pickle "$file" "$run" "$PYTHON" -c "$pickle_only" "$file" ;;
+        stats)  run_one stats "$file" "$run" "$PYTHON" "$here/run_memory_viz.py" --quiet \
+                  --viz "$PYTORCH_DIR/_memory_viz.py" "$file" ;;
+        viewer) run_one viewer "$file" "$run" "$NODE" --max-old-space-size="$NODE_HEAP_MB" \
+                  "$SHARED/tools/memoryviz_bench.mjs" "$PYTORCH_DIR" "$file" ${DEVICE:+"$DEVICE"} ;;
+        *) echo "run.sh: unknown tool $tool (want pickle, stats, viewer)" >&2; exit 2 ;;
+      esac
+    done
   done
 done
