@@ -137,28 +137,43 @@ func writeDeviceTrace(bw *bufio.Writer, s *snapshot.Snapshot, device int) {
 		return strconv.FormatUint(addr, 10), false
 	}
 
+	var line []byte
 	for i := range events {
 		e := &events[i]
 		switch e.Action {
+		// The three commonest actions avoid fmt: traces run to millions
+		// of entries.
 		case snapshot.ActionAlloc:
 			n := namer.name()
+			line = append(line[:0], n...)
 			if seg, saddr, ok := findSegment(e.Addr); ok {
-				fmt.Fprintf(bw, "%s = %s[%d:%s]\n", n, seg, e.Addr-saddr, BytesU(e.Size))
+				line = append(line, " = "...)
+				line = append(line, seg...)
+				line = append(line, '[')
+				line = strconv.AppendUint(line, e.Addr-saddr, 10)
 			} else {
-				fmt.Fprintf(bw, "%s = MEM[%d:%s]\n", n, e.Addr, BytesU(e.Size))
+				line = append(line, " = MEM["...)
+				line = strconv.AppendUint(line, e.Addr, 10)
 			}
+			line = append(line, ':')
+			line = append(line, BytesU(e.Size)...)
+			line = append(line, "]\n"...)
+			bw.Write(line)
 			allocName[e.Addr] = n
 			allocSize[e.Addr] = e.Size
 		case snapshot.ActionFreeRequested:
 			n, ok := freeName(e.Addr)
-			if ok {
-				fmt.Fprintf(bw, "del %s # %s\n", n, BytesU(e.Size))
-			} else {
-				fmt.Fprintf(bw, "del %s # %s, allocated before the trace began\n", n, BytesU(e.Size))
+			line = append(append(append(line[:0], "del "...), n...), " # "...)
+			line = append(line, BytesU(e.Size)...)
+			if !ok {
+				line = append(line, ", allocated before the trace began"...)
 			}
+			bw.Write(append(line, '\n'))
 		case snapshot.ActionFreeCompleted:
 			n, _ := freeName(e.Addr)
-			fmt.Fprintf(bw, "# free completed for %s %s\n", n, BytesU(e.Size))
+			line = append(append(line[:0], "# free completed for "...), n...)
+			line = append(append(line, ' '), BytesU(e.Size)...)
+			bw.Write(append(line, '\n'))
 			delete(allocName, e.Addr)
 			delete(allocSize, e.Addr)
 		case snapshot.ActionSegmentAlloc:
