@@ -220,8 +220,8 @@ func TestViewsRender(t *testing.T) {
 				}
 			}
 			var buf []byte
-			if err := chromedp.Run(ctx, chromedp.FullScreenshot(&buf, 80)); err == nil {
-				_ = os.WriteFile(filepath.Join(shotDir(t), tc.view+".jpg"), buf, 0o644)
+			if err := chromedp.Run(ctx, chromedp.FullScreenshot(&buf, 100)); err == nil {
+				_ = os.WriteFile(filepath.Join(shotDir(t), tc.view+".png"), buf, 0o644)
 			}
 		})
 	}
