@@ -198,12 +198,17 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 		}
 	}
 
+	var peakErrs []string
 	compile := map[string]int{}
 	meta := map[string]int{}
 	for _, d := range s.Devices() {
 		di := DeviceInfo{Device: d, BlockStates: []StateCount{}, Pools: []PoolInfo{}, Actions: []ActionCount{}}
 		if peaks != nil {
-			di.ActiveTimelinePeakBytes, di.SegmentTimelinePeakBytes = peaks(s, d)
+			var err error
+			di.ActiveTimelinePeakBytes, di.SegmentTimelinePeakBytes, err = callPeaks(peaks, s, d)
+			if err != nil {
+				peakErrs = append(peakErrs, fmt.Sprintf("device %d: timeline peaks unavailable: %v", d, err))
+			}
 		}
 		states := [3]StateCount{
 			{State: snapshot.BlockActiveAllocated.String()},
@@ -360,8 +365,20 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 	}
 
 	in.Annotations = annotationInfo(s)
-	in.Warnings = warnings(s, in)
+	in.Warnings = append(warnings(s, in), peakErrs...)
 	return in
+}
+
+// callPeaks runs peaks, turning a panic on a malformed snapshot into an
+// error so that info still prints everything else.
+func callPeaks(peaks PeaksFunc, s *snapshot.Snapshot, d int) (active, segments uint64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	active, segments = peaks(s, d)
+	return active, segments, nil
 }
 
 type poolKey struct {

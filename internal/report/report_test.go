@@ -350,6 +350,11 @@ func TestInfoWarnings(t *testing.T) {
 	if w := in.Warnings; len(w) != 1 || !strings.HasPrefix(w[0], "no trace") {
 		t.Errorf("bare list warnings = %q", w)
 	}
+	bad := func(*snapshot.Snapshot, int) (uint64, uint64) { panic("index out of range") }
+	b.segment(0, 1<<40, 0, true, blk{2 * mib, 0, inactive})
+	if w := BuildInfo(b.s, bad).Warnings; !strings.Contains(strings.Join(w, "\n"), "timeline peaks unavailable: index out of range") {
+		t.Errorf("panicking peaks: warnings = %q", w)
+	}
 	if in.PyTorch == "unknown" {
 		t.Errorf("no PyTorch hint for generation L")
 	}

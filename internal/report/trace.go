@@ -199,7 +199,7 @@ func writeDeviceTrace(bw *bufio.Writer, s *snapshot.Snapshot, device int) {
 		case snapshot.ActionOOM:
 			fmt.Fprintf(bw, "raise OutOfMemoryError # %s requested, %s free in CUDA\n", BytesU(e.Size), BytesU(e.Addr))
 		default:
-			fmt.Fprintf(bw, "# unknown action at %d, size %s\n", e.Addr, BytesU(e.Size))
+			fmt.Fprintf(bw, "# unknown action %s at %d, size %s\n", unknownAction(s, e), e.Addr, BytesU(e.Size))
 		}
 	}
 
@@ -282,4 +282,17 @@ func (iv *intervals) removeRange(addr, size uint64) {
 	if lo < hi {
 		*iv = append((*iv)[:lo], (*iv)[hi:]...)
 	}
+}
+
+// unknownAction returns the action string of an entry whose action gpumem
+// does not know, which the decoder keeps among the entry's extra keys.
+func unknownAction(s *snapshot.Snapshot, e *snapshot.Event) string {
+	if e.Extra > 0 && int(e.Extra) < len(s.Extras) {
+		for _, kv := range s.Extras[e.Extra] {
+			if kv.Key == "action" {
+				return kv.JSON
+			}
+		}
+	}
+	return "?"
 }
