@@ -155,6 +155,11 @@ type ElementInfo struct {
 	// (frame filter, "<repeats N times>").
 	Stack  snapshot.StackID
 	Frames []string
+	// Envelope marks a private pool's envelope (KindActiveWithPools only;
+	// ids Len() .. Len()+Envelopes()-1); PoolKey is memory_viz's
+	// "id0,id1,sSTREAM" key and Size its final capacity.
+	Envelope bool
+	PoolKey  string
 }
 
 // Totals are a device's byte counters after one raw trace event.
@@ -270,6 +275,11 @@ func NewTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
 
 // Len returns the number of elements (memory_viz's elements_length).
 func (t *Timeline) Len() int { return len(t.src) }
+
+// Envelopes returns the number of private-pool envelopes
+// (KindActiveWithPools with private pools; 0 otherwise). Their ids follow
+// the elements: Len() .. Len()+Envelopes()-1.
+func (t *Timeline) Envelopes() int { return len(t.poolKeys) }
 
 // Timesteps returns len(max_at_time) with every element drawn.
 func (t *Timeline) Timesteps() int { return t.timesteps }

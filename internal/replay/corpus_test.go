@@ -205,3 +205,13 @@ func openCached(t testing.TB, path string) *snapshot.Snapshot {
 	opened[path] = s
 	return s
 }
+
+// corpusSnapshotsAll opens every real snapshot.
+func corpusSnapshotsAll(t *testing.T) []*snapshot.Snapshot {
+	dir := sharedDir(t)
+	var out []*snapshot.Snapshot
+	for _, ef := range loadExpected(t, dir) {
+		out = append(out, openCached(t, filepath.Join(dir, "snapshots", "real", ef.File)))
+	}
+	return out
+}

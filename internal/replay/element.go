@@ -8,6 +8,14 @@ import (
 )
 
 func (t *Timeline) element(i int) ElementInfo {
+	if t.ser != nil && i >= len(t.src) && i < len(t.ser) {
+		key := t.poolKeys[i-len(t.src)]
+		return ElementInfo{
+			Index: i, Addr: "pool:" + key, Size: t.itemSize(int32(i)),
+			AllocEvent: -1, FreeEvent: -1, Start: int(t.start[i]), End: int(t.end[i]),
+			Envelope: true, PoolKey: key,
+		}
+	}
 	if i < 0 || i >= len(t.src) {
 		return ElementInfo{Index: i, AllocEvent: -1, FreeEvent: -1}
 	}
@@ -16,11 +24,15 @@ func (t *Timeline) element(i int) ElementInfo {
 	info := ElementInfo{
 		Index:      i,
 		Size:       src.size,
-		TotalAfter: t.off0[i] + src.size,
 		AllocEvent: -1,
 		FreeEvent:  int(src.free),
 		Start:      int(t.start[i]),
 		End:        int(t.end[i]),
+	}
+	if t.totalAfter != nil {
+		info.TotalAfter = t.totalAfter[i]
+	} else {
+		info.TotalAfter = t.off0[i] + src.size
 	}
 	segmentView := t.kind == KindSegments
 	poolSeg := int32(-1)
@@ -63,6 +75,9 @@ func (t *Timeline) context(i int) string {
 	e := t.element(i)
 	if e.Addr == "" {
 		return ""
+	}
+	if e.Envelope {
+		return "Private Pool (" + e.PoolKey + "): capacity " + FormatSize(e.Size)
 	}
 	var b strings.Builder
 	b.WriteString("Addr: " + e.Addr)

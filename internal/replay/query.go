@@ -35,14 +35,14 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		above := int32(math.Ceil(t0)) - 1 // end >= t0
 		b.ends.each(limit, above, func(i int) {
 			id := b.ids[i]
-			if float64(t.src[id].size) >= minSize && float64(t.end[id]-t.start[id]) >= minDur {
+			if float64(t.itemSize(id)) >= minSize && float64(t.end[id]-t.start[id]) >= minDur {
 				vis = append(vis, id)
 			}
 		})
 	}
 	if len(vis) > o.MaxPolygons {
 		sort.Slice(vis, func(a, b int) bool {
-			sa, sb := t.src[vis[a]].size, t.src[vis[b]].size
+			sa, sb := t.itemSize(vis[a]), t.itemSize(vis[b])
 			if sa != sb {
 				return sa > sb
 			}
@@ -52,6 +52,10 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		f.Truncated = true
 	}
 	if len(vis) == 0 {
+		return f
+	}
+	if t.ser != nil {
+		t.polygonsMaterialized(f, vis, t0, t1, tpp, bpp)
 		return f
 	}
 	sort.Slice(vis, func(a, b int) bool { return t.pos[vis[a]] < t.pos[vis[b]] })
@@ -236,7 +240,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		polys = append(polys, poly{id, out})
 	}
 	sort.Slice(polys, func(a, b int) bool {
-		sa, sb := t.src[polys[a].id].size, t.src[polys[b].id].size
+		sa, sb := t.itemSize(polys[a].id), t.itemSize(polys[b].id)
 		if sa != sb {
 			return sa > sb
 		}

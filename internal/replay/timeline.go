@@ -45,6 +45,12 @@ type Timeline struct {
 
 	buckets []bucket
 
+	// Materialized polygons, used for KindActiveWithPools when the device
+	// has private pools: items are the elements, then one envelope per pool.
+	ser        []series
+	poolKeys   []string
+	totalAfter []uint64
+
 	timesteps int
 	peak      uint64
 }
@@ -59,6 +65,9 @@ type bucket struct {
 }
 
 func newTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
+	if kind == KindActiveWithPools && hasPrivatePools(s, device) {
+		return newMaterialized(s, device)
+	}
 	l := buildElements(s, device, kind == KindSegments)
 	n := len(l.elems)
 	t := &Timeline{
@@ -140,7 +149,7 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
 	t.aliveTree = newMaxTree(eff)
 	sort.Sort(freesByEnd{t.freeEnd, t.freeID})
 	t.runIdx = newRangeMinMax(t.runVal)
-	t.buildBuckets()
+	t.buildBuckets(t.byPos)
 	return t
 }
 
@@ -153,11 +162,12 @@ func (f freesByEnd) Swap(i, j int) {
 	f.id[i], f.id[j] = f.id[j], f.id[i]
 }
 
-func (t *Timeline) buildBuckets() {
+// buildBuckets indexes items given in nondecreasing start order.
+func (t *Timeline) buildBuckets(order []int32) {
 	const durClasses = 33
 	index := map[int]int{}
-	for _, id := range t.byPos { // push order: starts are nondecreasing
-		sc := bits.Len64(t.src[id].size)
+	for _, id := range order {
+		sc := bits.Len64(t.itemSize(id))
 		dc := bits.Len32(uint32(t.end[id] - t.start[id]))
 		key := sc*durClasses + dc
 		bi, ok := index[key]
@@ -209,7 +219,23 @@ func (t *Timeline) stack(x float64, limit int, fn func(id int32, w float64)) {
 	})
 }
 
+// itemSize is an element's size, or a pool envelope's largest size.
+func (t *Timeline) itemSize(id int32) uint64 {
+	if int(id) < len(t.src) {
+		return t.src[id].size
+	}
+	sz := t.ser[id].size
+	return uint64(sz[len(sz)-1])
+}
+
 func (t *Timeline) offsetAt(i int, x float64) float64 {
+	if t.ser != nil {
+		if i < 0 || i >= len(t.ser) {
+			return 0
+		}
+		b, _ := t.ser[i].at(x)
+		return b
+	}
 	if i < 0 || i >= len(t.src) {
 		return 0
 	}
@@ -225,6 +251,9 @@ func (t *Timeline) offsetAt(i int, x float64) float64 {
 func (t *Timeline) hitTest(x, y float64) (int, bool) {
 	if y < 0 {
 		return -1, false
+	}
+	if t.ser != nil {
+		return t.hitTestMaterialized(x, y)
 	}
 	var sum float64
 	hit := int32(-1)
