@@ -217,7 +217,7 @@ func roundSize(n uint64, divs []int64) uint64 {
 		idx := bits.Len64(n) - 1 - 20
 		idx = max(0, min(idx, 15))
 		d := divs[idx]
-		if d > 0 && n > minBlock*uint64(d) {
+		if d > 1 && n > minBlock*uint64(d) {
 			return roundupPower2NextDivision(n, uint64(d))
 		}
 	}
