@@ -109,6 +109,9 @@ type opInfo struct {
 	mapped     uint64
 }
 
+// maxRequest bounds a request so that rounding cannot overflow (1 EiB).
+const maxRequest = 1 << 60
+
 // fakeBase is where fake cudaMalloc addresses start (real ones on Linux
 // look like 0x7f...).
 const fakeBase = 0x7f0000000000
@@ -200,6 +203,15 @@ func (a *Allocator) Malloc(size uint64, stream int64) (uint64, error) {
 		return 0, nil
 	}
 	s := uint64(stream)
+	if size > maxRequest {
+		// Larger than any device; rounding would overflow size_t.
+		a.stats.NumOOMs++
+		a.recordTrace(snapshot.ActionOOM, a.deviceFree(), size, s)
+		return 0, &OOMError{Size: size, AllocSize: size, Device: a.opt.Device, Capacity: a.opt.Capacity,
+			DeviceFree: a.deviceFree(), Allowed: a.allowedIfSet(),
+			Allocated: uint64(a.stats.AllocatedBytes[PoolAll].Current),
+			Reserved:  uint64(a.stats.ReservedBytes[PoolAll].Current)}
+	}
 	rounded := a.cfg.RoundSize(size)
 	pool := &a.large
 	if rounded <= kSmallSize { // get_pool

@@ -442,6 +442,9 @@ func (p *configParser) parseRoundup(c *Config, i int) (int, error) {
 			c.RoundupDivisions[idx] = v
 			lastIndex = idx
 		}
+		if i+1 >= len(p.toks) {
+			return i, p.errf("expected closing bracket ']'")
+		}
 		if p.tok(i+1) != "]" {
 			if err := p.expect(i+1, ","); err != nil {
 				return i, err
