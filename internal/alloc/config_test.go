@@ -13,7 +13,9 @@ func TestParseConfig(t *testing.T) {
 		in    string
 		check func(Config) bool
 	}{
-		{"", func(c Config) bool { return c.MaxSplitSize == Unlimited && c.MaxNonSplitRounding == 20*MiB && !c.ExpandableSegments }},
+		{"", func(c Config) bool {
+			return c.MaxSplitSize == Unlimited && c.MaxNonSplitRounding == 20*MiB && !c.ExpandableSegments
+		}},
 		{"expandable_segments:True", func(c Config) bool { return c.ExpandableSegments }},
 		{" expandable_segments : True , max_split_size_mb : 128 ", func(c Config) bool {
 			return c.ExpandableSegments && c.MaxSplitSize == 128*MiB
