@@ -86,6 +86,11 @@ func (b *builder) traces(v pickle.Value) error {
 	}
 	b.s.Traces = make([]Trace, len(devs))
 	for dev, tv := range devs {
+		if tv.Kind == pickle.Handle && tv.Sub == hTrace {
+			r := b.traceRuns[tv.X]
+			b.s.Traces[dev].Events = b.events[r.first : r.first+r.n : r.first+r.n]
+			continue
+		}
 		entries, ok := b.items(tv)
 		if !ok {
 			return notSnapshot("device_traces[%d] is %s, not a list", dev, b.kindName(tv))
@@ -120,232 +125,286 @@ func (b *builder) traces(v pickle.Value) error {
 	return nil
 }
 
+// segments collects the segment list (items are segment handles).
 func (b *builder) segments(v pickle.Value) error {
-	d := b.d
 	s := b.s
 	segs, ok := b.items(v)
 	if !ok {
 		return notSnapshot("segments is %s, not a list", b.kindName(v))
 	}
 	s.Segments = make([]Segment, 0, len(segs))
+	// Blocks were typed in file order; keep that array when the segments
+	// use it in order, as they do in every file PyTorch writes.
+	inOrder := true
+	next := int32(0)
 	for si, sv := range segs {
-		if sv.Kind != pickle.Dict {
-			return notSnapshot("segments[%d] is %s, not a dict", si, b.kindName(sv))
+		if sv.Kind != pickle.Handle || sv.Sub != hSegment {
+			return notSnapshot("segments[%d] is %s, not a segment dict", si, b.kindName(sv))
 		}
-		seg := Segment{FirstBlock: int32(len(s.Blocks))}
-		var extra KeyValues
-		var haveAlloc, haveActive, haveReq bool
-		var blocksV pickle.Value
-		haveBlocks := false
-		kv := d.Items(sv)
-		for i := 0; i+1 < len(kv); i += 2 {
-			key, _ := d.Str(kv[i])
-			val := kv[i+1]
-			var err error
-			where := func(k string) string { return fmt.Sprintf("segments[%d].%s", si, k) }
-			switch key {
-			case "device":
-				var x int64
-				x, err = b.int(val, where(key))
-				seg.Device = int32(x)
-			case "address":
-				seg.Address, err = b.uint(val, where(key))
-			case "total_size":
-				seg.TotalSize, err = b.uint(val, where(key))
-			case "allocated_size":
-				seg.AllocatedSize, err = b.uint(val, where(key))
-				haveAlloc = true
-			case "active_size":
-				seg.ActiveSize, err = b.uint(val, where(key))
-				haveActive = true
-			case "requested_size":
-				seg.RequestedSize, err = b.uint(val, where(key))
-				haveReq = true
-			case "stream":
-				var x int64
-				x, err = b.int(val, where(key))
-				seg.Stream = b.tmpStream(x)
-			case "segment_type":
-				var t string
-				t, err = b.str(val, where(key))
-				seg.Large = t == "large"
-				if t != "large" && t != "small" {
-					extra = append(extra, KeyValue{Key: key, JSON: string(pickle.AppendJSONString(nil, t))})
-				}
-			case "segment_pool_id":
-				items, ok := b.items(val)
-				if !ok || len(items) != 2 {
-					return fmt.Errorf("%s is not a pair", where(key))
-				}
-				for j := range 2 {
-					if seg.PoolID[j], err = b.int(items[j], where(key)); err != nil {
-						return err
-					}
-				}
-				seg.HasPoolID = true
-			case "is_expandable":
-				seg.IsExpandable = val.Kind == pickle.Bool && val.X != 0
-			case "frames":
-				seg.Stack, err = b.stackOf(val, where(key))
-			case "blocks":
-				blocksV, haveBlocks = val, true
-			default:
-				var kvj KeyValue
-				kvj, err = b.keyValue(kv[i], val)
-				extra = append(extra, kvj)
-			}
-			if err != nil {
-				return err
-			}
+		seg := b.segs[sv.X]
+		if seg.FirstBlock != next {
+			inOrder = false
 		}
-		if haveBlocks {
-			if err := b.blocks(si, blocksV); err != nil {
-				return err
-			}
-		}
-		seg.NumBlocks = int32(len(s.Blocks)) - seg.FirstBlock
-		if !haveAlloc || !haveActive || !haveReq {
-			var alloc, active, req uint64
-			for i := seg.FirstBlock; i < seg.FirstBlock+seg.NumBlocks; i++ {
-				bl := &s.Blocks[i]
-				if bl.State == BlockActiveAllocated {
-					alloc += bl.Size
-				}
-				if bl.State != BlockInactive {
-					active += bl.Size
-					req += bl.RequestedSize
-				}
-			}
-			if !haveAlloc {
-				seg.AllocatedSize = alloc
-			}
-			if !haveActive {
-				seg.ActiveSize = active
-			}
-			if !haveReq {
-				seg.RequestedSize = req
-			}
-		}
-		if extra != nil {
-			seg.Extra = b.addExtra(extra)
-		}
+		next = seg.FirstBlock + seg.NumBlocks
 		s.Segments = append(s.Segments, seg)
 	}
+	if inOrder && int(next) == len(b.blocks) {
+		s.Blocks = b.blocks
+	} else {
+		s.Blocks = make([]Block, 0, len(b.blocks))
+		for i := range s.Segments {
+			seg := &s.Segments[i]
+			first := int32(len(s.Blocks))
+			s.Blocks = append(s.Blocks, b.blocks[seg.FirstBlock:seg.FirstBlock+seg.NumBlocks]...)
+			seg.FirstBlock = first
+		}
+	}
+	b.blocks, b.segs = nil, nil
 	return nil
 }
 
-func (b *builder) blocks(si int, v pickle.Value) error {
+// segment types a segment dict once its blocks are typed.
+func (b *builder) segment(v pickle.Value, kv []pickle.Value) (pickle.Value, error) {
+	d := b.d
+	var seg Segment
+	var extra KeyValues
+	var haveAlloc, haveActive, haveReq bool
+	var blockItems []pickle.Value
+	haveBlocks := false
+	for i := 0; i+1 < len(kv); i += 2 {
+		key, _ := d.Str(kv[i])
+		val := kv[i+1]
+		var err error
+		switch key {
+		case "device":
+			var x int64
+			x, err = b.int(val, key)
+			seg.Device = int32(x)
+		case "address":
+			seg.Address, err = b.uint(val, key)
+		case "total_size":
+			seg.TotalSize, err = b.uint(val, key)
+		case "allocated_size":
+			seg.AllocatedSize, err = b.uint(val, key)
+			haveAlloc = true
+		case "active_size":
+			seg.ActiveSize, err = b.uint(val, key)
+			haveActive = true
+		case "requested_size":
+			seg.RequestedSize, err = b.uint(val, key)
+			haveReq = true
+		case "stream":
+			var x int64
+			x, err = b.int(val, key)
+			seg.Stream = b.tmpStream(x)
+		case "segment_type":
+			var t string
+			t, err = b.str(val, key)
+			seg.Large = t == "large"
+			if err == nil && t != "large" && t != "small" {
+				extra = append(extra, KeyValue{Key: key, JSON: string(pickle.AppendJSONString(nil, t))})
+			}
+		case "segment_pool_id":
+			if val.Kind == pickle.Handle && val.Sub == hPair {
+				seg.PoolID = b.pairs[val.X]
+				seg.HasPoolID = true
+				continue
+			}
+			items, ok := b.items(val)
+			if !ok || len(items) != 2 {
+				return v, d.Errorf("segment: segment_pool_id is %s, not a pair", b.kindName(val))
+			}
+			for j := range 2 {
+				if seg.PoolID[j], err = b.int(items[j], key); err != nil {
+					break
+				}
+			}
+			seg.HasPoolID = true
+		case "is_expandable":
+			seg.IsExpandable = val.Kind == pickle.Bool && val.X != 0
+		case "frames":
+			seg.Stack, err = b.stackOf(val, key)
+		case "blocks":
+			if val.Kind == pickle.Handle && val.Sub == hBlocks {
+				seg.FirstBlock = int32(uint32(val.X))
+				seg.NumBlocks = int32(val.X >> 32)
+				haveBlocks = true
+				continue
+			}
+			var ok bool
+			blockItems, ok = b.items(val)
+			if !ok {
+				err = fmt.Errorf("blocks is %s, not a list", b.kindName(val))
+			}
+			haveBlocks = true
+		default:
+			var kvj KeyValue
+			kvj, err = b.keyValue(kv[i], val)
+			extra = append(extra, kvj)
+		}
+		if err != nil {
+			return v, b.finishErr("segment", err)
+		}
+	}
+	if seg.NumBlocks == 0 {
+		seg.FirstBlock = int32(len(b.blocks))
+	}
+	if haveBlocks && len(blockItems) > 0 {
+		contiguous := true
+		for i, it := range blockItems {
+			if it.Kind != pickle.Handle || it.Sub != hBlock {
+				return v, d.Errorf("segment: blocks[%d] is %s, not a block dict", i, b.kindName(it))
+			}
+			if it.X != blockItems[0].X+uint64(i) {
+				contiguous = false
+			}
+		}
+		if contiguous {
+			seg.FirstBlock = int32(blockItems[0].X)
+		} else {
+			for _, it := range blockItems {
+				b.blocks = append(b.blocks, b.blocks[it.X])
+			}
+			seg.FirstBlock = int32(len(b.blocks) - len(blockItems))
+		}
+		seg.NumBlocks = int32(len(blockItems))
+	}
+	if !haveAlloc || !haveActive || !haveReq {
+		var alloc, active, req uint64
+		for _, bl := range b.blocks[seg.FirstBlock : seg.FirstBlock+seg.NumBlocks] {
+			if bl.State == BlockActiveAllocated {
+				alloc += bl.Size
+			}
+			if bl.State != BlockInactive {
+				active += bl.Size
+				req += bl.RequestedSize
+			}
+		}
+		if !haveAlloc {
+			seg.AllocatedSize = alloc
+		}
+		if !haveActive {
+			seg.ActiveSize = active
+		}
+		if !haveReq {
+			seg.RequestedSize = req
+		}
+	}
+	if extra != nil {
+		seg.Extra = b.addExtra(extra)
+	}
+	b.segs = append(b.segs, seg)
+	return pickle.MakeHandle(hSegment, uint64(len(b.segs)-1)), nil
+}
+
+// finishErr wraps a field error with the offset of the opcode at hand.
+func (b *builder) finishErr(what string, err error) error {
+	return b.d.Errorf("%s: %v", what, err)
+}
+
+// block types a block dict (with its legacy history, if any).
+func (b *builder) block(v pickle.Value, kv []pickle.Value) (pickle.Value, error) {
 	d := b.d
 	s := b.s
-	blocks, ok := b.items(v)
-	if !ok {
-		return fmt.Errorf("segments[%d].blocks is %s, not a list", si, b.kindName(v))
-	}
-	for bi, bv := range blocks {
-		if bv.Kind != pickle.Dict {
-			return fmt.Errorf("segments[%d].blocks[%d] is %s, not a dict", si, bi, b.kindName(bv))
-		}
-		var bl Block
-		var extra KeyValues
-		haveFrames := false
-		var history []pickle.Value
-		haveHistory := false
-		kv := d.Items(bv)
-		for i := 0; i+1 < len(kv); i += 2 {
-			key, _ := d.Str(kv[i])
-			val := kv[i+1]
-			where := func(k string) string { return fmt.Sprintf("segments[%d].blocks[%d].%s", si, bi, k) }
-			var err error
-			switch key {
-			case "address":
-				bl.RawAddress, err = b.uint(val, where(key))
-				bl.HasAddress = true
-			case "size":
-				bl.Size, err = b.uint(val, where(key))
-			case "requested_size":
-				bl.RequestedSize, err = b.uint(val, where(key))
-				bl.HasRequestedSize = true
-			case "state":
-				var st string
-				st, err = b.str(val, where(key))
-				switch st {
-				case "active_allocated":
-					bl.State = BlockActiveAllocated
-				case "active_pending_free", "active_awaiting_free":
-					bl.State = BlockActivePendingFree
-				case "inactive":
-					bl.State = BlockInactive
-				default:
+	var bl Block
+	var extra KeyValues
+	haveFrames := false
+	var history []pickle.Value
+	haveHistory := false
+	for i := 0; i+1 < len(kv); i += 2 {
+		key, _ := d.Str(kv[i])
+		val := kv[i+1]
+		var err error
+		switch key {
+		case "address":
+			bl.RawAddress, err = b.uint(val, key)
+			bl.HasAddress = true
+		case "size":
+			bl.Size, err = b.uint(val, key)
+		case "requested_size":
+			bl.RequestedSize, err = b.uint(val, key)
+			bl.HasRequestedSize = true
+		case "state":
+			var st string
+			st, err = b.str(val, key)
+			switch st {
+			case "active_allocated":
+				bl.State = BlockActiveAllocated
+			case "active_pending_free", "active_awaiting_free":
+				bl.State = BlockActivePendingFree
+			case "inactive":
+				bl.State = BlockInactive
+			default:
+				if err == nil {
 					extra = append(extra, KeyValue{Key: key, JSON: string(pickle.AppendJSONString(nil, st))})
 				}
-			case "frames":
-				bl.Stack, err = b.stackOf(val, where(key))
-				haveFrames = true
-			case "history":
-				var ok bool
-				history, ok = b.items(val)
-				if !ok {
-					err = fmt.Errorf("%s is %s, not a list", where(key), b.kindName(val))
-				}
-				haveHistory = true
-			default:
-				var kvj KeyValue
-				kvj, err = b.keyValue(kv[i], val)
-				extra = append(extra, kvj)
 			}
-			if err != nil {
-				return err
+		case "frames":
+			bl.Stack, err = b.stackOf(val, key)
+			haveFrames = true
+		case "history":
+			var ok bool
+			history, ok = b.items(val)
+			if !ok {
+				err = fmt.Errorf("history is %s, not a list", b.kindName(val))
 			}
+			haveHistory = true
+		default:
+			var kvj KeyValue
+			kvj, err = b.keyValue(kv[i], val)
+			extra = append(extra, kvj)
 		}
-		if haveHistory {
-			bl.FirstHistory = int32(len(s.History))
-			for hi, hv := range history {
-				if hv.Kind != pickle.Dict {
-					return fmt.Errorf("segments[%d].blocks[%d].history[%d] is %s, not a dict", si, bi, hi, b.kindName(hv))
-				}
-				var h HistoryItem
-				hkv := d.Items(hv)
-				for i := 0; i+1 < len(hkv); i += 2 {
-					key, _ := d.Str(hkv[i])
-					val := hkv[i+1]
-					where := fmt.Sprintf("segments[%d].blocks[%d].history[%d].%s", si, bi, hi, key)
-					var err error
-					switch key {
-					case "addr":
-						h.Addr, err = b.uint(val, where)
-					case "real_size":
-						h.RealSize, err = b.uint(val, where)
-					case "frames":
-						h.Stack, err = b.stackOf(val, where)
-						h.HasStack = true
-					}
-					if err != nil {
-						return err
-					}
-				}
-				s.History = append(s.History, h)
-			}
-			bl.NumHistory = int32(len(s.History)) - bl.FirstHistory
+		if err != nil {
+			return v, b.finishErr("block", err)
 		}
-		// Legacy blocks (spec A.3, memory_viz's annotate_snapshot): frames
-		// and requested size come from the first history item.
-		if !haveFrames {
-			if bl.NumHistory > 0 {
-				h := s.History[bl.FirstHistory]
-				bl.Stack = h.Stack
-				if bl.RequestedSize == 0 {
-					bl.RequestedSize = h.RealSize
-				}
-			} else if bl.RequestedSize == 0 {
-				bl.RequestedSize = bl.Size
-			}
-		}
-		if extra != nil {
-			bl.Extra = b.addExtra(extra)
-		}
-		s.Blocks = append(s.Blocks, bl)
 	}
-	return nil
+	if haveHistory {
+		bl.FirstHistory = int32(len(s.History))
+		for hi, hv := range history {
+			if hv.Kind != pickle.Dict {
+				return v, d.Errorf("block: history[%d] is %s, not a dict", hi, b.kindName(hv))
+			}
+			var h HistoryItem
+			hkv := d.Items(hv)
+			for i := 0; i+1 < len(hkv); i += 2 {
+				key, _ := d.Str(hkv[i])
+				val := hkv[i+1]
+				var err error
+				switch key {
+				case "addr":
+					h.Addr, err = b.uint(val, key)
+				case "real_size":
+					h.RealSize, err = b.uint(val, key)
+				case "frames":
+					h.Stack, err = b.stackOf(val, key)
+					h.HasStack = true
+				}
+				if err != nil {
+					return v, b.finishErr(fmt.Sprintf("block: history[%d]", hi), err)
+				}
+			}
+			s.History = append(s.History, h)
+		}
+		bl.NumHistory = int32(len(s.History)) - bl.FirstHistory
+	}
+	// Legacy blocks (spec A.3, memory_viz's annotate_snapshot): frames
+	// and requested size come from the first history item.
+	if !haveFrames {
+		if bl.NumHistory > 0 {
+			h := s.History[bl.FirstHistory]
+			bl.Stack = h.Stack
+			if bl.RequestedSize == 0 {
+				bl.RequestedSize = h.RealSize
+			}
+		} else if bl.RequestedSize == 0 {
+			bl.RequestedSize = bl.Size
+		}
+	}
+	if extra != nil {
+		bl.Extra = b.addExtra(extra)
+	}
+	b.blocks = append(b.blocks, bl)
+	return pickle.MakeHandle(hBlock, uint64(len(b.blocks)-1)), nil
 }
 
 func (b *builder) settings(v pickle.Value) error {

@@ -10,11 +10,19 @@ import (
 
 // Handle sub-tags the builder gives finished containers.
 const (
-	hFrame uint8 = iota + 1 // X = FrameID
-	hStack                  // X = StackID
-	hEvent                  // X = index into builder.events
-	hEmpty                  // an empty list
+	hFrame   uint8 = iota + 1 // X = FrameID
+	hStack                    // X = StackID
+	hEvent                    // X = index into builder.events
+	hEmpty                    // an empty list
+	hSegment                  // X = index into builder.segs
+	hBlock                    // X = index into builder.blocks
+	hTrace                    // X = index into builder.traceRuns
+	hPair                     // X = index into builder.pairs: an (int, int) tuple
+	hBlocks                   // X = first block | count<<32: a list of consecutive blocks
 )
+
+// eventRun is a device trace kept as a range of builder.events.
+type eventRun struct{ first, n uint64 }
 
 // builder types containers as the pickle VM completes them: frame dicts
 // become FrameIDs, frame lists StackIDs and trace-entry dicts Events, so the
@@ -26,7 +34,7 @@ type builder struct {
 
 	// Interned key ids in the decoder's string table.
 	kFilename, kName, kLine, kAction, kAddr, kSize, kStream, kTimeUS, kFrames,
-	kCompileContext, kUserMetadata, kDeviceFree uint32
+	kCompileContext, kUserMetadata, kDeviceFree, kBlocks, kState uint32
 
 	actions    map[uint32]Action
 	frameIndex map[frameKey]FrameID
@@ -36,6 +44,13 @@ type builder struct {
 	strIndex   map[string]StringID
 
 	events []Event
+	segs   []Segment
+	blocks []Block
+	// openRuns maps a list being built to the run of events appended so
+	// far; traceRuns holds finished ones.
+	openRuns  map[pickle.Value]*eventRun
+	traceRuns []eventRun
+	pairs     [][2]int64
 	// streamTmp numbers raw streams in file order; assemble renumbers them
 	// in memory_viz's order.
 	streamTmp map[int64]StreamID
@@ -59,16 +74,19 @@ func newBuilder(s *Snapshot, sizeHint int64) *builder {
 		strIndex:   map[string]StringID{"": 0},
 		streamTmp:  map[int64]StreamID{0: 0},
 		streamRaw:  []int64{0},
+		openRuns:   map[pickle.Value]*eventRun{},
 	}
 	s.Strings = []string{""}
 	s.Extras = []KeyValues{nil}
 	s.Stacks.Offsets = []int32{0, 0}
 	if sizeHint > 0 {
-		// Real snapshots spend roughly 100-130 bytes of pickle per trace
-		// entry; over-reserving a little beats repeated doubling.
-		n := sizeHint / 110
-		if n > 1<<26 {
-			n = 1 << 26
+		// A trace entry takes at least ~50 bytes of pickle. Reserving for
+		// that many costs address space, not resident memory (untouched
+		// pages of a fresh allocation are never faulted in), and avoids
+		// the copies of repeated growth.
+		n := sizeHint / 64
+		if n > 1<<28 {
+			n = 1 << 28
 		}
 		b.events = make([]Event, 0, n)
 	}
@@ -89,6 +107,8 @@ func (b *builder) attach(d *pickle.Decoder) {
 	b.kCompileContext = d.Intern("compile_context")
 	b.kUserMetadata = d.Intern("user_metadata")
 	b.kDeviceFree = d.Intern("device_free")
+	b.kBlocks = d.Intern("blocks")
+	b.kState = d.Intern("state")
 }
 
 // Finish implements pickle.Finisher.
@@ -105,12 +125,36 @@ func (b *builder) Finish(d *pickle.Decoder, v pickle.Value) (pickle.Value, error
 				return b.event(kv)
 			case b.kFilename:
 				return b.frame(v, kv)
+			case b.kBlocks:
+				return b.segment(v, kv)
+			case b.kState:
+				return b.block(v, kv)
 			}
 		}
+	case pickle.Tuple:
+		// segment_pool_id: keep (int, int) pairs out of the container table.
+		if it := d.Items(v); len(it) == 2 && it[0].Kind == pickle.Int && it[1].Kind == pickle.Int {
+			b.pairs = append(b.pairs, [2]int64{int64(it[0].X), int64(it[1].X)})
+			return pickle.MakeHandle(hPair, uint64(len(b.pairs)-1)), nil
+		}
 	case pickle.List:
+		if r, ok := b.openRuns[v]; ok {
+			delete(b.openRuns, v)
+			b.traceRuns = append(b.traceRuns, *r)
+			return pickle.MakeHandle(hTrace, uint64(len(b.traceRuns)-1)), nil
+		}
 		items := d.Items(v)
 		if len(items) == 0 {
 			return pickle.MakeHandle(hEmpty, 0), nil
+		}
+		if items[0].Kind == pickle.Handle && items[0].Sub == hBlock && len(items) < 1<<31 {
+			first := items[0].X
+			for i, it := range items {
+				if it.Kind != pickle.Handle || it.Sub != hBlock || it.X != first+uint64(i) {
+					return v, nil
+				}
+			}
+			return pickle.MakeHandle(hBlocks, first|uint64(len(items))<<32), nil
 		}
 		for _, it := range items {
 			if it.Kind != pickle.Handle || it.Sub != hFrame {
@@ -120,6 +164,45 @@ func (b *builder) Finish(d *pickle.Decoder, v pickle.Value) (pickle.Value, error
 		return pickle.MakeHandle(hStack, uint64(b.internStack(items))), nil
 	}
 	return v, nil
+}
+
+// Append implements pickle.Appender: trace entries appended to a list are
+// kept as a run of builder.events instead of one 16-byte value each.
+func (b *builder) Append(d *pickle.Decoder, list pickle.Value, items []pickle.Value) bool {
+	for _, it := range items {
+		if it.Kind != pickle.Handle || it.Sub != hEvent {
+			b.spillRun(list)
+			return false
+		}
+	}
+	r, ok := b.openRuns[list]
+	if !ok {
+		if d.Len(list) != 0 {
+			return false
+		}
+		r = &eventRun{first: items[0].X}
+		b.openRuns[list] = r
+	}
+	for i, it := range items {
+		if it.X != r.first+r.n+uint64(i) {
+			b.spillRun(list)
+			return false
+		}
+	}
+	r.n += uint64(len(items))
+	return true
+}
+
+// spillRun turns an open run back into ordinary list items.
+func (b *builder) spillRun(list pickle.Value) {
+	r, ok := b.openRuns[list]
+	if !ok {
+		return
+	}
+	delete(b.openRuns, list)
+	for i := uint64(0); i < r.n; i++ {
+		_ = b.d.Add(list, pickle.MakeHandle(hEvent, r.first+i))
+	}
 }
 
 func (b *builder) frame(v pickle.Value, kv []pickle.Value) (pickle.Value, error) {
@@ -232,7 +315,7 @@ func (b *builder) stackOf(v pickle.Value, what string) (StackID, error) {
 	if v.Kind == pickle.None {
 		return NoStack, nil
 	}
-	return NoStack, b.d.Errorf("%s: frames is %s, not a list of frames", what, b.kindName(v))
+	return NoStack, fmt.Errorf("%s is %s, not a list of frames", what, b.kindName(v))
 }
 
 func (b *builder) kindName(v pickle.Value) string {
@@ -246,6 +329,16 @@ func (b *builder) kindName(v pickle.Value) string {
 			return "a trace entry"
 		case hEmpty:
 			return "an empty list"
+		case hSegment:
+			return "a segment"
+		case hBlock:
+			return "a block"
+		case hTrace:
+			return "a list of trace entries"
+		case hBlocks:
+			return "a list of blocks"
+		case hPair:
+			return "a pair"
 		}
 	}
 	return v.Kind.String()
@@ -334,9 +427,9 @@ func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 			e.Flags |= FlagHasTime
 			b.sawTime = true
 		case b.kFrames:
-			st, err := b.stackOf(val, "trace entry")
+			st, err := b.stackOf(val, "frames")
 			if err != nil {
-				return val, err
+				return val, b.finishErr("trace entry", err)
 			}
 			e.Stack = st
 			e.Flags |= FlagHasFrames
@@ -462,8 +555,13 @@ func (b *builder) renderHandle(buf []byte, v pickle.Value) []byte {
 		return append(buf, ']')
 	case hEmpty:
 		return append(buf, "[]"...)
-	case hEvent:
-		return append(buf, "null"...)
+	case hBlocks:
+		return append(buf, "[]"...)
+	case hPair:
+		p := b.pairs[v.X]
+		return fmt.Appendf(buf, "[%d,%d]", p[0], p[1])
+	case hTrace:
+		return append(buf, "[]"...)
 	}
 	return append(buf, "null"...)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -164,6 +165,11 @@ func decodeStream(r io.Reader, name string, size int64, opt *Options) (*Snapshot
 	var err error
 	switch kind {
 	case "pickle":
+		if innerSize > 64<<20 {
+			// Big inputs: collect garbage more eagerly while decoding so
+			// peak memory stays near the size of the typed model.
+			defer debug.SetGCPercent(debug.SetGCPercent(25))
+		}
 		s = &Snapshot{Source: Source{Encoding: "pickle"}}
 		b := newBuilder(s, innerSize)
 		d := pickle.NewDecoder(ibr, b)

@@ -32,6 +32,13 @@ type Finisher interface {
 	Finish(d *Decoder, v Value) (Value, error)
 }
 
+// An Appender is a Finisher that may also take over items appended to a
+// list (APPEND/APPENDS), e.g. to keep a run of typed handles instead of
+// 16-byte values. Append returns true when it consumed the items.
+type Appender interface {
+	Append(d *Decoder, list Value, items []Value) bool
+}
+
 // objExtra holds the parts of an Object container beyond its items.
 type objExtra struct {
 	cls, args, state Value
@@ -55,7 +62,8 @@ type Decoder struct {
 	stack []Value
 	marks []int32
 
-	memo      []Value
+	memo      [][]Value
+	memoLen   uint64
 	memoMap   map[uint64]Value
 	memoCount int
 
@@ -69,7 +77,9 @@ type Decoder struct {
 	bigs   []*big.Int
 
 	fin        Finisher
+	app        Appender
 	pendingRel []Value
+	work       []Value
 }
 
 // NewDecoder returns a decoder reading a pickle stream from r. fin may be nil.
@@ -93,6 +103,7 @@ func NewBytesDecoder(b []byte, fin Finisher) *Decoder {
 
 func newDecoder(fin Finisher) *Decoder {
 	d := &Decoder{fin: fin, strIdx: make(map[string]uint32), objs: map[uint32]*objExtra{}}
+	d.app, _ = fin.(Appender)
 	d.strs = append(d.strs, "")
 	d.strIdx[""] = 0
 	return d
@@ -334,7 +345,8 @@ func (d *Decoder) cont(v Value) *container {
 
 // release recycles a container and the unmemoized containers inside it.
 func (d *Decoder) release(v Value) {
-	work := []Value{v}
+	work := append(d.work[:0], v)
+	defer func() { d.work = work[:0] }()
 	for len(work) > 0 {
 		v := work[len(work)-1]
 		work = work[:len(work)-1]
@@ -393,7 +405,7 @@ func (d *Decoder) finish(v Value) (Value, error) {
 				c.pending = true
 				c.repl = nv
 				d.pendingRel = append(d.pendingRel, v)
-				if len(d.pendingRel) >= 4096 {
+				if len(d.pendingRel) >= 256 {
 					d.flushReleases()
 				}
 			}
@@ -432,9 +444,16 @@ func (d *Decoder) finishAll(vs []Value) error {
 	return nil
 }
 
+// The memo's dense part is paged so that growing it never copies.
+const memoPageBits = 16
+
+func (d *Decoder) memoSlot(i uint64) *Value {
+	return &d.memo[i>>memoPageBits][i&(1<<memoPageBits-1)]
+}
+
 func (d *Decoder) memoGet(i uint64) (Value, bool) {
-	if i < uint64(len(d.memo)) {
-		if v := d.memo[i]; v.Kind != mark {
+	if i < d.memoLen {
+		if v := *d.memoSlot(i); v.Kind != mark {
 			return v, true
 		}
 	}
@@ -443,30 +462,31 @@ func (d *Decoder) memoGet(i uint64) (Value, bool) {
 }
 
 func (d *Decoder) memoPut(i uint64, v Value) {
-	if i < uint64(len(d.memo)) {
-		if d.memo[i].Kind == mark {
+	if i >= d.memoLen && i <= uint64(2*d.memoCount+1024) {
+		// Dense indices go to the pages; their number stays within a
+		// small multiple of the entries, so sparse indices (kept in the
+		// map) cannot make the memo outgrow the input.
+		for d.memoLen <= i {
+			if d.memoLen&(1<<memoPageBits-1) == 0 {
+				page := make([]Value, 1<<memoPageBits)
+				for j := range page {
+					page[j].Kind = mark
+				}
+				d.memo = append(d.memo, page)
+			}
+			d.memoLen++
+		}
+	}
+	if i < d.memoLen {
+		p := d.memoSlot(i)
+		if p.Kind == mark {
 			if _, ok := d.memoMap[i]; ok {
 				delete(d.memoMap, i)
 			} else {
 				d.memoCount++
 			}
 		}
-		d.memo[i] = v
-		return
-	}
-	// Dense indices go to the slice; its length stays within a small
-	// multiple of the number of entries, so sparse indices (kept in the map)
-	// cannot make it grow beyond the input's size.
-	if i <= uint64(2*d.memoCount+1024) {
-		for uint64(len(d.memo)) < i {
-			d.memo = append(d.memo, Value{Kind: mark})
-		}
-		d.memo = append(d.memo, v)
-		if _, ok := d.memoMap[i]; ok {
-			delete(d.memoMap, i)
-		} else {
-			d.memoCount++
-		}
+		*p = v
 		return
 	}
 	if d.memoMap == nil {
@@ -1381,6 +1401,9 @@ func (d *Decoder) appendItems(target Value, items []Value) error {
 	}
 	switch c.kind {
 	case List:
+		if d.app != nil && d.app.Append(d, target, items) {
+			return nil
+		}
 		c.items = append(c.items, items...)
 	case Object:
 		o := d.objs[uint32(target.X)]

@@ -1,0 +1,6 @@
+package pickle
+
+// Stats reports table sizes (for tests and benchmarks).
+func (d *Decoder) Stats() (containers, free, memo int) {
+	return len(d.conts), len(d.free), int(d.memoLen) + len(d.memoMap)
+}
