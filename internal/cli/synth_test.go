@@ -23,6 +23,7 @@ func TestSynthCommand(t *testing.T) {
 		{"json", append(append([]string{"--json", "--dtype", "bf16"}, small...), "-o", out), 0, "JSON", ""},
 		{"mlp", []string{"--model", "mlp", "--layers", "2", "--hidden", "64", "--batch", "4", "--steps", "1", "-o", out}, 0, "mlp layers=2", ""},
 		{"oom", append(append([]string{"--capacity", "1MiB"}, small...), "-o", out), 0, "stopped at OOM", ""},
+		{"target size", []string{"--layers", "1", "--d-model", "64", "--heads", "4", "--seq", "32", "--batch", "2", "--vocab", "100", "--target-mb", "0.3", "-o", out}, 0, "(0.3 MB)", ""},
 		{"no output", small, 2, "", "-o OUT is required"},
 		{"bad flag", []string{"--nope", "-o", out}, 2, "", "flag provided but not defined"},
 		{"bad dtype", []string{"--dtype", "fp8", "-o", out}, 1, "", "gpumem synth: unknown dtype"},
