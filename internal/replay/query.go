@@ -40,7 +40,10 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 			}
 		})
 	}
-	if len(vis) > o.MaxPolygons {
+	truncate := func(vis []int32) []int32 {
+		if len(vis) <= o.MaxPolygons {
+			return vis
+		}
 		sort.Slice(vis, func(a, b int) bool {
 			sa, sb := t.itemSize(vis[a]), t.itemSize(vis[b])
 			if sa != sb {
@@ -48,54 +51,57 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 			}
 			return vis[a] < vis[b]
 		})
-		vis = vis[:o.MaxPolygons]
 		f.Truncated = true
+		return vis[:o.MaxPolygons]
 	}
 	if len(vis) == 0 {
 		return f
 	}
 	if t.ser != nil {
-		t.polygonsMaterialized(f, vis, t0, t1, tpp, bpp)
+		t.polygonsMaterialized(f, truncate(vis), t0, t1, tpp, bpp)
 		return f
 	}
-	sort.Slice(vis, func(a, b int) bool { return t.pos[vis[a]] < t.pos[vis[b]] })
-	nv := len(vis)
-	vpos := make([]int32, nv)
-	for k, id := range vis {
-		vpos[k] = t.pos[id]
+	byPos := func(vis []int32) {
+		sort.Slice(vis, func(a, b int) bool { return t.pos[vis[a]] < t.pos[vis[b]] })
 	}
 
 	// 2. Bottom edges at each element's first sample: pushed inside the
 	// window → its push offset; alive at t0 → the stack below it at t0.
+	// Offsets never grow, so an element whose top starts below y0, or
+	// whose bottom ends above y1, stays outside the window: drop it before
+	// sampling.
+	byPos(vis)
+	first := t.offsetsAt(t0, vis, func(id int32) bool { return float64(t.start[id]) < t0 })
+	last := t.offsetsAt(t1, vis, func(id int32) bool { return float64(t.start[id]) < t1 && float64(t.end[id]) >= t1 })
+	kept := vis[:0]
+	baseOf := map[int32]float64{}
+	for k, id := range vis {
+		b := first[k]
+		if float64(t.start[id]) >= t0 {
+			b = float64(t.off0[id])
+		}
+		if b+float64(t.src[id].size) < y0 {
+			continue
+		}
+		if float64(t.start[id]) < t1 && float64(t.end[id]) >= t1 && last[k] > y1 {
+			continue
+		}
+		baseOf[id] = b
+		kept = append(kept, id)
+	}
+	vis = truncate(kept)
+	if len(vis) == 0 {
+		return f
+	}
+	byPos(vis)
+	nv := len(vis)
+	vpos := make([]int32, nv)
 	base := make([]float64, nv)
 	baseT := make([]float64, nv)
-	maxPos := int32(-1)
 	for k, id := range vis {
-		if float64(t.start[id]) >= t0 {
-			base[k], baseT[k] = float64(t.off0[id]), float64(t.start[id])
-		} else {
-			baseT[k] = t0
-			maxPos = vpos[k]
-		}
-	}
-	if maxPos >= 0 {
-		k := 0
-		var sum float64
-		t.stack(t0, int(maxPos)+1, func(id int32, wsize float64) {
-			p := t.pos[id]
-			for k < nv && vpos[k] <= p {
-				if baseT[k] == t0 && float64(t.start[vis[k]]) < t0 {
-					base[k] = sum
-				}
-				k++
-			}
-			sum += wsize
-		})
-		for ; k < nv; k++ {
-			if baseT[k] == t0 && float64(t.start[vis[k]]) < t0 {
-				base[k] = sum
-			}
-		}
+		vpos[k] = t.pos[id]
+		base[k] = baseOf[id]
+		baseT[k] = max(t0, float64(t.start[id]))
 	}
 
 	// 3. Sweep the frees that slide things inside the window. For element
@@ -302,4 +308,34 @@ func (t *Timeline) columns(t0, tpp float64, w int) (mn, mx []float64) {
 		mn[c], mx[c] = float64(lo), float64(hi)
 	}
 	return
+}
+
+// offsetsAt returns, for the elements of vis (sorted by stack position)
+// selected by want, their bottom edge at time x, with one walk of the
+// stack at x.
+func (t *Timeline) offsetsAt(x float64, vis []int32, want func(int32) bool) []float64 {
+	out := make([]float64, len(vis))
+	maxPos := int32(-1)
+	for _, id := range vis {
+		if want(id) {
+			maxPos = t.pos[id]
+		}
+	}
+	if maxPos < 0 {
+		return out
+	}
+	k := 0
+	var sum float64
+	t.stack(x, int(maxPos)+1, func(id int32, wsize float64) {
+		p := t.pos[id]
+		for k < len(vis) && t.pos[vis[k]] <= p {
+			out[k] = sum
+			k++
+		}
+		sum += wsize
+	})
+	for ; k < len(vis); k++ {
+		out[k] = sum
+	}
+	return out
 }
