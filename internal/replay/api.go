@@ -71,8 +71,8 @@ type Stats struct {
 
 // Peaks returns the peak bytes of the Active Memory Timeline and of the
 // Active Cached Segment Timeline of a device, exactly as memory_viz computes
-// them (max of max_at_time). O(n) time for n trace events; it does not build
-// a Timeline.
+// them (max of max_at_time). O(n log n) time and O(n) memory for n trace
+// events; it does not build a Timeline.
 func Peaks(s *snapshot.Snapshot, device int) (active, segments uint64) {
 	return ComputeStats(s, device, KindActive, DefaultMaxEntries).PeakBytes,
 		ComputeStats(s, device, KindSegments, DefaultMaxEntries).PeakBytes
@@ -288,10 +288,13 @@ func (t *Timeline) Timesteps() int { return t.timesteps }
 func (t *Timeline) PeakBytes() uint64 { return t.peak }
 
 // Query returns what is visible in the window [t0, t1] x [y0, y1]
-// (timesteps x bytes) drawn at widthPx x heightPx. Cost is about
-// O(V log V + F + V·widthPx + D) for V visible elements, F frees inside the
-// window and D elements alive at t0, independent of the trace length
-// otherwise.
+// (timesteps x bytes) drawn at widthPx x heightPx: elements at least one
+// pixel tall and one pixel wide as polygons, the rest as the band under
+// ColMax. Cost is about O(B log n + V log V + F log V + V·widthPx + D) for
+// B non-empty (size, duration) classes, V drawn elements, F frees inside
+// the window that slide the stack and D elements alive at t0 and t1 —
+// never a pass over the whole trace. For KindActiveWithPools with private
+// pools the polygons are memory_viz's own, sampled per column.
 func (t *Timeline) Query(t0, t1 float64, widthPx, heightPx int, y0, y1 float64) *Frame {
 	return t.QueryWith(t0, t1, widthPx, heightPx, y0, y1, QueryOptions{})
 }
