@@ -536,7 +536,7 @@ func printReplay(w io.Writer, path string, s *snapshot.Snapshot, r *alloc.Replay
 func printSweep(w io.Writer, path string, dev int, rows []alloc.SweepRow) {
 	fmt.Fprintf(w, "%s device %d: replayed under %d settings, best first by peak reserved\n", filepath.Base(path), dev, len(rows))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "config\tpeak reserved\tvs default\tpeak allocated\tfrag@peak\tcudaMalloc\tcudaFree\tOOMs\t")
+	fmt.Fprintln(tw, "config\tpeak reserved\tvs default\tpeak allocated\tfrag@peak\tcudaMalloc\tcudaFree\tOOMs")
 	var base *alloc.SweepRow
 	for i := range rows {
 		if rows[i].Name == "default" {
@@ -549,7 +549,7 @@ func printSweep(w io.Writer, path string, dev int, rows []alloc.SweepRow) {
 		if base != nil && base.Result.PeakReserved > 0 && row.Name != "default" {
 			rel = fmt.Sprintf("%s (%+.1f%%)", signedSize(row.DeltaReserved), 100*float64(row.DeltaReserved)/float64(base.Result.PeakReserved))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f%%\t%d\t%d\t%d\t\n", row.Name, humanSize(r.PeakReserved), rel,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f%%\t%d\t%d\t%d\n", row.Name, humanSize(r.PeakReserved), rel,
 			humanSize(r.PeakAllocated), 100*r.FragmentationAtPeak, r.CudaMallocs, r.CudaFrees, len(r.ModelOOMs))
 	}
 	tw.Flush()

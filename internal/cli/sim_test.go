@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func init() {
+	// Share -update with the package's other golden tests if they define it.
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite the golden files in testdata")
+	}
+}
+
+func simUpdate() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+func simRun(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(args, strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func simGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "sim", name)
+	if simUpdate() {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestSimScript(t *testing.T) {
+	script := filepath.Join("testdata", "sim", "example.script")
+	out, errs, code := simRun(t, "sim", "--script", script)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	simGolden(t, "example.txt", out)
+
+	out, errs, code = simRun(t, "sim", "--script", script, "--json", "--config", "max_split_size_mb:64")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Config string `json:"config"`
+		Steps  []struct {
+			Line  int              `json:"line"`
+			Op    string           `json:"op"`
+			Stats map[string]int64 `json:"stats"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Config != "max_split_size_mb:64" || len(doc.Steps) == 0 {
+		t.Fatalf("json: %+v", doc)
+	}
+	for _, k := range []string{"allocated_bytes.all.current", "reserved_bytes.all.current", "requested_bytes.all.current",
+		"active_bytes.all.current", "inactive_split_bytes.all.current", "allocation.all.current", "active.small_pool.current",
+		"active.large_pool.current", "segment.small_pool.current", "segment.large_pool.current",
+		"inactive_split.small_pool.current", "inactive_split.large_pool.current", "allocated_bytes.all.peak",
+		"reserved_bytes.all.peak", "requested_bytes.all.peak", "active_bytes.all.peak"} {
+		if _, ok := doc.Steps[0].Stats[k]; !ok {
+			t.Errorf("json stats lack %s", k)
+		}
+	}
+	if got := doc.Steps[0].Stats["reserved_bytes.all.current"]; got != 20<<20 {
+		t.Errorf("first step reserved %d, want 20 MiB", got)
+	}
+}
+
+func TestSimErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.script")
+	os.WriteFile(bad, []byte("alloc a 1MiB\nfree b\n"), 0o644)
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"sim", "--script", bad}, 1, "bad.script: line 2: b is not allocated"},
+		{[]string{"sim", "--script", bad, "--config", "max_split_size_mb:5"}, 1, "max_split_size_mb too small"},
+		{[]string{"sim", "--script", bad, "--config", "nonsense:1"}, 1, `Unrecognized key "nonsense"`},
+		{[]string{"sim", "--script", filepath.Join(dir, "none")}, 1, "no such file"},
+		{[]string{"sim", "--script", bad, "--capacity", "lots"}, 1, "--capacity"},
+		{[]string{"sim", filepath.Join(dir, "none.pickle")}, 1, "no such file"},
+		{[]string{"sim"}, 2, "need --script FILE or one snapshot FILE"},
+	}
+	for _, tt := range tests {
+		_, errs, code := simRun(t, tt.args...)
+		if code != tt.code || !strings.Contains(errs, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tt.args, code, errs, tt.code, tt.want)
+		}
+		if code == 1 && strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("%v: error is not one line: %q", tt.args, errs)
+		}
+	}
+}
+
+// realSnapshot returns a file of the shared corpus or skips.
+func simRealSnapshot(t *testing.T, name string) string {
+	t.Helper()
+	p := filepath.Join("..", "..", "..", "shared", "snapshots", "real", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("shared corpus absent (%s)", p)
+	}
+	return p
+}
+
+func TestSimReplay(t *testing.T) {
+	p := simRealSnapshot(t, "cs336-silmont2000__mem_snapshot.pickle")
+	out, errs, code := simRun(t, "sim", p)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	simGolden(t, "replay.txt", out)
+
+	out, _, code = simRun(t, "sim", p, "--json")
+	var doc struct {
+		Validation struct {
+			Matched int  `json:"alloc_addresses_matched"`
+			Total   int  `json:"alloc_addresses_total"`
+			SegM    int  `json:"segment_events_matched"`
+			SegT    int  `json:"segment_events_total"`
+			Final   bool `json:"final_state_matches"`
+		} `json:"validation"`
+		Predicted struct {
+			PeakReserved  uint64 `json:"peak_reserved_bytes"`
+			PeakAllocated uint64 `json:"peak_allocated_bytes"`
+		} `json:"predicted"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil {
+		t.Fatalf("json replay: %d %s", code, out)
+	}
+	v := doc.Validation
+	if v.Total == 0 || v.Matched != v.Total || v.SegM != v.SegT || !v.Final || doc.Predicted.PeakReserved == 0 {
+		t.Errorf("validation %+v predicted %+v", v, doc.Predicted)
+	}
+
+	out, errs, code = simRun(t, "sim", p, "--config", "expandable_segments:True", "--capacity", "80GiB")
+	if code != 0 || !strings.Contains(out, "what-if expandable_segments:True") || !strings.Contains(out, "no allocation fails at 80 GiB") {
+		t.Errorf("what-if: %d %s %s", code, out, errs)
+	}
+	out, errs, code = simRun(t, "sim", p, "--sweep")
+	if code != 0 {
+		t.Fatalf("sweep: %d %s", code, errs)
+	}
+	simGolden(t, "sweep.txt", out)
+}
