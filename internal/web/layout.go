@@ -1,6 +1,7 @@
 package web
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/gpumem/gpumem/snapshot"
@@ -55,8 +56,7 @@ type series struct {
 	Elem   int32
 	Color  int32
 	Size   float64
-	First  int32 // index into timeline.pts
-	N      int32
+	Pts    []point // bottom edge over time, in step order
 	Opaque uint8 // 0 normal, 1 pool stripe, 2 pool envelope
 	// Sizes per point for envelopes (whose height changes); nil otherwise.
 	SizeAt []float64
@@ -74,7 +74,6 @@ type timeline struct {
 	Detail    int
 	Elems     []element
 	Series    []series
-	Pts       []point
 	MaxAtTime []float64 // total memory per timestep
 	StepEvent []float64 // x in event-index units for each timestep (+1 closing)
 	StepTime  []float64 // time_us per timestep (NaN-free; only if HasTime)
@@ -357,16 +356,14 @@ type stacker struct {
 	poolActive []bool
 	pools      map[poolKey]*poolState
 	poolOrder  []poolKey
-	// open points per live series (appended to Pts at close)
-	open map[int32][]point
-	// sizes of envelope series per point
+	// open holds the points of live series (moved to Pts at close),
+	// indexed by series.
+	open [][]point
 }
 
 func (b *stacker) newSeries(elem int32, color int32, size float64, opaque uint8) int32 {
 	b.tl.Series = append(b.tl.Series, series{Elem: elem, Color: color, Size: size, Opaque: opaque})
-	if b.open == nil {
-		b.open = map[int32][]point{}
-	}
+	b.open = append(b.open, make([]point, 0, 4))
 	return int32(len(b.tl.Series) - 1)
 }
 
@@ -733,14 +730,10 @@ func (b *stacker) action(id int32) {
 	}
 }
 
-// closeSeries moves a finished band's points into the flat point table.
+// closeSeries hands a finished band's points to its series.
 func (b *stacker) closeSeries(si int32) {
-	pts := b.open[si]
-	s := &b.tl.Series[si]
-	s.First = int32(len(b.tl.Pts))
-	s.N = int32(len(pts))
-	b.tl.Pts = append(b.tl.Pts, pts...)
-	delete(b.open, si)
+	b.tl.Series[si].Pts = slices.Clip(b.open[si])
+	b.open[si] = nil
 }
 
 func (b *stacker) finish() {
@@ -766,7 +759,9 @@ func (b *stacker) finish() {
 	}
 	// Any band still open (should not happen) is closed where it is.
 	for si := range b.open {
-		b.closeSeries(si)
+		if b.open[si] != nil {
+			b.closeSeries(int32(si))
+		}
 	}
 	b.tl.SumOff = append(b.tl.SumOff, b.totalMem)
 	b.tl.SumSize = append(b.tl.SumSize, b.summarized)

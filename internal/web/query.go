@@ -122,10 +122,10 @@ func (tl *timeline) window(q windowQuery) []byte {
 	const maxPts = 3_000_000
 	for si := range tl.Series {
 		sr := &tl.Series[si]
-		if sr.N == 0 {
+		pts := sr.Pts
+		if len(pts) == 0 {
 			continue
 		}
-		pts := tl.Pts[sr.First : sr.First+sr.N]
 		if int(pts[0].T) > s1+1 || int(pts[len(pts)-1].T) < s0 {
 			continue
 		}

@@ -24,7 +24,7 @@ function niceTicks(lo, hi, n, bytes) {
   let step;
   if (bytes) {
     let unit = 1;
-    while (span / unit >= 1024 * n) unit *= 1024;
+    while (span / unit >= 1024) unit *= 1024;
     const raw = span / n / unit;
     const p = Math.pow(10, Math.floor(Math.log10(raw)));
     step = ([1, 2, 5, 10].map(m => m * p).find(s => s >= raw) || 10 * p) * unit;
@@ -243,7 +243,7 @@ const S = {
   hoverId: -1, selId: -1, elemCache: new Map(), addrMatch: new Set(), frameMatch: new Set(),
   seq: 0, stateIdx: -1, eventsTotal: 0, eventPages: new Map(), layoutPlot: null, stateLayout: null,
 };
-window.gpumem = { S, formatSize };
+window.gpumem = { S, formatSize, refreshed: 0 };
 
 function showError(msg) {
   const e = $('error');
@@ -365,6 +365,7 @@ function renderSummary() {
   const f = S.files[S.p.file];
   const parts = [`<b>${escapeHTML(f.name)}</b>`, `cuda:${m.device}`, `${m.events.toLocaleString()} trace events`,
     `Peak: <b id="peak">${formatSize(m.peak, false)}</b>`,
+    ...(m.events === 0 ? ['<i>no trace events: showing the blocks alive when the snapshot was taken</i>'] : []),
     `Detail: ${m.drawn.toLocaleString()} of ${m.elements.toLocaleString()} entries`];
   $('summary').innerHTML = parts.join(' &middot; ');
 }
@@ -412,6 +413,7 @@ async function refreshWindow(first) {
   drawMinimap();
   writeHash();
   window.gpumem.lastQueryMs = performance.now() - t0;
+  window.gpumem.refreshed = (window.gpumem.refreshed || 0) + 1;
   document.body.dataset.ready = '1';
   if (first) window.gpumem.firstPaint = performance.now();
 }
@@ -960,6 +962,7 @@ async function upload(f) {
   }
 }
 
+Object.assign(window.gpumem, { zoom, setWindow });
 setupControls();
 setupPlotEvents();
 setupStateEvents();
