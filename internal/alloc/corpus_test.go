@@ -55,6 +55,9 @@ func TestCorpusReplay(t *testing.T) {
 			}
 			fmt.Fprintf(&table, "%-72s %3d %6d %6d/%-6d %5d/%-5d %5v\n", filepath.Base(f), d, r.Events,
 				r.AllocAddrsMatched, r.AllocAddrsTotal, r.SegEventsMatched, r.SegEventsTotal, r.FinalStateMatches)
+			if msg := statsMismatch(s, d, &r.Stats); msg != "" {
+				t.Errorf("%s device %d: model memory_stats differ from the snapshot: %s", filepath.Base(f), d, msg)
+			}
 			ok := r.AllocAddrsMatched*100 >= r.AllocAddrsTotal*99 && r.SegEventsMatched == r.SegEventsTotal && r.FinalStateMatches
 			if !ok {
 				t.Errorf("%s device %d: allocs %d/%d, segment events %d/%d, final state %v; first mismatches: %s",
@@ -69,4 +72,59 @@ func TestCorpusReplay(t *testing.T) {
 	if os.Getenv("GPUMEM_PRINT_TABLE") != "" {
 		fmt.Print(table.String())
 	}
+}
+
+// statsMismatch checks the model's current memory_stats against the values
+// PyTorch's _check_memory_stat_consistency derives from a snapshot's
+// segments (per pool): counts and byte sums of segments and blocks.
+func statsMismatch(s *snapshot.Snapshot, dev int, st *Stats) string {
+	var want Stats
+	for i := range s.Segments {
+		sg := &s.Segments[i]
+		if int(sg.Device) != dev || (sg.HasPoolID && sg.PoolID != [2]int64{0, 0}) {
+			continue
+		}
+		small := !sg.Large
+		want.ReservedBytes.inc(small, sg.TotalSize)
+		if !sg.IsExpandable {
+			want.Segment.inc(small, 1)
+		}
+		blocks := s.SegmentBlocks(i)
+		for _, b := range blocks {
+			switch b.State {
+			case snapshot.BlockActiveAllocated:
+				want.Allocation.inc(small, 1)
+				want.AllocatedBytes.inc(small, b.Size)
+			case snapshot.BlockInactive:
+				if len(blocks) > 1 && !sg.IsExpandable {
+					want.InactiveSplit.inc(small, 1)
+					want.InactiveSplitBytes.inc(small, b.Size)
+				}
+			}
+			if b.State != snapshot.BlockInactive {
+				want.Active.inc(small, 1)
+				want.ActiveBytes.inc(small, b.Size)
+				want.RequestedBytes.inc(small, b.RequestedSize)
+			}
+		}
+	}
+	var diffs []string
+	for _, c := range []struct {
+		name      string
+		got, want *StatArray
+	}{
+		{"segment", &st.Segment, &want.Segment}, {"reserved_bytes", &st.ReservedBytes, &want.ReservedBytes},
+		{"allocation", &st.Allocation, &want.Allocation}, {"allocated_bytes", &st.AllocatedBytes, &want.AllocatedBytes},
+		{"active", &st.Active, &want.Active}, {"active_bytes", &st.ActiveBytes, &want.ActiveBytes},
+		{"requested_bytes", &st.RequestedBytes, &want.RequestedBytes},
+		{"inactive_split", &st.InactiveSplit, &want.InactiveSplit},
+		{"inactive_split_bytes", &st.InactiveSplitBytes, &want.InactiveSplitBytes},
+	} {
+		for p := range poolNames {
+			if c.got[p].Current != c.want[p].Current {
+				diffs = append(diffs, fmt.Sprintf("%s.%s.current %d != %d", c.name, poolNames[p], c.got[p].Current, c.want[p].Current))
+			}
+		}
+	}
+	return strings.Join(diffs, ", ")
 }
