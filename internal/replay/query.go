@@ -119,11 +119,14 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	fen := make([]float64, nv+1) // completed frees, Fenwick by q
 	diff := make([]float64, nv+1)
 	completed, started := 0, 0 // frees [0,completed) done, [completed,started) ramping
+	dirty := nv                // lowest visible index whose slide changed since the last column
 	advanceTo := func(x float64) {
 		for started < len(fr) && float64(frEnd[started]) < x {
+			dirty = min(dirty, q[started])
 			started++
 		}
 		for completed < started && float64(frEnd[completed])+3 <= x {
+			dirty = min(dirty, q[completed])
 			s := float64(t.src[fr[completed]].size)
 			for i := q[completed] + 1; i <= nv; i += i & -i {
 				fen[i] += s
@@ -166,13 +169,44 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		}
 		return marks[a].kind < marks[b].kind
 	})
+	// Each element gets a point where its bottom edge changes, plus the
+	// point just before (the previous column) so flat stretches stay flat.
 	pts := make([][]float32, nv) // per element: x, bottom pairs in pixels
 	c0 := make([]float64, nv)    // C_k at the first sample
 	alive := make([]bool, nv)
+	lastVal := make([]float64, nv)
+	lastX := make([]float64, nv)
 	px := func(x float64) float32 { return float32((x - t0) / tpp) }
 	py := func(bytes float64) float32 { return float32((y1 - bytes) / bpp) }
-	emit := func(k int, x, c float64) {
-		pts[k] = append(pts[k], px(x), py(base[k]-(c-c0[k])))
+	emit := func(k int, x, v float64) {
+		pts[k] = append(pts[k], px(x), py(v))
+		lastX[k], lastVal[k] = x, v
+	}
+	prevX := t0 // previous column boundary
+	change := func(k int, x, v float64) {
+		if v == lastVal[k] {
+			return
+		}
+		if prevX > lastX[k] && prevX < x {
+			emit(k, prevX, lastVal[k])
+		}
+		emit(k, x, v)
+	}
+	startAt := func(k int, x float64) {
+		c0[k] = cAt(k, x)
+		alive[k] = true
+		emit(k, x, base[k])
+	}
+	endAt := func(k int, x float64) {
+		if !alive[k] {
+			return
+		}
+		v := base[k] - (cAt(k, x) - c0[k])
+		change(k, x, v)
+		if lastX[k] < x {
+			emit(k, x, v)
+		}
+		alive[k] = false
 	}
 	mi := 0
 	for col := 0; col <= w; col++ {
@@ -184,38 +218,39 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 			m := marks[mi]
 			mi++
 			advanceTo(m.x)
-			k := int(m.k)
-			c := cAt(k, m.x)
 			if m.kind == 0 {
-				c0[k] = c
-				alive[k] = true
-				emit(k, m.x, c)
-			} else if alive[k] {
-				emit(k, m.x, c)
-				alive[k] = false
+				startAt(int(m.k), m.x)
+			} else {
+				endAt(int(m.k), m.x)
 			}
 		}
 		advanceTo(xc)
-		// Marks exactly at this boundary: starts first, so that the column
-		// sample covers them; ends after.
 		for mi < len(marks) && marks[mi].x == xc && marks[mi].kind == 0 {
-			k := int(marks[mi].k)
-			c0[k] = cAt(k, xc)
-			alive[k] = true
+			startAt(int(marks[mi].k), xc)
 			mi++
 		}
-		var run float64
-		for k := 0; k < nv; k++ {
-			run += diff[k]
-			if alive[k] {
-				emit(k, xc, run+ramping(k, xc))
+		lo := dirty
+		for j := completed; j < started; j++ {
+			lo = min(lo, q[j])
+		}
+		if lo < nv {
+			var run float64
+			for i := lo; i > 0; i -= i & -i {
+				run += fen[i]
+			}
+			for k := lo; k < nv; k++ {
+				run += diff[k]
+				if alive[k] {
+					change(k, xc, base[k]-(run+ramping(k, xc)-c0[k]))
+				}
 			}
 		}
+		dirty = nv
 		for mi < len(marks) && marks[mi].x == xc {
-			k := int(marks[mi].k)
-			alive[k] = false // its last sample was just emitted
+			endAt(int(marks[mi].k), xc)
 			mi++
 		}
+		prevX = xc
 	}
 
 	// 4. Polygons, dropping samples on flat stretches and elements entirely
