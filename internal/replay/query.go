@@ -109,12 +109,18 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	// C_k(x) = sum over frees j below it of size_j * ramp_j(x).
 	f0 := sort.Search(len(t.freeEnd), func(i int) bool { return float64(t.freeEnd[i])+3 > t0 })
 	f1 := sort.Search(len(t.freeEnd), func(i int) bool { return float64(t.freeEnd[i]) >= t1 })
-	fr := t.freeID[f0:f1]
-	frEnd := t.freeEnd[f0:f1]
-	q := make([]int, len(fr)) // first visible index above free j
-	for j, id := range fr {
-		p := t.pos[id]
-		q[j] = sort.Search(nv, func(k int) bool { return vpos[k] > p })
+	// Only frees below the highest visible element matter.
+	var fr, frEnd []int32
+	var q []int // first visible index above free j
+	top := vpos[nv-1]
+	for i := f0; i < f1; i++ {
+		p := t.freePos[i]
+		if p >= top {
+			continue
+		}
+		fr = append(fr, t.freeID[i])
+		frEnd = append(frEnd, t.freeEnd[i])
+		q = append(q, sort.Search(nv, func(k int) bool { return vpos[k] > p }))
 	}
 	fen := make([]float64, nv+1) // completed frees, Fenwick by q
 	diff := make([]float64, nv+1)

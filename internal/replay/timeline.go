@@ -37,6 +37,7 @@ type Timeline struct {
 	// Slid frees sorted by end: the times offsets change.
 	freeEnd []int32
 	freeID  []int32
+	freePos []int32 // stack position of freeID
 
 	// max_at_time as runs: value runVal[r] from timestep runStart[r].
 	runStart []int32
@@ -144,22 +145,24 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
 			eff[p] += 3
 			t.freeEnd = append(t.freeEnd, t.end[id])
 			t.freeID = append(t.freeID, id)
+			t.freePos = append(t.freePos, int32(p))
 		}
 	}
 	t.aliveTree = newMaxTree(eff)
-	sort.Sort(freesByEnd{t.freeEnd, t.freeID})
+	sort.Sort(freesByEnd{t.freeEnd, t.freeID, t.freePos})
 	t.runIdx = newRangeMinMax(t.runVal)
 	t.buildBuckets(t.byPos)
 	return t
 }
 
-type freesByEnd struct{ end, id []int32 }
+type freesByEnd struct{ end, id, pos []int32 }
 
 func (f freesByEnd) Len() int           { return len(f.end) }
 func (f freesByEnd) Less(i, j int) bool { return f.end[i] < f.end[j] }
 func (f freesByEnd) Swap(i, j int) {
 	f.end[i], f.end[j] = f.end[j], f.end[i]
 	f.id[i], f.id[j] = f.id[j], f.id[i]
+	f.pos[i], f.pos[j] = f.pos[j], f.pos[i]
 }
 
 // buildBuckets indexes items given in nondecreasing start order.
