@@ -131,15 +131,14 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 			evs[i] = [5]any{e.VizAction().String(), float64(e.Addr), float64(e.Size), int32(e.Stream), e.Version}
 		}
 		data.Events[fmt.Sprint(device)] = map[string]any{"lines": lines}
-		h := dd.stateHist()
-		end := h.cps[0]
+		end := dd.stateHist().h.StateAt(len(dd.viz) - 1)
 		segs := []map[string]any{}
-		for _, s := range end.Segs {
-			segs = append(segs, map[string]any{"addr": float64(s.Addr), "size": float64(s.Size), "stream": int32(s.Stream), "version": s.Version})
+		for _, sg := range end.Segments {
+			segs = append(segs, map[string]any{"addr": float64(sg.Addr), "size": float64(sg.Size), "stream": int32(sg.Stream), "version": sg.Version})
 		}
 		blocks := [][5]any{}
 		for _, b := range end.Blocks {
-			blocks = append(blocks, [5]any{float64(b.Addr), float64(b.Size), float64(b.Req), b.Pending, b.Version})
+			blocks = append(blocks, [5]any{float64(b.Addr), float64(b.Size), float64(b.Requested), b.PendingFree, b.Version})
 		}
 		data.States[fmt.Sprint(device)] = map[string]any{"segments": segs, "blocks": blocks, "events": evs, "lines": lines}
 	}

@@ -57,7 +57,7 @@ type series struct {
 	Color  int32
 	Size   float64
 	Pts    []point // bottom edge over time, in step order
-	Opaque uint8 // 0 normal, 1 pool stripe, 2 pool envelope
+	Opaque uint8   // 0 normal, 1 pool stripe, 2 pool envelope
 	// Sizes per point for envelopes (whose height changes); nil otherwise.
 	SizeAt []float64
 }

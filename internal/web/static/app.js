@@ -177,7 +177,7 @@ function embeddedAPI(data) {
 // simulateOffline replays the embedded compact trace backwards from the
 // snapshot state (memory_viz's simulate_memory) for exported HTML files.
 function simulateOffline(st, idx) {
-  const segs = st.segments.map(s => ({ ...s }));
+  const segs = st.segments.map(s => ({ ...s })).sort((x, y) => x.addr - y.addr);
   const blocks = new Map(st.blocks.map(b => [b[0], { addr: b[0], size: b[1], req: b[2], pending: b[3], version: b[4] }]));
   const ev = st.events; // [action, addr, size, stream, version]
   for (let i = ev.length - 1; i > idx; i--) {
