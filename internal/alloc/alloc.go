@@ -95,6 +95,8 @@ type Allocator struct {
 	// (replay takes it from the recorded trace); ok=false falls back to
 	// the fake address space.
 	segmentAddr func(size uint64) (addr uint64, ok bool)
+	// reserveAddr likewise places a new expandable segment's reservation.
+	reserveAddr func(size uint64) (addr uint64, ok bool)
 
 	// last describes the most recent Malloc for the script runner.
 	last opInfo
@@ -550,6 +552,18 @@ func (a *Allocator) deviceHas(size uint64) bool {
 	return a.totalAllocated+a.opt.External+size <= a.opt.Capacity
 }
 
+// newReservationAddr places a new expandable segment's address range
+// (cuMemAddressReserve).
+func (a *Allocator) newReservationAddr(size uint64) uint64 {
+	if a.reserveAddr != nil {
+		if addr, ok := a.reserveAddr(size); ok && !a.va.overlaps(addr, size) {
+			a.va.take(addr, size)
+			return addr
+		}
+	}
+	return a.va.alloc(size)
+}
+
 func (a *Allocator) newSegmentAddr(size uint64) uint64 {
 	if a.segmentAddr != nil {
 		if addr, ok := a.segmentAddr(size); ok && !a.va.overlaps(addr, size) {
@@ -740,7 +754,7 @@ func (a *Allocator) findExpandableBlock(stream uint64, pool *blockPool, size uin
 	}
 	space := capacity + capacity/8
 	es := &expandableSegment{pageSize: page, maxPages: (space + page - 1) / page, stream: stream}
-	es.base = a.va.alloc(es.size())
+	es.base = a.newReservationAddr(es.size())
 	a.expSegs = append(a.expSegs, es)
 	c := &block{stream: stream, size: es.size(), ptr: es.base, pool: pool, exp: es}
 	pool.unmapped.insert(c)

@@ -162,8 +162,17 @@ type initBlock struct {
 }
 
 type initState struct {
-	segs   []initSeg
+	segs   []initSeg // cudaMalloc'd segments and mapped runs of expandable ones
 	blocks []initBlock
+	exps   []initExp
+}
+
+// initExp is one expandable segment's reservation, as far as the trace
+// and the final segments show it.
+type initExp struct {
+	stream    uint64
+	small     bool
+	base, end uint64 // lowest and highest address seen
 }
 
 // finalSegments returns the device's default-pool segments at dump time.
@@ -187,10 +196,16 @@ func (rp *replayer) initialState() (*initState, error) {
 	s := rp.s
 	segs := map[uint64]initSeg{}
 	blocks := map[uint64]initBlock{}
+	var runs []initSeg // mapped runs of expandable segments
 	for _, i := range rp.finalSegments() {
 		sg := &s.Segments[i]
-		segs[sg.Address] = initSeg{addr: sg.Address, size: sg.TotalSize, stream: uint64(s.RawStream(sg.Stream)),
+		seg := initSeg{addr: sg.Address, size: sg.TotalSize, stream: uint64(s.RawStream(sg.Stream)),
 			small: !sg.Large, expandable: sg.IsExpandable}
+		if seg.expandable {
+			runs = append(runs, seg)
+		} else {
+			segs[sg.Address] = seg
+		}
 		for _, b := range s.SegmentBlocks(i) {
 			if b.State == snapshot.BlockInactive {
 				continue
@@ -203,6 +218,7 @@ func (rp *replayer) initialState() (*initState, error) {
 				pending: b.State == snapshot.BlockActivePendingFree, sizeKnown: true}
 		}
 	}
+	var seen []initSeg // every expandable range the trace maps or unmaps
 	ev := s.Traces[rp.dev].Events
 	for i := len(ev) - 1; i >= 0; i-- {
 		e := &ev[i]
@@ -229,13 +245,34 @@ func (rp *replayer) initialState() (*initState, error) {
 		case snapshot.ActionSegmentFree:
 			segs[e.Addr] = initSeg{addr: e.Addr, size: e.Size, stream: uint64(s.RawStream(e.Stream)),
 				small: e.Size == kSmallBuffer}
-		case snapshot.ActionSegmentMap, snapshot.ActionSegmentUnmap:
-			return nil, fmt.Errorf("device %d: replay of expandable-segment traces (segment_map/unmap) is not supported", rp.dev)
+		case snapshot.ActionSegmentMap:
+			seen = append(seen, rp.expRange(runs, e))
+			runs = carveRun(runs, e.Addr, e.Size)
+		case snapshot.ActionSegmentUnmap:
+			r := rp.expRange(runs, e)
+			seen = append(seen, r)
+			runs = addRun(runs, r)
 		}
 	}
 	st := &initState{}
 	for _, sg := range segs {
 		st.segs = append(st.segs, sg)
+	}
+	st.segs = append(st.segs, runs...)
+	// Reservations live at trace start hold the mapped runs; the trace
+	// maps into them above their lowest run, and the reservations it
+	// creates later take their address from their first map.
+	st.exps = groupReservations(runs)
+	// Pages below the lowest run may have been unmapped at trace start:
+	// ranges the trace maps or unmaps just below a reservation extend it.
+	span := rp.own.LargeSegmentSize * 4096
+	for k := range st.exps {
+		g := &st.exps[k]
+		for _, r := range seen {
+			if r.stream == g.stream && r.small == g.small && r.addr < g.base && r.addr+span >= g.base {
+				g.base = r.addr
+			}
+		}
 	}
 	sort.Slice(st.segs, func(i, j int) bool { return st.segs[i].addr < st.segs[j].addr })
 	for _, b := range blocks {
@@ -320,62 +357,29 @@ func (rp *replayer) resolveSizes(st *initState) {
 func (rp *replayer) load(st *initState) {
 	a := rp.a
 	r := rp.r
-	bi := 0
-	for _, sg := range st.segs {
-		pool := &a.large
-		if sg.small {
-			pool = &a.small
-		}
-		var exp *expandableSegment
-		if sg.expandable {
-			// A mapped run of an expandable segment we know nothing else
-			// about: model it as a fully mapped segment of its own.
-			exp = &expandableSegment{base: sg.addr, pageSize: kSmallBuffer, maxPages: sg.size / kSmallBuffer, stream: sg.stream}
-			if !sg.small {
-				exp.pageSize = a.cfg.LargeSegmentSize
-				exp.maxPages = (sg.size + exp.pageSize - 1) / exp.pageSize
-			}
-			exp.mapped = make([]bool, exp.maxPages)
-			for i := range exp.mapped {
-				exp.mapped[i] = true
-			}
-			a.expSegs = append(a.expSegs, exp)
-		}
-		a.va.take(sg.addr, sg.size)
-		a.totalAllocated += sg.size
-		a.stats.ReservedBytes.inc(sg.small, sg.size)
-		if !sg.expandable {
-			a.stats.Segment.inc(sg.small, 1)
-			if sg.size >= a.cfg.MaxSplitSize {
-				a.stats.OversizeSegments.inc(1)
-			}
-		}
-		r.InitialSegments++
-		r.InitialReserved += sg.size
-		end := sg.addr + sg.size
-		// Skip blocks that fall before this segment (outside every segment).
-		for bi < len(st.blocks) && st.blocks[bi].addr < sg.addr {
-			rp.mismatch("trace start: live block %#x lies outside every segment", st.blocks[bi].addr)
-			bi++
-		}
+	used := make([]bool, len(st.blocks))
+	// fill builds the blocks of the mapped range [start, end): the live
+	// blocks of the reconstruction with free blocks in the gaps.
+	fill := func(start, end, stream uint64, pool *blockPool, exp *expandableSegment) []*block {
 		var chain []*block
-		at := sg.addr
+		at := start
 		addFree := func(to uint64) {
 			if to > at {
-				chain = append(chain, &block{stream: sg.stream, size: to - at, ptr: at, pool: pool, mapped: true, exp: exp})
+				chain = append(chain, &block{stream: stream, size: to - at, ptr: at, pool: pool, mapped: true, exp: exp})
 				at = to
 			}
 		}
-		for bi < len(st.blocks) && st.blocks[bi].addr < end {
-			ib := st.blocks[bi]
-			bi++
+		k := sort.Search(len(st.blocks), func(i int) bool { return st.blocks[i].addr >= start })
+		for ; k < len(st.blocks) && st.blocks[k].addr < end; k++ {
+			ib := st.blocks[k]
+			used[k] = true
 			if ib.addr < at {
 				rp.mismatch("trace start: live block %#x overlaps the block before it", ib.addr)
 				continue
 			}
 			addFree(ib.addr)
 			size := min(ib.size, end-ib.addr)
-			b := &block{stream: sg.stream, size: size, ptr: ib.addr, pool: pool, mapped: true, exp: exp,
+			b := &block{stream: stream, size: size, ptr: ib.addr, pool: pool, mapped: true, exp: exp,
 				requested: ib.requested, allocated: !ib.pending}
 			if ib.pending {
 				b.eventCount = 1
@@ -385,6 +389,9 @@ func (rp *replayer) load(st *initState) {
 			at = ib.addr + size
 		}
 		addFree(end)
+		return chain
+	}
+	link := func(chain []*block, small bool) {
 		for k, b := range chain {
 			if k > 0 {
 				b.prev = chain[k-1]
@@ -394,30 +401,102 @@ func (rp *replayer) load(st *initState) {
 			}
 		}
 		for _, b := range chain {
-			if b.allocated || b.eventCount > 0 {
+			switch {
+			case !b.mapped:
+				b.pool.unmapped.insert(b)
+			case b.allocated || b.eventCount > 0:
 				a.active[b.ptr] = b
 				if b.allocated {
-					a.stats.Allocation.inc(sg.small, 1)
-					a.stats.AllocatedBytes.inc(sg.small, b.size)
+					a.stats.Allocation.inc(small, 1)
+					a.stats.AllocatedBytes.inc(small, b.size)
 					if b.size >= a.cfg.MaxSplitSize {
 						a.stats.OversizeAllocations.inc(1)
 					}
 				}
-				a.stats.Active.inc(sg.small, 1)
-				a.stats.ActiveBytes.inc(sg.small, b.size)
-				a.stats.RequestedBytes.inc(sg.small, b.requested)
+				a.stats.Active.inc(small, 1)
+				a.stats.ActiveBytes.inc(small, b.size)
+				a.stats.RequestedBytes.inc(small, b.requested)
 				r.InitialBlocks++
-			} else {
-				pool.insert(b)
-				if b.isSplit() && exp == nil {
-					a.stats.InactiveSplit.inc(sg.small, 1)
-					a.stats.InactiveSplitBytes.inc(sg.small, b.size)
+			default:
+				b.pool.insert(b)
+				if b.isSplit() && b.exp == nil {
+					a.stats.InactiveSplit.inc(small, 1)
+					a.stats.InactiveSplitBytes.inc(small, b.size)
 				}
 			}
 		}
 	}
-	for ; bi < len(st.blocks); bi++ {
-		rp.mismatch("trace start: live block %#x lies outside every segment", st.blocks[bi].addr)
+	poolOf := func(small bool) *blockPool {
+		if small {
+			return &a.small
+		}
+		return &a.large
+	}
+	for _, sg := range st.segs {
+		a.totalAllocated += sg.size
+		a.stats.ReservedBytes.inc(sg.small, sg.size)
+		r.InitialSegments++
+		r.InitialReserved += sg.size
+		if sg.expandable {
+			continue // below, with its reservation
+		}
+		a.va.take(sg.addr, sg.size)
+		a.stats.Segment.inc(sg.small, 1)
+		if sg.size >= a.cfg.MaxSplitSize {
+			a.stats.OversizeSegments.inc(1)
+		}
+		link(fill(sg.addr, sg.addr+sg.size, sg.stream, poolOf(sg.small), nil), sg.small)
+	}
+	// Expandable segments: one reservation per (stream, pool) holding the
+	// mapped runs, with unmapped blocks between and after them.
+	capacity := a.opt.Capacity
+	if capacity == 0 {
+		capacity = 1 << 40
+	}
+	for gi, g := range st.exps {
+		page := uint64(kSmallBuffer)
+		if !g.small {
+			page = a.cfg.LargeSegmentSize
+		}
+		size := (capacity + capacity/8 + page - 1) / page * page
+		size = max(size, (g.end-g.base+page-1)/page*page)
+		if gi+1 < len(st.exps) && st.exps[gi+1].base > g.base {
+			// Do not run into the next reservation.
+			size = min(size, (st.exps[gi+1].base-g.base)/page*page)
+		}
+		es := &expandableSegment{base: g.base, pageSize: page, maxPages: size / page, stream: g.stream}
+		a.expSegs = append(a.expSegs, es)
+		a.va.take(es.base, es.size())
+		pool := poolOf(g.small)
+		var chain []*block
+		at := es.base
+		unmapped := func(to uint64) {
+			if to > at {
+				chain = append(chain, &block{stream: g.stream, size: to - at, ptr: at, pool: pool, exp: es})
+				at = to
+			}
+		}
+		for _, sg := range st.segs {
+			if !sg.expandable || sg.stream != g.stream || sg.small != g.small || sg.addr < at || sg.addr >= es.base+es.size() {
+				continue
+			}
+			unmapped(sg.addr)
+			for p := es.pageLeft(sg.addr); p < es.pageRight(sg.addr+sg.size); p++ {
+				for uint64(len(es.mapped)) <= p {
+					es.mapped = append(es.mapped, false)
+				}
+				es.mapped[p] = true
+			}
+			chain = append(chain, fill(sg.addr, sg.addr+sg.size, g.stream, pool, es)...)
+			at = sg.addr + sg.size
+		}
+		unmapped(es.base + es.size())
+		link(chain, g.small)
+	}
+	for k, u := range used {
+		if !u {
+			rp.mismatch("trace start: live block %#x lies outside every segment", st.blocks[k].addr)
+		}
 	}
 	// Cumulative counters describe the trace, not what came before it.
 	a.stats.resetAccumulated()
@@ -457,9 +536,29 @@ func (rp *replayer) run() {
 	// The address of a new segment comes from the recorded segment_alloc
 	// of the same request: same size first, else the first unused one.
 	var segUsed []bool
+	a.reserveAddr = func(size uint64) (uint64, bool) {
+		// A new expandable segment starts at the first recorded map of
+		// this request that lies outside the known reservations.
+		for k, e := range recSegs {
+			if segUsed[k] || e.Action != snapshot.ActionSegmentMap {
+				continue
+			}
+			inside := false
+			for _, es := range a.expSegs {
+				inside = inside || (e.Addr >= es.base && e.Addr < es.base+es.size())
+			}
+			if !inside {
+				return e.Addr, true
+			}
+		}
+		return 0, false
+	}
 	a.segmentAddr = func(size uint64) (uint64, bool) {
 		for pass := 0; pass < 2; pass++ {
 			for k, e := range recSegs {
+				if e.Action != snapshot.ActionSegmentAlloc {
+					continue
+				}
 				if !segUsed[k] && (pass == 1 || e.Size == size) {
 					segUsed[k] = true
 					return e.Addr, true
@@ -475,17 +574,21 @@ func (rp *replayer) run() {
 		e := &ev[i]
 		stream := s.RawStream(e.Stream)
 		switch e.Action {
-		case snapshot.ActionSegmentAlloc:
+		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
 			r.SegEventsTotal++
 			r.RecordedCudaMallocs++
 			recReserved += e.Size
 			r.RecordedPeakReserved = max(r.RecordedPeakReserved, recReserved)
 			recSegs = append(recSegs, *e)
-		case snapshot.ActionSegmentFree:
+		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
 			r.RecordedCudaFrees++
 			recReserved -= min(recReserved, e.Size)
 			if r.Validation {
-				if !rp.releaseSegmentAt(e.Addr, e.Size) {
+				if e.Action == snapshot.ActionSegmentUnmap {
+					if !rp.unmapAt(e.Addr, e.Size) {
+						rp.mismatch("event %d segment_unmap %#x (%s): the model has no such free pages", i, e.Addr, FormatSize(e.Size))
+					}
+				} else if !rp.releaseSegmentAt(e.Addr, e.Size) {
 					rp.mismatch("event %d segment_free %#x (%s): the model has no entirely free segment there", i, e.Addr, FormatSize(e.Size))
 				}
 			} else {
@@ -493,10 +596,10 @@ func (rp *replayer) run() {
 				// capacity, an OOM retry (segment_alloc follows) is left to
 				// the model.
 				j := i
-				for j+1 < len(ev) && ev[j+1].Action == snapshot.ActionSegmentFree {
+				for j+1 < len(ev) && (ev[j+1].Action == snapshot.ActionSegmentFree || ev[j+1].Action == snapshot.ActionSegmentUnmap) {
 					j++
 				}
-				retry := j+1 < len(ev) && ev[j+1].Action == snapshot.ActionSegmentAlloc
+				retry := j+1 < len(ev) && (ev[j+1].Action == snapshot.ActionSegmentAlloc || ev[j+1].Action == snapshot.ActionSegmentMap)
 				if !(retry && a.opt.Capacity > 0) {
 					a.EmptyCache()
 				}
@@ -637,6 +740,27 @@ func (rp *replayer) releaseSegmentAt(addr, size uint64) bool {
 	return false
 }
 
+// unmapAt applies a recorded segment_unmap: the model must have a free
+// block whose whole free pages are exactly that range.
+func (rp *replayer) unmapAt(addr, size uint64) bool {
+	a := rp.a
+	for _, p := range []*blockPool{&a.large, &a.small} {
+		for _, b := range p.blocks.items {
+			if b.exp == nil || addr < b.ptr || addr+size > b.ptr+b.size {
+				continue
+			}
+			n := len(a.trace)
+			a.unmapBlock(b)
+			ok := len(a.trace) == n+1 && a.trace[n].Addr == addr && a.trace[n].Size == size
+			if b.prev == nil && b.next == nil && !b.mapped {
+				a.releaseExpandableSegment(b)
+			}
+			return ok
+		}
+	}
+	return false
+}
+
 // compareFinal checks the model's final segments and blocks against the
 // snapshot's.
 func (rp *replayer) compareFinal() {
@@ -706,4 +830,84 @@ func (rp *replayer) compareFinal() {
 		}
 	}
 	rp.r.FinalStateMatches = ok
+}
+
+// expRange describes a mapped or unmapped range of an expandable segment;
+// its pool is that of an adjacent known run, else guessed from the size
+// (large pages are large_segment_size).
+func (rp *replayer) expRange(runs []initSeg, e *snapshot.Event) initSeg {
+	r := initSeg{addr: e.Addr, size: e.Size, stream: uint64(rp.s.RawStream(e.Stream)), expandable: true}
+	r.small = e.Size%rp.own.LargeSegmentSize != 0
+	for _, k := range runs {
+		if k.stream == r.stream && k.addr <= r.addr+r.size && r.addr <= k.addr+k.size {
+			r.small = k.small
+			break
+		}
+	}
+	return r
+}
+
+// carveRun removes [addr, addr+size) from the mapped runs.
+func carveRun(runs []initSeg, addr, size uint64) []initSeg {
+	end := addr + size
+	var out []initSeg
+	for _, r := range runs {
+		rEnd := r.addr + r.size
+		if rEnd <= addr || r.addr >= end {
+			out = append(out, r)
+			continue
+		}
+		if r.addr < addr {
+			left := r
+			left.size = addr - r.addr
+			out = append(out, left)
+		}
+		if rEnd > end {
+			right := r
+			right.addr = end
+			right.size = rEnd - end
+			out = append(out, right)
+		}
+	}
+	return out
+}
+
+// addRun adds a mapped range and merges it with adjacent runs of the same
+// stream and pool.
+func addRun(runs []initSeg, r initSeg) []initSeg {
+	runs = append(carveRun(runs, r.addr, r.size), r)
+	sort.Slice(runs, func(i, j int) bool { return runs[i].addr < runs[j].addr })
+	out := runs[:0]
+	for _, k := range runs {
+		if n := len(out); n > 0 && out[n-1].addr+out[n-1].size == k.addr && out[n-1].stream == k.stream && out[n-1].small == k.small {
+			out[n-1].size += k.size
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// groupReservations assumes one reservation per (stream, pool), as the
+// allocator makes a second one only when the first is full.
+func groupReservations(ranges []initSeg) []initExp {
+	type key struct {
+		stream uint64
+		small  bool
+	}
+	idx := map[key]int{}
+	var out []initExp
+	for _, r := range ranges {
+		k := key{r.stream, r.small}
+		i, ok := idx[k]
+		if !ok {
+			idx[k] = len(out)
+			out = append(out, initExp{stream: r.stream, small: r.small, base: r.addr, end: r.addr + r.size})
+			continue
+		}
+		out[i].base = min(out[i].base, r.addr)
+		out[i].end = max(out[i].end, r.addr+r.size)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].base < out[j].base })
+	return out
 }
