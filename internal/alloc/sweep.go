@@ -2,8 +2,10 @@ package alloc
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -38,10 +40,8 @@ var SweepConfigs = []string{
 // for every row; 0 uses the recorded peak reserved for the GC rows (so
 // that their threshold means something) and unlimited for the others.
 func Sweep(s *snapshot.Snapshot, dev int, capacity uint64) ([]SweepRow, error) {
-	var rows []SweepRow
-	var base *ReplayResult
-	gcCap := capacity
-	for _, name := range SweepConfigs {
+	cfgs := make([]Config, len(SweepConfigs))
+	for k, name := range SweepConfigs {
 		conf := name
 		if conf == "default" {
 			conf = ""
@@ -50,26 +50,50 @@ func Sweep(s *snapshot.Snapshot, dev int, capacity uint64) ([]SweepRow, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sweep config %q: %v", name, err)
 		}
-		cap := capacity
-		if cfg.MemoryFraction > 0 {
-			if gcCap == 0 && base != nil {
-				gcCap = max(base.RecordedPeakReserved, base.PeakReserved)
+		cfgs[k] = cfg
+	}
+	// The default runs first: the GC rows need its peak when no capacity
+	// is given. The others replay in parallel; each only reads s.
+	base, err := Replay(s, dev, ReplayOptions{Config: &cfgs[0], Capacity: capacity})
+	if err != nil {
+		return nil, err
+	}
+	gcCap := capacity
+	if gcCap == 0 {
+		gcCap = max(base.RecordedPeakReserved, base.PeakReserved)
+	}
+	rows := make([]SweepRow, len(cfgs))
+	errs := make([]error, len(cfgs))
+	rows[0] = SweepRow{Name: SweepConfigs[0], Result: base}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	for k := 1; k < len(cfgs); k++ {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cfg := cfgs[k]
+			cap := capacity
+			label := SweepConfigs[k]
+			if cfg.MemoryFraction > 0 {
+				cap = gcCap
+				// Show the fraction as the size it allows.
+				label = fmt.Sprintf("%s (fraction of %s)", strings.TrimSuffix(label, ",per_process_memory_fraction:1.0"), FormatSize(cap))
 			}
-			cap = gcCap
-		}
-		r, err := Replay(s, dev, ReplayOptions{Config: &cfg, Capacity: cap})
+			r, err := Replay(s, dev, ReplayOptions{Config: &cfg, Capacity: cap})
+			rows[k] = SweepRow{Name: label, Result: r}
+			errs[k] = err
+		}(k)
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		if base == nil {
-			base = r
-		}
-		label := name
-		if cfg.MemoryFraction > 0 {
-			// Show the fraction as the size it allows.
-			label = fmt.Sprintf("%s (fraction of %s)", strings.TrimSuffix(name, ",per_process_memory_fraction:1.0"), FormatSize(cap))
-		}
-		rows = append(rows, SweepRow{Name: label, Result: r, DeltaReserved: int64(r.PeakReserved) - int64(base.PeakReserved)})
+	}
+	for k := range rows {
+		rows[k].DeltaReserved = int64(rows[k].Result.PeakReserved) - int64(base.PeakReserved)
 	}
 	sort.SliceStable(rows, func(i, j int) bool {
 		oi, oj := len(rows[i].Result.ModelOOMs) > 0, len(rows[j].Result.ModelOOMs) > 0
