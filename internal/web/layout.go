@@ -1,7 +1,6 @@
 package web
 
 import (
-	"slices"
 	"sort"
 
 	"github.com/gpumem/gpumem/snapshot"
@@ -53,11 +52,14 @@ type element struct {
 // series is one drawn band: an element whose bottom edge moves over time
 // (offsets only ever shrink as lower bands are freed).
 type series struct {
-	Elem   int32
-	Color  int32
-	Size   float64
-	Pts    []point // bottom edge over time, in step order
-	Opaque uint8   // 0 normal, 1 pool stripe, 2 pool envelope
+	Elem  int32
+	Color int32
+	Size  float64
+	// Pts is the bottom edge over time, in step order. A point with T < 0
+	// is a ramp: the edge moves from the previous point's offset at step
+	// -T-3 to Off at step -T (memory_viz's 3-step restacking animation).
+	Pts    []cpoint
+	Opaque uint8 // 0 normal, 1 pool stripe, 2 pool envelope
 	// Sizes per point for envelopes (whose height changes); nil otherwise.
 	SizeAt []float64
 }
@@ -65,6 +67,13 @@ type series struct {
 type point struct {
 	T   int32
 	Off float64
+}
+
+// cpoint is a finished band's point: float32 offsets are exact enough to
+// draw (bands under half a pixel are never drawn) and halve the memory.
+type cpoint struct {
+	T   int32
+	Off float32
 }
 
 // timeline is one trace view computed once: memory_viz's
@@ -371,6 +380,12 @@ func (b *stacker) push(si int32, t int32, off float64) {
 	b.open[si] = append(b.open[si], point{t, off})
 }
 
+// pushRamp records the edge moving from its last offset to off over steps
+// t..t+3.
+func (b *stacker) pushRamp(si int32, t int32, off float64) {
+	b.open[si] = append(b.open[si], point{-(t + 3), off})
+}
+
 func (b *stacker) lastOff(si int32) float64 {
 	p := b.open[si]
 	return p[len(p)-1].Off
@@ -546,11 +561,13 @@ func (b *stacker) shiftAbove(idx int, delta float64) {
 	for j := idx; j < len(b.stack); j++ {
 		si := b.stack[j]
 		o := b.lastOff(si)
-		b.push(si, b.timestep, o)
-		b.push(si, b.timestep+3, o+delta)
 		if sz := b.tl.Series[si].SizeAt; sz != nil {
+			b.push(si, b.timestep, o)
+			b.push(si, b.timestep+3, o+delta)
 			l := sz[len(sz)-1]
 			b.tl.Series[si].SizeAt = append(sz, l, l)
+		} else {
+			b.pushRamp(si, b.timestep, o+delta)
 		}
 		if b.stackElem[j] == -1 {
 			for _, k := range b.poolOrder {
@@ -565,9 +582,7 @@ func (b *stacker) shiftAbove(idx int, delta float64) {
 
 func (b *stacker) shiftStripes(p *poolState, delta float64) {
 	for _, bl := range p.blocks {
-		o := b.lastOff(bl.series)
-		b.push(bl.series, b.timestep, o)
-		b.push(bl.series, b.timestep+3, o+delta)
+		b.pushRamp(bl.series, b.timestep, b.lastOff(bl.series)+delta)
 	}
 	if p.summary >= 0 {
 		o := b.lastOff(p.summary)
@@ -670,9 +685,7 @@ func (b *stacker) action(id int32) {
 					for j := bi; j < len(p.blocks); j++ {
 						pb := &p.blocks[j]
 						pb.inner -= size
-						o := b.lastOff(pb.series)
-						b.push(pb.series, b.timestep, o)
-						b.push(pb.series, b.timestep+3, b.envOff(p)+pb.inner)
+						b.pushRamp(pb.series, b.timestep, b.envOff(p)+pb.inner)
 					}
 					if p.summary >= 0 {
 						b.updatePoolSummary(p)
@@ -732,7 +745,12 @@ func (b *stacker) action(id int32) {
 
 // closeSeries hands a finished band's points to its series.
 func (b *stacker) closeSeries(si int32) {
-	b.tl.Series[si].Pts = slices.Clip(b.open[si])
+	pts := b.open[si]
+	out := make([]cpoint, len(pts))
+	for i, p := range pts {
+		out[i] = cpoint{p.T, float32(p.Off)}
+	}
+	b.tl.Series[si].Pts = out
 	b.open[si] = nil
 }
 

@@ -148,33 +148,72 @@ func (tl *timeline) window(q windowQuery) []byte {
 			break
 		}
 		// First point at or after s0, minus one; last at or before s1, plus one.
-		i0 := sort.Search(len(pts), func(i int) bool { return int(pts[i].T) >= s0 })
+		stepOf := func(p cpoint) int {
+			if p.T < 0 {
+				return int(-p.T)
+			}
+			return int(p.T)
+		}
+		i0 := sort.Search(len(pts), func(i int) bool { return stepOf(pts[i]) >= s0 })
 		if i0 > 0 {
 			i0--
 		}
-		i1 := sort.Search(len(pts), func(i int) bool { return int(pts[i].T) > s1+1 })
+		i1 := sort.Search(len(pts), func(i int) bool { return stepOf(pts[i]) > s1+1 })
 		if i1 < len(pts) {
 			i1++
 		}
+		// Expand ramps into their two points, then keep the first and the
+		// last point of each pixel column: offsets only move in ramps, so
+		// this keeps the shape.
 		n := 0
 		lastCol := -1
-		for i := i0; i < i1; i++ {
-			x := ax[pts[i].T]
-			c := col(x)
-			// Keep the first and the last point of each pixel column:
-			// offsets only move in ramps, so this keeps the shape.
-			if c == lastCol && i+1 < i1 && col(ax[pts[i+1].T]) == c {
-				continue
-			}
-			lastCol = c
-			top := pts[i].Off + sr.Size
+		var pend struct {
+			ok  bool
+			x   float64
+			off float64
+			i   int
+		}
+		emit := func(x, off float64, i int) {
+			top := off + sr.Size
 			if sr.SizeAt != nil {
-				top = pts[i].Off + sr.SizeAt[i]
+				top = off + sr.SizeAt[i]
 			}
 			xs = append(xs, float32(x-q.X0))
-			bots = append(bots, float32(pts[i].Off))
+			bots = append(bots, float32(off))
 			tops = append(tops, float32(top))
 			n++
+		}
+		add := func(x, off float64, i int) {
+			c := col(x)
+			if c == lastCol {
+				// hold the latest point of this column; it is emitted when the
+				// column ends
+				pend.ok, pend.x, pend.off, pend.i = true, x, off, i
+				return
+			}
+			if pend.ok {
+				emit(pend.x, pend.off, pend.i)
+				pend.ok = false
+			}
+			lastCol = c
+			emit(x, off, i)
+		}
+		for i := i0; i < i1; i++ {
+			p := pts[i]
+			if p.T < 0 {
+				prev := float64(p.Off)
+				if i > 0 {
+					prev = float64(pts[i-1].Off)
+				}
+				t := int(-p.T)
+				add(ax[t-3], prev, i)
+				add(ax[t], float64(p.Off), i)
+				continue
+			}
+			add(ax[p.T], float64(p.Off), i)
+		}
+		if pend.ok {
+			emit(pend.x, pend.off, pend.i)
 		}
 		if n == 0 {
 			continue
