@@ -3,10 +3,10 @@ package snapshot
 import (
 	"bytes"
 	"fmt"
-	"sort"
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"testing"
 )
 
