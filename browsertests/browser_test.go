@@ -2,6 +2,7 @@ package browsertests
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -430,5 +431,51 @@ func TestHTMLExportOffline(t *testing.T) {
 				t.Errorf("offline page shows an error: %s", e)
 			}
 		})
+	}
+}
+
+// dropFile fires a drop of a file with the given bytes on the page, as a
+// user dragging a snapshot from the desktop would.
+const dropFile = `(() => {
+  const bytes = Uint8Array.from(atob(%q), c => c.charCodeAt(0));
+  const dt = new DataTransfer();
+  dt.items.add(new File([bytes], %q));
+  document.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));
+  return true;
+})()`
+
+func TestDropUpload(t *testing.T) {
+	name, s := loadReal(t)
+	ctx := newBrowser(t)
+	url := startServer(t, name, s)
+	good, err := os.ReadFile(filepath.Join(sharedDir(t), "DocuBox__dump_snapshot.pickle"))
+	if err != nil {
+		t.Skipf("small snapshot missing: %v", err)
+	}
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"#view=active"),
+		chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
+		t.Fatal(err)
+	}
+	// A bad file: the page says why, the server keeps running.
+	var ok bool
+	if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(dropFile, base64.StdEncoding.EncodeToString([]byte("not a snapshot")), "bad.pickle"), &ok),
+		chromedp.Poll(`!document.getElementById('error').hidden`, nil, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("no error shown for a bad drop: %v", err)
+	}
+	if e := text(ctx, t, "#error"); !strings.Contains(e, "Could not open bad.pickle") || !strings.Contains(e, "not a PyTorch memory snapshot") {
+		t.Errorf("error banner %q", e)
+	}
+	// A real one opens as a second file.
+	if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(dropFile, base64.StdEncoding.EncodeToString(good), "docubox.pickle"), &ok),
+		chromedp.Poll(`window.gpumem.S.files.length === 2 && window.gpumem.S.p.file === 1 && document.body.dataset.ready === '1'`, nil,
+			chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("dropped snapshot did not open: %v", err)
+	}
+	if sum := text(ctx, t, "#summary"); !strings.Contains(sum, "docubox.pickle") {
+		t.Errorf("summary after drop: %q", sum)
+	}
+	var hash string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`location.hash`, &hash)); err != nil || !strings.Contains(hash, "file=1") {
+		t.Errorf("location.hash %q does not name the new file (%v)", hash, err)
 	}
 }

@@ -42,6 +42,11 @@ func runHTML(env *Env, args []string) error {
 	if *out == "" {
 		return usageError(fs, env.Stderr, "-o OUT.html is required")
 	}
+	switch *view {
+	case "", "active", "timeline", "private", "segments", "state", "settings":
+	default:
+		return usageError(fs, env.Stderr, fmt.Sprintf("unknown --view %q (want active, private, segments, state or settings)", *view))
+	}
 	snaps, err := LoadArgs(env, files, *useDemo)
 	if err != nil {
 		return err

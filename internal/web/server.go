@@ -605,7 +605,11 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	}
 	snap, err := s.decodeSafe(name, data)
 	if err != nil {
-		writeErr(w, http.StatusUnprocessableEntity, "%s: %v", name, err)
+		msg := err.Error()
+		if !strings.HasPrefix(msg, name+":") {
+			msg = name + ": " + msg
+		}
+		writeErr(w, http.StatusUnprocessableEntity, "%s", msg)
 		return
 	}
 	id := s.Add(name, snap)

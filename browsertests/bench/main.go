@@ -1,0 +1,175 @@
+// Command bench times gpumem's web viewer in headless Chromium: from
+// reading a snapshot to the first painted Active Memory Timeline, each
+// zoom/pan response, the state-history view, and the tab's memory.
+//
+//	go run ./bench FILE...   (from browsertests/)
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/chromedp/cdproto/performance"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/gpumem/gpumem/internal/web"
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: go run ./bench FILE...")
+		os.Exit(2)
+	}
+	chrome := ""
+	for _, n := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(n); err == nil {
+			chrome = p
+			break
+		}
+	}
+	if chrome == "" {
+		fmt.Fprintln(os.Stderr, "bench: no chromium on PATH")
+		os.Exit(1)
+	}
+	fmt.Println("| file | size | events | decode | layout+first query+paint | start→first paint | zoom/pan median (max) | state view open | state step | JS heap | Go heap |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, path := range os.Args[1:] {
+		if err := benchFile(chrome, path); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", path, err)
+			os.Exit(1)
+		}
+	}
+}
+
+func waitReady(ctx context.Context) error {
+	return chromedp.Run(ctx, chromedp.Poll(`document.body.dataset.ready === '1'`, nil,
+		chromedp.WithPollingTimeout(300*time.Second), chromedp.WithPollingInterval(5*time.Millisecond)))
+}
+
+func awaitPromise(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams {
+	return p.WithAwaitPromise(true)
+}
+
+// timedKey presses key and returns the ms until the page has fetched and
+// drawn the new window (the refreshed counter moves, then one frame).
+const timedKey = `new Promise(resolve => {
+  const g = window.gpumem, before = g.refreshed, t0 = performance.now();
+  document.dispatchEvent(new KeyboardEvent('keydown', {key: %q, bubbles: true}));
+  const check = () => g.refreshed > before
+    ? requestAnimationFrame(() => resolve(performance.now() - t0))
+    : setTimeout(check, 1);
+  check();
+})`
+
+func benchFile(chrome, path string) error {
+	dir, err := os.MkdirTemp("", "gpumem-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chrome), chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(dir), chromedp.WindowSize(1600, 1000))
+	defer cancelA()
+	ctx, cancelC := chromedp.NewContext(actx)
+	defer cancelC()
+	ctx, cancelT := context.WithTimeout(ctx, 9*time.Minute)
+	defer cancelT()
+	if err := chromedp.Run(ctx, chromedp.Navigate("about:blank"), performance.Enable()); err != nil {
+		return err
+	}
+
+	// Start: read the file, serve it, open the page, wait for the first paint.
+	t0 := time.Now()
+	s, err := snapshot.Open(path, nil)
+	if err != nil {
+		return err
+	}
+	tDecode := time.Since(t0)
+	srv := web.New(web.Options{})
+	srv.Add(filepath.Base(path), s)
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	srv.SetAddr(strings.TrimPrefix(hs.URL, "http://"))
+	t1 := time.Now()
+	if err := chromedp.Run(ctx, chromedp.Navigate(hs.URL+"/#view=active"), chromedp.ActionFunc(waitReady)); err != nil {
+		return err
+	}
+	tPaint := time.Since(t1)
+	tTotal := time.Since(t0)
+
+	// Zoom in 8 times, pan 8 times, zoom out 8 times.
+	var times []float64
+	for _, key := range append(append(rep("+", 8), rep("ArrowRight", 8)...), rep("-", 8)...) {
+		var ms float64
+		if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(timedKey, key), &ms, awaitPromise)); err != nil {
+			return err
+		}
+		times = append(times, ms)
+	}
+	sort.Float64s(times)
+
+	var metrics []*performance.Metric
+	if err := chromedp.Run(ctx, chromedp.ActionFunc(func(ctx context.Context) error {
+		var err error
+		metrics, err = performance.GetMetrics().Do(ctx)
+		return err
+	})); err != nil {
+		return err
+	}
+	heap := 0.0
+	for _, m := range metrics {
+		if m.Name == "JSHeapTotalSize" {
+			heap = m.Value
+		}
+	}
+
+	// State history: open it (checkpoints are built on first use), then step.
+	t2 := time.Now()
+	if err := chromedp.Run(ctx, chromedp.Navigate(hs.URL+"/#view=state"), chromedp.ActionFunc(waitReady)); err != nil {
+		return err
+	}
+	tState := time.Since(t2)
+	t3 := time.Now()
+	if err := chromedp.Run(ctx, chromedp.KeyEvent(kb.ArrowUp),
+		chromedp.Poll(`window.gpumem.S.state && window.gpumem.S.state.index === window.gpumem.S.eventsTotal - 2`, nil,
+			chromedp.WithPollingInterval(2*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		return err
+	}
+	tStep := time.Since(t3)
+
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fi, _ := os.Stat(path)
+	events := 0
+	for _, tr := range s.Traces {
+		events += len(tr.Events)
+	}
+	fmt.Printf("| %s | %.0f MB | %d | %.2f s | %.2f s | **%.2f s** | %.0f ms (%.0f ms) | %.2f s | %.0f ms | %.0f MB | %.0f MB |\n",
+		filepath.Base(path), float64(fi.Size())/1e6, events, tDecode.Seconds(), tPaint.Seconds(), tTotal.Seconds(),
+		times[len(times)/2], times[len(times)-1], tState.Seconds(), float64(tStep.Milliseconds()), heap/1e6, float64(ms.HeapInuse)/1e6)
+	return nil
+}
+
+func rep(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
