@@ -69,6 +69,15 @@ func BenchmarkTimelineBuild(b *testing.B) {
 	}
 }
 
+func BenchmarkSearch(b *testing.B) {
+	s := trainingTrace(1_000_000, 1)
+	tl := NewTimeline(s, 0, KindActive)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tl.Search("b'7f00000", "")
+	}
+}
+
 func BenchmarkTimelineQuery(b *testing.B) {
 	s := trainingTrace(1_000_000, 1)
 	tl := NewTimeline(s, 0, KindActive)

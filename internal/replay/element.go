@@ -1,13 +1,24 @@
 package replay
 
 import (
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpumem/gpumem/snapshot"
 )
 
 func (t *Timeline) element(i int) ElementInfo {
+	e := t.elementNoFrames(i)
+	if !e.Envelope && e.Addr != "" {
+		e.Frames = formatFrames(t.s, e.Stack)
+	}
+	return e
+}
+
+// elementNoFrames is element without formatting the frames.
+func (t *Timeline) elementNoFrames(i int) ElementInfo {
 	if t.ser != nil && i >= len(t.src) && i < len(t.ser) {
 		key := t.poolKeys[i-len(t.src)]
 		return ElementInfo{
@@ -66,13 +77,17 @@ func (t *Timeline) element(i int) ElementInfo {
 		info.PoolID, info.PoolKnown = s.Segments[poolSeg].PoolID, true
 	}
 	info.Addr = formatAddr(segmentView, info.Address, info.Version)
-	info.Frames = formatFrames(s, info.Stack)
 	return info
 }
 
 // context is memory_viz's context_for_id text.
 func (t *Timeline) context(i int) string {
-	e := t.element(i)
+	return t.contextWith(i, func(id snapshot.StackID) string { return framesText(t.s, id) })
+}
+
+// contextWith builds the context text with frames text from frames.
+func (t *Timeline) contextWith(i int, frames func(snapshot.StackID) string) string {
+	e := t.elementNoFrames(i)
 	if e.Addr == "" {
 		return ""
 	}
@@ -106,7 +121,8 @@ func (t *Timeline) context(i int) string {
 	if md := userMetadataText(e.UserMetadata); md != "" {
 		b.WriteString("\n" + md)
 	}
-	b.WriteString("\n" + framesText(t.s, e.Stack))
+	b.WriteString("\n")
+	b.WriteString(frames(e.Stack))
 	return b.String()
 }
 
@@ -125,14 +141,62 @@ func (t *Timeline) search(addrQuery, frameQuery string) []int {
 	if a == "" && f == "" {
 		return nil
 	}
+	// Stacks are shared by many elements: format and lower-case each once
+	// per worker. The header and the frames are joined by a newline, which
+	// a trimmed query without one cannot span.
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(t.src)/4096))
+	parts := make([][]int, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		lo, hi := len(t.src)*w/workers, len(t.src)*(w+1)/workers
+		wg.Add(1)
+		go func(w, lo, hi int) {
+			defer wg.Done()
+			cache := map[snapshot.StackID]string{}
+			noFrames := func(snapshot.StackID) string { return "" }
+			for i := lo; i < hi; i++ {
+				head := strings.ToLower(t.contextWith(i, noFrames))
+				id := t.elementStack(i)
+				fr, ok := cache[id]
+				if !ok {
+					fr = strings.ToLower(framesText(t.s, id))
+					cache[id] = fr
+				}
+				if matches(head, fr, a) && matches(head, fr, f) {
+					parts[w] = append(parts[w], i)
+				}
+			}
+		}(w, lo, hi)
+	}
+	wg.Wait()
 	var out []int
-	for i := range t.src {
-		text := strings.ToLower(t.context(i))
-		if (a == "" || strings.Contains(text, a)) && (f == "" || strings.Contains(text, f)) {
-			out = append(out, i)
-		}
+	for _, p := range parts {
+		out = append(out, p...)
 	}
 	return out
+}
+
+// matches reports whether q occurs in head + frames.
+func matches(head, frames, q string) bool {
+	if q == "" {
+		return true
+	}
+	if strings.Contains(q, "\n") {
+		return strings.Contains(head+frames, q)
+	}
+	return strings.Contains(head, q) || strings.Contains(frames, q)
+}
+
+// elementStack is the stack shown for element i.
+func (t *Timeline) elementStack(i int) snapshot.StackID {
+	src := &t.src[i]
+	switch src.kind {
+	case srcAlloc, srcFree:
+		return t.s.Traces[t.device].Events[src.ref].Stack
+	case srcGhostBlock:
+		return blockStack(t.s, &t.s.Blocks[src.ref])
+	}
+	return snapshot.NoStack
 }
 
 func itoa(v int64) string {

@@ -3,6 +3,8 @@ package replay
 import (
 	"math"
 	"math/rand"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gpumem/gpumem/snapshot"
@@ -152,6 +154,11 @@ func TestStackingFreeInMiddle(t *testing.T) {
 	}
 	if e := tl.Element(0); e.End != 4 || e.Start != 0 || e.Addr != "b'1000_0" {
 		t.Errorf("element 0 = %+v", e)
+	}
+	wantCtx := "Addr: b'2000_0, Size: 200.0B (200 bytes) allocation, Total memory used after allocation: 300.0B (300 bytes), " +
+		"Compile context: None, stream 0, pool_id unknown, timestamp Invalid Date\n" + noFramesText
+	if got := tl.Context(1); got != wantCtx {
+		t.Errorf("Context(1) =\n%s\nwant\n%s", got, wantCtx)
 	}
 	st := ComputeStats(s, 0, KindActive, DefaultMaxEntries)
 	if st.PeakBytes != 350 || st.Timesteps != 7 || st.Elements != 3 {
@@ -404,6 +411,30 @@ func checkRandomQuery(t *testing.T, tl *Timeline, nv *naiveSeries, r *rand.Rand)
 		}
 		if f.ColMax[c] != float64(mx) {
 			t.Fatalf("col %d: max %v, naive %v", c, f.ColMax[c], mx)
+		}
+	}
+}
+
+// TestSearchMatchesContext checks the parallel, cached search against a
+// plain scan of Context texts.
+func TestSearchMatchesContext(t *testing.T) {
+	s := trainingTrace(40_000, 3)
+	tl := NewTimeline(s, 0, KindActive)
+	for _, q := range [][2]string{{"b'7f00000", ""}, {"", "no frames"}, {"size: 2.0kib", "stream 0"}, {"B'7F046", "INVALID date"}} {
+		var want []int
+		a, f := strings.ToLower(q[0]), strings.ToLower(q[1])
+		for i := 0; i < tl.Len(); i++ {
+			c := strings.ToLower(tl.Context(i))
+			if strings.Contains(c, a) && strings.Contains(c, f) {
+				want = append(want, i)
+			}
+		}
+		got := tl.Search(q[0], q[1])
+		if len(want) == 0 || len(want) == tl.Len() && q[0] != "" {
+			t.Errorf("query %q matches %d of %d: not a useful check", q, len(want), tl.Len())
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("Search(%q, %q): %d results, scan %d", q[0], q[1], len(got), len(want))
 		}
 	}
 }
