@@ -341,12 +341,14 @@ func (c *Curves) At(i int) Totals { return c.at(i) }
 func (c *Curves) Downsample(i0, i1, buckets int) *Downsampled { return c.downsample(i0, i1, buckets) }
 
 // NewHistory prepares the Allocator State History of a device: the dump
-// state, the events in memory_viz order and a checkpoint every
-// CheckpointEvery events, built by undoing the trace from the end once.
-// O(n · S) time for S live blocks per checkpoint and O((n/K) · S) memory.
+// state, the events in memory_viz order and a checkpoint every K events,
+// built by undoing the trace from the end once. K is CheckpointEvery, or
+// more when the live state is so large that checkpoints would pass about
+// 64 MiB. Building is O(n + (n/K)·S) time for n events and S live blocks
+// and segments; memory O((n/K)·S).
 func NewHistory(s *snapshot.Snapshot, device int) *History { return newHistory(s, device) }
 
-// CheckpointEvery is the distance in events between stored states.
+// CheckpointEvery is the least distance in events between stored states.
 const CheckpointEvery = 4096
 
 // Len returns the number of memory_viz events (len(Trace.Viz)).
@@ -356,8 +358,13 @@ func (h *History) Len() int { return len(h.viz) }
 func (h *History) Event(i int) EventInfo { return h.event(i) }
 
 // StateAt returns the state after memory_viz event idx (idx = Len()-1 is
-// the dump itself; idx = -1 is before the first event). It starts from the
-// nearest checkpoint after idx and undoes at most CheckpointEvery events.
+// the dump itself; idx = -1 is before the first event), exactly as
+// memory_viz's simulate_memory(idx). It starts from the nearest checkpoint
+// at or after idx and undoes fewer than K events: O(S log S + K).
+//
+// Blocks re-created by undoing a free have Size = round_size(requested)
+// (memory_viz uses the requested size, so it shows no rounding waste for
+// them); blocks from the dump keep their real size.
 func (h *History) StateAt(idx int) *State { return h.stateAt(idx) }
 
 // FormatSize formats bytes as memory_viz's formatSize: "1.5KiB (1536 bytes)".
