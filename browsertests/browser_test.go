@@ -220,10 +220,7 @@ func TestViewsRender(t *testing.T) {
 					t.Errorf("state totals %q, want %q", got, want)
 				}
 			}
-			var buf []byte
-			if err := chromedp.Run(ctx, chromedp.FullScreenshot(&buf, 100)); err == nil {
-				_ = os.WriteFile(filepath.Join(shotDir(t), tc.view+".png"), buf, 0o644)
-			}
+			screenshot(ctx, t, tc.view)
 		})
 	}
 }
@@ -235,6 +232,14 @@ func shotDir(t *testing.T) string {
 		return d
 	}
 	return t.TempDir()
+}
+
+// screenshot saves the page as NAME.png under shotDir.
+func screenshot(ctx context.Context, t *testing.T, name string) {
+	var buf []byte
+	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&buf, 100)); err == nil {
+		_ = os.WriteFile(filepath.Join(shotDir(t), name+".png"), buf, 0o644)
+	}
 }
 
 // bandCentre returns page coordinates inside the tallest drawn band.
@@ -303,6 +308,7 @@ func TestHoverAndSearch(t *testing.T) {
 	if err := chromedp.Run(ctx, chromedp.Evaluate(`window.gpumem.S.frameMatch.size`, &hl)); err != nil || hl != n {
 		t.Errorf("%d highlighted elements, label says %d (%v)", hl, n, err)
 	}
+	screenshot(ctx, t, "hover-search")
 }
 
 func TestStateHistorySelect(t *testing.T) {
@@ -430,6 +436,7 @@ func TestHTMLExportOffline(t *testing.T) {
 			if e := text(ctx, t, "#error"); strings.TrimSpace(e) != "" {
 				t.Errorf("offline page shows an error: %s", e)
 			}
+			screenshot(ctx, t, "offline-"+view)
 		})
 	}
 }

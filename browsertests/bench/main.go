@@ -101,7 +101,7 @@ func benchFile(chrome, path string) error {
 	}
 	tDecode := time.Since(t0)
 	srv := web.New(web.Options{})
-	srv.Add(filepath.Base(path), s)
+	srv.Warm(srv.Add(filepath.Base(path), s)) // as gpumem serve does
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 	srv.SetAddr(strings.TrimPrefix(hs.URL, "http://"))

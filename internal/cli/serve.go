@@ -68,7 +68,10 @@ func runServe(env *Env, args []string) error {
 		if name == "" {
 			name = "demo"
 		}
-		srv.Add(name, s)
+		id := srv.Add(name, s)
+		if i == 0 {
+			srv.Warm(id) // the page opens the first file
+		}
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -94,6 +94,21 @@ func (s *Server) Add(name string, snap *snapshot.Snapshot) int {
 	return f.ID
 }
 
+// Warm computes, in the background, what the page asks for first (the
+// default device's Active Memory Timeline and totals) so that it overlaps
+// with the browser starting.
+func (s *Server) Warm(id int) {
+	f := s.file(id)
+	if f == nil {
+		return
+	}
+	go func() {
+		d := defaultDevice(f.Snap)
+		f.device(d)
+		f.timeline(d, ViewActive, DefaultDetail)
+	}()
+}
+
 func (s *Server) file(id int) *file {
 	s.mu.Lock()
 	defer s.mu.Unlock()

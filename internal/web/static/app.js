@@ -469,8 +469,9 @@ function drawPlot() {
     open = true;
   }
   if (open) ctx.fill();
-  // Bands.
+  // Bands. While a search is active, bands that do not match are dimmed.
   const base = win.x0;
+  const searching = S.addrMatch.size > 0 || S.frameMatch.size > 0;
   for (let i = 0; i < win.n; i++) {
     const s = win.starts[i], e = win.starts[i + 1];
     const kind = win.kinds[i];
@@ -479,17 +480,17 @@ function drawPlot() {
     for (let k = s + 1; k < e; k++) ctx.lineTo(X(base + win.xs[k]), Y(win.bots[k]));
     for (let k = e - 1; k >= s; k--) ctx.lineTo(X(base + win.xs[k]), Y(win.tops[k]));
     ctx.closePath();
-    ctx.globalAlpha = kind === 1 ? 0.5 : kind === 3 ? 0.3 : 1;
+    const id = win.ids[i];
+    const am = S.addrMatch.has(id), fm = S.frameMatch.has(id);
+    ctx.globalAlpha = (kind === 1 ? 0.5 : kind === 3 ? 0.3 : 1) * (searching && !am && !fm && kind !== 2 ? 0.2 : 1);
     ctx.fillStyle = kind === 2 ? tableau10[9] : tableau10[win.colors[i] % 10];
     ctx.fill();
     ctx.globalAlpha = 1;
-    const id = win.ids[i];
-    const am = S.addrMatch.has(id), fm = S.frameMatch.has(id);
     if (kind === 2) { ctx.strokeStyle = '#000'; ctx.lineWidth = 3; ctx.stroke(); }
     if (am || fm) {
       ctx.setLineDash(am && fm ? [4, 2] : []);
       ctx.strokeStyle = am && fm ? '#c000c0' : am ? '#e00' : '#2196F3';
-      ctx.lineWidth = 2; ctx.stroke(); ctx.setLineDash([]);
+      ctx.lineWidth = 1.5; ctx.stroke(); ctx.setLineDash([]);
     }
     if (id >= 0 && (id === S.selId || id === S.hoverId)) {
       ctx.strokeStyle = '#000'; ctx.lineWidth = id === S.selId ? 2 : 1; ctx.stroke();
