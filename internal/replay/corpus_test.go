@@ -215,3 +215,36 @@ func corpusSnapshotsAll(t *testing.T) []*snapshot.Snapshot {
 	}
 	return out
 }
+
+// TestCorpusCurvesAgreeWithHistory checks the totals curves (running sums
+// of trace deltas) against the state history (sets of segments and blocks
+// undone from the dump), two independent computations, on real traces.
+func TestCorpusCurvesAgreeWithHistory(t *testing.T) {
+	r := rand.New(rand.NewSource(8))
+	checked := 0
+	for name, s := range corpusSnapshots(t, 20) {
+		for _, d := range s.Devices() {
+			c := NewCurves(s, d)
+			h := NewHistory(s, d)
+			if h.Len() == 0 {
+				continue
+			}
+			for k := 0; k < 20; k++ {
+				idx := r.Intn(h.Len()+1) - 1
+				raw := c.Len() - 1 // raw events up to the next memory_viz event
+				if idx+1 < h.Len() {
+					raw = int(h.viz[idx+1]) - 1
+				}
+				st, tot := h.StateAt(idx), c.At(raw)
+				if st.Reserved != tot.Reserved || st.Allocated != tot.Requested {
+					t.Errorf("%s dev %d after event %d (raw %d): history reserved %d requested %d, curves %d %d",
+						name, d, idx, raw, st.Reserved, st.Allocated, tot.Reserved, tot.Requested)
+				}
+				checked++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no trace checked")
+	}
+}

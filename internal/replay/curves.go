@@ -57,7 +57,7 @@ func newCurves(s *snapshot.Snapshot, device int) *Curves {
 		}
 	}
 	rounded := make([]uint64, n) // per alloc event
-	liveAt := map[uint64]int{}   // addr -> last alloc event index
+	liveAt := map[uint64]int{}   // addr -> last alloc event index still live
 	for i := range events {
 		e := &events[i]
 		switch e.Action {
@@ -73,61 +73,55 @@ func newCurves(s *snapshot.Snapshot, device int) *Curves {
 			rounded[i] = sz
 		}
 	}
-	// Deltas forward; the rounded size of a free is that of the alloc it
+	// Totals forward from zero (as two's complement, since the start is
+	// not known yet); the rounded size of a free is that of the alloc it
 	// ends (or round_size of its size when the alloc is not in the trace).
-	type delta struct{ alloc, res, act, req int64 }
-	d := make([]delta, n)
-	allocSize := map[uint64]uint64{}
-	var sum delta
+	c.allocated = make([]uint64, n)
+	c.reserved = make([]uint64, n)
+	c.active = make([]uint64, n)
+	c.requested = make([]uint64, n)
+	allocSize := make(map[uint64]uint64, len(liveAt))
+	var cur [4]int64 // allocated, reserved, active, requested
 	for i := range events {
 		e := &events[i]
-		var x delta
 		switch e.Action {
 		case snapshot.ActionAlloc:
 			allocSize[e.Addr] = rounded[i]
-			x = delta{alloc: int64(rounded[i]), act: int64(rounded[i]), req: int64(e.Size)}
+			cur[0] += int64(rounded[i])
+			cur[2] += int64(rounded[i])
+			cur[3] += int64(e.Size)
 		case snapshot.ActionFreeRequested:
 			r, ok := allocSize[e.Addr]
 			if !ok {
 				r = roundSize(e.Size, divs)
 			}
-			x.alloc = -int64(r)
+			cur[0] -= int64(r)
 		case snapshot.ActionFreeCompleted:
 			r, ok := allocSize[e.Addr]
 			if !ok {
 				r = roundSize(e.Size, divs)
 			}
 			delete(allocSize, e.Addr)
-			x.act, x.req = -int64(r), -int64(e.Size)
+			cur[2] -= int64(r)
+			cur[3] -= int64(e.Size)
 		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
-			x.res = int64(e.Size)
+			cur[1] += int64(e.Size)
 		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
-			x.res = -int64(e.Size)
+			cur[1] -= int64(e.Size)
 		}
-		d[i] = x
-		sum.alloc += x.alloc
-		sum.res += x.res
-		sum.act += x.act
-		sum.req += x.req
+		c.allocated[i], c.reserved[i] = uint64(cur[0]), uint64(cur[1])
+		c.active[i], c.requested[i] = uint64(cur[2]), uint64(cur[3])
 	}
-	cur := delta{
-		alloc: int64(end.Allocated) - sum.alloc,
-		res:   int64(end.Reserved) - sum.res,
-		act:   int64(end.Active) - sum.act,
-		req:   int64(end.Requested) - sum.req,
+	// The start is the dump's totals minus the trace's net change.
+	start := [4]int64{
+		int64(end.Allocated) - cur[0], int64(end.Reserved) - cur[1],
+		int64(end.Active) - cur[2], int64(end.Requested) - cur[3],
 	}
-	c.init = Totals{clamp(cur.alloc), clamp(cur.res), clamp(cur.act), clamp(cur.req)}
-	c.allocated = make([]uint64, n)
-	c.reserved = make([]uint64, n)
-	c.active = make([]uint64, n)
-	c.requested = make([]uint64, n)
-	for i := range d {
-		cur.alloc += d[i].alloc
-		cur.res += d[i].res
-		cur.act += d[i].act
-		cur.req += d[i].req
-		c.allocated[i], c.reserved[i] = clamp(cur.alloc), clamp(cur.res)
-		c.active[i], c.requested[i] = clamp(cur.act), clamp(cur.req)
+	c.init = Totals{clamp(start[0]), clamp(start[1]), clamp(start[2]), clamp(start[3])}
+	for k, arr := range [4][]uint64{c.allocated, c.reserved, c.active, c.requested} {
+		for i, v := range arr {
+			arr[i] = clamp(int64(v) + start[k])
+		}
 	}
 	c.idx = [4]*rangeMinMax{
 		newRangeMinMax(c.allocated), newRangeMinMax(c.reserved),
