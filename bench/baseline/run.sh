@@ -13,8 +13,9 @@
 #   viewer  PyTorch's memory_viz viewer pipeline in node, no drawing
 #           (../shared/tools/memoryviz_bench.mjs); own fields: unpickle_ms,
 #           annotate_ms, process_ms, total_ms, elements, timesteps, peak_bytes, rss_mb
-# wall_s and max_rss_mb come from /usr/bin/time -v around the whole process
-# (interpreter start-up included). Runs one at a time under `nice -n $NICE`.
+# wall_s, cpu_s (user + system) and max_rss_mb come from /usr/bin/time -v around the
+# whole process (interpreter start-up included). Runs one at a time under `nice -n $NICE`.
+# On a busy shared machine wall_s swings by 2x between runs; cpu_s much less.
 #
 # environment: TOOLS, NICE (10), PYTHON (python3), NODE (node), NODE_HEAP_MB (16000),
 #   PYTORCH_DIR (repo/.cache/pytorch: MemoryViz.js, process_alloc_data.js, _memory_viz.py),
@@ -67,16 +68,19 @@ tool, path, rc, time_f, out_f, err_f, run, load = sys.argv[1:]
 rec = {"file": os.path.basename(path), "bytes": os.path.getsize(path), "tool": tool,
        "run": int(run), "loadavg1": float(load)}
 wall = rss = None
+cpu = 0.0
 for line in open(time_f, errors="replace"):
     line = line.strip()
-    if line.startswith("Elapsed (wall clock) time"):
+    if line.startswith(("User time (seconds)", "System time (seconds)")):
+        cpu += float(line.rsplit(": ", 1)[1])
+    elif line.startswith("Elapsed (wall clock) time"):
         secs = 0.0
         for part in line.rsplit(": ", 1)[1].split(":"):
             secs = secs * 60 + float(part)
         wall = round(secs, 2)
     elif line.startswith("Maximum resident set size"):
         rss = round(int(line.rsplit(": ", 1)[1]) / 1024)
-rec.update(wall_s=wall, max_rss_mb=rss, rc=int(rc))
+rec.update(wall_s=wall, cpu_s=round(cpu, 2), max_rss_mb=rss, rc=int(rc))
 # The tool's own JSON line: last line of stdout (pickle, viewer) or stderr (stats).
 for f in (out_f, err_f):
     lines = [l for l in open(f, errors="replace").read().splitlines() if l.startswith("{")]

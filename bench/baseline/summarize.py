@@ -3,7 +3,8 @@
 
 usage: summarize.py RESULTS.jsonl...
 
-Columns: file size, runs, wall seconds (min and median over runs), peak RSS
+Columns: file size, runs, wall and CPU (user + system) seconds (min and median
+over runs), peak RSS
 (max over runs), RSS / file size, and the tool's own stage times (from the
 fastest run). Runs that failed (rc != 0) are counted apart and left out.
 """
@@ -37,17 +38,20 @@ def main():
                 failed[(r["file"], r["tool"])] += 1
             else:
                 runs[(r["file"], r["tool"])].append(r)
-    print("| file | MB | tool | runs | wall s (min / median) | peak RSS MB | RSS / file | stages (fastest run) | load avg |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| file | MB | tool | runs | wall s (min / median) | CPU s (min / median) | peak RSS MB | RSS / file"
+          " | stages (fastest run) | load avg |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     keys = sorted(set(runs) | set(failed),
                   key=lambda k: (min((r["bytes"] for r in runs.get(k, [])), default=0), k[0],
                                  TOOLS.index(k[1]) if k[1] in TOOLS else 9))
     for key in keys:
         rs = runs.get(key, [])
         if not rs:
-            print(f"| {key[0]} | | {key[1]} | 0 ({failed[key]} failed) | | | | | |")
+            print(f"| {key[0]} | | {key[1]} | 0 ({failed[key]} failed) | | | | | | |")
             continue
         walls = [r["wall_s"] for r in rs]
+        cpus = [r["cpu_s"] for r in rs if "cpu_s" in r]
+        cpu = f"{min(cpus):.2f} / {statistics.median(cpus):.2f}" if cpus else ""
         best = min(rs, key=lambda r: r["wall_s"])
         rss = max(r["max_rss_mb"] for r in rs)
         mb = rs[0]["bytes"] / 1e6
@@ -55,7 +59,7 @@ def main():
         load = f"{min(loads):.1f}–{max(loads):.1f}" if loads else ""
         n = f"{len(rs)}" + (f" (+{failed[key]} failed)" if failed.get(key) else "")
         print(f"| {key[0]} | {mb:.1f} | {key[1]} | {n} | {min(walls):.2f} / {statistics.median(walls):.2f}"
-              f" | {rss} | {rss / mb:.1f}× | {stages(best)} | {load} |")
+              f" | {cpu} | {rss} | {rss / mb:.1f}× | {stages(best)} | {load} |")
 
 
 if __name__ == "__main__":
