@@ -123,15 +123,15 @@ func (s *allocSink) malloc(id tensorID, size uint64, _ kind, st snapshot.StackID
 	return nil
 }
 
-func (s *allocSink) free(id tensorID, st snapshot.StackID, ts int64) {
+func (s *allocSink) free(id tensorID, st snapshot.StackID, ts int64) error {
 	addr := s.addrs[id]
 	n := len(s.a.Trace())
 	if err := s.a.Free(addr); err != nil {
-		// The program frees only what it allocated; this is a bug.
-		panic("synth: " + err.Error())
+		return fmt.Errorf("synth: internal error: %v", err) // the program frees only what it allocated
 	}
 	delete(s.blockStack, addr)
 	s.collect(n, st, ts)
+	return nil
 }
 
 func (s *allocSink) annotate(name, stage string, ts int64) {

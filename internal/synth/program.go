@@ -28,11 +28,11 @@ func (k kind) String() string { return kindNames[k] }
 // tensorID names a live synthetic tensor; ids are reused after a free.
 type tensorID int32
 
-// sink receives the training loop's allocator calls in program order. A
-// malloc error (out of memory) stops the program.
+// sink receives the training loop's allocator calls in program order. An
+// error (out of memory) stops the program.
 type sink interface {
 	malloc(id tensorID, size uint64, k kind, stack snapshot.StackID, timeUS int64) error
-	free(id tensorID, stack snapshot.StackID, timeUS int64)
+	free(id tensorID, stack snapshot.StackID, timeUS int64) error
 	annotate(name, stage string, timeUS int64)
 }
 
@@ -120,7 +120,10 @@ func (p *program) free(id tensorID, stack snapshot.StackID) {
 		return
 	}
 	p.tick(0)
-	p.out.free(id, stack, p.now)
+	if err := p.out.free(id, stack, p.now); err != nil {
+		p.err = err
+		return
+	}
 	p.sizes[id] = 0
 	p.spare = append(p.spare, id)
 }

@@ -69,7 +69,7 @@ func (r *recorder) malloc(id tensorID, size uint64, k kind, stack snapshot.Stack
 	return nil
 }
 
-func (r *recorder) free(id tensorID, stack snapshot.StackID, ts int64) {
+func (r *recorder) free(id tensorID, stack snapshot.StackID, ts int64) error {
 	r.clock(ts)
 	k, ok := r.live[id]
 	if !ok {
@@ -83,6 +83,7 @@ func (r *recorder) free(id tensorID, stack snapshot.StackID, ts int64) {
 	r.frees[k]++
 	delete(r.live, id)
 	delete(r.size, id)
+	return nil
 }
 
 func (r *recorder) annotate(name, stage string, ts int64) {
