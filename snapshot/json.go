@@ -107,6 +107,9 @@ func decodeJSON(r io.Reader, size int64) (*Snapshot, error) {
 			}
 		}
 	}
+	if len(stack) > 0 {
+		return nil, fail(errors.New("unexpected end of input"))
+	}
 	if !haveRoot {
 		return nil, errors.New("json: no value")
 	}

@@ -216,7 +216,7 @@ func sniff(b []byte) string {
 		return "zstd"
 	}
 	switch b[0] {
-	case 0x80, '(', ']', '}', 'l', 'd', ')', 'N', 'I', 'L', 'F', 'S', 'V', 'c', 'K', 'J', 'M', 'X', 0x88, 0x89:
+	case 0x80, '(', ']', '}', 'l', 'd', ')', 'N', 'I', 'L', 'F', 'S', 'V', 'c', 'K', 'J', 'M', 'X':
 		// 0x80 is PROTO (protocol 2+); the rest start protocol 0/1 pickles.
 		// A JSON '{' or '[' is distinct from pickle's '}' and ']'.
 		return "pickle"

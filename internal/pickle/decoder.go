@@ -39,6 +39,9 @@ type Appender interface {
 	Append(d *Decoder, list Value, items []Value) bool
 }
 
+// contPage is the container table's page size.
+const contPage = 1024
+
 // objExtra holds the parts of an Object container beyond its items.
 type objExtra struct {
 	cls, args, state Value
@@ -67,9 +70,10 @@ type Decoder struct {
 	memoMap   map[uint64]Value
 	memoCount int
 
-	conts []container
-	free  []uint32
-	objs  map[uint32]*objExtra
+	conts  [][]container
+	nconts uint32
+	free   []uint32
+	objs   map[uint32]*objExtra
 
 	strs   []string
 	strIdx map[string]uint32
@@ -314,10 +318,14 @@ func (d *Decoder) newCont(k Kind, n int) (Value, *container) {
 		id = d.free[len(d.free)-1]
 		d.free = d.free[:len(d.free)-1]
 	} else {
-		id = uint32(len(d.conts))
-		d.conts = append(d.conts, container{})
+		// The table is paged so that growing it never copies.
+		id = d.nconts
+		if id&(contPage-1) == 0 {
+			d.conts = append(d.conts, make([]container, contPage))
+		}
+		d.nconts++
 	}
-	c := &d.conts[id]
+	c := &d.conts[id/contPage][id%contPage]
 	c.kind = k
 	c.memo = -1
 	c.multi = false
@@ -333,10 +341,10 @@ func (d *Decoder) cont(v Value) *container {
 		return nil
 	}
 	id := uint32(v.X)
-	if int(id) >= len(d.conts) {
+	if id >= d.nconts {
 		return nil
 	}
-	c := &d.conts[id]
+	c := &d.conts[id/contPage][id%contPage]
 	if c.gen != uint32(v.X>>32) || c.kind != v.Kind {
 		return nil
 	}
@@ -883,10 +891,10 @@ func (d *Decoder) run() (Value, error) {
 			}
 			// Prefetch the frame when it is of a sane size, so the
 			// opcodes inside it need no refill.
+			// A short frame is not an error here (the in-memory path reads
+			// no further either); the opcodes inside report truncation.
 			if n <= 1<<24 && d.end-d.pos < int(n) && d.r != nil && !d.eof {
-				if err := d.fill(int(n)); err != nil {
-					return Value{}, err
-				}
+				_ = d.fill(int(n))
 			}
 		case opProto:
 			b, err := d.take(1)

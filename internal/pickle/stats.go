@@ -2,5 +2,5 @@ package pickle
 
 // Stats reports table sizes (for tests and benchmarks).
 func (d *Decoder) Stats() (containers, free, memo int) {
-	return len(d.conts), len(d.free), int(d.memoLen) + len(d.memoMap)
+	return int(d.nconts), len(d.free), int(d.memoLen) + len(d.memoMap)
 }
