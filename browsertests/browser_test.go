@@ -486,3 +486,33 @@ func TestDropUpload(t *testing.T) {
 		t.Errorf("location.hash %q does not name the new file (%v)", hash, err)
 	}
 }
+
+// TestNoTraceSnapshot opens a snapshot without trace events: the timeline
+// shows the blocks alive at dump time and says so.
+func TestNoTraceSnapshot(t *testing.T) {
+	dir := sharedDir(t)
+	s, err := snapshot.Open(filepath.Join(dir, "DocuBox__dump_snapshot.pickle"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := newBrowser(t)
+	url := startServer(t, "docubox.pickle", s)
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"#view=active"),
+		chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(colouredPixels, "plot"), &n)); err != nil {
+		t.Fatal(err)
+	}
+	if n < 500 {
+		t.Errorf("trace-less timeline has %d coloured pixels", n)
+	}
+	active, _ := replay.Peaks(s, 0)
+	if got, want := text(ctx, t, "#peak"), replay.FormatSizeShort(active); got != want {
+		t.Errorf("peak %q, want %q", got, want)
+	}
+	if sum := text(ctx, t, "#summary"); !strings.Contains(sum, "no trace events") {
+		t.Errorf("summary %q does not say the trace is empty", sum)
+	}
+}

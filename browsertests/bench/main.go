@@ -111,6 +111,7 @@ func benchFile(chrome, path string) error {
 	}
 	tPaint := time.Since(t1)
 	tTotal := time.Since(t0)
+	fmt.Fprintf(os.Stderr, "bench: %s: decoded in %v, first paint %v after start\n", filepath.Base(path), tDecode, tTotal)
 
 	// Zoom in 8 times, pan 8 times, zoom out 8 times.
 	var times []float64
@@ -144,6 +145,7 @@ func benchFile(chrome, path string) error {
 		return err
 	}
 	tState := time.Since(t2)
+	fmt.Fprintf(os.Stderr, "bench: %s: state view in %v\n", filepath.Base(path), tState)
 	t3 := time.Now()
 	if err := chromedp.Run(ctx, chromedp.KeyEvent(kb.ArrowUp),
 		chromedp.Poll(`window.gpumem.S.state && window.gpumem.S.state.index === window.gpumem.S.eventsTotal - 2`, nil,

@@ -181,3 +181,35 @@ func naiveTotals(s *snapshot.Snapshot, dev, idx int) (allocated, reserved float6
 	}
 	return allocated, reserved
 }
+
+// TestServedPeaksEqualReplay asks the HTTP API for each real snapshot's
+// timelines and compares the peaks it serves with replay.Peaks.
+func TestServedPeaksEqualReplay(t *testing.T) {
+	dir := sharedDir(t)
+	paths, _ := filepath.Glob(filepath.Join(dir, "snapshots", "real", "*.pickle"))
+	if testing.Short() && len(paths) > 8 {
+		paths = paths[:8]
+	}
+	srv := New(Options{Addr: "127.0.0.1:1"})
+	h := srv.Handler()
+	for _, path := range paths {
+		s, err := snapshot.Open(path, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		id := srv.Add(filepath.Base(path), s)
+		for _, d := range s.Devices() {
+			active, segments := replay.Peaks(s, d)
+			for view, want := range map[string]uint64{ViewActive: active, ViewSegments: segments} {
+				var m metaJSON
+				decodeJSON(t, get(t, h, "127.0.0.1:1", "/api/meta?file="+strconv.Itoa(id)+"&device="+strconv.Itoa(d)+"&view="+view), &m)
+				var w decodedWindow
+				resp := get(t, h, "127.0.0.1:1", "/api/window?file="+strconv.Itoa(id)+"&device="+strconv.Itoa(d)+"&view="+view+"&w=800&h=400")
+				w = readWindow(t, resp.Body.Bytes())
+				if uint64(m.Peak) != want || uint64(w.peak) != want {
+					t.Errorf("%s device %d %s: meta peak %.0f, window peak %.0f; replay.Peaks %d", filepath.Base(path), d, view, m.Peak, w.peak, want)
+				}
+			}
+		}
+	}
+}

@@ -291,7 +291,8 @@ func buildTimeline(s *snapshot.Snapshot, device int, view string, detail int) *t
 	b.finish()
 
 	// Closing x positions: one past the last step.
-	last := float64(len(viz))
+	// (At least 1, so that a trace-less view still spans x = 0..1.)
+	last := float64(max(len(viz), 1))
 	tl.StepEvent = append(tl.StepEvent, last)
 	tl.HasTime = len(events) > 0
 	for _, raw := range viz {

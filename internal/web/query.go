@@ -70,9 +70,8 @@ func (tl *timeline) window(q windowQuery) []byte {
 		if s1 < nSteps-1 {
 			s1++
 		}
-		if s1 >= nSteps {
-			s1 = nSteps - 1
-		}
+		s0 = min(s0, nSteps-1)
+		s1 = min(s1, nSteps-1)
 	}
 	// Per-column totals.
 	colMax := make([]float32, q.W)

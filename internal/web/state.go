@@ -34,7 +34,12 @@ type stateJSON struct {
 	Frag        float64   `json:"fragmentation"` // 1 - largest free / free
 	Segments    []segJSON `json:"segments"`
 	Text        string    `json:"text"` // the totals line as memory_viz prints it
+	// Omitted counts the smallest segments left out of Segments.
+	Omitted int `json:"omitted,omitempty"`
 }
+
+// maxStateSegments bounds what one state answer draws.
+const maxStateSegments = 20000
 
 type segJSON struct {
 	Addr    string   `json:"addr"`
@@ -59,10 +64,16 @@ func (h *stateHistory) stateJSON(idx int) *stateJSON {
 			out.Stack += stackText(d.snap, e.Stack)
 		}
 	}
-	// Segments in address order; the page does memory_viz's packing.
+	// Segments in address order; the page does memory_viz's packing. Past
+	// maxStateSegments only the largest are sent (the totals cover all).
 	order := make([]int, len(st.Segments))
 	for i := range order {
 		order[i] = i
+	}
+	if len(order) > maxStateSegments {
+		sort.Slice(order, func(a, b int) bool { return st.Segments[order[a]].Size > st.Segments[order[b]].Size })
+		out.Omitted = len(order) - maxStateSegments
+		order = order[:maxStateSegments]
 	}
 	sort.Slice(order, func(a, b int) bool { return st.Segments[order[a]].Addr < st.Segments[order[b]].Addr })
 	for _, si := range order {

@@ -781,7 +781,7 @@ async function selectEvent(idx) {
   S.state = st;
   const pct = (x) => `${(100 * x).toFixed(1)}%`;
   $('state-totals').innerHTML = `<span id="state-text" style="margin:0;color:inherit;font-weight:600">${escapeHTML(st.text)}</span>` +
-    `<span>${st.segments.length} segments</span>` +
+    `<span>${(st.segments.length + (st.omitted || 0)).toLocaleString()} segments${st.omitted ? ` (drawing the largest ${st.segments.length.toLocaleString()})` : ''}</span>` +
     `<span>free in segments ${formatSize(st.free, false)} (fragmentation ${pct(st.fragmentation)}, largest free ${formatSize(st.largestFree, false)})</span>` +
     `<span>rounding waste ${formatSize(st.rounding, false)}</span>`;
   $('state-stack').textContent = idx >= 0 ? `${st.text}\n${st.event}\n${st.stack}` : 'State before the first event.';
