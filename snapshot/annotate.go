@@ -1,19 +1,18 @@
 package snapshot
 
+// Annotate recomputes memory_viz's annotation (address versions, merged
+// free pairs in Trace.Viz, block addresses) after a Snapshot was built or
+// edited in code; decoding does it already. Streams are not renumbered.
+func (s *Snapshot) Annotate() { annotate(s) }
+
 // annotate computes memory_viz's annotate_snapshot once, beside the raw
 // values: address versions, merged free pairs (Trace.Viz) and block
 // addresses accumulated from their segment's address. Streams are already
 // renamed by the decoder.
 func annotate(s *Snapshot) {
-	blockVer := map[uint64]int32{}
-	segVer := map[uint64]int32{}
-	version := func(m map[uint64]int32, addr uint64, inc bool) int32 {
-		v := m[addr]
-		if inc {
-			m[addr] = v + 1
-		}
-		return v
-	}
+	blockVer := newVersionMap(1024)
+	segVer := newVersionMap(64)
+	version := func(m *versionMap, addr uint64, inc bool) int32 { return m.get(addr, inc) }
 	for t := range s.Traces {
 		tr := &s.Traces[t]
 		evs := tr.Events

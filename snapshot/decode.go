@@ -36,7 +36,7 @@ type builder struct {
 	kFilename, kName, kLine, kAction, kAddr, kSize, kStream, kTimeUS, kFrames,
 	kCompileContext, kUserMetadata, kDeviceFree, kBlocks, kState uint32
 
-	actions    map[uint32]Action
+	actions    []Action // decoder string id -> action+1 (0 = not looked up)
 	frameIndex map[frameKey]FrameID
 	stackIndex map[uint64]StackID
 	seed       maphash.Seed
@@ -55,6 +55,8 @@ type builder struct {
 	// in memory_viz's order.
 	streamTmp map[int64]StreamID
 	streamRaw []int64
+	lastRaw   int64 // one-entry cache: most entries share a stream
+	lastTmp   StreamID
 
 	sawTime, sawCompile, sawUserMeta bool
 }
@@ -67,7 +69,6 @@ type frameKey struct {
 func newBuilder(s *Snapshot, sizeHint int64) *builder {
 	b := &builder{
 		s:          s,
-		actions:    map[uint32]Action{},
 		frameIndex: map[frameKey]FrameID{},
 		stackIndex: map[uint64]StackID{},
 		seed:       maphash.MakeSeed(),
@@ -356,20 +357,19 @@ func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 			if !ok {
 				return val, d.Errorf("trace entry: action is %s, not str", b.kindName(val))
 			}
-			a, ok := b.actions[id]
-			if !ok {
+			var a Action
+			if int(id) < len(b.actions) && b.actions[id] != 0 {
+				a = b.actions[id] - 1
+			} else {
 				s, _ := d.Str(val)
 				a = ParseAction(s)
-				b.actions[id] = a
-				if a == ActionUnknown {
-					// Keep the unknown spelling so nothing is lost.
-					kvj, err := b.keyValue(kv[i], val)
-					if err != nil {
-						return val, err
-					}
-					extra = append(extra, kvj)
+				for int(id) >= len(b.actions) {
+					b.actions = append(b.actions, 0)
 				}
-			} else if a == ActionUnknown {
+				b.actions[id] = a + 1
+			}
+			if a == ActionUnknown {
+				// Keep the unknown spelling so nothing is lost.
 				kvj, err := b.keyValue(kv[i], val)
 				if err != nil {
 					return val, err
@@ -477,12 +477,16 @@ func (b *builder) keyName(id uint32) string {
 }
 
 func (b *builder) tmpStream(raw int64) StreamID {
-	if id, ok := b.streamTmp[raw]; ok {
-		return id
+	if raw == b.lastRaw {
+		return b.lastTmp
 	}
-	id := StreamID(len(b.streamRaw))
-	b.streamTmp[raw] = id
-	b.streamRaw = append(b.streamRaw, raw)
+	id, ok := b.streamTmp[raw]
+	if !ok {
+		id = StreamID(len(b.streamRaw))
+		b.streamTmp[raw] = id
+		b.streamRaw = append(b.streamRaw, raw)
+	}
+	b.lastRaw, b.lastTmp = raw, id
 	return id
 }
 

@@ -65,7 +65,7 @@ type Decoder struct {
 	stack []Value
 	marks []int32
 
-	memo      [][]Value
+	memo      [][]uint64
 	memoLen   uint64
 	memoMap   map[uint64]Value
 	memoCount int
@@ -332,7 +332,7 @@ func (d *Decoder) newCont(k Kind, n int) (Value, *container) {
 	if cap(c.items) < n {
 		c.items = make([]Value, 0, n)
 	}
-	return Value{Kind: k, X: uint64(c.gen)<<32 | uint64(id)}, c
+	return Value{Kind: k, X: uint64(c.gen&genMask)<<32 | uint64(id)}, c
 }
 
 // cont returns v's container, or nil if v is not a live container.
@@ -345,7 +345,7 @@ func (d *Decoder) cont(v Value) *container {
 		return nil
 	}
 	c := &d.conts[id/contPage][id%contPage]
-	if c.gen != uint32(v.X>>32) || c.kind != v.Kind {
+	if c.gen&genMask != uint32(v.X>>32) || c.kind != v.Kind {
 		return nil
 	}
 	return c
@@ -452,17 +452,40 @@ func (d *Decoder) finishAll(vs []Value) error {
 	return nil
 }
 
-// The memo's dense part is paged so that growing it never copies.
+// The memo's dense part is paged so that growing it never copies. Slots
+// pack a Value into 8 bytes (kind, sub-tag, 56-bit payload); the rare value
+// that does not fit (a big int or float payload) lives in memoMap and its
+// slot says so.
 const memoPageBits = 16
 
-func (d *Decoder) memoSlot(i uint64) *Value {
+// genMask keeps container generations within the packed payload.
+const genMask = 1<<24 - 1
+
+const (
+	slotHole    = uint64(mark)        // no entry
+	slotSpilled = uint64(mark) | 1<<4 // entry in memoMap
+	payloadMax  = uint64(1)<<56 - 1   // largest packed payload
+)
+
+func packSlot(v Value) (uint64, bool) {
+	if v.X > payloadMax || v.Sub > 15 {
+		return 0, false
+	}
+	return uint64(v.Kind) | uint64(v.Sub)<<4 | v.X<<8, true
+}
+
+func unpackSlot(s uint64) Value {
+	return Value{Kind: Kind(s & 15), Sub: uint8(s>>4) & 15, X: s >> 8}
+}
+
+func (d *Decoder) memoSlot(i uint64) *uint64 {
 	return &d.memo[i>>memoPageBits][i&(1<<memoPageBits-1)]
 }
 
 func (d *Decoder) memoGet(i uint64) (Value, bool) {
 	if i < d.memoLen {
-		if v := *d.memoSlot(i); v.Kind != mark {
-			return v, true
+		if s := *d.memoSlot(i); s&15 != uint64(mark) {
+			return unpackSlot(s), true
 		}
 	}
 	v, ok := d.memoMap[i]
@@ -476,9 +499,9 @@ func (d *Decoder) memoPut(i uint64, v Value) {
 		// map) cannot make the memo outgrow the input.
 		for d.memoLen <= i {
 			if d.memoLen&(1<<memoPageBits-1) == 0 {
-				page := make([]Value, 1<<memoPageBits)
+				page := make([]uint64, 1<<memoPageBits)
 				for j := range page {
-					page[j].Kind = mark
+					page[j] = slotHole
 				}
 				d.memo = append(d.memo, page)
 			}
@@ -487,21 +510,24 @@ func (d *Decoder) memoPut(i uint64, v Value) {
 	}
 	if i < d.memoLen {
 		p := d.memoSlot(i)
-		if p.Kind == mark {
-			if _, ok := d.memoMap[i]; ok {
-				delete(d.memoMap, i)
-			} else {
+		if *p == slotHole {
+			if _, ok := d.memoMap[i]; !ok {
 				d.memoCount++
 			}
 		}
-		*p = v
-		return
+		if packed, ok := packSlot(v); ok {
+			*p = packed
+			if d.memoMap != nil {
+				delete(d.memoMap, i)
+			}
+			return
+		}
+		*p = slotSpilled
+	} else if _, ok := d.memoMap[i]; !ok {
+		d.memoCount++
 	}
 	if d.memoMap == nil {
 		d.memoMap = map[uint64]Value{}
-	}
-	if _, ok := d.memoMap[i]; !ok {
-		d.memoCount++
 	}
 	d.memoMap[i] = v
 }
