@@ -120,6 +120,14 @@ func TestCorpus(t *testing.T) {
 			if s.Source.Protocol != src.Protocol {
 				t.Errorf("protocol %d, want %d", s.Source.Protocol, src.Protocol)
 			}
+			// n_streams counts the distinct raw streams of segments.
+			segStreams := map[int64]bool{}
+			for _, seg := range s.Segments {
+				segStreams[s.RawStream(seg.Stream)] = true
+			}
+			if len(segStreams) != src.NStreams {
+				t.Errorf("segments use %d streams, SOURCES.json says %d", len(segStreams), src.NStreams)
+			}
 			if len(s.Segments) != src.NSegments || len(s.Blocks) != src.NBlocks {
 				t.Errorf("segments/blocks %d/%d, want %d/%d", len(s.Segments), len(s.Blocks), src.NSegments, src.NBlocks)
 			}
