@@ -1,6 +1,8 @@
 package web
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 
 	"github.com/gpumem/gpumem/snapshot"
@@ -128,6 +130,7 @@ func buildTimeline(s *snapshot.Snapshot, device int, view string, detail int) *t
 		elem  int32
 		event int32 // viz index of the event
 	}
+	tl.Elems = make([]element, 0, len(viz)/2+16)
 	var actions []action
 	var initial []int32
 	addrToAlloc := map[uint64]int32{}
@@ -238,7 +241,12 @@ func buildTimeline(s *snapshot.Snapshot, device int, view string, detail int) *t
 	for i := range order {
 		order[i] = int32(i)
 	}
-	sort.SliceStable(order, func(a, b int) bool { return tl.Elems[order[a]].Size > tl.Elems[order[b]].Size })
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := cmp.Compare(tl.Elems[b].Size, tl.Elems[a].Size); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b) // ties keep element order, like JS's stable sort
+	})
 	draw := make([]bool, len(tl.Elems))
 	for i, id := range order {
 		if i >= detail {
