@@ -25,7 +25,7 @@ func TestRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			encs := []string{"pickle"}
-			if st, _ := os.Stat(f); st.Size() < 150<<10 {
+			if st, _ := os.Stat(f); st.Size() < 400<<10 {
 				// JSON repeats every shared frame inline; keep it to small files.
 				encs = append(encs, "json")
 			}

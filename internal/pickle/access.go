@@ -353,3 +353,7 @@ func (d *Decoder) FinishValue(v Value) (Value, error) { return d.finish(v) }
 
 // SetOffset sets the offset reported by Errorf (for non-pickle input).
 func (d *Decoder) SetOffset(off int64) { d.opOff = off }
+
+// MakeStringBytes returns an interned String value for b (no allocation
+// when the string is already interned).
+func (d *Decoder) MakeStringBytes(b []byte) Value { return d.internBytes(b) }
