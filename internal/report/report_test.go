@@ -3,6 +3,8 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -382,5 +384,40 @@ func TestIntervals(t *testing.T) {
 	iv.removeRange(0, 201) // removes d and b
 	if len(iv) != 0 {
 		t.Errorf("left %v", iv)
+	}
+}
+
+// TestRandomSnapshotsDoNotPanic feeds the reports snapshots whose numbers
+// disagree with each other (block sizes that overflow their segment,
+// requested sizes above block sizes, zero sizes, huge addresses, frees
+// without allocs) as a decoder would pass them through.
+func TestRandomSnapshotsDoNotPanic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	sizes := []uint64{0, 1, 512, mib, 20 * mib, 20*mib + 1, 1 << 40, 1<<63 - 1}
+	for iter := 0; iter < 300; iter++ {
+		b := newBuilder()
+		for i := rng.IntN(4); i > 0; i-- {
+			var blocks []blk
+			for j := rng.IntN(5); j > 0; j-- {
+				blocks = append(blocks, blk{sizes[rng.IntN(len(sizes))], sizes[rng.IntN(len(sizes))], snapshot.BlockState(rng.IntN(3))})
+			}
+			b.segment(int32(rng.IntN(2)), rng.Uint64(), 0, rng.IntN(2) == 0, blocks...)
+			if rng.IntN(3) == 0 {
+				b.s.Segments[len(b.s.Segments)-1].TotalSize = sizes[rng.IntN(len(sizes))]
+			}
+		}
+		for i := rng.IntN(30); i > 0; i-- {
+			b.event(rng.IntN(3), snapshot.Action(rng.IntN(int(snapshot.ActionOOM)+1)), rng.Uint64()%4096, sizes[rng.IntN(len(sizes))], rng.Int64())
+		}
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("iteration %d panicked: %v", iter, r)
+				}
+			}()
+			Stats(io.Discard, b.s)
+			Trace(io.Discard, b.s, TraceOptions{Device: -1})
+			WriteInfo(io.Discard, BuildInfo(b.s, nil))
+		}()
 	}
 }

@@ -12,6 +12,9 @@ import (
 // statsPageSize is _memory_viz's PAGE_SIZE: one character of the page map.
 const statsPageSize = 20 << 20
 
+// statsMaxPages bounds the page map of one segment (1.25 TiB).
+const statsMaxPages = 1 << 16
+
 const statsLegend = `
 Legend:
     [a     ] - a segment in the allocator
@@ -109,6 +112,9 @@ func Stats(w io.Writer, s *snapshot.Snapshot) error {
 			continue // the page map is drawn only for big segments
 		}
 		npages := floorDiv(total-1, statsPageSize) + 1
+		// No GPU has a 1.25 TiB segment; a size that big is corrupt data, and
+		// drawing all its pages would exhaust memory.
+		npages = min(npages, statsMaxPages)
 		occupied = occupied[:0]
 		frac = frac[:0]
 		for j := int64(0); j < npages; j++ {
@@ -120,10 +126,9 @@ func Stats(w io.Writer, s *snapshot.Snapshot) error {
 			start := floorDiv(r.start, statsPageSize)
 			finish := floorDiv(finishOff-1, statsPageSize) + 1
 			m := byte('a' + i%26)
-			for j := start; j < finish && j < npages; j++ {
-				if j < 0 {
-					continue
-				}
+			// Ranges lie inside the segment unless the sizes are corrupt
+			// (or overflow); clamp so that such data cannot stall us.
+			for j := max(start, 0); j < finish && j < npages; j++ {
 				lo := max(r.start, j*statsPageSize)
 				hi := min(finishOff, (j+1)*statsPageSize)
 				frac[j] += float64(hi-lo) / statsPageSize
