@@ -247,6 +247,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"info"}, 2},
 		{[]string{"stats", "a", "b"}, 2},
 		{[]string{"trace", "--device", "x", "a"}, 2},
+		{[]string{"trace", "--device=-1", "a"}, 2},
 		{[]string{"info", "--nope", "a"}, 2},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bufio"
+	"fmt"
+	"strconv"
 
 	"github.com/gpumem/gpumem/internal/report"
 )
@@ -32,7 +34,7 @@ the memory allocated on the device at dump time.`
 
 func runTrace(env *Env, args []string) error {
 	fs := newFlagSet(env, "trace", "[--device N] [--demo] FILE", traceAbout)
-	device := fs.Int("device", -1, "list only device `N` (default: every device with entries)")
+	deviceFlag := fs.String("device", "", "list only device `N` (default: every device with entries)")
 	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -41,15 +43,20 @@ func runTrace(env *Env, args []string) error {
 	if len(files)+boolInt(*useDemo) != 1 {
 		return usageError(fs, env.Stderr, "want exactly one snapshot")
 	}
-	if *device < -1 {
-		return usageError(fs, env.Stderr, "--device must be 0 or more")
+	device := -1
+	if *deviceFlag != "" {
+		n, err := strconv.Atoi(*deviceFlag)
+		if err != nil || n < 0 {
+			return usageError(fs, env.Stderr, fmt.Sprintf("--device %q: want a device number (0, 1, ...)", *deviceFlag))
+		}
+		device = n
 	}
 	snaps, err := LoadArgs(env, files, *useDemo)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriter(env.Stdout)
-	if err := report.Trace(w, snaps[0], report.TraceOptions{Device: *device}); err != nil {
+	if err := report.Trace(w, snaps[0], report.TraceOptions{Device: device}); err != nil {
 		return err
 	}
 	return w.Flush()

@@ -228,7 +228,7 @@ cudaFree(4398046511104) # 2.0MiB, allocated before the trace began
 TOTAL MEM: 4.0MiB # allocated at dump time; 2 allocations of this trace still live (4.0MiB requested)
 
 Device 2 ----------------
-1 entries
+1 entry
 a = MEM[2199023255552:100.0B]
 TOTAL MEM: 0.0B # allocated at dump time; 1 allocation of this trace still live (100.0B requested)
 `

@@ -105,12 +105,13 @@ func (n *traceNamer) name() string {
 func writeDeviceTrace(bw *bufio.Writer, s *snapshot.Snapshot, device int) {
 	events := s.Traces[device].Events
 	fmt.Fprintf(bw, "Device %d ----------------\n", device)
-	fmt.Fprintf(bw, "%d entries\n", len(events))
+	fmt.Fprintf(bw, "%s\n", plural(len(events), "entry"))
 
 	var namer traceNamer
 	var live intervals // segments and mappings of this trace still alive
 	allocName := map[uint64]string{}
 	allocSize := map[uint64]uint64{}
+	preTraceDel := map[uint64]bool{} // pre-trace blocks whose del was listed
 
 	// The dump's segments of this device, by address, for allocations in
 	// segments that predate the trace.
@@ -167,12 +168,17 @@ func writeDeviceTrace(bw *bufio.Writer, s *snapshot.Snapshot, device int) {
 			line = append(line, BytesU(e.Size)...)
 			if !ok {
 				line = append(line, ", allocated before the trace began"...)
+				preTraceDel[e.Addr] = true
 			}
 			bw.Write(append(line, '\n'))
 		case snapshot.ActionFreeCompleted:
-			n, _ := freeName(e.Addr)
+			n, ok := freeName(e.Addr)
 			line = append(append(line[:0], "# free completed for "...), n...)
 			line = append(append(line, ' '), BytesU(e.Size)...)
+			if !ok && !preTraceDel[e.Addr] {
+				line = append(line, ", allocated before the trace began"...)
+			}
+			delete(preTraceDel, e.Addr)
 			bw.Write(append(line, '\n'))
 			delete(allocName, e.Addr)
 			delete(allocSize, e.Addr)
