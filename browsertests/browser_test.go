@@ -433,6 +433,20 @@ func TestHTMLExportOffline(t *testing.T) {
 					t.Errorf("offline peak %q, want %q", got, want)
 				}
 			}
+			if view == "state" {
+				// The page replays the embedded trace itself: step back two
+				// events and compare with replay.
+				var total int
+				if err := chromedp.Run(ctx, chromedp.Evaluate(`window.gpumem.S.eventsTotal`, &total),
+					chromedp.KeyEvent(kb.ArrowUp), chromedp.Sleep(100*time.Millisecond), chromedp.KeyEvent(kb.ArrowUp),
+					chromedp.Poll(`window.gpumem.S.state && window.gpumem.S.state.index === window.gpumem.S.eventsTotal - 3`, nil,
+						chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+					t.Fatalf("offline ArrowUp: %v", err)
+				}
+				if got, want := text(ctx, t, "#state-text"), expectedState(t, s, total-3); got != want {
+					t.Errorf("offline state after %d: %q, want %q", total-3, got, want)
+				}
+			}
 			if e := text(ctx, t, "#error"); strings.TrimSpace(e) != "" {
 				t.Errorf("offline page shows an error: %s", e)
 			}
