@@ -359,7 +359,11 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 			si.RoundupPower2Divisions[r.IntervalMiB] = r.Divisions
 		}
 		for _, kv := range as.Raw {
-			si.Raw[kv.Key] = json.RawMessage(kv.JSON)
+			if json.Valid([]byte(kv.JSON)) {
+				si.Raw[kv.Key] = json.RawMessage(kv.JSON)
+			} else {
+				si.Raw[kv.Key] = kv.JSON // never break --json over one value
+			}
 		}
 		in.AllocatorSettings = si
 	}
