@@ -49,12 +49,11 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// Stats writes the report of "python -m torch.cuda._memory_viz stats"
-// (segsum, then the newline print adds) byte for byte: a page map of every
-// segment of at least 20 MiB,
-// then totals and the legend. Unlike PyTorch it does not stop on snapshots
-// whose block sizes do not add up to the segment size; it prints what the
-// numbers say.
+// Stats writes, byte for byte, what "python -m torch.cuda._memory_viz stats"
+// prints (segsum's text plus print's newline): a page map of every segment
+// of at least 20 MiB, then totals and the legend. Unlike PyTorch it does
+// not stop on snapshots whose block sizes do not add up to the segment
+// size; it prints what the numbers say.
 func Stats(w io.Writer, s *snapshot.Snapshot) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString("Summary of segments >= 20.0MiB in size\n")
