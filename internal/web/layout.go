@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -87,12 +88,15 @@ type timeline struct {
 	Series    []series
 	MaxAtTime []float64 // total memory per timestep
 	StepEvent []float64 // x in event-index units for each timestep (+1 closing)
-	StepTime  []float64 // time_us per timestep (NaN-free; only if HasTime)
+	StepTime  []float64 // time_us per timestep, filled by stepTime
+	timeOnce  sync.Once
+	events    []snapshot.Event
+	viz       []int32
 	HasTime   bool
 	MaxSize   float64
-	// Summarised band: bottom offset and height per timestep.
-	SumOff  []float64
-	SumSize []float64
+	// SumOff is the bottom of the summarised band per timestep (its top
+	// is MaxAtTime).
+	SumOff []float64
 }
 
 // buildTimeline runs memory_viz's process_alloc_data for one device.
@@ -255,6 +259,12 @@ func buildTimeline(s *snapshot.Snapshot, device int, view string, detail int) *t
 		draw[id] = true
 	}
 
+	// Steps: one per action, plus three per restack; start with room for
+	// the common case.
+	nSteps := len(actions) + len(actions)/2 + 8
+	tl.MaxAtTime = make([]float64, 0, nSteps)
+	tl.StepEvent = make([]float64, 0, nSteps+1)
+	tl.SumOff = make([]float64, 0, nSteps+1)
 	b := &stacker{tl: tl, draw: draw, privatePools: privatePools}
 	b.pools = map[poolKey]*poolState{}
 	b.inSummary = make([]bool, len(tl.Elems))
@@ -309,17 +319,25 @@ func buildTimeline(s *snapshot.Snapshot, device int, view string, detail int) *t
 			break
 		}
 	}
-	if tl.HasTime {
-		tl.StepTime = make([]float64, len(tl.StepEvent))
-		for i, x := range tl.StepEvent {
-			vi := int(x)
-			if vi >= len(viz) {
-				vi = len(viz) - 1
-			}
-			tl.StepTime[i] = float64(events[viz[vi]].TimeUS)
-		}
-	}
+	tl.events, tl.viz = events, viz
 	return tl
+}
+
+// stepTime returns time_us for each step, computed on first use (only the
+// wall-clock axis needs it).
+func (tl *timeline) stepTime() []float64 {
+	tl.timeOnce.Do(func() {
+		if !tl.HasTime {
+			return
+		}
+		st := make([]float64, len(tl.StepEvent))
+		for i, x := range tl.StepEvent {
+			vi := min(int(x), len(tl.viz)-1)
+			st[i] = float64(tl.events[tl.viz[vi]].TimeUS)
+		}
+		tl.StepTime = st
+	})
+	return tl.StepTime
 }
 
 func deviceSegments(s *snapshot.Snapshot, device int) []int {
@@ -402,7 +420,6 @@ func (b *stacker) lastOff(si int32) float64 {
 
 func (b *stacker) advance(n int) {
 	b.tl.SumOff = append(b.tl.SumOff, b.totalMem)
-	b.tl.SumSize = append(b.tl.SumSize, b.summarized)
 	for i := 0; i < n; i++ {
 		b.tl.MaxAtTime = append(b.tl.MaxAtTime, b.totalMem+b.summarized)
 		b.tl.StepEvent = append(b.tl.StepEvent, *b.curEvent+float64(i)/float64(n))
@@ -411,7 +428,6 @@ func (b *stacker) advance(n int) {
 	// The summarised band is stored per advance; pad to per-step arrays.
 	for i := 1; i < n; i++ {
 		b.tl.SumOff = append(b.tl.SumOff, b.totalMem)
-		b.tl.SumSize = append(b.tl.SumSize, b.summarized)
 	}
 }
 
@@ -791,7 +807,6 @@ func (b *stacker) finish() {
 		}
 	}
 	b.tl.SumOff = append(b.tl.SumOff, b.totalMem)
-	b.tl.SumSize = append(b.tl.SumSize, b.summarized)
 }
 
 // Peak is the highest total of the timeline (memory_viz's max of

@@ -20,7 +20,7 @@ func (a xAxis) stepAt(x float64) int {
 
 func (tl *timeline) axis(mode string) xAxis {
 	if mode == "time" && tl.HasTime {
-		return tl.StepTime
+		return tl.stepTime()
 	}
 	return tl.StepEvent
 }
