@@ -49,7 +49,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		if len(args) > 1 {
 			if c, ok := commands[args[1]]; ok {
-				return run(env, c, []string{"-h"})
+				// Asked-for help is not a usage mistake.
+				if code := run(env, c, []string{"-h"}); code != 2 {
+					return code
+				}
+				return 0
 			}
 		}
 		usage(stdout)
@@ -73,7 +77,15 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return run(env, c, args[1:])
 }
 
-func run(env *Env, c *Command, args []string) int {
+func run(env *Env, c *Command, args []string) (code int) {
+	// A bug must still end in one line and exit 1, never a goroutine dump
+	// in the middle of a user's terminal.
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(env.Stderr, "gpumem %s: internal error: %v (please report this with the input file)\n", c.Name, r)
+			code = 1
+		}
+	}()
 	err := c.Run(env, args)
 	switch {
 	case err == nil:
