@@ -530,3 +530,47 @@ func TestNoTraceSnapshot(t *testing.T) {
 		t.Errorf("summary %q does not say the trace is empty", sum)
 	}
 }
+
+// TestURLStateAndTimeAxis opens a shared link (window and pinned selection
+// in location.hash) and switches the x axis to wall-clock time.
+func TestURLStateAndTimeAxis(t *testing.T) {
+	name, s := loadReal(t)
+	ctx := newBrowser(t)
+	url := startServer(t, name, s)
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"#view=active"),
+		chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
+		t.Fatal(err)
+	}
+	var pt []float64
+	if err := chromedp.Run(ctx, chromedp.Evaluate(bandCentre, &pt)); err != nil || pt[0] < 0 {
+		t.Fatalf("no band to select (%v)", err)
+	}
+	id := int(pt[0])
+	var total float64
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`window.gpumem.S.hi`, &total)); err != nil {
+		t.Fatal(err)
+	}
+	link := fmt.Sprintf("%s#file=0&view=active&x0=%d&x1=%d&sel=%d", url, int(total/4), int(total/2), id)
+	if err := chromedp.Run(ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(link),
+		chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) }),
+		chromedp.Poll(`document.getElementById('details').textContent.startsWith('Addr: ')`, nil, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("shared link: %v", err)
+	}
+	var win []float64
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`[window.gpumem.S.x0, window.gpumem.S.x1, window.gpumem.S.selId]`, &win)); err != nil {
+		t.Fatal(err)
+	}
+	if int(win[0]) != int(total/4) || int(win[1]) != int(total/2) || int(win[2]) != id {
+		t.Errorf("shared link restored window %v..%v selection %v; want %d..%d selection %d", win[0], win[1], win[2], int(total/4), int(total/2), id)
+	}
+	// Wall-clock axis.
+	if err := chromedp.Run(ctx, chromedp.SetValue("#mode", "time", chromedp.ByQuery),
+		chromedp.Evaluate(`document.getElementById('mode').dispatchEvent(new Event('change')); true`, nil),
+		chromedp.Poll(`location.hash.includes('mode=time') && document.body.dataset.ready === '1'`, nil, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("time axis: %v", err)
+	}
+	var n int
+	if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(colouredPixels, "plot"), &n)); err != nil || n < 500 {
+		t.Errorf("time-axis timeline has %d coloured pixels (%v)", n, err)
+	}
+}

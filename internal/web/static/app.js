@@ -352,10 +352,14 @@ async function openTimeline(h) {
   renderLegend();
   $('empty').hidden = !meta.empty;
   $('empty').textContent = meta.message || '';
+  // The minimap's full-range window and the visible window load together.
   const mm = $('minimap');
-  S.full = await api.window(S.p, lo, hi, Math.max(200, mm.clientWidth), 50);
-  S.fullCurves = null;
+  S.full = null;
+  const full = api.window(S.p, lo, hi, Math.max(200, mm.clientWidth), 50);
   await refreshWindow(true);
+  if (seq !== S.seq - 1) return;
+  S.full = await full;
+  drawMinimap();
   if (S.selId >= 0) showElem(S.selId, true);
   runSearch();
 }
