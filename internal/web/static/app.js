@@ -18,7 +18,7 @@ function formatSize(num, showBytes = true) {
 }
 
 // niceTicks returns round tick values for [lo, hi]; bytes use powers of 1024.
-function niceTicks(lo, hi, n, bytes) {
+function niceTicks(lo, hi, n, bytes, integer = false) {
   const span = hi - lo;
   if (!(span > 0)) return [lo];
   let step;
@@ -32,6 +32,7 @@ function niceTicks(lo, hi, n, bytes) {
     const raw = span / n;
     const p = Math.pow(10, Math.floor(Math.log10(raw)));
     step = [1, 2, 5, 10].map(m => m * p).find(s => s >= raw) || 10 * p;
+    if (integer) step = Math.max(1, step);
   }
   const out = [];
   for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(v);
@@ -553,7 +554,7 @@ function drawAxes(ctx, w, h, pw, ph, yMax, X, Y) {
   ctx.textAlign = 'center'; ctx.textBaseline = 'top';
   const time = S.p.mode === 'time';
   const origin = time ? S.lo : 0;
-  for (const v of niceTicks(S.x0 - origin, S.x1 - origin, Math.max(2, Math.floor(pw / 110)), false)) {
+  for (const v of niceTicks(S.x0 - origin, S.x1 - origin, Math.max(2, Math.floor(pw / 110)), false, !time)) {
     const x = X(v + origin);
     ctx.strokeStyle = '#9aa4ae'; ctx.beginPath(); ctx.moveTo(x, PAD.t + ph); ctx.lineTo(x, PAD.t + ph + 4); ctx.stroke();
     ctx.fillText(time ? formatDuration(v) : Math.round(v).toLocaleString(), x, PAD.t + ph + 6);
@@ -609,7 +610,10 @@ function hitTest(px, py) {
       if (bestKind !== 2) break;
     }
   }
-  if (best >= 0) return { id: win.ids[best], kind: win.kinds[best], i: best };
+  if (best >= 0) {
+    const s = win.starts[best];
+    return { id: win.ids[best], kind: win.kinds[best], i: best, size: win.tops[s] - win.bots[s] };
+  }
   // inside the grey area: summarised allocations
   const span = win.x1 - win.x0;
   const col = Math.floor((x - win.x0) / span * win.w);
@@ -646,6 +650,7 @@ function setupPlotEvents() {
     }
     if (S.selId >= 0) return;
     if (hit.id >= 0) showElem(hit.id, false);
+    else if (hit.kind === 2) $('details').textContent = `Private pool (CUDA graph or MemPool): capacity ${formatSize(hit.size)}\nThe envelope is the pool's high-water mark of max(active, reserved); its blocks are the stripes inside.`;
     else if (hit.summarized) $('details').textContent = 'Small tensors that were not plotted to cut down on render time, or allocations under half a pixel tall at this zoom.\nZoom in, or raise Detail, to see smaller allocations.';
   });
   c.addEventListener('mousedown', (ev) => {
