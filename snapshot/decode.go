@@ -170,6 +170,9 @@ func (b *builder) Finish(d *pickle.Decoder, v pickle.Value) (pickle.Value, error
 // Append implements pickle.Appender: trace entries appended to a list are
 // kept as a run of builder.events instead of one 16-byte value each.
 func (b *builder) Append(d *pickle.Decoder, list pickle.Value, items []pickle.Value) bool {
+	if len(items) == 0 {
+		return true
+	}
 	for _, it := range items {
 		if it.Kind != pickle.Handle || it.Sub != hEvent {
 			b.spillRun(list)
