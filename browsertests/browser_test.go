@@ -47,6 +47,12 @@ func chromePath(t testing.TB) string {
 // newBrowser starts headless Chromium with a fresh profile.
 func newBrowser(t testing.TB) context.Context {
 	t.Helper()
+	// Not t.TempDir: Chromium's helpers may still write to the profile for a
+	// moment after the browser is gone, which fails TempDir's cleanup.
+	profile, err := os.MkdirTemp("", "gpumem-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromePath(t)),
 		chromedp.Flag("headless", true),
@@ -59,13 +65,20 @@ func newBrowser(t testing.TB) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1400, 900),
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelC := chromedp.NewContext(actx)
 	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
+	t.Cleanup(func() {
+		cancelT()
+		cancelC()
+		cancelA()
+		for i := 0; i < 20 && os.RemoveAll(profile) != nil; i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
 	if err := chromedp.Run(ctx); err != nil {
 		t.Fatalf("starting chromium: %v", err)
 	}
@@ -118,9 +131,19 @@ func startServer(t testing.TB, name string, s *snapshot.Snapshot) string {
 	return hs.URL + "/"
 }
 
+// waitReady waits for the page's first drawing. A poll that starts while
+// the page is still replacing its JavaScript context is retried.
 func waitReady(ctx context.Context) error {
-	return chromedp.Run(ctx, chromedp.Poll(`document.body.dataset.ready === '1'`, nil,
-		chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond)))
+	var err error
+	for try := 0; try < 3; try++ {
+		err = chromedp.Run(ctx, chromedp.Poll(`document.body.dataset.ready === '1'`, nil,
+			chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond)))
+		if err == nil || !strings.Contains(err.Error(), "Cannot find context") {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
 }
 
 // colouredPixels counts pixels of a canvas that are neither white nor grey.
@@ -550,8 +573,9 @@ func TestURLStateAndTimeAxis(t *testing.T) {
 	if err := chromedp.Run(ctx, chromedp.Evaluate(`window.gpumem.S.hi`, &total)); err != nil {
 		t.Fatal(err)
 	}
-	link := fmt.Sprintf("%s#file=0&view=active&x0=%d&x1=%d&sel=%d", url, int(total/4), int(total/2), id)
-	if err := chromedp.Run(ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(link),
+	// A query string makes this a full page load, as when a link is opened.
+	link := fmt.Sprintf("%s?shared#file=0&view=active&x0=%d&x1=%d&sel=%d", url, int(total/4), int(total/2), id)
+	if err := chromedp.Run(ctx, chromedp.Navigate(link),
 		chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) }),
 		chromedp.Poll(`document.getElementById('details').textContent.startsWith('Addr: ')`, nil, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
 		t.Fatalf("shared link: %v", err)
