@@ -912,8 +912,9 @@ func (d *Decoder) run() (Value, error) {
 				return Value{}, err
 			}
 			n := binary.LittleEndian.Uint64(b)
-			if d.total >= 0 && n > uint64(d.total) {
-				return Value{}, d.opErr("frame length %d exceeds the input", n)
+			if left := d.total - (d.base + int64(d.pos)); d.total >= 0 && n > uint64(left) {
+				return Value{}, &Error{Offset: d.opOff, Op: d.op,
+					Msg: fmt.Sprintf("truncated FRAME: need %d bytes, %d left", n, left)}
 			}
 			// Prefetch the frame when it is of a sane size, so the
 			// opcodes inside it need no refill.
