@@ -197,10 +197,18 @@ func (d *Decoder) truncated(n int) error {
 
 // take returns the next n bytes; the slice is valid until the next read.
 func (d *Decoder) take(n int) ([]byte, error) {
-	if d.end-d.pos < n {
-		if err := d.fill(n); err != nil {
-			return nil, err
-		}
+	p := d.pos
+	if e := p + n; e <= d.end {
+		d.pos = e
+		return d.buf[p:e], nil
+	}
+	return d.takeSlow(n)
+}
+
+// takeSlow refills, keeping take small enough to inline.
+func (d *Decoder) takeSlow(n int) ([]byte, error) {
+	if err := d.fill(n); err != nil {
+		return nil, err
 	}
 	b := d.buf[d.pos : d.pos+n]
 	d.pos += n
@@ -273,11 +281,26 @@ func (d *Decoder) internBytes(b []byte) Value {
 }
 
 func (d *Decoder) push(v Value) error {
+	n := len(d.stack)
+	if n < cap(d.stack) {
+		d.stack = d.stack[:n+1]
+		d.stack[n] = v
+		return nil
+	}
+	return d.pushGrow(v)
+}
+
+// pushGrow grows the stack, refusing to pass MaxStack.
+func (d *Decoder) pushGrow(v Value) error {
 	if len(d.stack) >= MaxStack {
-		return d.opErr("stack too deep: more than %d entries", MaxStack)
+		return d.tooDeep()
 	}
 	d.stack = append(d.stack, v)
 	return nil
+}
+
+func (d *Decoder) tooDeep() error {
+	return d.opErr("stack too deep: more than %d entries", MaxStack)
 }
 
 func (d *Decoder) pop() (Value, error) {
@@ -586,20 +609,41 @@ func (d *Decoder) run() (Value, error) {
 		d.pos++
 		d.op = op
 		switch op {
-		case opBinGet:
-			b, err := d.take(1)
-			if err != nil {
-				return Value{}, err
+		case opBinGet, opLongBinGet:
+			// Memo reads are most of a snapshot's opcodes: fast path for
+			// a non-container entry with the bytes and stack room at hand.
+			var i uint64
+			if p := d.pos; op == opBinGet && p < d.end {
+				i = uint64(d.buf[p])
+				d.pos = p + 1
+			} else if op == opLongBinGet && p+4 <= d.end {
+				i = uint64(binary.LittleEndian.Uint32(d.buf[p : p+4]))
+				d.pos = p + 4
+			} else {
+				n := 1
+				if op == opLongBinGet {
+					n = 4
+				}
+				b, err := d.take(n)
+				if err != nil {
+					return Value{}, err
+				}
+				i = uint64(b[0])
+				if n == 4 {
+					i = uint64(binary.LittleEndian.Uint32(b))
+				}
 			}
-			if err := d.get(uint64(b[0])); err != nil {
-				return Value{}, err
+			if i < d.memoLen {
+				slot := d.memo[i>>memoPageBits][i&(1<<memoPageBits-1)]
+				if k := Kind(slot & 15); k != mark && (k < List || k > Object) {
+					if n := len(d.stack); n < cap(d.stack) {
+						d.stack = d.stack[:n+1]
+						d.stack[n] = unpackSlot(slot)
+						continue
+					}
+				}
 			}
-		case opLongBinGet:
-			b, err := d.take(4)
-			if err != nil {
-				return Value{}, err
-			}
-			if err := d.get(uint64(binary.LittleEndian.Uint32(b))); err != nil {
+			if err := d.get(i); err != nil {
 				return Value{}, err
 			}
 		case opMemoize:
