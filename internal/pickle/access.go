@@ -345,6 +345,7 @@ func (d *Decoder) Add(target Value, items ...Value) error {
 		return errors.New("pickle: Add to a non-container")
 	}
 	c.items = append(c.items, items...)
+	markCont(c, items)
 	return nil
 }
 

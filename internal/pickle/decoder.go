@@ -352,6 +352,7 @@ func (d *Decoder) newCont(k Kind, n int) (Value, *container) {
 	c.kind = k
 	c.memo = -1
 	c.multi = false
+	c.hasCont = false
 	if cap(c.items) < n {
 		c.items = make([]Value, 0, n)
 	}
@@ -385,10 +386,12 @@ func (d *Decoder) release(v Value) {
 		if c == nil {
 			continue
 		}
-		for _, it := range c.items {
-			if it.IsContainer() {
-				if ic := d.cont(it); ic != nil && ic.memo < 0 && it != v {
-					work = append(work, it)
+		if c.hasCont {
+			for _, it := range c.items {
+				if it.IsContainer() {
+					if ic := d.cont(it); ic != nil && ic.memo < 0 && it != v {
+						work = append(work, it)
+					}
 				}
 			}
 		}
@@ -399,6 +402,7 @@ func (d *Decoder) release(v Value) {
 		c.gen++
 		c.kind = None
 		c.pending = false
+		c.hasCont = false
 		c.repl = Value{}
 		if cap(c.items) > 4096 {
 			c.items = nil
@@ -886,6 +890,7 @@ func (d *Decoder) run() (Value, error) {
 				return Value{}, d.opErr("ADDITEMS to %s", d.stack[m-1].Kind)
 			}
 			c.items = append(c.items, items...)
+			markCont(c, items)
 			d.stack = d.stack[:m]
 			d.marks = d.marks[:len(d.marks)-1]
 		case opTuple1, opTuple2, opTuple3:
@@ -929,6 +934,7 @@ func (d *Decoder) run() (Value, error) {
 			}
 			v, c := d.newCont(Dict, len(items))
 			c.items = append(c.items, items...)
+			markCont(c, items)
 			d.stack = append(d.stack, v)
 		case opNone:
 			if err := d.push(Value{Kind: None}); err != nil {
@@ -1346,6 +1352,7 @@ func (d *Decoder) seq(k Kind, items []Value) (Value, error) {
 	}
 	v, c := d.newCont(k, len(items))
 	c.items = append(c.items, items...)
+	markCont(c, items)
 	return v, nil
 }
 
@@ -1380,6 +1387,7 @@ func (d *Decoder) object(cls, args Value) (Value, error) {
 					items := append([]Value(nil), lc.items...)
 					v, c := d.newCont(k, len(items))
 					c.items = append(c.items, items...)
+					markCont(c, items)
 					return v, nil
 				}
 			}
@@ -1446,6 +1454,7 @@ func (d *Decoder) addPairs(target Value, kv []Value) error {
 	if c == nil || (c.kind != Dict && c.kind != Object) {
 		return d.opErr("%s to %s", OpName(d.op), target.Kind)
 	}
+	markCont(c, kv)
 	if c.kind == Dict {
 		// Python dict semantics: a repeated key replaces the earlier value.
 		// Only scan when the dict is small, as real pickles never repeat.
@@ -1470,6 +1479,7 @@ func (d *Decoder) addPairs(target Value, kv []Value) error {
 		}
 	}
 	c.items = append(c.items, kv...)
+	markCont(c, kv)
 	return nil
 }
 
@@ -1484,6 +1494,7 @@ func (d *Decoder) appendItems(target Value, items []Value) error {
 			return nil
 		}
 		c.items = append(c.items, items...)
+		markCont(c, items)
 	case Object:
 		o := d.objs[uint32(target.X)]
 		o.list = append(o.list, items...)
@@ -1594,4 +1605,18 @@ func rawUnicodeEscape(l []byte) []byte {
 		}
 	}
 	return out
+}
+
+// markCont notes that a container holds containers, so that release
+// only scans items when it has to.
+func markCont(c *container, items []Value) {
+	if c.hasCont {
+		return
+	}
+	for _, it := range items {
+		if it.IsContainer() {
+			c.hasCont = true
+			return
+		}
+	}
 }

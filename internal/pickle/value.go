@@ -85,9 +85,11 @@ func intValue(i int64) Value { return Value{Kind: Int, X: uint64(i)} }
 // then hold SETITEMS pairs and list holds APPENDS items.
 type container struct {
 	kind  Kind
-	multi bool   // memoized under more than one index
-	gen   uint32 // bumped when the slot is recycled
-	memo  int64  // last memo index holding it, -1 if none
+	multi bool // memoized under more than one index
+	// hasCont says items may hold containers (release scans them).
+	hasCont bool
+	gen     uint32 // bumped when the slot is recycled
+	memo    int64  // last memo index holding it, -1 if none
 	// pending marks a container a Finisher replaced by repl; its slot is
 	// recycled at the next flush, after stale stack copies are rewritten.
 	pending bool
