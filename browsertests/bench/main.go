@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -27,9 +28,12 @@ import (
 	"github.com/gpumem/gpumem/snapshot"
 )
 
+var noState = flag.Bool("no-state", false, "skip the state-history timings")
+
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./bench FILE...")
+	flag.Parse()
+	if flag.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "usage: go run ./bench [-no-state] FILE...")
 		os.Exit(2)
 	}
 	chrome := ""
@@ -45,7 +49,7 @@ func main() {
 	}
 	fmt.Println("| file | size | events | decode | layout+first query+paint | start→first paint | server CPU to first paint | zoom/pan median (max) | state view open | state step | JS heap | Go heap |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
-	for _, path := range os.Args[1:] {
+	for _, path := range flag.Args() {
 		if err := benchFile(chrome, path); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", path, err)
 			os.Exit(1)
@@ -143,21 +147,16 @@ func benchFile(chrome, path string) error {
 	}
 
 	// State history: open it (checkpoints are built on first use), then step.
-	t2 := time.Now()
-	if err := chromedp.Run(ctx, chromedp.Navigate(hs.URL+"/#view=state"), chromedp.ActionFunc(waitReady)); err != nil {
-		return err
+	var tState, tStep time.Duration
+	if !*noState {
+		tState, tStep, err = benchState(ctx, hs.URL, path)
+		if err != nil {
+			return err
+		}
 	}
-	tState := time.Since(t2)
-	fmt.Fprintf(os.Stderr, "bench: %s: state view in %v\n", filepath.Base(path), tState)
-	t3 := time.Now()
-	if err := chromedp.Run(ctx, chromedp.KeyEvent(kb.ArrowUp),
-		chromedp.Poll(`window.gpumem.S.state && window.gpumem.S.state.index === window.gpumem.S.eventsTotal - 2`, nil,
-			chromedp.WithPollingInterval(2*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second))); err != nil {
-		return err
-	}
-	tStep := time.Since(t3)
 
 	runtime.GC()
+
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	fi, _ := os.Stat(path)
@@ -179,6 +178,24 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchState opens Allocator State History (whose checkpoints are built on
+// first use) and steps back one event.
+func benchState(ctx context.Context, url, path string) (open, step time.Duration, err error) {
+	t2 := time.Now()
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"/#view=state"), chromedp.ActionFunc(waitReady)); err != nil {
+		return 0, 0, err
+	}
+	open = time.Since(t2)
+	fmt.Fprintf(os.Stderr, "bench: %s: state view in %v\n", filepath.Base(path), open)
+	t3 := time.Now()
+	if err := chromedp.Run(ctx, chromedp.KeyEvent(kb.ArrowUp),
+		chromedp.Poll(`window.gpumem.S.state && window.gpumem.S.state.index === window.gpumem.S.eventsTotal - 2`, nil,
+			chromedp.WithPollingInterval(2*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		return 0, 0, err
+	}
+	return open, time.Since(t3), nil
 }
 
 func rep(s string, n int) []string {
