@@ -13,6 +13,10 @@ import (
 	"github.com/gpumem/gpumem/snapshot"
 )
 
+// MaxHTMLStateEvents caps the trace a page embeds for its state history
+// (about 100 bytes per event in the page).
+const MaxHTMLStateEvents = 1_000_000
+
 // HTMLOptions choose what a self-contained page embeds.
 type HTMLOptions struct {
 	View   string // initial view; "" embeds every view
@@ -121,8 +125,14 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 			data.Views[fmt.Sprintf("%s|%d|%s", view, device, mode)] = vd
 		}
 	}
-	if want(ViewState) {
-		dd := f.device(device)
+	if dd := f.device(device); want(ViewState) && len(dd.viz) > MaxHTMLStateEvents {
+		if opt.View == ViewState {
+			return fmt.Errorf("device %d has %d trace events; an HTML page embeds the state history only up to %d (use gpumem serve)",
+				device, len(dd.viz), MaxHTMLStateEvents)
+		}
+		// Every view was asked for: leave the state history out; the page
+		// says so when it is opened.
+	} else if want(ViewState) {
 		lines := make([]string, len(dd.viz))
 		evs := make([][5]any, len(dd.viz))
 		for i, r := range dd.viz {
@@ -131,14 +141,22 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 			evs[i] = [5]any{e.VizAction().String(), float64(e.Addr), float64(e.Size), int32(e.Stream), e.Version}
 		}
 		data.Events[fmt.Sprint(device)] = map[string]any{"lines": lines}
-		end := dd.stateHist().h.StateAt(len(dd.viz) - 1)
+		// The state after the last event is the snapshot's own.
 		segs := []map[string]any{}
-		for _, sg := range end.Segments {
-			segs = append(segs, map[string]any{"addr": float64(sg.Addr), "size": float64(sg.Size), "stream": int32(sg.Stream), "version": sg.Version})
-		}
 		blocks := [][5]any{}
-		for _, b := range end.Blocks {
-			blocks = append(blocks, [5]any{float64(b.Addr), float64(b.Size), float64(b.Requested), b.PendingFree, b.Version})
+		for _, si := range deviceSegments(snap, device) {
+			sg := &snap.Segments[si]
+			segs = append(segs, map[string]any{"addr": float64(sg.Address), "size": float64(sg.TotalSize), "stream": int32(sg.Stream), "version": sg.Version})
+			for _, b := range snap.SegmentBlocks(si) {
+				if b.State == snapshot.BlockInactive {
+					continue
+				}
+				req := b.RequestedSize
+				if !b.HasRequestedSize {
+					req = b.Size
+				}
+				blocks = append(blocks, [5]any{float64(b.Addr), float64(b.Size), float64(req), b.State == snapshot.BlockActivePendingFree, b.Version})
+			}
 		}
 		data.States[fmt.Sprint(device)] = map[string]any{"segments": segs, "blocks": blocks, "events": evs, "lines": lines}
 	}
