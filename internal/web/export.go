@@ -15,7 +15,7 @@ import (
 
 // MaxHTMLStateEvents caps the trace a page embeds for its state history
 // (about 100 bytes per event in the page).
-const MaxHTMLStateEvents = 1_000_000
+const MaxHTMLStateEvents = 250_000
 
 // HTMLOptions choose what a self-contained page embeds.
 type HTMLOptions struct {
@@ -158,7 +158,7 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 				blocks = append(blocks, [5]any{float64(b.Addr), float64(b.Size), float64(req), b.State == snapshot.BlockActivePendingFree, b.Version})
 			}
 		}
-		data.States[fmt.Sprint(device)] = map[string]any{"segments": segs, "blocks": blocks, "events": evs, "lines": lines}
+		data.States[fmt.Sprint(device)] = map[string]any{"segments": segs, "blocks": blocks, "events": evs}
 	}
 
 	js, err := staticFS.ReadFile("static/app.js")

@@ -169,7 +169,7 @@ function embeddedAPI(data) {
     state: async (p, idx) => {
       const st = data.states && data.states[String(p.device)];
       if (!st) throw new Error('This file was exported without the state history; run gpumem html --view state');
-      return simulateOffline(st, idx);
+      return simulateOffline(st, data.events[String(p.device)].lines, idx);
     },
     settings: async () => ({ settings: data.settings }),
   };
@@ -177,7 +177,7 @@ function embeddedAPI(data) {
 
 // simulateOffline replays the embedded compact trace backwards from the
 // snapshot state (memory_viz's simulate_memory) for exported HTML files.
-function simulateOffline(st, idx) {
+function simulateOffline(st, lines, idx) {
   const segs = st.segments.map(s => ({ ...s })).sort((x, y) => x.addr - y.addr);
   const blocks = new Map(st.blocks.map(b => [b[0], { addr: b[0], size: b[1], req: b[2], pending: b[3], version: b[4] }]));
   const ev = st.events; // [action, addr, size, stream, version]
@@ -211,7 +211,7 @@ function simulateOffline(st, idx) {
       }
     }
   }
-  const out = { index: idx, event: st.lines[idx] || '', stack: '', segments: [], allocated: 0, reserved: 0, blockBytes: 0, rounding: 0, largestFree: 0 };
+  const out = { index: idx, event: lines[idx] || '', stack: '', segments: [], allocated: 0, reserved: 0, blockBytes: 0, rounding: 0, largestFree: 0 };
   const addrs = [...blocks.keys()].sort((x, y) => x - y);
   let bi = 0;
   for (const s of segs) {
