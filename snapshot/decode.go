@@ -116,22 +116,7 @@ func (b *builder) attach(d *pickle.Decoder) {
 func (b *builder) Finish(d *pickle.Decoder, v pickle.Value) (pickle.Value, error) {
 	switch v.Kind {
 	case pickle.Dict:
-		kv := d.Items(v)
-		for i := 0; i < len(kv); i += 2 {
-			if kv[i].Kind != pickle.String {
-				return v, nil
-			}
-			switch uint32(kv[i].X) {
-			case b.kAction:
-				return b.event(kv)
-			case b.kFilename:
-				return b.frame(v, kv)
-			case b.kBlocks:
-				return b.segment(v, kv)
-			case b.kState:
-				return b.block(v, kv)
-			}
-		}
+		return b.dict(v, d.Items(v))
 	case pickle.Tuple:
 		// segment_pool_id: keep (int, int) pairs out of the container table.
 		if it := d.Items(v); len(it) == 2 && it[0].Kind == pickle.Int && it[1].Kind == pickle.Int {
@@ -165,6 +150,40 @@ func (b *builder) Finish(d *pickle.Decoder, v pickle.Value) (pickle.Value, error
 		return pickle.MakeHandle(hStack, uint64(b.internStack(items))), nil
 	}
 	return v, nil
+}
+
+// dict types a dict by its keys; v is returned when it stays generic.
+func (b *builder) dict(v pickle.Value, kv []pickle.Value) (pickle.Value, error) {
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i].Kind != pickle.String {
+			return v, nil
+		}
+		switch uint32(kv[i].X) {
+		case b.kAction:
+			return b.event(kv)
+		case b.kFilename:
+			return b.frame(v, kv)
+		case b.kBlocks:
+			return b.segment(v, kv)
+		case b.kState:
+			return b.block(v, kv)
+		}
+	}
+	return v, nil
+}
+
+// notTyped stands for the container FinishDict has not built: dict returns
+// it when a dict stays generic.
+var notTyped = pickle.Value{Kind: pickle.Dict, X: ^uint64(0)}
+
+// FinishDict implements pickle.DictFinisher: the same typing as Finish,
+// from the pairs of a dict the decoder read without building it.
+func (b *builder) FinishDict(d *pickle.Decoder, kv []pickle.Value) (pickle.Value, bool, error) {
+	v, err := b.dict(notTyped, kv)
+	if err != nil {
+		return v, false, err
+	}
+	return v, v != notTyped, nil
 }
 
 // Append implements pickle.Appender: trace entries appended to a list are

@@ -55,7 +55,7 @@ func TestHostile(t *testing.T) {
 		{"deep json", strings.Repeat("[", 100_000), "nesting too deep"},
 		{"segments not a list", "\x80\x04}(\x8c\x08segmentsK\x01u.", "segments is int"},
 		{"segment not a dict", "\x80\x04](K\x01e.", "segments[0] is int"},
-		{"bad trace entry", "\x80\x04}(\x8c\x08segments]\x8c\rdevice_traces](](}(\x8c\x06action\x8c\x05alloc\x8c\x04addr\x8c\x01xueeeu.", "trace entry at byte 61: addr is str"},
+		{"bad trace entry", "\x80\x04}(\x8c\x08segments]\x8c\rdevice_traces](](}(\x8c\x06action\x8c\x05alloc\x8c\x04addr\x8c\x01xueeeu.", "trace entry at byte 60: addr is str"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

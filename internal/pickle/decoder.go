@@ -82,6 +82,9 @@ type Decoder struct {
 
 	fin        Finisher
 	app        Appender
+	dfin       DictFinisher
+	readErr    error // first read error, reported even if a look-ahead hit it
+	kvScratch  []Value
 	pendingRel []Value
 	work       []Value
 }
@@ -108,6 +111,7 @@ func NewBytesDecoder(b []byte, fin Finisher) *Decoder {
 func newDecoder(fin Finisher) *Decoder {
 	d := &Decoder{fin: fin, strIdx: make(map[string]uint32), objs: map[uint32]*objExtra{}}
 	d.app, _ = fin.(Appender)
+	d.dfin, _ = fin.(DictFinisher)
 	d.strs = append(d.strs, "")
 	d.strIdx[""] = 0
 	return d
@@ -140,6 +144,10 @@ func (d *Decoder) opErr(format string, args ...any) *Error {
 func (d *Decoder) fill(n int) error {
 	if d.end-d.pos >= n {
 		return nil
+	}
+	if d.readErr != nil {
+		// Sticky: a read error seen by a look-ahead that ignored it.
+		return d.readErr
 	}
 	if d.r == nil || d.eof {
 		return d.truncated(n)
@@ -175,7 +183,8 @@ func (d *Decoder) fill(n int) error {
 			break
 		}
 		if err != nil {
-			return &Error{Offset: d.base + int64(d.end), Op: d.op, Msg: "read error: " + err.Error()}
+			d.readErr = &Error{Offset: d.base + int64(d.end), Op: d.op, Msg: "read error: " + err.Error()}
+			return d.readErr
 		}
 	}
 	if d.end < n {
@@ -564,7 +573,12 @@ func (d *Decoder) put(i uint64) error {
 	if err != nil {
 		return err
 	}
-	v := *t
+	d.putValue(i, *t)
+	return nil
+}
+
+// putValue memoizes v at i, noting the index on a container.
+func (d *Decoder) putValue(i uint64, v Value) {
 	d.memoPut(i, v)
 	if c := d.cont(v); c != nil {
 		if c.memo >= 0 && c.memo != int64(i) {
@@ -572,7 +586,6 @@ func (d *Decoder) put(i uint64) error {
 		}
 		c.memo = int64(i)
 	}
-	return nil
 }
 
 func (d *Decoder) get(i uint64) error {
@@ -804,6 +817,12 @@ func (d *Decoder) run() (Value, error) {
 				return Value{}, err
 			}
 		case opEmptyDict:
+			if d.dfin != nil {
+				if err := d.fastDict(); err != nil {
+					return Value{}, err
+				}
+				continue
+			}
 			v, _ := d.newCont(Dict, 0)
 			if err := d.push(v); err != nil {
 				return Value{}, err
@@ -983,6 +1002,9 @@ func (d *Decoder) run() (Value, error) {
 			}
 			d.proto = int(b[0])
 		case opStop:
+			if d.readErr != nil {
+				return Value{}, d.readErr
+			}
 			if len(d.marks) > 0 {
 				// Python ignores leftover marks' contents only if the top
 				// value exists; keep it simple and strict.
@@ -1446,6 +1468,14 @@ func (d *Decoder) setItems() error {
 	}
 	d.stack = d.stack[:m]
 	d.marks = d.marks[:len(d.marks)-1]
+	if d.dfin != nil && d.stack[m-1].Kind == Dict && d.dictDone(len(items)/2) {
+		// As fastDict does: finish the dict now, in file order.
+		v, err := d.finish(d.stack[m-1])
+		if err != nil {
+			return err
+		}
+		d.stack[m-1] = v
+	}
 	return nil
 }
 
