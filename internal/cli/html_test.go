@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestHTMLCommand(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "demo.html")
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"html", "--demo", "-o", out}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	if !strings.Contains(page, `id="gpumem-data"`) || strings.Contains(page, `src="app.js"`) {
+		t.Errorf("page is not self-contained")
+	}
+	// Only the output file is left behind: the temporary file was renamed.
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("%d files in the output directory, want 1", len(ents))
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"html", "--demo"}, 2, "-o OUT.html is required"},
+		{[]string{"html", "--demo", "--view", "flame", "-o", out}, 2, `unknown --view "flame"`},
+		{[]string{"html", "--demo", "--device", "7", "-o", filepath.Join(dir, "x.html")}, 1, "device 7 is not in this snapshot"},
+		{[]string{"html", "-o", out}, 2, "want exactly one snapshot"},
+	} {
+		stderr.Reset()
+		if code := Main(tc.args, nil, &stdout, &stderr); code != tc.code || !strings.Contains(stderr.String(), tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d mentioning %q", tc.args, code, stderr.String(), tc.code, tc.msg)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.html")); err == nil {
+		t.Errorf("a failed export left its output file")
+	}
+}
+
+func TestParseByteSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{
+		{"4GiB", 4 << 30}, {"512MiB", 512 << 20}, {"100MB", 100e6}, {"1048576", 1 << 20}, {"1.5 GiB", 3 << 29}, {"2K", 2048},
+	} {
+		if got, err := parseByteSize(tc.in); err != nil || got != tc.want {
+			t.Errorf("parseByteSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "x", "-1GiB", "0", "GiB"} {
+		if _, err := parseByteSize(bad); err == nil {
+			t.Errorf("parseByteSize(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestServeBadFlags(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"serve", "--max-upload", "lots", "--demo"}, nil, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "-max-upload") {
+		t.Errorf("bad -max-upload: exit %d, %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := Main([]string{"serve", "-no-browser", "-http", "256.0.0.1:bad", "--demo"}, nil, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "listen on") {
+		t.Errorf("bad -http: exit %d, %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := Main([]string{"serve", "-no-browser"}, nil, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "no snapshot given") {
+		t.Errorf("no file: exit %d, %q", code, stderr.String())
+	}
+}
