@@ -185,7 +185,7 @@ func TestViewsRender(t *testing.T) {
 		legend string
 	}{
 		{"active", "plot", activePeak, "Allocation"},
-		{"segments", "plot", segPeak, "Allocation"},
+		{"segments", "plot", segPeak, "Segment (one cudaMalloc"},
 		{"private", "plot", 0, "Private pool"},
 		{"state", "state-canvas", 0, ""},
 		{"settings", "", 0, ""},

@@ -377,7 +377,9 @@ function renderSummary() {
 
 function renderLegend() {
   const items = [
-    ['sw', tableau10[0], 'Allocation (colour by allocation; requested size)'],
+    S.p.view === 'segments'
+      ? ['sw', tableau10[0], 'Segment (one cudaMalloc; colour by segment)']
+      : ['sw', tableau10[0], 'Allocation (colour by allocation; requested size)'],
     ['sw', '#d3d7dc', 'Smaller allocations (summarised) and total memory'],
   ];
   if (S.p.view === 'private') items.push(['sw', tableau10[9], 'Private pool (capacity; stripes are its blocks)']);
