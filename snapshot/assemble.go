@@ -263,7 +263,7 @@ func (b *builder) segment(v pickle.Value, kv []pickle.Value) (pickle.Value, erro
 			seg.FirstBlock = int32(blockItems[0].X)
 		} else {
 			for _, it := range blockItems {
-				b.blocks = append(b.blocks, b.blocks[it.X])
+				b.blocks = append(roomFor(b.blocks), b.blocks[it.X])
 			}
 			seg.FirstBlock = int32(len(b.blocks) - len(blockItems))
 		}
@@ -293,7 +293,7 @@ func (b *builder) segment(v pickle.Value, kv []pickle.Value) (pickle.Value, erro
 	if extra != nil {
 		seg.Extra = b.addExtra(extra)
 	}
-	b.segs = append(b.segs, seg)
+	b.segs = append(roomFor(b.segs), seg)
 	return pickle.MakeHandle(hSegment, uint64(len(b.segs)-1)), nil
 }
 
@@ -403,7 +403,7 @@ func (b *builder) block(v pickle.Value, kv []pickle.Value) (pickle.Value, error)
 	if extra != nil {
 		bl.Extra = b.addExtra(extra)
 	}
-	b.blocks = append(b.blocks, bl)
+	b.blocks = append(roomFor(b.blocks), bl)
 	return pickle.MakeHandle(hBlock, uint64(len(b.blocks)-1)), nil
 }
 
@@ -577,4 +577,16 @@ func (b *builder) generation() Generation {
 		}
 	}
 	return GenD23
+}
+
+// roomFor makes room for one more element by doubling: append grows big
+// slices by only 1.25x, which for hundreds of thousands of blocks means
+// allocating and copying several times their final size.
+func roomFor[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	n := make([]T, len(s), max(2*cap(s), 256))
+	copy(n, s)
+	return n
 }

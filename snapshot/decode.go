@@ -36,6 +36,9 @@ type builder struct {
 	kFilename, kName, kLine, kAction, kAddr, kSize, kStream, kTimeUS, kFrames,
 	kCompileContext, kUserMetadata, kDeviceFree, kBlocks, kState uint32
 
+	// keyKind maps the decoder string ids of trace-entry keys to kw*
+	// constants (the ids are the first interned, so the table is tiny).
+	keyKind    []uint8
 	actions    []Action // decoder string id -> action+1 (0 = not looked up)
 	frameIndex map[frameKey]FrameID
 	stackIndex map[uint64]StackID
@@ -110,7 +113,29 @@ func (b *builder) attach(d *pickle.Decoder) {
 	b.kDeviceFree = d.Intern("device_free")
 	b.kBlocks = d.Intern("blocks")
 	b.kState = d.Intern("state")
+	for kw, id := range map[uint8]uint32{kwAction: b.kAction, kwAddr: b.kAddr, kwSize: b.kSize,
+		kwStream: b.kStream, kwTimeUS: b.kTimeUS, kwFrames: b.kFrames, kwCompileContext: b.kCompileContext,
+		kwUserMetadata: b.kUserMetadata, kwDeviceFree: b.kDeviceFree} {
+		for int(id) >= len(b.keyKind) {
+			b.keyKind = append(b.keyKind, kwOther)
+		}
+		b.keyKind[id] = kw
+	}
 }
+
+// Trace-entry keys, as builder.keyKind gives them.
+const (
+	kwOther uint8 = iota
+	kwAction
+	kwAddr
+	kwSize
+	kwStream
+	kwTimeUS
+	kwFrames
+	kwCompileContext
+	kwUserMetadata
+	kwDeviceFree
+)
 
 // Finish implements pickle.Finisher.
 func (b *builder) Finish(d *pickle.Decoder, v pickle.Value) (pickle.Value, error) {
@@ -373,8 +398,12 @@ func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 	var extra KeyValues
 	for i := 0; i+1 < len(kv); i += 2 {
 		key, val := uint32(kv[i].X), kv[i+1]
-		switch key {
-		case b.kAction:
+		kw := kwOther
+		if kv[i].Kind == pickle.String && key < uint32(len(b.keyKind)) {
+			kw = b.keyKind[key]
+		}
+		switch kw {
+		case kwAction:
 			id, ok := d.StrID(val)
 			if !ok {
 				return val, d.Errorf("trace entry: action is %s, not str", b.kindName(val))
@@ -399,8 +428,8 @@ func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 				extra = append(extra, kvj)
 			}
 			e.Action = a
-		case b.kAddr, b.kDeviceFree:
-			if key == b.kDeviceFree && hasKey(kv, b.kAddr) {
+		case kwAddr, kwDeviceFree:
+			if kw == kwDeviceFree && hasKey(kv, b.kAddr) {
 				// Both present (never written by PyTorch): addr wins and
 				// device_free is kept verbatim.
 				kvj, err := b.keyValue(kv[i], val)
@@ -418,13 +447,13 @@ func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 				return val, d.Errorf("trace entry: %s is %s, not a non-negative int", b.keyName(key), b.kindName(val))
 			}
 			e.Addr = u
-		case b.kSize:
+		case kwSize:
 			u, ok := d.Uint64(val)
 			if !ok {
 				return val, d.Errorf("trace entry: size is %s, not a non-negative int", b.kindName(val))
 			}
 			e.Size = u
-		case b.kStream:
+		case kwStream:
 			s, ok := val.Int()
 			if !ok {
 				if u, uok := d.Uint64(val); uok {
@@ -435,7 +464,7 @@ func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 				return val, d.Errorf("trace entry: stream is %s, not int", b.kindName(val))
 			}
 			e.Stream = b.tmpStream(s)
-		case b.kTimeUS:
+		case kwTimeUS:
 			t, ok := val.Int()
 			if !ok {
 				if f, fok := val.Float(); fok {
@@ -448,21 +477,21 @@ func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 			e.TimeUS = t
 			e.Flags |= FlagHasTime
 			b.sawTime = true
-		case b.kFrames:
+		case kwFrames:
 			st, err := b.stackOf(val, "frames")
 			if err != nil {
 				return val, b.finishErr("trace entry", err)
 			}
 			e.Stack = st
 			e.Flags |= FlagHasFrames
-		case b.kCompileContext:
+		case kwCompileContext:
 			id, err := b.stringValue(val, "compile_context")
 			if err != nil {
 				return val, err
 			}
 			e.CompileContext = id
 			b.sawCompile = true
-		case b.kUserMetadata:
+		case kwUserMetadata:
 			id, err := b.stringValue(val, "user_metadata")
 			if err != nil {
 				return val, err

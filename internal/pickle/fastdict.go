@@ -71,7 +71,6 @@ func (d *Decoder) fastDict() error {
 	}
 	p++ // MARK
 	kv := d.kvScratch[:0]
-	defer func() { d.kvScratch = kv[:0] }()
 	for {
 		if p >= len(buf) {
 			return d.handOver(p, memoIdx, kv, true)
@@ -148,7 +147,18 @@ func (d *Decoder) fastDict() error {
 			if n > 8 || p+2+n > len(buf) {
 				return d.handOver(p, memoIdx, kv, true)
 			}
-			kv = append(kv, d.longValue(buf[p+2:p+2+n]))
+			var u uint64
+			if n == 8 {
+				u = binary.LittleEndian.Uint64(buf[p+2 : p+10])
+			} else if n > 0 {
+				for j := p + 1 + n; j >= p+2; j-- {
+					u = u<<8 | uint64(buf[j])
+				}
+				if buf[p+1+n]&0x80 != 0 {
+					u |= ^uint64(0) << (8 * n)
+				}
+			}
+			kv = append(kv, intValue(int64(u)))
 			p += 2 + n
 		case opBinFloat:
 			if p+8 >= len(buf) {
@@ -223,6 +233,20 @@ func (d *Decoder) fastDict() error {
 			if len(kv) == 0 || int64(i) == memoIdx {
 				return d.handOver(p, memoIdx, kv, true)
 			}
+			if v := kv[len(kv)-1]; i < d.memoLen && !v.IsContainer() {
+				// Fast memoPut for a plain value in the dense memo.
+				if packed, ok := packSlot(v); ok {
+					sp := &d.memo[i>>memoPageBits][i&(1<<memoPageBits-1)]
+					if *sp == slotHole && d.memoMap == nil {
+						d.memoCount++
+					}
+					if *sp != slotSpilled && (*sp != slotHole || d.memoMap == nil) {
+						*sp = packed
+						p += n
+						continue
+					}
+				}
+			}
 			d.putValue(i, kv[len(kv)-1])
 			p += n
 		case opSetItems:
@@ -240,6 +264,7 @@ func (d *Decoder) fastDict() error {
 			if !d.dictDone(len(kv) / 2) {
 				return d.handOver(d.pos, memoIdx, kv, false)
 			}
+			d.kvScratch = kv[:0]
 			v, ok, err := d.dfin.FinishDict(d, kv)
 			if err != nil {
 				return err
@@ -261,6 +286,7 @@ func (d *Decoder) fastDict() error {
 // p: inside the MARK with kv pushed (open), or with kv set as the dict's
 // items after SETITEMS.
 func (d *Decoder) handOver(p int, memoIdx int64, kv []Value, open bool) error {
+	d.kvScratch = kv[:0]
 	v, c := d.newCont(Dict, len(kv))
 	if memoIdx >= 0 {
 		d.memoPut(uint64(memoIdx), v)
