@@ -42,10 +42,107 @@ type checkpoint struct {
 	blocks []blockRec
 }
 
-// work is a state being undone.
+// work is a state being undone. Segments are kept in maps by start and
+// end address so that undoing a segment event is O(1) (a sorted slice made
+// every segment event O(segments)); address order is only materialized when
+// a checkpoint or a State is built.
 type work struct {
-	segs   []segRec
+	segs   segSet
 	blocks map[uint64]blockRec
+}
+
+// segSet is a set of segments indexed by start and end address.
+type segSet struct {
+	byStart map[uint64]segRec
+	// endAt maps a segment's end address to its start address.
+	endAt map[uint64]uint64
+	// dups holds segments whose start address was taken when they were
+	// inserted (only inconsistent traces do that), in insertion order.
+	dups []segRec
+}
+
+func newSegSet(n int) segSet {
+	return segSet{byStart: make(map[uint64]segRec, n), endAt: make(map[uint64]uint64, n)}
+}
+
+func (s *segSet) len() int { return len(s.byStart) + len(s.dups) }
+
+func (s *segSet) insert(seg segRec) {
+	if _, ok := s.byStart[seg.addr]; ok {
+		s.dups = append(s.dups, seg)
+		return
+	}
+	s.byStart[seg.addr] = seg
+	s.endAt[seg.addr+seg.size] = seg.addr
+}
+
+// set replaces the segment starting at addr (which must exist) by seg.
+func (s *segSet) set(addr uint64, seg segRec) {
+	s.remove(addr)
+	s.insert(seg)
+}
+
+// remove deletes the first segment starting at addr, if any.
+func (s *segSet) remove(addr uint64) {
+	old, ok := s.byStart[addr]
+	if !ok {
+		for i := range s.dups {
+			if s.dups[i].addr == addr {
+				s.dups = append(s.dups[:i], s.dups[i+1:]...)
+				return
+			}
+		}
+		return
+	}
+	delete(s.byStart, addr)
+	if st, ok := s.endAt[old.addr+old.size]; ok && st == addr {
+		delete(s.endAt, old.addr+old.size)
+	}
+	for i := range s.dups {
+		if s.dups[i].addr == addr {
+			d := s.dups[i]
+			s.dups = append(s.dups[:i], s.dups[i+1:]...)
+			s.insert(d)
+			return
+		}
+	}
+}
+
+// containing returns the start of the segment holding [addr, addr+size).
+// Undoing a map carves from a segment's start or end, found in O(1); a
+// carve from the middle falls back to a scan.
+func (s *segSet) containing(addr, size uint64) (uint64, bool) {
+	end := addr + size
+	inside := func(ex segRec) bool { return ex.addr <= addr && end <= ex.addr+ex.size }
+	if ex, ok := s.byStart[addr]; ok && inside(ex) {
+		return ex.addr, true
+	}
+	if st, ok := s.endAt[end]; ok {
+		if ex, ok := s.byStart[st]; ok && inside(ex) {
+			return ex.addr, true
+		}
+	}
+	found, best := false, uint64(0)
+	for _, ex := range s.byStart {
+		if inside(ex) && (!found || ex.addr < best) {
+			found, best = true, ex.addr
+		}
+	}
+	return best, found
+}
+
+// sorted returns the segments by address (ties in insertion order).
+func (s *segSet) sorted() []segRec {
+	out := make([]segRec, 0, s.len())
+	for _, sg := range s.byStart {
+		out = append(out, sg)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].addr < out[j].addr })
+	if len(s.dups) > 0 {
+		out = append(out, s.dups...)
+		sort.SliceStable(out, func(i, j int) bool { return out[i].addr < out[j].addr })
+	}
+	return out
 }
 
 func newHistory(s *snapshot.Snapshot, device int) *History {
@@ -53,13 +150,13 @@ func newHistory(s *snapshot.Snapshot, device int) *History {
 	if device >= 0 && device < len(s.Traces) {
 		h.events = s.Traces[device].Events
 	}
-	w := &work{blocks: map[uint64]blockRec{}}
+	w := &work{segs: newSegSet(0), blocks: map[uint64]blockRec{}}
 	for si := range s.Segments {
 		seg := &s.Segments[si]
 		if int(seg.Device) != device {
 			continue
 		}
-		w.segs = append(w.segs, segRec{seg.Address, seg.TotalSize, seg.Stream, seg.Version, seg.PoolID, seg.Stack})
+		w.segs.insert(segRec{seg.Address, seg.TotalSize, seg.Stream, seg.Version, seg.PoolID, seg.Stack})
 		for bi := seg.FirstBlock; bi < seg.FirstBlock+seg.NumBlocks; bi++ {
 			b := &s.Blocks[bi]
 			if b.State == snapshot.BlockInactive {
@@ -69,12 +166,11 @@ func newHistory(s *snapshot.Snapshot, device int) *History {
 				b.State == snapshot.BlockActivePendingFree, blockStack(s, b)}
 		}
 	}
-	sort.SliceStable(w.segs, func(i, j int) bool { return w.segs[i].addr < w.segs[j].addr })
 
 	// Checkpoint spacing: at least CheckpointEvery events, more when the
 	// live state is large, so that checkpoints stay within ~64 MiB.
 	const budget = 64 << 20
-	per := 48*(len(w.blocks)+len(w.segs)) + 64
+	per := 48*(len(w.blocks)+w.segs.len()) + 64
 	h.every = CheckpointEvery
 	if n := len(h.viz); n > 0 {
 		if need := n / max(1, budget/per); need > h.every {
@@ -93,7 +189,7 @@ func newHistory(s *snapshot.Snapshot, device int) *History {
 }
 
 func (w *work) save(after int) checkpoint {
-	c := checkpoint{after: after, segs: append([]segRec(nil), w.segs...)}
+	c := checkpoint{after: after, segs: w.segs.sorted()}
 	c.blocks = make([]blockRec, 0, len(w.blocks))
 	for _, b := range w.blocks {
 		c.blocks = append(c.blocks, b)
@@ -102,7 +198,10 @@ func (w *work) save(after int) checkpoint {
 }
 
 func (c *checkpoint) load() *work {
-	w := &work{segs: append([]segRec(nil), c.segs...), blocks: make(map[uint64]blockRec, len(c.blocks))}
+	w := &work{segs: newSegSet(len(c.segs)), blocks: make(map[uint64]blockRec, len(c.blocks))}
+	for _, sg := range c.segs {
+		w.segs.insert(sg)
+	}
 	for _, b := range c.blocks {
 		w.blocks[b.addr] = b
 	}
@@ -131,28 +230,24 @@ func (h *History) undo(w *work, i int) {
 	}
 }
 
-// mapSegment inserts seg by address, merging it with same-stream neighbours
-// it touches when merge is set (undoing an unmap).
+// mapSegment inserts seg, merging it with same-stream neighbours it
+// touches when merge is set (undoing an unmap).
 func (w *work) mapSegment(merge bool, seg segRec) {
-	i := sort.Search(len(w.segs), func(k int) bool { return w.segs[k].addr > seg.addr })
-	w.segs = append(w.segs, segRec{})
-	copy(w.segs[i+1:], w.segs[i:])
-	w.segs[i] = seg
-	if !merge {
+	_, taken := w.segs.byStart[seg.addr]
+	w.segs.insert(seg)
+	if !merge || taken {
 		return
 	}
-	if i+1 < len(w.segs) {
-		next := w.segs[i+1]
-		if seg.addr+seg.size == next.addr && seg.stream == next.stream {
-			w.segs[i].size += next.size
-			w.segs = append(w.segs[:i+1], w.segs[i+2:]...)
-		}
+	if next, ok := w.segs.byStart[seg.addr+seg.size]; ok && next.stream == seg.stream && seg.size > 0 {
+		w.segs.remove(next.addr)
+		seg.size += next.size
+		w.segs.set(seg.addr, seg)
 	}
-	if i > 0 {
-		prev := &w.segs[i-1]
-		if prev.addr+prev.size == seg.addr && prev.stream == seg.stream {
-			prev.size += w.segs[i].size
-			w.segs = append(w.segs[:i], w.segs[i+1:]...)
+	if st, ok := w.segs.endAt[seg.addr]; ok && st != seg.addr {
+		if prev, ok := w.segs.byStart[st]; ok && prev.stream == seg.stream {
+			w.segs.remove(seg.addr)
+			prev.size += seg.size
+			w.segs.set(prev.addr, prev)
 		}
 	}
 }
@@ -161,39 +256,32 @@ func (w *work) mapSegment(merge bool, seg segRec) {
 // out of the segment containing it when merge is set (undoing a map).
 func (w *work) unmapSegment(merge bool, seg segRec) {
 	if !merge {
-		for i := range w.segs {
-			if w.segs[i].addr == seg.addr {
-				w.segs = append(w.segs[:i], w.segs[i+1:]...)
-				return
-			}
-		}
+		w.segs.remove(seg.addr)
 		return
 	}
-	end := seg.addr + seg.size
-	for i := range w.segs {
-		ex := &w.segs[i]
-		exEnd := ex.addr + ex.size
-		if !(ex.addr <= seg.addr && end <= exEnd) {
-			continue
-		}
-		switch {
-		case ex.addr == seg.addr:
-			ex.addr += seg.size
-			ex.size -= seg.size
-			if ex.size == 0 {
-				w.segs = append(w.segs[:i], w.segs[i+1:]...)
-			}
-		case exEnd == end:
-			ex.size -= seg.size
-		default:
-			ex.size = seg.addr - ex.addr
-			rest := seg
-			rest.addr, rest.size = end, exEnd-end
-			w.segs = append(w.segs, segRec{})
-			copy(w.segs[i+2:], w.segs[i+1:])
-			w.segs[i+1] = rest
-		}
+	at, ok := w.segs.containing(seg.addr, seg.size)
+	if !ok {
 		return
+	}
+	ex := w.segs.byStart[at]
+	end, exEnd := seg.addr+seg.size, ex.addr+ex.size
+	switch {
+	case ex.addr == seg.addr:
+		w.segs.remove(at)
+		ex.addr += seg.size
+		ex.size -= seg.size
+		if ex.size > 0 {
+			w.segs.insert(ex)
+		}
+	case exEnd == end:
+		ex.size -= seg.size
+		w.segs.set(at, ex)
+	default:
+		ex.size = seg.addr - ex.addr
+		w.segs.set(at, ex)
+		rest := seg
+		rest.addr, rest.size = end, exEnd-end
+		w.segs.insert(rest)
 	}
 }
 
@@ -215,7 +303,7 @@ func (h *History) stateAt(idx int) *State {
 // the totals.
 func buildState(idx int, w *work) *State {
 	st := &State{Event: idx}
-	segs := append([]segRec(nil), w.segs...)
+	segs := w.segs.sorted()
 	sort.SliceStable(segs, func(i, j int) bool {
 		if segs[i].size != segs[j].size {
 			return segs[i].size < segs[j].size

@@ -1,0 +1,75 @@
+package replay
+
+import (
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// TestTile measures Timeline, Curves and History on a large snapshot file:
+// GPUMEM_TILE=../../bench/data/baseline-80mb.pickle go test -run Tile -v
+// ./internal/replay. It logs build times and the heap each structure adds.
+func TestTile(t *testing.T) {
+	path := os.Getenv("GPUMEM_TILE")
+	if path == "" {
+		t.Skip("set GPUMEM_TILE=FILE to measure replay on a large snapshot")
+	}
+	s, err := snapshot.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	dev := 0
+	for d := range s.Traces {
+		if len(s.Traces[d].Events) > len(s.Traces[dev].Events) {
+			dev = d
+		}
+	}
+	n := len(s.Traces[dev].Events)
+	h0 := heap()
+	t.Logf("%s: device %d, %d events, model heap %.0f MiB", path, dev, n, float64(h0)/(1<<20))
+	mib := func(a, b uint64) float64 { return (float64(b) - float64(a)) / (1 << 20) }
+
+	start := time.Now()
+	tl := NewTimeline(s, dev, KindActive)
+	el := time.Since(start)
+	h1 := heap()
+	t.Logf("timeline: %v, %d elements, +%.0f MiB (%.1f B/event)", el, tl.Len(), mib(h0, h1), float64(h1-h0)/float64(n))
+
+	start = time.Now()
+	c := NewCurves(s, dev)
+	el = time.Since(start)
+	h2 := heap()
+	t.Logf("curves: %v, +%.0f MiB (%.1f B/event)", el, mib(h1, h2), (float64(h2)-float64(h1))/float64(n))
+
+	start = time.Now()
+	res := tl.Search("b'7f", "")
+	el = time.Since(start)
+	start = time.Now()
+	res2 := tl.Search("", "py")
+	t.Logf("search: %v (%d hits), again %v (%d hits)", el, len(res), time.Since(start), len(res2))
+
+	if os.Getenv("GPUMEM_TILE_HISTORY") != "" {
+		start = time.Now()
+		h := NewHistory(s, dev)
+		el = time.Since(start)
+		h3 := heap()
+		t.Logf("history: %v, %d checkpoints every %d, +%.0f MiB", el, len(h.ckpt), h.every, mib(h2, h3))
+		start = time.Now()
+		for k := 0; k <= 20; k++ {
+			h.StateAt(h.Len()*k/20 - 1)
+		}
+		t.Logf("StateAt: %v each", time.Since(start)/21)
+		runtime.KeepAlive(h)
+	}
+	runtime.KeepAlive(tl)
+	runtime.KeepAlive(c)
+}
