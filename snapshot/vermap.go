@@ -2,12 +2,17 @@ package snapshot
 
 // versionMap counts address versions (memory_viz's version_space) in an
 // open-addressing table: annotate does one lookup per trace entry, and a
-// Go map's hashing dominated that pass.
+// Go map's hashing dominated that pass. Key, value and used flag share one
+// 16-byte slot, so a lookup touches one cache line.
 type versionMap struct {
-	keys []uint64
-	vals []int32
-	used []bool
-	n    int
+	slots []versionSlot
+	n     int
+}
+
+type versionSlot struct {
+	addr uint64
+	ver  int32
+	used bool
 }
 
 func newVersionMap(hint int) *versionMap {
@@ -15,47 +20,48 @@ func newVersionMap(hint int) *versionMap {
 	for size < 2*hint {
 		size *= 2
 	}
-	return &versionMap{keys: make([]uint64, size), vals: make([]int32, size), used: make([]bool, size)}
+	return &versionMap{slots: make([]versionSlot, size)}
 }
 
-func (m *versionMap) slot(addr uint64) int {
-	mask := len(m.keys) - 1
+func (m *versionMap) slot(addr uint64) *versionSlot {
+	mask := len(m.slots) - 1
 	i := int((addr*0x9E3779B97F4A7C15)>>32) & mask
-	for m.used[i] && m.keys[i] != addr {
+	for {
+		s := &m.slots[i]
+		if !s.used || s.addr == addr {
+			return s
+		}
 		i = (i + 1) & mask
 	}
-	return i
 }
 
 // get returns addr's current version, then increments it when inc is set.
 func (m *versionMap) get(addr uint64, inc bool) int32 {
-	i := m.slot(addr)
-	if !m.used[i] {
+	s := m.slot(addr)
+	if !s.used {
 		if !inc {
 			return 0
 		}
-		if 2*(m.n+1) > len(m.keys) {
+		if 2*(m.n+1) > len(m.slots) {
 			m.grow()
-			i = m.slot(addr)
+			s = m.slot(addr)
 		}
-		m.used[i], m.keys[i], m.vals[i] = true, addr, 0
+		*s = versionSlot{addr: addr, used: true}
 		m.n++
 	}
-	v := m.vals[i]
+	v := s.ver
 	if inc {
-		m.vals[i] = v + 1
+		s.ver = v + 1
 	}
 	return v
 }
 
 func (m *versionMap) grow() {
-	old := *m
-	*m = *newVersionMap(len(old.keys))
-	for i, u := range old.used {
-		if u {
-			j := m.slot(old.keys[i])
-			m.used[j], m.keys[j], m.vals[j] = true, old.keys[i], old.vals[i]
-			m.n++
+	old := m.slots
+	m.slots = make([]versionSlot, 2*len(old))
+	for _, o := range old {
+		if o.used {
+			*m.slot(o.addr) = o
 		}
 	}
 }

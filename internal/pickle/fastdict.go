@@ -67,7 +67,7 @@ func (d *Decoder) fastDict() error {
 		return d.push(v)
 	}
 	if memoIdx >= 0 {
-		d.memoPut(uint64(memoIdx), placeholder)
+		d.memoPutFast(uint64(memoIdx), placeholder)
 	}
 	p++ // MARK
 	kv := d.kvScratch[:0]
@@ -233,21 +233,11 @@ func (d *Decoder) fastDict() error {
 			if len(kv) == 0 || int64(i) == memoIdx {
 				return d.handOver(p, memoIdx, kv, true)
 			}
-			if v := kv[len(kv)-1]; i < d.memoLen && !v.IsContainer() {
-				// Fast memoPut for a plain value in the dense memo.
-				if packed, ok := packSlot(v); ok {
-					sp := &d.memo[i>>memoPageBits][i&(1<<memoPageBits-1)]
-					if *sp == slotHole && d.memoMap == nil {
-						d.memoCount++
-					}
-					if *sp != slotSpilled && (*sp != slotHole || d.memoMap == nil) {
-						*sp = packed
-						p += n
-						continue
-					}
-				}
+			if v := kv[len(kv)-1]; v.IsContainer() {
+				d.putValue(i, v)
+			} else {
+				d.memoPutFast(i, v)
 			}
-			d.putValue(i, kv[len(kv)-1])
 			p += n
 		case opSetItems:
 			if len(kv)%2 != 0 {
@@ -273,7 +263,7 @@ func (d *Decoder) fastDict() error {
 				return d.handOver(d.pos, memoIdx, kv, false)
 			}
 			if memoIdx >= 0 {
-				d.memoPut(uint64(memoIdx), v)
+				d.memoPutFast(uint64(memoIdx), v)
 			}
 			return d.push(v)
 		default:
@@ -346,4 +336,26 @@ func (d *Decoder) dictDone(pairs int) bool {
 		return false
 	}
 	return pairs < setItemsBatch
+}
+
+// memoPutFast is memoPut for the common case of a value that packs into a
+// dense slot which is in use or the next one; it does not touch container
+// bookkeeping (see putValue).
+func (d *Decoder) memoPutFast(i uint64, v Value) {
+	if v.X <= payloadMax && v.Sub <= 15 {
+		if i == d.memoLen && i&(1<<memoPageBits-1) != 0 && i <= uint64(2*d.memoCount+1024) {
+			d.memoLen++ // the page is there, its slots are holes
+		}
+		if i < d.memoLen {
+			sp := &d.memo[i>>memoPageBits][i&(1<<memoPageBits-1)]
+			if s := *sp; s != slotSpilled && (s != slotHole || d.memoMap == nil) {
+				if s == slotHole {
+					d.memoCount++
+				}
+				*sp = uint64(v.Kind) | uint64(v.Sub)<<4 | v.X<<8
+				return
+			}
+		}
+	}
+	d.memoPut(i, v)
 }
