@@ -248,3 +248,70 @@ func TestCorpusCurvesAgreeWithHistory(t *testing.T) {
 		t.Fatal("no trace checked")
 	}
 }
+
+// TestCorpusPoolsTimeline checks "Allocated Memory (incl. Private Pools)"
+// against PyTorch's process_alloc_data(snapshot, device, false, 15000,
+// include_private_inactive=true), run in node on every real snapshot by
+// testdata/pools_memoryviz.mjs (its output is testdata/pools_memoryviz.jsonl).
+// verl__mem.pickle is the case that settles the private pool envelopes:
+// PyTorch's peak there is 24,996,909,904 (the Active Memory Timeline's is
+// 24,886,778,000).
+func TestCorpusPoolsTimeline(t *testing.T) {
+	dir := sharedDir(t)
+	data, err := os.ReadFile(filepath.Join("testdata", "pools_memoryviz.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []expectedPools
+	for _, line := range splitLines(data) {
+		var e expectedPools
+		if err := json.Unmarshal(line, &e); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, e)
+	}
+	if len(files) < 60 {
+		t.Fatalf("only %d files in pools_memoryviz.jsonl", len(files))
+	}
+	private := 0
+	for _, e := range files {
+		s, err := snapshot.Open(filepath.Join(dir, "snapshots", "real", e.File), nil)
+		if err != nil {
+			t.Errorf("%s: %v", e.File, err)
+			continue
+		}
+		for d, want := range e.Devices {
+			dev, _ := strconv.Atoi(d)
+			if hasPrivatePools(s, dev) {
+				private++
+			}
+			got := ComputeStats(s, dev, KindActiveWithPools, DefaultMaxEntries)
+			if got.PeakBytes != want.PeakBytes || got.Elements != want.Elements || got.Timesteps != want.Timesteps {
+				t.Errorf("%s device %d: got %+v, PyTorch %+v", e.File, dev, got, want)
+			}
+		}
+	}
+	if private == 0 {
+		t.Error("no device with private pools checked")
+	}
+}
+
+type expectedPools struct {
+	File    string                  `json:"file"`
+	Devices map[string]expectedView `json:"devices"`
+}
+
+func splitLines(b []byte) [][]byte {
+	var out [][]byte
+	for len(b) > 0 {
+		i := 0
+		for i < len(b) && b[i] != '\n' {
+			i++
+		}
+		if i > 0 {
+			out = append(out, b[:i])
+		}
+		b = b[min(i+1, len(b)):]
+	}
+	return out
+}
