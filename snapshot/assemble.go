@@ -532,10 +532,24 @@ func (b *builder) renumberStreams() {
 		}
 		return final[tmp]
 	}
+	// Name streams in trace order; once every stream has its final id
+	// and the ids did not change, the remaining events need no rewrite
+	// (the common case: a single stream, or streams first seen in the
+	// same order).
+	identity := true
 	for t := range s.Traces {
 		evs := s.Traces[t].Events
 		for i := range evs {
-			evs[i].Stream = name(evs[i].Stream)
+			if !identity {
+				evs[i].Stream = name(evs[i].Stream)
+				continue
+			}
+			if len(s.Streams) == len(b.streamRaw) {
+				break // every id named, all to themselves
+			}
+			tmp := evs[i].Stream
+			evs[i].Stream = name(tmp)
+			identity = evs[i].Stream == tmp
 		}
 	}
 	for i := range s.Segments {
