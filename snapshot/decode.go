@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"unsafe"
 
 	"github.com/gpumem/gpumem/internal/pickle"
 )
@@ -47,6 +48,7 @@ type builder struct {
 	strIndex   map[string]StringID
 
 	events []Event
+	pf     *prefaulter // faults b.events in ahead of event (may be nil)
 	segs   []Segment
 	blocks []Block
 	// openRuns maps a list being built to the run of events appended so
@@ -93,6 +95,7 @@ func newBuilder(s *Snapshot, sizeHint int64) *builder {
 			n = 1 << 28
 		}
 		b.events = make([]Event, 0, n)
+		b.pf = startPrefault(b.events)
 	}
 	return b
 }
@@ -509,8 +512,15 @@ func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 	if extra != nil {
 		e.Extra = b.addExtra(extra)
 	}
+	n := len(b.events)
+	if n == cap(b.events) {
+		b.pf.stop() // the array moves; the new one is faulted as written
+		b.pf = nil
+	} else if n&(1<<15-1) == 0 {
+		b.pf.advance(n * int(unsafe.Sizeof(e)))
+	}
 	b.events = append(b.events, e)
-	return pickle.MakeHandle(hEvent, uint64(len(b.events)-1)), nil
+	return pickle.MakeHandle(hEvent, uint64(n)), nil
 }
 
 func hasKey(kv []pickle.Value, k uint32) bool {

@@ -196,6 +196,8 @@ func decodeStream(r io.Reader, name string, size int64, opt *Options) (*Snapshot
 func decodePickle(d *pickle.Decoder, b *builder) error {
 	b.attach(d)
 	root, err := d.Decode()
+	b.pf.stop()
+	b.pf = nil
 	if err != nil {
 		return err
 	}
