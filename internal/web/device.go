@@ -6,23 +6,23 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
-// deviceData is what the server computes once per (file, device) besides the
-// timelines: totals curves, markers and state-history checkpoints.
+// deviceData is what the server computes once per (file, device) besides
+// the timelines: totals curves and the state history, each on first use.
 type deviceData struct {
-	snap   *snapshot.Snapshot
-	device int
-	events []snapshot.Event
-	viz    []int32 // viz index -> raw event index
-	// Totals after each viz event, and before the first one.
-	Allocated, Reserved, Active []float64
-	Init                        [3]float64
-	HasTime                     bool
+	snap    *snapshot.Snapshot
+	device  int
+	events  []snapshot.Event
+	viz     []int32 // viz index -> raw event index
+	HasTime bool
 
-	stateOnce sync.Once
-	history   *stateHistory
+	curvesOnce sync.Once
+	curves     *replay.Curves
+	histOnce   sync.Once
+	history    *stateHistory
 }
 
 func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {
@@ -30,12 +30,6 @@ func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {
 	if device >= 0 && device < len(s.Traces) {
 		d.events = s.Traces[device].Events
 		d.viz = s.Traces[device].Viz
-		if d.viz == nil {
-			d.viz = make([]int32, len(d.events))
-			for i := range d.viz {
-				d.viz[i] = int32(i)
-			}
-		}
 	}
 	d.HasTime = len(d.viz) > 0
 	for _, r := range d.viz {
@@ -44,145 +38,100 @@ func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {
 			break
 		}
 	}
-	d.computeCurves()
 	return d
 }
 
-// deltas returns how one event changes allocated, reserved and active bytes
-// (requested sizes, as the trace records them).
-func deltas(e *snapshot.Event) (alloc, res, act float64) {
-	z := float64(e.Size)
-	switch e.VizAction() {
-	case snapshot.ActionAlloc:
-		return z, 0, z
-	case snapshot.ActionFree:
-		return -z, 0, -z
-	case snapshot.ActionFreeRequested:
-		return -z, 0, 0
-	case snapshot.ActionFreeCompleted:
-		return 0, 0, -z
-	case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
-		return 0, z, 0
-	case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
-		return 0, -z, 0
-	}
-	return 0, 0, 0
+func (d *deviceData) totals() *replay.Curves {
+	d.curvesOnce.Do(func() { d.curves = replay.NewCurves(d.snap, d.device) })
+	return d.curves
 }
 
-// computeCurves derives the totals over time: the snapshot gives the values
-// at the end, and undoing the trace gives them at its start.
-func (d *deviceData) computeCurves() {
-	s := d.snap
-	var endAlloc, endRes, endAct float64
-	for i := range s.Segments {
-		sg := &s.Segments[i]
-		if int(sg.Device) != d.device {
-			continue
-		}
-		endRes += float64(sg.TotalSize)
-		for _, b := range s.SegmentBlocks(i) {
-			req := float64(b.RequestedSize)
-			if !b.HasRequestedSize {
-				req = float64(b.Size)
-			}
-			switch b.State {
-			case snapshot.BlockActiveAllocated:
-				endAlloc += req
-				endAct += req
-			case snapshot.BlockActivePendingFree:
-				endAct += req
-			}
-		}
-	}
-	var na, nr, nc float64
-	for _, r := range d.viz {
-		a, rs, c := deltas(&d.events[r])
-		na, nr, nc = na+a, nr+rs, nc+c
-	}
-	a, r, c := endAlloc-na, endRes-nr, endAct-nc
-	d.Init = [3]float64{a, r, c}
-	d.Allocated = make([]float64, len(d.viz))
-	d.Reserved = make([]float64, len(d.viz))
-	d.Active = make([]float64, len(d.viz))
-	for i, raw := range d.viz {
-		da, dr, dc := deltas(&d.events[raw])
-		a, r, c = a+da, r+dr, c+dc
-		d.Allocated[i], d.Reserved[i], d.Active[i] = a, r, c
-	}
-}
-
-// eventX returns the x coordinate of viz event i in a mode.
-func (d *deviceData) eventX(i int, mode string) float64 {
-	if mode == "time" && d.HasTime {
-		return float64(d.events[d.viz[i]].TimeUS)
-	}
-	return float64(i)
-}
-
-// curves encodes, per pixel column of [x0,x1), the max of allocated,
-// reserved and active: Float32[3*w] (allocated, then reserved, then active),
-// carrying the last value forward into columns with no event.
-func (d *deviceData) curves(x0, x1 float64, w int, mode string) []byte {
+// curvesWindow encodes the allocated, reserved and active totals over the
+// x window [x0, x1] of tl, downsampled to at most w buckets (the max of
+// each bucket), as little-endian Float32: n, then x - x0 [n], allocated
+// [n], reserved [n], active [n]. The first point is the value at x0.
+func (d *deviceData) curvesWindow(tl *timeline, x0, x1 float64, w int, mode string) []byte {
 	w = min(max(w, 1), 16384)
-	out := make([]float32, 3*w)
-	n := len(d.viz)
-	if !(x1 > x0) {
-		x1 = x0 + 1
+	c := d.totals()
+	tl.axes()
+	vs := tl.vizStep
+	t0, t1 := tl.toStep(x0, mode), tl.toStep(x1, mode)
+	v0 := sort.Search(len(vs), func(i int) bool { return float64(vs[i]) >= t0 })
+	v1 := sort.Search(len(vs), func(i int) bool { return float64(vs[i]) > t1 })
+	var xs []float64
+	var vals [3][]float64
+	add := func(x float64, t replay.Totals) {
+		xs = append(xs, x-x0)
+		vals[0] = append(vals[0], float64(t.Allocated))
+		vals[1] = append(vals[1], float64(t.Reserved))
+		vals[2] = append(vals[2], float64(t.Active))
 	}
-	span := x1 - x0
-	// first event with x >= x0
-	i := sort.Search(n, func(i int) bool { return d.eventX(i, mode) >= x0 })
-	cur := d.Init
-	if i > 0 {
-		cur = [3]float64{d.Allocated[i-1], d.Reserved[i-1], d.Active[i-1]}
+	before := -1
+	if v0 < len(d.viz) {
+		before = int(d.viz[v0]) - 1
+	} else if len(d.viz) > 0 {
+		before = int(d.viz[len(d.viz)-1])
 	}
-	for c := 0; c < w; c++ {
-		end := x0 + span*float64(c+1)/float64(w)
-		m := cur
-		for i < n && d.eventX(i, mode) < end {
-			cur = [3]float64{d.Allocated[i], d.Reserved[i], d.Active[i]}
-			for k := range m {
-				m[k] = max(m[k], cur[k])
-			}
-			i++
+	add(x0, c.At(before))
+	if v1 > v0 {
+		r0, r1 := int(d.viz[v0]), int(d.viz[v1-1])+1
+		ds := c.Downsample(r0, r1, w)
+		for b := 0; b < ds.Buckets; b++ {
+			raw := ds.Bounds[b]
+			vi := sort.Search(len(d.viz), func(i int) bool { return d.viz[i] >= raw })
+			vi = min(vi, len(vs)-1)
+			x := tl.fromStep(float64(vs[vi]), mode)
+			add(x, replay.Totals{Allocated: ds.AllocatedMax[b], Reserved: ds.ReservedMax[b], Active: ds.ActiveMax[b]})
 		}
-		for k := 0; k < 3; k++ {
-			out[k*w+c] = float32(m[k])
+	}
+	n := len(xs)
+	add(x1, replay.Totals{Allocated: uint64(vals[0][n-1]), Reserved: uint64(vals[1][n-1]), Active: uint64(vals[2][n-1])})
+	n++
+	out := make([]byte, 0, 4*(1+4*n))
+	put := func(v float64) { out = binary.LittleEndian.AppendUint32(out, math.Float32bits(float32(v))) }
+	put(float64(n))
+	for _, v := range xs {
+		put(v)
+	}
+	for k := range vals {
+		for _, v := range vals[k] {
+			put(v)
 		}
 	}
-	b := make([]byte, 0, 4*len(out))
-	for _, v := range out {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
-	}
-	return b
+	return out
 }
 
-// marker is a point of interest on the time axis.
+// marker is a point of interest on the x axis.
 type marker struct {
-	Event int     `json:"event"` // viz index (-1 if none)
+	Event float64 `json:"event"` // timestep (-1 if none)
 	Time  float64 `json:"time"`  // time_us (0 if unknown)
 	Kind  string  `json:"kind"`  // "oom", "snapshot", "annotation"
 	Label string  `json:"label"`
 }
 
-func (d *deviceData) markers() []marker {
-	var out []marker
+// markers lists OOMs, snapshot events and annotations at tl's timesteps.
+func (d *deviceData) markers(tl *timeline) []marker {
+	tl.axes()
+	out := []marker{}
 	for i, r := range d.viz {
 		e := &d.events[r]
 		switch e.Action {
 		case snapshot.ActionOOM:
-			out = append(out, marker{i, float64(e.TimeUS), "oom", "OOM: requested " + formatSize(float64(e.Size), false)})
+			out = append(out, marker{float64(tl.vizStep[i]), float64(e.TimeUS), "oom", "OOM: requested " + replay.FormatSizeShort(e.Size)})
 		case snapshot.ActionSnapshot:
-			out = append(out, marker{i, float64(e.TimeUS), "snapshot", "snapshot"})
+			out = append(out, marker{float64(tl.vizStep[i]), float64(e.TimeUS), "snapshot", "snapshot"})
 		}
 	}
 	for _, a := range d.snap.Annotations {
 		if int(a.Device) != d.device {
 			continue
 		}
-		ev := -1
+		ev := -1.0
 		if d.HasTime {
-			ev = sort.Search(len(d.viz), func(i int) bool { return d.events[d.viz[i]].TimeUS >= a.TimeUS })
+			i := sort.Search(len(d.viz), func(i int) bool { return d.events[d.viz[i]].TimeUS >= a.TimeUS })
+			if i < len(tl.vizStep) {
+				ev = float64(tl.vizStep[i])
+			}
 		}
 		label := a.Name
 		if a.Stage != "" {

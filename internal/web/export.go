@@ -63,7 +63,10 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 		Meta   *metaJSON      `json:"meta"`
 		Window string         `json:"window"`
 		Curves map[string]any `json:"curves"`
-		Elems  map[int][2]any `json:"elems"`
+		// Elems maps an element id to its size and its text's index in
+		// Stacks.
+		Elems   map[int][2]any `json:"elems"`
+		Markers []marker       `json:"markers"`
 	}
 	data := struct {
 		Files    map[string]any       `json:"files"`
@@ -85,7 +88,7 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 		data.Initial["view"] = ViewActive
 	}
 	data.Settings = settingsJSON(snap)
-	stackIdx := map[snapshot.StackID]int{}
+	textIdx := map[string]int{}
 	want := func(v string) bool { return opt.View == "" || opt.View == v }
 
 	for _, view := range []string{ViewActive, ViewPrivate, ViewSegments} {
@@ -93,34 +96,37 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 			continue
 		}
 		p := &params{f: f, device: device, view: view, detail: opt.Detail}
-		tl := f.timeline(device, view, opt.Detail)
+		tl := f.timeline(device, view)
 		modes := []string{"event"}
-		if tl.HasTime {
+		if tl.hasTime() {
 			modes = append(modes, "time")
 		}
 		for _, mode := range modes {
 			p.mode = mode
 			lo, hi := tl.xRange(mode)
-			win := tl.window(windowQuery{X0: lo, X1: hi, W: opt.Width, H: 1000, Mode: mode})
+			win := tl.window(windowQuery{X0: lo, X1: hi, W: opt.Width, H: 1000, Mode: mode, MaxPolygons: opt.Detail})
 			dd := f.device(device)
-			vd := &viewData{Meta: srv.meta(p), Window: base64.StdEncoding.EncodeToString(win), Elems: map[int][2]any{},
-				Curves: map[string]any{"x0": lo, "x1": hi, "w": opt.Width,
-					"data": base64.StdEncoding.EncodeToString(dd.curves(lo, hi, opt.Width, mode))}}
-			// Details for every band the page can show.
+			m := srv.meta(p)
+			vd := &viewData{Meta: m, Window: base64.StdEncoding.EncodeToString(win), Elems: map[int][2]any{},
+				Markers: dd.markers(tl),
+				Curves: map[string]any{"x0": lo, "x1": hi,
+					"data": base64.StdEncoding.EncodeToString(dd.curvesWindow(tl, lo, hi, opt.Width, mode))}}
+			// Details for every polygon the page can show; identical texts
+			// (same stack and sizes) are stored once.
 			nS := int(math.Float64frombits(binary.LittleEndian.Uint64(win[24:32])))
 			for i := 0; i < nS; i++ {
 				id := int(int32(binary.LittleEndian.Uint32(win[64+4*i:])))
-				if id < 0 {
+				if _, ok := vd.Elems[id]; ok {
 					continue
 				}
-				e := &tl.Elems[id]
-				si, ok := stackIdx[e.Stack]
+				text := tl.tl.Context(id)
+				si, ok := textIdx[text]
 				if !ok {
 					si = len(data.Stacks)
-					stackIdx[e.Stack] = si
-					data.Stacks = append(data.Stacks, stackText(snap, e.Stack))
+					textIdx[text] = si
+					data.Stacks = append(data.Stacks, text)
 				}
-				vd.Elems[id] = [2]any{elementHead(snap, e), si}
+				vd.Elems[id] = [2]any{float64(tl.tl.Element(id).Size), si}
 			}
 			data.Views[fmt.Sprintf("%s|%d|%s", view, device, mode)] = vd
 		}
@@ -135,17 +141,21 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 	} else if want(ViewState) {
 		lines := make([]string, len(dd.viz))
 		evs := make([][5]any, len(dd.viz))
+		h := dd.stateHist().h
 		for i, r := range dd.viz {
 			e := &dd.events[r]
-			lines[i] = eventText(snap, e)
+			lines[i] = eventLine(h.Event(i))
 			evs[i] = [5]any{e.VizAction().String(), float64(e.Addr), float64(e.Size), int32(e.Stream), e.Version}
 		}
 		data.Events[fmt.Sprint(device)] = map[string]any{"lines": lines}
 		// The state after the last event is the snapshot's own.
 		segs := []map[string]any{}
 		blocks := [][5]any{}
-		for _, si := range deviceSegments(snap, device) {
+		for si := range snap.Segments {
 			sg := &snap.Segments[si]
+			if int(sg.Device) != device {
+				continue
+			}
 			segs = append(segs, map[string]any{"addr": float64(sg.Address), "size": float64(sg.TotalSize), "stream": int32(sg.Stream), "version": sg.Version})
 			for _, b := range snap.SegmentBlocks(si) {
 				if b.State == snapshot.BlockInactive {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -53,7 +54,6 @@ type file struct {
 type tlKey struct {
 	device int
 	view   string
-	detail int
 }
 
 type tlEntry struct {
@@ -94,19 +94,16 @@ func (s *Server) Add(name string, snap *snapshot.Snapshot) int {
 	return f.ID
 }
 
-// Warm computes, in the background, what the page asks for first (the
-// default device's Active Memory Timeline and totals) so that it overlaps
-// with the browser starting.
+// Warm builds, in the background, what the first paint needs: the default
+// device's Active Memory Timeline. Everything else (curves, markers, the
+// time axis, other views) is built on first use, so that the first window
+// is answered as early as possible.
 func (s *Server) Warm(id int) {
 	f := s.file(id)
 	if f == nil {
 		return
 	}
-	go func() {
-		d := defaultDevice(f.Snap)
-		f.device(d)
-		f.timeline(d, ViewActive, DefaultDetail)
-	}()
+	go f.timeline(defaultDevice(f.Snap), ViewActive)
 }
 
 func (s *Server) file(id int) *file {
@@ -129,8 +126,8 @@ func (f *file) device(d int) *deviceData {
 	return dd
 }
 
-func (f *file) timeline(d int, view string, detail int) *timeline {
-	k := tlKey{d, view, detail}
+func (f *file) timeline(d int, view string) *timeline {
+	k := tlKey{d, view}
 	f.mu.Lock()
 	e := f.timelines[k]
 	if e == nil {
@@ -138,7 +135,7 @@ func (f *file) timeline(d int, view string, detail int) *timeline {
 		f.timelines[k] = e
 	}
 	f.mu.Unlock()
-	e.once.Do(func() { e.tl = buildTimeline(f.Snap, d, view, detail) })
+	e.once.Do(func() { e.tl = newTimeline(f.Snap, d, view) })
 	return e.tl
 }
 
@@ -151,6 +148,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/meta", s.handleMeta)
 	mux.HandleFunc("GET /api/window", s.handleWindow)
 	mux.HandleFunc("GET /api/curves", s.handleCurves)
+	mux.HandleFunc("GET /api/markers", s.handleMarkers)
 	mux.HandleFunc("GET /api/elem", s.handleElem)
 	mux.HandleFunc("GET /api/search", s.handleSearch)
 	mux.HandleFunc("GET /api/events", s.handleEvents)
@@ -368,41 +366,34 @@ type metaJSON struct {
 	View      string     `json:"view"`
 	Device    int        `json:"device"`
 	Elements  int        `json:"elements"`
-	Drawn     int        `json:"drawn"`
+	Envelopes int        `json:"envelopes"`
 	Detail    int        `json:"detail"`
 	Steps     int        `json:"steps"`
 	Events    int        `json:"events"`
 	Peak      float64    `json:"peak"`
-	MaxSize   float64    `json:"maxSize"`
 	HasTime   bool       `json:"hasTime"`
 	XEvent    [2]float64 `json:"xEvent"`
 	XTime     [2]float64 `json:"xTime"`
-	Markers   []marker   `json:"markers"`
 	Empty     bool       `json:"empty"`
 	Message   string     `json:"message,omitempty"`
-	CurveInit [3]float64 `json:"curveInit"`
 }
 
+// meta describes a view. It builds the view's timeline but not its time
+// axis unless the page asks for the time mode.
 func (s *Server) meta(p *params) *metaJSON {
 	dd := p.f.device(p.device)
-	m := &metaJSON{View: p.view, Device: p.device, Events: len(dd.viz), HasTime: dd.HasTime, Markers: dd.markers(), CurveInit: dd.Init}
-	if m.Markers == nil {
-		m.Markers = []marker{}
-	}
-	if p.view == ViewActive || p.view == ViewPrivate || p.view == ViewSegments {
-		tl := p.f.timeline(p.device, p.view, p.detail)
-		m.Elements = len(tl.Elems)
-		m.Drawn = min(len(tl.Elems), p.detail)
-		m.Detail = p.detail
-		m.Steps = len(tl.MaxAtTime)
-		m.Peak = tl.Peak()
-		m.MaxSize = tl.MaxSize
-		m.HasTime = tl.HasTime
+	m := &metaJSON{View: p.view, Device: p.device, Events: len(dd.viz), HasTime: dd.HasTime, Detail: p.detail}
+	if isTimeline(p.view) {
+		tl := p.f.timeline(p.device, p.view)
+		m.Elements = tl.tl.Len()
+		m.Envelopes = tl.tl.Envelopes()
+		m.Steps = tl.tl.Timesteps()
+		m.Peak = float64(tl.tl.PeakBytes())
 		m.XEvent[0], m.XEvent[1] = tl.xRange("event")
-		if tl.HasTime {
+		if p.mode == "time" && dd.HasTime {
 			m.XTime[0], m.XTime[1] = tl.xRange("time")
 		}
-		if len(tl.Elems) == 0 {
+		if tl.tl.Len() == 0 {
 			m.Empty = true
 			m.Message = fmt.Sprintf("Device %d has no allocations in its trace or snapshot.", p.device)
 		}
@@ -421,10 +412,6 @@ func (s *Server) handleMeta(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.meta(p))
 }
 
-func isTimeline(view string) bool {
-	return view == ViewActive || view == ViewPrivate || view == ViewSegments
-}
-
 func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.params(w, r)
 	if !ok {
@@ -434,10 +421,10 @@ func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "view %q has no timeline", p.view)
 		return
 	}
-	tl := p.f.timeline(p.device, p.view, p.detail)
+	tl := p.f.timeline(p.device, p.view)
 	lo, hi := tl.xRange(p.mode)
 	q := windowQuery{X0: floatParam(r, "x0", lo), X1: floatParam(r, "x1", hi), W: intParam(r, "w", 1000),
-		H: intParam(r, "h", 500), YMax: floatParam(r, "ymax", 0), Mode: p.mode}
+		H: intParam(r, "h", 500), YMax: floatParam(r, "ymax", 0), Mode: p.mode, MaxPolygons: p.detail}
 	writeBin(w, tl.window(q))
 }
 
@@ -446,25 +433,38 @@ func (s *Server) handleCurves(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	dd := p.f.device(p.device)
-	lo, hi := 0.0, float64(max(len(dd.viz), 1))
-	writeBin(w, dd.curves(floatParam(r, "x0", lo), floatParam(r, "x1", hi), intParam(r, "w", 1000), p.mode))
+	if !isTimeline(p.view) {
+		writeErr(w, http.StatusBadRequest, "view %q has no curves", p.view)
+		return
+	}
+	tl := p.f.timeline(p.device, p.view)
+	lo, hi := tl.xRange(p.mode)
+	writeBin(w, p.f.device(p.device).curvesWindow(tl, floatParam(r, "x0", lo), floatParam(r, "x1", hi), intParam(r, "w", 1000), p.mode))
+}
+
+func (s *Server) handleMarkers(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.params(w, r)
+	if !ok {
+		return
+	}
+	if !isTimeline(p.view) {
+		writeErr(w, http.StatusBadRequest, "view %q has no markers", p.view)
+		return
+	}
+	tl := p.f.timeline(p.device, p.view)
+	writeJSON(w, http.StatusOK, map[string]any{"markers": p.f.device(p.device).markers(tl)})
 }
 
 type elemJSON struct {
-	ID    int     `json:"id"`
-	Head  string  `json:"head"`
-	Stack string  `json:"stack"`
-	Text  string  `json:"text"`
-	Size  float64 `json:"size"`
-	Addr  string  `json:"addr"`
+	ID   int     `json:"id"`
+	Text string  `json:"text"`
+	Size float64 `json:"size"`
+	Addr string  `json:"addr"`
 }
 
-func elemInfo(f *file, tl *timeline, id int) elemJSON {
-	e := &tl.Elems[id]
-	head := elementHead(f.Snap, e)
-	st := stackText(f.Snap, e.Stack)
-	return elemJSON{ID: id, Head: head, Stack: st, Text: head + "\n" + st, Size: float64(e.Size), Addr: formatAddr(e.Addr, e.Version, e.Segment)}
+func elemInfo(tl *timeline, id int) elemJSON {
+	e := tl.tl.Element(id)
+	return elemJSON{ID: id, Text: tl.tl.Context(id), Size: float64(e.Size), Addr: e.Addr}
 }
 
 func (s *Server) handleElem(w http.ResponseWriter, r *http.Request) {
@@ -476,13 +476,13 @@ func (s *Server) handleElem(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "view %q has no elements", p.view)
 		return
 	}
-	tl := p.f.timeline(p.device, p.view, p.detail)
+	tl := p.f.timeline(p.device, p.view)
 	id := intParam(r, "id", -1)
-	if id < 0 || id >= len(tl.Elems) {
+	if id < 0 || id >= tl.tl.Len()+tl.tl.Envelopes() {
 		writeErr(w, http.StatusNotFound, "no element %q", r.URL.Query().Get("id"))
 		return
 	}
-	writeJSON(w, http.StatusOK, elemInfo(p.f, tl, id))
+	writeJSON(w, http.StatusOK, elemInfo(tl, id))
 }
 
 type searchJSON struct {
@@ -490,32 +490,15 @@ type searchJSON struct {
 	IDs   []int32 `json:"ids"`
 }
 
-// search finds elements whose address string contains addr and/or whose
-// stack text contains frame (case-insensitive), as memory_viz's search boxes.
-func search(f *file, tl *timeline, addr, frame string) (a, fr searchJSON) {
-	addr, frame = strings.ToLower(strings.TrimSpace(addr)), strings.ToLower(strings.TrimSpace(frame))
-	addr = strings.TrimPrefix(addr, "0x")
-	a.IDs, fr.IDs = []int32{}, []int32{}
-	stackMatch := map[snapshot.StackID]bool{}
-	for i := range tl.Elems {
-		e := &tl.Elems[i]
-		if addr != "" && strings.Contains(formatAddr(e.Addr, e.Version, e.Segment), addr) {
-			a.Count++
-			a.IDs = append(a.IDs, int32(i))
-		}
-		if frame != "" {
-			m, ok := stackMatch[e.Stack]
-			if !ok {
-				m = strings.Contains(strings.ToLower(stackText(f.Snap, e.Stack)), frame)
-				stackMatch[e.Stack] = m
-			}
-			if m {
-				fr.Count++
-				fr.IDs = append(fr.IDs, int32(i))
-			}
-		}
+// maxSearchIDs bounds the ids one search answer lists (the count is exact).
+const maxSearchIDs = 200000
+
+func toSearchJSON(ids []int) searchJSON {
+	out := searchJSON{Count: len(ids), IDs: make([]int32, 0, min(len(ids), maxSearchIDs))}
+	for _, id := range ids[:min(len(ids), maxSearchIDs)] {
+		out.IDs = append(out.IDs, int32(id))
 	}
-	return a, fr
+	return out
 }
 
 func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
@@ -527,9 +510,18 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "view %q cannot be searched", p.view)
 		return
 	}
-	tl := p.f.timeline(p.device, p.view, p.detail)
-	a, fr := search(p.f, tl, r.URL.Query().Get("addr"), r.URL.Query().Get("frame"))
-	writeJSON(w, http.StatusOK, map[string]searchJSON{"addr": a, "frame": fr})
+	tl := p.f.timeline(p.device, p.view)
+	addr, frame := strings.TrimSpace(r.URL.Query().Get("addr")), strings.TrimSpace(r.URL.Query().Get("frame"))
+	var a, fr []int
+	// Addresses are shown as b'hex_version: a pasted 0x prefix still matches.
+	addr = strings.TrimPrefix(strings.ToLower(addr), "0x")
+	if addr != "" {
+		a = tl.tl.Search(addr, "")
+	}
+	if frame != "" {
+		fr = tl.tl.Search("", frame)
+	}
+	writeJSON(w, http.StatusOK, map[string]searchJSON{"addr": toSearchJSON(a), "frame": toSearchJSON(fr)})
 }
 
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
@@ -541,8 +533,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	from := max(intParam(r, "from", 0), 0)
 	count := min(max(intParam(r, "count", 100), 0), 5000)
 	lines := []string{}
-	for i := from; i < from+count && i < len(dd.viz); i++ {
-		lines = append(lines, eventText(p.f.Snap, &dd.events[dd.viz[i]]))
+	h := dd.stateHist().h
+	for i := from; i < from+count && i < h.Len(); i++ {
+		lines = append(lines, eventLine(h.Event(i)))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"total": len(dd.viz), "from": from, "lines": lines})
 }
@@ -643,4 +636,10 @@ func (s *Server) decodeSafe(name string, data []byte) (snap *snapshot.Snapshot, 
 		err = errors.New("decoder returned no snapshot")
 	}
 	return snap, err
+}
+
+// eventLine is memory_viz's formatEvent on one line (the list shows one
+// row per event).
+func eventLine(e replay.EventInfo) string {
+	return strings.Replace(e.Text, "\n              (stream", " (stream", 1)
 }

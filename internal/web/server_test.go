@@ -102,10 +102,20 @@ func decodeJSON(t *testing.T, w *httptest.ResponseRecorder, v any) {
 
 // decodedWindow is the /api/window answer read back from its arrays.
 type decodedWindow struct {
-	x0, x1, yMax, peak float64
-	ids, counts        []int32
-	xs, bots, tops     []float32
-	colMax             []float32
+	x0, x1, yMax, peak   float64
+	ids, kinds, counts   []int32
+	xs, ys               []float32
+	colX, colMax, colMin []float32
+}
+
+// polygon returns polygon i's points.
+func (d *decodedWindow) polygon(i int) (xs, ys []float32) {
+	start := 0
+	for _, c := range d.counts[:i] {
+		start += int(c)
+	}
+	n := int(d.counts[i])
+	return d.xs[start : start+n], d.ys[start : start+n]
 }
 
 func readWindow(t *testing.T, b []byte) decodedWindow {
@@ -115,7 +125,7 @@ func readWindow(t *testing.T, b []byte) decodedWindow {
 	}
 	f64 := func(i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])) }
 	nS, nP, w := int(f64(3)), int(f64(4)), int(f64(5))
-	if want := 64 + 16*nS + 12*nP + 8*w; len(b) != want {
+	if want := 64 + 12*nS + 8*nP + 4*(3*w+1); len(b) != want {
 		t.Fatalf("window answer is %d bytes, header says %d", len(b), want)
 	}
 	off := 64
@@ -136,13 +146,18 @@ func readWindow(t *testing.T, b []byte) decodedWindow {
 		return out
 	}
 	d := decodedWindow{x0: f64(0), x1: f64(1), yMax: f64(2), peak: f64(6)}
-	d.ids = i32(nS)
-	i32(nS) // colours
-	i32(nS) // kinds
-	d.counts = i32(nS)
-	d.xs, d.bots, d.tops = f32(nP), f32(nP), f32(nP)
-	d.colMax = f32(w)
+	d.ids, d.kinds, d.counts = i32(nS), i32(nS), i32(nS)
+	d.xs, d.ys = f32(nP), f32(nP)
+	d.colX, d.colMax, d.colMin = f32(w+1), f32(w), f32(w)
 	return d
+}
+
+func minMax(v []float32) (lo, hi float32) {
+	lo, hi = float32(math.Inf(1)), float32(math.Inf(-1))
+	for _, x := range v {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return lo, hi
 }
 
 func TestWindowAndMeta(t *testing.T) {
@@ -152,43 +167,53 @@ func TestWindowAndMeta(t *testing.T) {
 	if m.Elements != 2 || m.Steps != 6 || m.Peak != 1512 || m.Events != 4 {
 		t.Errorf("meta = %+v; want 2 elements, 6 steps, peak 1512, 4 events", m)
 	}
-	w := get(t, h, "localhost:8123", "/api/window?file=0&device=0&view=active&x0=0&x1=4&w=100&h=100")
+	w := get(t, h, "localhost:8123", "/api/window?file=0&device=0&view=active&x0=0&x1=6&w=120&h=100")
 	if w.Code != 200 {
 		t.Fatalf("status %d", w.Code)
 	}
 	d := readWindow(t, w.Body.Bytes())
 	if len(d.ids) != 2 || d.peak != 1512 {
-		t.Fatalf("window has %d bands, peak %v; want 2 bands, peak 1512", len(d.ids), d.peak)
+		t.Fatalf("window has %d polygons, peak %v; want 2, peak 1512", len(d.ids), d.peak)
 	}
-	// Band of B (element 1): bottom starts at 512 and drops to 0 once A is freed.
+	// B (element 1) is pushed on A at 512 and slides to 0 once A is freed.
 	for i, id := range d.ids {
-		start := 0
-		for _, c := range d.counts[:i] {
-			start += int(c)
-		}
-		n := int(d.counts[i])
-		bot, top := d.bots[start:start+n], d.tops[start:start+n]
+		xs, ys := d.polygon(i)
+		lo, hi := minMax(ys)
+		xlo, xhi := minMax(xs)
 		switch id {
 		case 0:
-			if bot[0] != 0 || top[0] != 512 {
-				t.Errorf("A: first point %v..%v, want 0..512", bot[0], top[0])
+			if lo != 0 || hi != 512 || xlo != 0 || xhi != 3 {
+				t.Errorf("A spans x %v..%v y %v..%v; want 0..3, 0..512", xlo, xhi, lo, hi)
 			}
 		case 1:
-			if bot[0] != 512 || bot[n-1] != 0 || top[n-1] != 1000 {
-				t.Errorf("B: bottom %v -> %v, top %v; want 512 -> 0, top 1000", bot[0], bot[n-1], top[n-1])
+			if ys[0] != 512 || lo != 0 || hi != 1512 || xlo != 1 || xhi != 6 {
+				t.Errorf("B: starts at %v, spans x %v..%v y %v..%v; want 512, 1..6, 0..1512", ys[0], xlo, xhi, lo, hi)
 			}
 		default:
-			t.Errorf("unexpected band %d", id)
+			t.Errorf("unexpected polygon %d", id)
 		}
 	}
-	// A 1-pixel window drops bands under half a pixel.
-	w = get(t, h, "localhost:8123", "/api/window?file=0&device=0&view=active&x0=0&x1=4&w=100&h=1")
+	if _, hi := minMax(d.colMax); hi != 1512 || d.colX[0] != 0 || d.colX[120] != 6 {
+		t.Errorf("columns: max %v, edges %v..%v; want 1512, 0..6", hi, d.colX[0], d.colX[120])
+	}
+	// A 2-pixel-high window only draws what is at least a pixel tall.
+	w = get(t, h, "localhost:8123", "/api/window?file=0&device=0&view=active&x0=0&x1=6&w=100&h=2")
 	if d := readWindow(t, w.Body.Bytes()); len(d.ids) != 1 || d.ids[0] != 1 {
-		t.Errorf("1-pixel-high window has bands %v, want just [1]", d.ids)
+		t.Errorf("2-pixel-high window has polygons %v, want just [1]", d.ids)
+	}
+	// Detail caps the polygons, largest first.
+	w = get(t, h, "localhost:8123", "/api/window?file=0&device=0&view=active&w=100&h=100&detail=1")
+	if d := readWindow(t, w.Body.Bytes()); len(d.ids) != 1 || d.ids[0] != 1 {
+		t.Errorf("detail=1 window has polygons %v, want just [1]", d.ids)
+	}
+	// The time axis: x in time_us.
+	decodeJSON(t, get(t, h, "localhost:8123", "/api/meta?view=segments&mode=time"), &m)
+	if !m.HasTime || m.XTime[0] != 100 {
+		t.Errorf("segments time meta = %+v; want time axis from 100", m)
 	}
 	w = get(t, h, "localhost:8123", "/api/window?file=0&device=0&view=segments&mode=time&w=50&h=100")
-	if d := readWindow(t, w.Body.Bytes()); len(d.ids) != 1 || d.peak != segSize {
-		t.Errorf("segments: bands %v peak %v; want 1 band, peak %d", d.ids, d.peak, segSize)
+	if d := readWindow(t, w.Body.Bytes()); len(d.ids) != 1 || d.peak != segSize || d.x0 != m.XTime[0] {
+		t.Errorf("segments: polygons %v peak %v x0 %v; want 1 polygon, peak %d, x0 %v", d.ids, d.peak, d.x0, segSize, m.XTime[0])
 	}
 }
 
@@ -205,7 +230,7 @@ func TestElemAndSearch(t *testing.T) {
 		t.Errorf("details keep a filtered frame:\n%s", e.Text)
 	}
 	var s map[string]searchJSON
-	decodeJSON(t, get(t, h, "localhost:8123", "/api/search?view=active&addr=0x12&frame=FORWARD"), &s)
+	decodeJSON(t, get(t, h, "localhost:8123", "/api/search?view=active&addr=0x1200&frame=FORWARD"), &s)
 	if s["addr"].Count != 1 || s["addr"].IDs[0] != 1 || s["frame"].Count != 2 {
 		t.Errorf("search = %+v; want addr [1], 2 frame matches", s)
 	}
@@ -254,20 +279,27 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func TestCurves(t *testing.T) {
 	_, h := newTestServer(t)
-	w := get(t, h, "localhost:8123", "/api/curves?x0=0&x1=4&w=4")
+	w := get(t, h, "localhost:8123", "/api/curves?x0=0&x1=6&w=4")
 	b := w.Body.Bytes()
-	if len(b) != 4*12 {
-		t.Fatalf("curves answer is %d bytes, want 48", len(b))
-	}
 	v := func(i int) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])) }
-	wantAlloc := []float32{0, 512, 1512, 1512} // column max: the free is in column 3 after the peak
-	for i, want := range wantAlloc {
-		if v(i) != want {
-			t.Errorf("allocated[%d] = %v, want %v", i, v(i), want)
-		}
-		if v(4+i) != segSize {
-			t.Errorf("reserved[%d] = %v, want %d", i, v(4+i), segSize)
-		}
+	if len(b) < 4 || len(b) != 4*(1+4*int(v(0))) {
+		t.Fatalf("curves answer is %d bytes", len(b))
+	}
+	n := int(v(0))
+	alloc := make([]float32, n)
+	for i := range alloc {
+		alloc[i] = v(1 + n + i)
+	}
+	// Allocated counts rounded block sizes (512 + 1024), as memory_stats.
+	if _, hi := minMax(alloc); hi != 1536 || alloc[0] != 0 || alloc[n-1] != 1024 || v(1+2*n+n-1) != segSize {
+		t.Errorf("allocated %v, final reserved %v; want 0 .. 1536 .. 1024 and %d reserved", alloc, v(1+2*n+n-1), segSize)
+	}
+	var mk struct {
+		Markers []marker `json:"markers"`
+	}
+	decodeJSON(t, get(t, h, "localhost:8123", "/api/markers"), &mk)
+	if mk.Markers == nil {
+		t.Errorf("markers answer has no list")
 	}
 }
 

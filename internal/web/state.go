@@ -1,11 +1,10 @@
 package web
 
 import (
-	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/gpumem/gpumem/internal/replay"
-	"github.com/gpumem/gpumem/snapshot"
 )
 
 // stateHistory answers "what did the allocator hold after event i" with
@@ -16,7 +15,7 @@ type stateHistory struct {
 }
 
 func (d *deviceData) stateHist() *stateHistory {
-	d.stateOnce.Do(func() { d.history = &stateHistory{d: d, h: replay.NewHistory(d.snap, d.device)} })
+	d.histOnce.Do(func() { d.history = &stateHistory{d: d, h: replay.NewHistory(d.snap, d.device)} })
 	return d.history
 }
 
@@ -52,17 +51,11 @@ type segJSON struct {
 
 func (h *stateHistory) stateJSON(idx int) *stateJSON {
 	st := h.h.StateAt(idx)
-	d := h.d
 	out := &stateJSON{Index: idx, Segments: make([]segJSON, 0, len(st.Segments))}
-	if idx >= 0 && idx < len(d.viz) {
-		e := &d.events[d.viz[idx]]
-		out.Event = eventText(d.snap, e)
-		if m := d.snap.String(e.UserMetadata); m != "" {
-			out.Stack = "User Metadata:\n  " + m + "\n"
-		}
-		if e.Action != snapshot.ActionSnapshot {
-			out.Stack += stackText(d.snap, e.Stack)
-		}
+	if idx >= 0 && idx < h.h.Len() {
+		e := h.h.Event(idx)
+		out.Event = e.Text
+		out.Stack = strings.TrimPrefix(h.h.EventStack(idx, nil), e.Text+"\n")
 	}
 	// Segments in address order; the page does memory_viz's packing. Past
 	// maxStateSegments only the largest are sent (the totals cover all).
@@ -78,7 +71,7 @@ func (h *stateHistory) stateJSON(idx int) *stateJSON {
 	sort.Slice(order, func(a, b int) bool { return st.Segments[order[a]].Addr < st.Segments[order[b]].Addr })
 	for _, si := range order {
 		s := &st.Segments[si]
-		sj := segJSON{Addr: fmt.Sprintf("s'%x_%d", s.Addr, s.Version), Size: float64(s.Size), Stream: int32(s.Stream),
+		sj := segJSON{Addr: replay.FormatAddr(true, s.Addr, s.Version), Size: float64(s.Size), Stream: int32(s.Stream),
 			Version: s.Version, Blocks: make([][5]any, 0, s.NumBlocks)}
 		if isPrivatePool(s.PoolID) {
 			sj.Pool = []int64{s.PoolID[0], s.PoolID[1]}
@@ -97,6 +90,10 @@ func (h *stateHistory) stateJSON(idx int) *stateJSON {
 	if st.FreeBytes > 0 {
 		out.Frag = 1 - float64(st.LargestFree)/float64(st.FreeBytes)
 	}
-	out.Text = fmt.Sprintf("(%s allocated / %s reserved)", formatSize(out.Allocated, true), formatSize(out.Reserved, true))
+	out.Text = "(" + replay.FormatSize(st.Allocated) + " allocated / " + replay.FormatSize(st.Reserved) + " reserved)"
 	return out
 }
+
+// isPrivatePool says whether a pool id names a private pool (CUDA graph or
+// MemPool); (0, 0) is the default pool.
+func isPrivatePool(id [2]int64) bool { return id != [2]int64{} }

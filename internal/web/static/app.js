@@ -55,18 +55,27 @@ function b64ToBuffer(s) {
   return out.buffer;
 }
 
-// decodeWindow reads the little-endian arrays of /api/window.
+// decodeWindow reads the little-endian arrays of /api/window: polygons
+// (bottom edge left to right, then top edge right to left) in data units,
+// and per pixel column the lowest and highest total.
 function decodeWindow(buf) {
   const h = new Float64Array(buf, 0, 8);
-  const [x0, x1, yMax, nS, nP, w, peak] = h;
+  const [x0, x1, yMax, nS, nP, w, peak, truncated] = h;
   let off = 64;
   const i32 = (n) => { const a = new Int32Array(buf, off, n); off += 4 * n; return a; };
   const f32 = (n) => { const a = new Float32Array(buf, off, n); off += 4 * n; return a; };
-  const ids = i32(nS), colors = i32(nS), kinds = i32(nS), counts = i32(nS);
-  const xs = f32(nP), bots = f32(nP), tops = f32(nP), colMax = f32(w), colSum = f32(w);
+  const ids = i32(nS), kinds = i32(nS), counts = i32(nS);
+  const xs = f32(nP), ys = f32(nP), colX = f32(w + 1), colMax = f32(w), colMin = f32(w);
   const starts = new Int32Array(nS + 1);
   for (let i = 0; i < nS; i++) starts[i + 1] = starts[i] + counts[i];
-  return { x0, x1, yMax, peak, n: nS, w, ids, colors, kinds, counts, starts, xs, bots, tops, colMax, colSum };
+  return { x0, x1, yMax, peak, truncated: !!truncated, n: nS, w, ids, kinds, counts, starts, xs, ys, colX, colMax, colMin };
+}
+
+// decodeCurves reads /api/curves: n, then x - x0, allocated, reserved, active.
+function decodeCurves(buf, x0) {
+  const f = new Float32Array(buf);
+  const n = f[0];
+  return { x0, n, xs: f.subarray(1, 1 + n), v: [f.subarray(1 + n, 1 + 2 * n), f.subarray(1 + 2 * n, 1 + 3 * n), f.subarray(1 + 3 * n, 1 + 4 * n)] };
 }
 
 const embedded = (() => {
@@ -74,8 +83,13 @@ const embedded = (() => {
   return el ? JSON.parse(el.textContent) : null;
 })();
 
+// q encodes the request parameters; a null device or an undefined value is
+// left out (the server then picks memory_viz's default device and the
+// whole x range).
 function q(p, extra) {
-  const u = new URLSearchParams({ file: p.file, device: p.device, view: p.view, detail: p.detail, mode: p.mode, ...extra });
+  const o = { file: p.file, device: p.device, view: p.view, detail: p.detail, mode: p.mode, ...extra };
+  const u = new URLSearchParams();
+  for (const [k, v] of Object.entries(o)) if (v !== null && v !== undefined) u.set(k, v);
   return u.toString();
 }
 
@@ -97,8 +111,9 @@ const serverAPI = {
   async curves(p, x0, x1, w) {
     const r = await fetch('api/curves?' + q(p, { x0, x1, w }));
     if (!r.ok) throw new Error((await r.json()).error);
-    return { x0, x1, w, v: new Float32Array(await r.arrayBuffer()) };
+    return decodeCurves(await r.arrayBuffer(), x0);
   },
+  markers: async (p) => (await getJSON('api/markers?' + q(p))).markers,
   elem: (p, id) => getJSON('api/elem?' + q(p, { id })),
   search: (p, addr, frame) => getJSON('api/search?' + q(p, { addr, frame })),
   events: (p, from, count) => getJSON('api/events?' + q(p, { from, count })),
@@ -131,34 +146,32 @@ function embeddedAPI(data) {
     async window(p, x0, x1) {
       const full = win(p);
       let yMax = 0;
-      const span = full.x1 - full.x0;
       for (let c = 0; c < full.w; c++) {
-        const cx0 = full.x0 + span * c / full.w, cx1 = full.x0 + span * (c + 1) / full.w;
+        const cx0 = full.x0 + full.colX[c], cx1 = full.x0 + full.colX[c + 1];
         if (cx1 >= x0 && cx0 <= x1 && full.colMax[c] > yMax) yMax = full.colMax[c];
       }
       return { ...full, yMax: yMax || full.yMax, shared: true };
     },
     async curves(p) {
-      const v = view(p);
-      const c = v.curves;
-      return { x0: c.x0, x1: c.x1, w: c.w, v: new Float32Array(b64ToBuffer(c.data)) };
+      const c = view(p).curves;
+      return decodeCurves(b64ToBuffer(c.data), c.x0);
     },
+    markers: async (p) => view(p).markers || [],
     async elem(p, id) {
-      const v = view(p);
-      const e = v.elems[id];
+      const e = view(p).elems[id];
       if (!e) throw new Error('no details embedded for this allocation');
-      const stack = data.stacks[e[1]];
-      return { id, head: e[0], stack, text: e[0] + '\n' + stack };
+      return { id, size: e[0], text: data.stacks[e[1]] };
     },
+    // Searches the embedded texts (memory_viz's context_for_id) as
+    // memory_viz's search boxes do: a substring of the whole text.
     async search(p, addr, frame) {
       const v = view(p);
       addr = addr.trim().toLowerCase().replace(/^0x/, ''); frame = frame.trim().toLowerCase();
       const a = { count: 0, ids: [] }, f = { count: 0, ids: [] };
       for (const [id, e] of Object.entries(v.elems)) {
-        const head = e[0].toLowerCase();
-        const addrStr = head.slice(6, head.indexOf(','));
-        if (addr && addrStr.includes(addr)) { a.count++; a.ids.push(+id); }
-        if (frame && data.stacks[e[1]].toLowerCase().includes(frame)) { f.count++; f.ids.push(+id); }
+        const text = data.stacks[e[1]].toLowerCase();
+        if (addr && text.includes(addr)) { a.count++; a.ids.push(+id); }
+        if (frame && text.includes(frame)) { f.count++; f.ids.push(+id); }
       }
       return { addr: a, frame: f };
     },
@@ -280,12 +293,24 @@ const isTimeline = () => ['active', 'private', 'segments'].includes(S.p.view);
 async function init() {
   if (embedded && embedded.initial) Object.assign(S.p, embedded.initial);
   const h = readHash();
+  // First paint in one round trip: the file list, the view's description
+  // and its first (whole-range) window are asked for together; without a
+  // device in the address the server picks memory_viz's default.
+  if (!embedded && isTimeline()) {
+    $('timeline-view').hidden = false;
+    const p = { ...S.p, device: h.has('device') ? S.p.device : null };
+    const x = h.has('x0') && h.has('x1') && +h.get('x1') > +h.get('x0') ? { x0: +h.get('x0'), x1: +h.get('x1') } : {};
+    const { w, h: hgt } = plotSize();
+    S.prefetch = { device: p.device, mode: p.mode, view: p.view, x, meta: api.meta(p), win: api.window(p, x.x0, x.x1, w, hgt) };
+    S.prefetch.meta.catch(() => {}); S.prefetch.win.catch(() => {});
+  }
   try {
     const f = await api.files();
     S.files = f.files;
     if (!S.files.length) { showError('No snapshot loaded. Drop a snapshot file onto this page.'); return; }
     if (!S.files[S.p.file]) S.p.file = 0;
     if (!h.has('device') && !embedded) S.p.device = S.files[S.p.file].defaultDevice;
+    if (S.prefetch && S.prefetch.device === null) S.prefetch.device = S.p.device;
     fillSelectors();
     await openView(h);
   } catch (e) {
@@ -336,12 +361,22 @@ async function openSettings() {
 }
 
 // ---------- timeline ----------
+// takePrefetch returns init's requests if they match what is opened now.
+function takePrefetch() {
+  const pf = S.prefetch;
+  S.prefetch = null;
+  if (!pf || pf.view !== S.p.view || pf.mode !== S.p.mode || (pf.device !== null && pf.device !== S.p.device)) return null;
+  return pf;
+}
+
 async function openTimeline(h) {
   const seq = ++S.seq;
   S.elemCache = new Map(); S.hoverId = -1; S.selId = -1; S.addrMatch = new Set(); S.frameMatch = new Set();
-  const meta = await api.meta(S.p);
+  S.win = null; S.curves = null; S.full = null;
+  const pf = takePrefetch();
+  const meta = await (pf ? pf.meta : api.meta(S.p));
   if (seq !== S.seq) return;
-  S.meta = meta;
+  S.meta = meta; S.meta.markers = [];
   const [lo, hi] = S.p.mode === 'time' && meta.hasTime ? meta.xTime : meta.xEvent;
   S.lo = lo; S.hi = hi; S.x0 = lo; S.x1 = hi;
   if (h && h.has('x0') && h.has('x1')) {
@@ -353,16 +388,19 @@ async function openTimeline(h) {
   renderLegend();
   $('empty').hidden = !meta.empty;
   $('empty').textContent = meta.message || '';
-  // The minimap's full-range window and the visible window load together.
-  const mm = $('minimap');
-  S.full = null;
-  const full = api.window(S.p, lo, hi, Math.max(200, mm.clientWidth), 50);
-  await refreshWindow(true);
+  const whole = S.x0 === lo && S.x1 === hi;
+  await refreshWindow(true, pf ? pf.win : null);
   if (seq !== S.seq - 1) return;
-  S.full = await full;
+  const seqAfter = S.seq;
+  // The minimap shows the whole range: the first window when it is the
+  // whole range, else one more request. Markers come after the first paint.
+  S.full = whole && S.win ? S.win : await api.window(S.p, lo, hi, Math.max(200, $('minimap').clientWidth), 50);
   drawMinimap();
   if (S.selId >= 0) showElem(S.selId, true);
   runSearch();
+  api.markers(S.p).then((m) => {
+    if (S.meta === meta) { meta.markers = m; if (S.seq === seqAfter) drawPlot(); }
+  }).catch(() => {});
 }
 
 function renderSummary() {
@@ -371,7 +409,9 @@ function renderSummary() {
   const parts = [`<b>${escapeHTML(f.name)}</b>`, `cuda:${m.device}`, `${m.events.toLocaleString()} trace events`,
     `Peak: <b id="peak">${formatSize(m.peak, false)}</b>`,
     ...(m.events === 0 ? ['<i>no trace events: showing the blocks alive when the snapshot was taken</i>'] : []),
-    `Detail: ${m.drawn.toLocaleString()} of ${m.elements.toLocaleString()} entries`];
+    `${m.elements.toLocaleString()} ${S.p.view === 'segments' ? 'segments' : 'allocations'}` +
+      (m.envelopes ? ` + ${m.envelopes} private pools` : ''),
+    `Detail: at most ${m.detail.toLocaleString()} polygons per window` + (S.win && S.win.truncated ? ' (<b>reached</b>: the smallest visible ones are in the grey band)' : '')];
   $('summary').innerHTML = parts.join(' &middot; ');
 }
 
@@ -403,19 +443,27 @@ function scheduleRefresh() {
   refreshTimer = setTimeout(() => refreshWindow(false), 40);
 }
 
-async function refreshWindow(first) {
-  const seq = ++S.seq;
+function plotSize() {
   const c = $('plot');
-  const w = Math.max(100, Math.round(c.clientWidth - PAD.l - PAD.r));
-  const hgt = Math.max(50, Math.round(c.clientHeight - PAD.t - PAD.b));
+  return { w: Math.max(100, Math.round(c.clientWidth - PAD.l - PAD.r)), h: Math.max(50, Math.round(c.clientHeight - PAD.t - PAD.b)) };
+}
+
+// refreshWindow asks for the visible window (and, separately, the totals
+// curves: they never hold up the polygons).
+async function refreshWindow(first, pending) {
+  const seq = ++S.seq;
+  const { w, h: hgt } = plotSize();
   const t0 = performance.now();
-  const wantCurves = $('totals').checked;
-  const [win, curves] = await Promise.all([
-    api.window(S.p, S.x0, S.x1, w, hgt),
-    wantCurves ? api.curves(S.p, S.x0, S.x1, w) : null,
-  ]);
+  const x0 = S.x0, x1 = S.x1;
+  if ($('totals').checked) {
+    api.curves(S.p, x0, x1, w).then((cv) => {
+      if (seq === S.seq || (S.seq === seq + 1 && first)) { S.curves = cv; drawPlot(); }
+    }).catch(() => {});
+  }
+  const win = await (pending || api.window(S.p, x0, x1, w, hgt));
   if (seq !== S.seq) return;
-  S.win = win; S.curves = curves;
+  S.win = win;
+  if (first) renderSummary();
   drawPlot();
   drawMinimap();
   writeHash();
@@ -441,8 +489,7 @@ function setupCanvas(c) {
 function plotYMax() {
   let y = S.win ? S.win.yMax : 1;
   if (S.curves) {
-    const n = S.curves.w;
-    for (let i = 0; i < 3 * n; i++) if (S.curves.v[i] > y) y = S.curves.v[i];
+    for (const arr of S.curves.v) for (let i = 0; i < arr.length; i++) if (arr[i] > y) y = arr[i];
   }
   return y * 1.04 || 1;
 }
@@ -462,38 +509,38 @@ function drawPlot() {
   S.layoutPlot = { X, Y, pw, ph, yMax };
   ctx.save();
   ctx.beginPath(); ctx.rect(PAD.l, PAD.t, pw, ph); ctx.clip();
-  // Total memory per column (covers summarised and sub-pixel allocations).
+  // Total memory per column: everything too small for a polygon lies in
+  // this grey band.
   ctx.fillStyle = '#d3d7dc';
-  const span = win.x1 - win.x0;
+  const base = win.x0;
   ctx.beginPath();
   let open = false;
   for (let c2 = 0; c2 < win.w; c2++) {
     const v = win.colMax[c2];
-    const xa = X(win.x0 + span * c2 / win.w), xb = X(win.x0 + span * (c2 + 1) / win.w);
-    if (xb < PAD.l - 2 || xa > PAD.l + pw + 2) continue;
-    if (Number.isNaN(v)) continue;
+    const xa = X(base + win.colX[c2]), xb = X(base + win.colX[c2 + 1]);
+    if (xb < PAD.l - 2 || xa > PAD.l + pw + 2 || !(v > 0)) continue;
     ctx.rect(xa, Y(v), Math.max(xb - xa, 0.5) + 0.3, Y(0) - Y(v));
     open = true;
   }
   if (open) ctx.fill();
-  // Bands. While a search is active, bands that do not match are dimmed.
-  const base = win.x0;
+  // Polygons, largest first. While a search is active, polygons that do
+  // not match are dimmed.
   const searching = S.addrMatch.size > 0 || S.frameMatch.size > 0;
   for (let i = 0; i < win.n; i++) {
     const s = win.starts[i], e = win.starts[i + 1];
+    if (e - s < 2) continue;
     const kind = win.kinds[i];
     ctx.beginPath();
-    ctx.moveTo(X(base + win.xs[s]), Y(win.bots[s]));
-    for (let k = s + 1; k < e; k++) ctx.lineTo(X(base + win.xs[k]), Y(win.bots[k]));
-    for (let k = e - 1; k >= s; k--) ctx.lineTo(X(base + win.xs[k]), Y(win.tops[k]));
+    ctx.moveTo(X(base + win.xs[s]), Y(win.ys[s]));
+    for (let k = s + 1; k < e; k++) ctx.lineTo(X(base + win.xs[k]), Y(win.ys[k]));
     ctx.closePath();
     const id = win.ids[i];
     const am = S.addrMatch.has(id), fm = S.frameMatch.has(id);
-    ctx.globalAlpha = (kind === 1 ? 0.5 : kind === 3 ? 0.3 : 1) * (searching && !am && !fm && kind !== 2 ? 0.2 : 1);
-    ctx.fillStyle = kind === 2 ? tableau10[9] : tableau10[win.colors[i] % 10];
+    ctx.globalAlpha = (kind === 2 ? 0.35 : 1) * (searching && !am && !fm && kind !== 2 ? 0.2 : 1);
+    ctx.fillStyle = kind === 2 ? tableau10[9] : tableau10[id % 10];
     ctx.fill();
     ctx.globalAlpha = 1;
-    if (kind === 2) { ctx.strokeStyle = '#000'; ctx.lineWidth = 3; ctx.stroke(); }
+    if (kind === 2) { ctx.strokeStyle = '#000'; ctx.lineWidth = 2; ctx.stroke(); }
     if (am || fm) {
       ctx.setLineDash(am && fm ? [4, 2] : []);
       ctx.strokeStyle = am && fm ? '#c000c0' : am ? '#e00' : '#2196F3';
@@ -505,11 +552,11 @@ function drawPlot() {
   }
   // Totals curves.
   if (S.curves) {
-    const cv = S.curves, n = cv.w, cs = cv.x1 - cv.x0;
+    const cv = S.curves;
     const line = (k, color, dash) => {
       ctx.beginPath();
-      for (let i = 0; i < n; i++) {
-        const x = X(cv.x0 + cs * (i + 0.5) / n), y = Y(cv.v[k * n + i]);
+      for (let i = 0; i < cv.n; i++) {
+        const x = X(cv.x0 + cv.xs[i]), y = Y(cv.v[k][i]);
         if (i === 0) ctx.moveTo(x, y); else ctx.lineTo(x, y);
       }
       ctx.setLineDash(dash); ctx.strokeStyle = color; ctx.lineWidth = 1.5; ctx.stroke(); ctx.setLineDash([]);
@@ -562,7 +609,7 @@ function drawAxes(ctx, w, h, pw, ph, yMax, X, Y) {
     ctx.fillText(time ? formatDuration(v) : Math.round(v).toLocaleString(), x, PAD.t + ph + 6);
   }
   ctx.textAlign = 'left';
-  ctx.fillText(time ? 'time since first event' : 'event index', PAD.l + pw - 120, PAD.t + ph + 17);
+  ctx.fillText(time ? 'time since first event' : 'timestep', PAD.l + pw - 120, PAD.t + ph + 17);
 }
 
 function drawMinimap() {
@@ -578,8 +625,8 @@ function drawMinimap() {
   ctx.fillStyle = '#8fa6bf';
   for (let i = 0; i < f.w; i++) {
     const v = f.colMax[i];
-    if (Number.isNaN(v)) continue;
-    const xa = i / f.w * w, xb = (i + 1) / f.w * w;
+    if (!(v > 0)) continue;
+    const xa = (f.x0 + f.colX[i] - S.lo) / span * w, xb = (f.x0 + f.colX[i + 1] - S.lo) / span * w;
     ctx.fillRect(xa, h - v / m * (h - 4), xb - xa + 0.5, v / m * (h - 4));
   }
   const bx0 = (S.x0 - S.lo) / span * w, bx1 = (S.x1 - S.lo) / span * w;
@@ -589,37 +636,39 @@ function drawMinimap() {
   ctx.strokeRect(bx0 + 0.5, 0.5, Math.max(bx1 - bx0, 2) - 1, h - 1);
 }
 
-// hitTest finds the drawn band under canvas point (px, py).
+// inPolygon says whether (x, y) lies inside polygon i of win (even-odd
+// rule, data units).
+function inPolygon(win, i, x, y) {
+  const s = win.starts[i], e = win.starts[i + 1], base = win.x0;
+  let inside = false;
+  for (let k = s, j = e - 1; k < e; j = k++) {
+    const xk = base + win.xs[k], yk = win.ys[k], xj = base + win.xs[j], yj = win.ys[j];
+    if ((yk > y) !== (yj > y) && x < (xj - xk) * (y - yk) / (yj - yk) + xk) inside = !inside;
+  }
+  return inside;
+}
+
+// hitTest finds the polygon under canvas point (px, py): the smallest one
+// (drawn last), pool envelopes only when no block inside them is hit.
 function hitTest(px, py) {
   const win = S.win, L = S.layoutPlot;
   if (!win || !L) return { id: -1 };
   const x = S.x0 + (px - PAD.l) / L.pw * (S.x1 - S.x0);
   const y = (PAD.t + L.ph - py) / L.ph * L.yMax;
-  const base = win.x0;
-  let best = -1, bestKind = -1;
-  for (let i = 0; i < win.n; i++) {
-    const s = win.starts[i], e = win.starts[i + 1];
-    if (base + win.xs[s] > x || base + win.xs[e - 1] < x) continue;
-    let lo = s, hi = e - 1;
-    while (hi - lo > 1) { const mid = (lo + hi) >> 1; if (base + win.xs[mid] <= x) lo = mid; else hi = mid; }
-    const xa = base + win.xs[lo], xb = base + win.xs[hi];
-    const t = xb > xa ? (x - xa) / (xb - xa) : 0;
-    const bot = win.bots[lo] + (win.bots[hi] - win.bots[lo]) * t;
-    const top = win.tops[lo] + (win.tops[hi] - win.tops[lo]) * t;
-    if (y >= bot && y <= top) {
-      // stripes sit inside envelopes: prefer them
-      if (win.kinds[i] !== 2 || best < 0) { best = i; bestKind = win.kinds[i]; }
-      if (bestKind !== 2) break;
+  let env = -1;
+  for (let i = win.n - 1; i >= 0; i--) {
+    if (!inPolygon(win, i, x, y)) continue;
+    if (win.kinds[i] !== 2) return { id: win.ids[i], kind: 0, i };
+    if (env < 0) env = i;
+  }
+  if (env >= 0) return { id: win.ids[env], kind: 2, i: env };
+  // inside the grey area: allocations too small to draw
+  for (let c = 0; c < win.w; c++) {
+    if (win.x0 + win.colX[c] <= x && x < win.x0 + win.colX[c + 1]) {
+      if (y >= 0 && y <= win.colMax[c]) return { id: -1, summarized: true };
+      break;
     }
   }
-  if (best >= 0) {
-    const s = win.starts[best];
-    return { id: win.ids[best], kind: win.kinds[best], i: best, size: win.tops[s] - win.bots[s] };
-  }
-  // inside the grey area: summarised allocations
-  const span = win.x1 - win.x0;
-  const col = Math.floor((x - win.x0) / span * win.w);
-  if (col >= 0 && col < win.w && y <= win.colMax[col] && y >= 0) return { id: -1, summarized: true };
   return { id: -1 };
 }
 
@@ -630,7 +679,9 @@ async function showElem(id, pin) {
     try { e = await api.elem(S.p, id); } catch (err) { $('details').textContent = String(err.message || err); return; }
     S.elemCache.set(id, e);
   }
-  if (pin || S.selId < 0 || S.selId === id) $('details').textContent = e.text;
+  if (pin || S.selId < 0 || S.selId === id) {
+    $('details').textContent = e.text + (S.meta && id >= S.meta.elements ? "\nThe envelope is the pool's high-water mark of max(active, reserved); its blocks are drawn inside it." : '');
+  }
 }
 
 function setupPlotEvents() {
@@ -652,8 +703,7 @@ function setupPlotEvents() {
     }
     if (S.selId >= 0) return;
     if (hit.id >= 0) showElem(hit.id, false);
-    else if (hit.kind === 2) $('details').textContent = `Private pool (CUDA graph or MemPool): capacity ${formatSize(hit.size)}\nThe envelope is the pool's high-water mark of max(active, reserved); its blocks are the stripes inside.`;
-    else if (hit.summarized) $('details').textContent = 'Small tensors that were not plotted to cut down on render time, or allocations under half a pixel tall at this zoom.\nZoom in, or raise Detail, to see smaller allocations.';
+    else if (hit.summarized) $('details').textContent = 'Allocations under a pixel tall or wide at this zoom (or past the Detail cap): their total is the grey band.\nZoom in, or raise Detail, to see them one by one.';
   });
   c.addEventListener('mousedown', (ev) => {
     const r = c.getBoundingClientRect();

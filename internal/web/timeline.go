@@ -1,0 +1,198 @@
+package web
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/gpumem/gpumem/internal/replay"
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// View names, as used in URLs and the --view flag.
+const (
+	ViewActive   = "active"   // Active Memory Timeline
+	ViewPrivate  = "private"  // Allocated Memory (incl. Private Pools)
+	ViewSegments = "segments" // Active Cached Segment Timeline
+	ViewState    = "state"    // Allocator State History
+	ViewSettings = "settings" // Allocator Settings
+)
+
+// DefaultDetail is the default cap on polygons per window
+// (replay.QueryOptions.MaxPolygons): past it the smallest visible
+// allocations are left to the grey total band.
+const DefaultDetail = 15000
+
+// kindOf maps a timeline view to replay's kind.
+func kindOf(view string) replay.Kind {
+	switch view {
+	case ViewPrivate:
+		return replay.KindActiveWithPools
+	case ViewSegments:
+		return replay.KindSegments
+	}
+	return replay.KindActive
+}
+
+func isTimeline(view string) bool {
+	return view == ViewActive || view == ViewPrivate || view == ViewSegments
+}
+
+// timeline is one replay.Timeline plus the x axes the page can use. The
+// "event" axis is memory_viz's own x axis, the timestep; the "time" axis
+// maps timesteps to time_us. Both are derived lazily from the elements'
+// lifetimes because only markers, curves and the time axis need them, never
+// the first paint.
+type timeline struct {
+	snap   *snapshot.Snapshot
+	device int
+	view   string
+	tl     *replay.Timeline
+
+	axisOnce sync.Once
+	// vizStep[i] is the timestep at which memory_viz event i happens.
+	vizStep []int32
+	// stepTime[t] is time_us at timestep t (len Timesteps()+1), nil when
+	// the trace has no times.
+	stepTime []float64
+}
+
+func newTimeline(s *snapshot.Snapshot, device int, view string) *timeline {
+	return &timeline{snap: s, device: device, view: view, tl: replay.NewTimeline(s, device, kindOf(view))}
+}
+
+// steps is the x extent in timesteps (at least 1 so that a window exists).
+func (t *timeline) steps() float64 { return float64(max(t.tl.Timesteps(), 1)) }
+
+// axes computes vizStep and stepTime from the elements' start and end
+// timesteps: an element starts at its alloc event's timestep and its free
+// event happens one timestep before its polygon closes. Events that are
+// not actions of this view (segment events, OOMs) happen at the timestep of
+// the next action.
+func (t *timeline) axes() {
+	t.axisOnce.Do(func() {
+		var events []snapshot.Event
+		var viz []int32
+		if t.device >= 0 && t.device < len(t.snap.Traces) {
+			events = t.snap.Traces[t.device].Events
+			viz = t.snap.Traces[t.device].Viz
+		}
+		rawStep := make(map[int32]int32, 2*t.tl.Len())
+		for i := 0; i < t.tl.Len(); i++ {
+			e := t.tl.Element(i)
+			if e.AllocEvent >= 0 {
+				rawStep[int32(e.AllocEvent)] = int32(e.Start)
+			}
+			if e.FreeEvent >= 0 {
+				rawStep[int32(e.FreeEvent)] = int32(max(e.End-1, e.Start))
+			}
+		}
+		t.vizStep = make([]int32, len(viz))
+		next := int32(t.tl.Timesteps())
+		for i := len(viz) - 1; i >= 0; i-- {
+			if s, ok := rawStep[viz[i]]; ok {
+				next = s
+			}
+			t.vizStep[i] = next
+		}
+		hasTime := len(viz) > 0
+		for _, r := range viz {
+			if events[r].Flags&snapshot.FlagHasTime == 0 {
+				hasTime = false
+				break
+			}
+		}
+		if !hasTime {
+			return
+		}
+		// Known points (timestep, time) at events, linear in between.
+		n := t.tl.Timesteps() + 1
+		st := make([]float64, n)
+		known := make([]bool, n)
+		for i, r := range viz {
+			s := int(t.vizStep[i])
+			if s < n && !known[s] {
+				st[s], known[s] = float64(events[r].TimeUS), true
+			}
+		}
+		last := -1
+		for s := 0; s < n; s++ {
+			if !known[s] {
+				continue
+			}
+			if last < 0 {
+				for k := 0; k < s; k++ {
+					st[k] = st[s]
+				}
+			} else {
+				for k := last + 1; k < s; k++ {
+					st[k] = st[last] + (st[s]-st[last])*float64(k-last)/float64(s-last)
+				}
+			}
+			if last >= 0 && st[s] < st[last] {
+				st[s] = st[last] // keep the axis monotone
+			}
+			last = s
+		}
+		if last < 0 {
+			return
+		}
+		for k := last + 1; k < n; k++ {
+			st[k] = st[last]
+		}
+		t.stepTime = st
+	})
+}
+
+// hasTime says whether the time axis exists.
+func (t *timeline) hasTime() bool {
+	t.axes()
+	return t.stepTime != nil
+}
+
+// xRange returns the full x extent in a mode.
+func (t *timeline) xRange(mode string) (float64, float64) {
+	if mode == "time" && t.hasTime() {
+		lo, hi := t.stepTime[0], t.stepTime[len(t.stepTime)-1]
+		if hi <= lo {
+			hi = lo + 1
+		}
+		return lo, hi
+	}
+	return 0, t.steps()
+}
+
+// toStep converts an x of a mode to a (fractional) timestep.
+func (t *timeline) toStep(x float64, mode string) float64 {
+	if mode != "time" || !t.hasTime() {
+		return x
+	}
+	st := t.stepTime
+	i := sort.SearchFloat64s(st, x) // first st[i] >= x
+	if i <= 0 {
+		return 0
+	}
+	if i >= len(st) {
+		return float64(len(st) - 1)
+	}
+	a, b := st[i-1], st[i]
+	if b <= a {
+		return float64(i)
+	}
+	return float64(i-1) + (x-a)/(b-a)
+}
+
+// fromStep converts a (fractional) timestep to an x of a mode.
+func (t *timeline) fromStep(s float64, mode string) float64 {
+	if mode != "time" || !t.hasTime() {
+		return s
+	}
+	st := t.stepTime
+	if s <= 0 {
+		return st[0]
+	}
+	if s >= float64(len(st)-1) {
+		return st[len(st)-1]
+	}
+	i := int(s)
+	return st[i] + (st[i+1]-st[i])*(s-float64(i))
+}
