@@ -15,8 +15,16 @@ import (
 )
 
 // canon renders a decoded value like testdata/gen.py's canon().
-func canon(d *Decoder, v Value) any {
+func canon(d *Decoder, v Value) any { return canonWith(d, v, nil) }
+
+// canonWith is canon with handles rendered by handle.
+func canonWith(d *Decoder, v Value, handle func(Value) any) any {
+	canon := func(d *Decoder, v Value) any { return canonWith(d, v, handle) }
 	switch v.Kind {
+	case Handle:
+		if handle != nil {
+			return handle(v)
+		}
 	case None:
 		return nil
 	case Bool:
@@ -99,6 +107,98 @@ func TestDifferential(t *testing.T) {
 			}
 		}
 	}
+}
+
+// dictTaker is a DictFinisher that turns every dict fastDict offers into
+// a handle (when accept is set) or declines it, and keeps every other
+// container as it is.
+type dictTaker struct {
+	accept bool
+	dicts  [][]Value
+	offers int
+}
+
+func (f *dictTaker) Finish(d *Decoder, v Value) (Value, error) { return v, nil }
+
+func (f *dictTaker) FinishDict(d *Decoder, kv []Value) (Value, bool, error) {
+	f.offers++
+	if !f.accept {
+		return Value{}, false, nil
+	}
+	f.dicts = append(f.dicts, append([]Value(nil), kv...))
+	return MakeHandle(1, uint64(len(f.dicts)-1)), true, nil
+}
+
+// TestFastDictDifferential decodes the Python-written pickles again with a
+// DictFinisher, so that dicts go through fastDict (taken as handles, or
+// declined and handed back to the VM), and compares with Python.
+// testdata/gen_fastdict.py writes the fastdict_* fixtures: snapshot-like
+// dict shapes.
+func TestFastDictDifferential(t *testing.T) {
+	offers := 0
+	for _, set := range []struct {
+		name   string
+		protos []int
+	}{{"random", []int{0, 1, 2, 3, 4, 5}}, {"fastdict", []int{2, 4}}} {
+		offers += fastDictDifferential(t, set.name, set.protos)
+	}
+	if offers == 0 {
+		t.Fatal("no dict took the fast path")
+	}
+	t.Logf("%d dicts offered", offers)
+}
+
+func fastDictDifferential(t *testing.T, name string, protos []int) (offers int) {
+	raw, err := os.ReadFile("testdata/" + name + "_expected.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []any
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range protos {
+		data, err := os.ReadFile(fmt.Sprintf("testdata/%s_p%d.bin", name, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; len(data) > 0; i++ {
+			n := binary.LittleEndian.Uint32(data)
+			rec := data[4 : 4+n]
+			data = data[4+n:]
+			for _, accept := range []bool{false, true} {
+				for _, streaming := range []bool{false, true} {
+					f := &dictTaker{accept: accept}
+					var d *Decoder
+					if streaming {
+						d = NewDecoder(iotestOneByte(rec), f)
+					} else {
+						d = NewBytesDecoder(rec, f)
+					}
+					v, err := d.Decode()
+					if err != nil {
+						t.Fatalf("protocol %d value %d (accept %v, streaming %v): %v", p, i, accept, streaming, err)
+					}
+					var handle func(Value) any
+					handle = func(h Value) any {
+						pairs := []any{}
+						kv := f.dicts[h.X]
+						for i := 0; i+1 < len(kv); i += 2 {
+							pairs = append(pairs, []any{canonWith(d, kv[i], handle), canonWith(d, kv[i+1], handle)})
+						}
+						return map[string]any{"d": pairs}
+					}
+					if got := canonWith(d, v, handle); !reflect.DeepEqual(got, want[i]) {
+						g, _ := json.Marshal(got)
+						w, _ := json.Marshal(want[i])
+						t.Fatalf("%s protocol %d value %d (accept %v, streaming %v):\n got %.600s\nwant %.600s", name, p, i, accept, streaming, g, w)
+					}
+					offers += f.offers
+				}
+			}
+		}
+	}
+	return offers
 }
 
 // oneByteReader returns at most 61 bytes per Read, to exercise refills.
