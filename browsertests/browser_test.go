@@ -265,22 +265,33 @@ func screenshot(ctx context.Context, t *testing.T, name string) {
 	}
 }
 
-// bandCentre returns page coordinates inside the tallest drawn band.
+// curvesLoaded is true once the totals curves (which can raise the y
+// scale) are drawn, so that coordinates taken now stay valid.
+const curvesLoaded = `!document.getElementById('totals').checked || window.gpumem.S.curves !== null`
+
+// bandCentre returns page coordinates inside the largest drawn polygon
+// that the page's own hit test finds there (id -1 if none).
 const bandCentre = `(() => {
   const S = window.gpumem.S, w = S.win, L = S.layoutPlot;
-  let best = -1, bestH = 0, bx = 0, by = 0;
+  const cand = [];
   for (let i = 0; i < w.n; i++) {
-    if (w.kinds[i] !== 0 || w.ids[i] < 0) continue;
-    for (let k = w.starts[i]; k < w.starts[i+1] - 1; k++) {
-      const xa = L.X(w.x0 + w.xs[k]), xb = L.X(w.x0 + w.xs[k+1]);
-      const h = L.Y(w.bots[k]) - L.Y(w.tops[k]);
-      if (xb - xa > 6 && h > bestH && w.bots[k] === w.bots[k+1]) {
-        best = i; bestH = h; bx = (xa + xb) / 2; by = (L.Y(w.bots[k]) + L.Y(w.tops[k])) / 2;
-      }
+    if (w.kinds[i] !== 0) continue;
+    let x0 = 1e9, x1 = -1e9, y0 = 1e9, y1 = -1e9;
+    for (let k = w.starts[i]; k < w.starts[i+1]; k++) {
+      const x = L.X(w.x0 + w.xs[k]), y = L.Y(w.ys[k]);
+      x0 = Math.min(x0, x); x1 = Math.max(x1, x); y0 = Math.min(y0, y); y1 = Math.max(y1, y);
+    }
+    cand.push([(x1 - x0) * (y1 - y0), i, x0, x1, y0, y1]);
+  }
+  cand.sort((a, b) => b[0] - a[0]);
+  const r = document.getElementById('plot').getBoundingClientRect();
+  for (const [, i, x0, x1, y0, y1] of cand.slice(0, 50)) {
+    for (let a = 1; a < 12; a++) for (let b = 1; b < 12; b++) {
+      const px = x0 + (x1 - x0) * a / 12, py = y0 + (y1 - y0) * b / 12;
+      if (window.gpumem.hitTest(px, py).id === w.ids[i]) return [w.ids[i], r.left + px, r.top + py];
     }
   }
-  const r = document.getElementById('plot').getBoundingClientRect();
-  return [best < 0 ? -1 : w.ids[best], r.left + bx, r.top + by];
+  return [-1, 0, 0];
 })()`
 
 func TestHoverAndSearch(t *testing.T) {
@@ -292,7 +303,7 @@ func TestHoverAndSearch(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pt []float64
-	if err := chromedp.Run(ctx, chromedp.Evaluate(bandCentre, &pt)); err != nil {
+	if err := chromedp.Run(ctx, chromedp.Poll(curvesLoaded, nil, chromedp.WithPollingTimeout(30*time.Second)), chromedp.Evaluate(bandCentre, &pt)); err != nil {
 		t.Fatal(err)
 	}
 	if pt[0] < 0 {
@@ -565,7 +576,7 @@ func TestURLStateAndTimeAxis(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pt []float64
-	if err := chromedp.Run(ctx, chromedp.Evaluate(bandCentre, &pt)); err != nil || pt[0] < 0 {
+	if err := chromedp.Run(ctx, chromedp.Poll(curvesLoaded, nil, chromedp.WithPollingTimeout(30*time.Second)), chromedp.Evaluate(bandCentre, &pt)); err != nil || pt[0] < 0 {
 		t.Fatalf("no band to select (%v)", err)
 	}
 	id := int(pt[0])

@@ -672,6 +672,8 @@ function hitTest(px, py) {
   return { id: -1 };
 }
 
+window.gpumem.hitTest = hitTest;
+
 async function showElem(id, pin) {
   if (id < 0) return;
   let e = S.elemCache.get(id);
