@@ -109,6 +109,9 @@ func TestAxes(t *testing.T) {
 			for _, d := range s.Devices() {
 				for _, view := range []string{ViewActive, ViewSegments} {
 					tl := newTimeline(s, d, view)
+					if _, total, ok := vizSteps(s, d, view == ViewSegments); !ok || (int(total) != tl.tl.Timesteps() && !(total == 0 && tl.tl.Timesteps() == 1)) {
+						t.Fatalf("device %d %s: vizSteps counts %d timesteps (ok %v), replay %d", d, view, total, ok, tl.tl.Timesteps())
+					}
 					tl.axes()
 					vizOf := map[int]int{}
 					if d < len(s.Traces) {

@@ -39,9 +39,8 @@ func isTimeline(view string) bool {
 
 // timeline is one replay.Timeline plus the x axes the page can use. The
 // "event" axis is memory_viz's own x axis, the timestep; the "time" axis
-// maps timesteps to time_us. Both are derived lazily from the elements'
-// lifetimes because only markers, curves and the time axis need them, never
-// the first paint.
+// maps timesteps to time_us. Both are computed on first use: only
+// markers, curves and the time axis need them, never the first paint.
 type timeline struct {
 	snap   *snapshot.Snapshot
 	device int
@@ -63,11 +62,8 @@ func newTimeline(s *snapshot.Snapshot, device int, view string) *timeline {
 // steps is the x extent in timesteps (at least 1 so that a window exists).
 func (t *timeline) steps() float64 { return float64(max(t.tl.Timesteps(), 1)) }
 
-// axes computes vizStep and stepTime from the elements' start and end
-// timesteps: an element starts at its alloc event's timestep and its free
-// event happens one timestep before its polygon closes. Events that are
-// not actions of this view (segment events, OOMs) happen at the timestep of
-// the next action.
+// axes computes vizStep (with vizSteps, or from the elements for the
+// private-pools view) and stepTime, linear between events.
 func (t *timeline) axes() {
 	t.axisOnce.Do(func() {
 		var events []snapshot.Event
@@ -76,23 +72,17 @@ func (t *timeline) axes() {
 			events = t.snap.Traces[t.device].Events
 			viz = t.snap.Traces[t.device].Viz
 		}
-		rawStep := make(map[int32]int32, 2*t.tl.Len())
-		for i := 0; i < t.tl.Len(); i++ {
-			e := t.tl.Element(i)
-			if e.AllocEvent >= 0 {
-				rawStep[int32(e.AllocEvent)] = int32(e.Start)
-			}
-			if e.FreeEvent >= 0 {
-				rawStep[int32(e.FreeEvent)] = int32(max(e.End-1, e.Start))
+		t.vizStep = nil
+		if t.view != ViewPrivate || t.tl.Envelopes() == 0 {
+			steps, total, ok := vizSteps(t.snap, t.device, t.view == ViewSegments)
+			// With no actions memory_viz draws the dump as one timestep
+			// of its own, an action with no event.
+			if ok && (int(total) == t.tl.Timesteps() || total == 0) {
+				t.vizStep = steps
 			}
 		}
-		t.vizStep = make([]int32, len(viz))
-		next := int32(t.tl.Timesteps())
-		for i := len(viz) - 1; i >= 0; i-- {
-			if s, ok := rawStep[viz[i]]; ok {
-				next = s
-			}
-			t.vizStep[i] = next
+		if t.vizStep == nil {
+			t.vizStep = t.stepsFromElements(viz)
 		}
 		hasTime := len(viz) > 0
 		for _, r := range viz {
@@ -141,6 +131,34 @@ func (t *timeline) axes() {
 		}
 		t.stepTime = st
 	})
+}
+
+// stepsFromElements derives the event timesteps from the elements'
+// lifetimes (slow: it formats every element; used for the private-pools
+// view, whose clock also moves for pool envelopes): an element starts at
+// its alloc event's timestep and its free event happens one timestep
+// before its polygon closes. Other events happen at the timestep of the
+// next action.
+func (t *timeline) stepsFromElements(viz []int32) []int32 {
+	rawStep := make(map[int32]int32, 2*t.tl.Len())
+	for i := 0; i < t.tl.Len(); i++ {
+		e := t.tl.Element(i)
+		if e.AllocEvent >= 0 {
+			rawStep[int32(e.AllocEvent)] = int32(e.Start)
+		}
+		if e.FreeEvent >= 0 {
+			rawStep[int32(e.FreeEvent)] = int32(max(e.End-1, e.Start))
+		}
+	}
+	out := make([]int32, len(viz))
+	next := int32(t.tl.Timesteps())
+	for i := len(viz) - 1; i >= 0; i-- {
+		if s, ok := rawStep[viz[i]]; ok {
+			next = s
+		}
+		out[i] = next
+	}
+	return out
 }
 
 // hasTime says whether the time axis exists.
