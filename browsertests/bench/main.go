@@ -77,6 +77,14 @@ const timedKey = `new Promise(resolve => {
   check();
 })`
 
+// pageTimes lists, in ms since the navigation started, when each request
+// the page made ended, and the first paint.
+const pageTimes = `(() => {
+  const r = performance.getEntriesByType('resource').map(e => e.name.replace(/^.*\//, '').replace(/\?.*view=(\w+).*/, '($1)').slice(0, 30) + ' ' + Math.round(e.startTime) + '-' + Math.round(e.responseEnd));
+  const nav = performance.getEntriesByType('navigation')[0];
+  return 'html ' + Math.round(nav.responseEnd) + ', ' + r.join(', ') + ', first paint ' + Math.round(window.gpumem.firstPaint);
+})()`
+
 func benchFile(chrome, path string) error {
 	dir, err := os.MkdirTemp("", "gpumem-bench")
 	if err != nil {
@@ -119,6 +127,10 @@ func benchFile(chrome, path string) error {
 	tTotal := time.Since(t0)
 	cpuStart := cpuTime() - cpu0
 	fmt.Fprintf(os.Stderr, "bench: %s: decoded in %v, first paint %v after start\n", filepath.Base(path), tDecode, tTotal)
+	var breakdown string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(pageTimes, &breakdown)); err == nil {
+		fmt.Fprintf(os.Stderr, "bench: %s: in the page (ms since navigation): %s\n", filepath.Base(path), breakdown)
+	}
 
 	// Zoom in 8 times, pan 8 times, zoom out 8 times.
 	var times []float64

@@ -455,12 +455,17 @@ async function refreshWindow(first, pending) {
   const { w, h: hgt } = plotSize();
   const t0 = performance.now();
   const x0 = S.x0, x1 = S.x1;
-  if ($('totals').checked) {
+  const loadCurves = () => {
+    if (!$('totals').checked) return;
     api.curves(S.p, x0, x1, w).then((cv) => {
       if (seq === S.seq || (S.seq === seq + 1 && first)) { S.curves = cv; drawPlot(); }
     }).catch(() => {});
-  }
+  };
+  // On the first load the curves (built on first use) wait for the first
+  // window so that they do not compete with it for the CPU.
+  if (!first) loadCurves();
   const win = await (pending || api.window(S.p, x0, x1, w, hgt));
+  if (first) loadCurves();
   if (seq !== S.seq) return;
   S.win = win;
   if (first) renderSummary();
