@@ -49,6 +49,9 @@ type file struct {
 	mu        sync.Mutex
 	devs      map[int]*deviceData
 	timelines map[tlKey]*tlEntry
+
+	infoOnce sync.Once
+	info     fileInfo
 }
 
 type tlKey struct {
@@ -317,7 +320,13 @@ type fileInfo struct {
 	HasSettings   bool         `json:"hasSettings"`
 }
 
+// fileInfoOf describes a file; computed once (it scans every event).
 func fileInfoOf(f *file) fileInfo {
+	f.infoOnce.Do(func() { f.info = computeFileInfo(f) })
+	return f.info
+}
+
+func computeFileInfo(f *file) fileInfo {
 	s := f.Snap
 	fi := fileInfo{ID: f.ID, Name: f.Name, Generation: string(s.Source.Generation), Size: s.Source.FileSize,
 		DefaultDevice: defaultDevice(s), HasSettings: s.AllocatorSettings != nil, Devices: []deviceInfo{}}
