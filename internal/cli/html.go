@@ -29,7 +29,7 @@ func runHTML(env *Env, args []string) error {
 	out := fs.String("o", "", "output `file` (required)")
 	view := fs.String("view", "", "view to embed and open: active|timeline, private, segments, state, settings (default: all)")
 	device := fs.Int("device", -1, "device `N` (default: the device with the longest trace)")
-	detail := fs.Int("detail", web.DefaultDetail, "number of largest allocations drawn individually")
+	detail := fs.Int("detail", web.DefaultDetail, "most polygons drawn per timeline (largest first; the rest is the grey total band)")
 	width := fs.Int("width", 4000, "pixel columns precomputed per timeline")
 	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")
 	files, err := parseInterspersed(fs, args)
