@@ -147,18 +147,20 @@ func (d *Decoder) fastDict() error {
 			if n > 8 || p+2+n > len(buf) {
 				return d.handOver(p, memoIdx, kv, true)
 			}
-			var u uint64
-			if n == 8 {
-				u = binary.LittleEndian.Uint64(buf[p+2 : p+10])
+			var x int64
+			if n > 0 && p+10 <= len(buf) {
+				// Load 8 bytes and keep the low n, sign-extended.
+				sh := uint(64 - 8*n)
+				x = int64(binary.LittleEndian.Uint64(buf[p+2:p+10])<<sh) >> sh
 			} else if n > 0 {
+				var u uint64
 				for j := p + 1 + n; j >= p+2; j-- {
 					u = u<<8 | uint64(buf[j])
 				}
-				if buf[p+1+n]&0x80 != 0 {
-					u |= ^uint64(0) << (8 * n)
-				}
+				sh := uint(64 - 8*n)
+				x = int64(u<<sh) >> sh
 			}
-			kv = append(kv, intValue(int64(u)))
+			kv = append(kv, intValue(x))
 			p += 2 + n
 		case opBinFloat:
 			if p+8 >= len(buf) {

@@ -439,6 +439,22 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte("](]\x94K\x01ah\x00e."))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// The dict fast path (with a DictFinisher) must not panic either,
+		// nor return anything but one-line *Errors.
+		for _, streaming := range []bool{false, true} {
+			var fd *Decoder
+			if streaming {
+				fd = NewDecoder(bytes.NewReader(b), &dictTaker{accept: true})
+			} else {
+				fd = NewBytesDecoder(b, &dictTaker{accept: true})
+			}
+			if _, err := fd.Decode(); err != nil {
+				var pe *Error
+				if !errors.As(err, &pe) || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("fast path: bad error %q", err)
+				}
+			}
+		}
 		d := NewBytesDecoder(b, nil)
 		v, err := d.Decode()
 		if err != nil {
