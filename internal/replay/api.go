@@ -330,7 +330,7 @@ func (t *Timeline) Search(addrQuery, frameQuery string) []int { return t.search(
 func NewCurves(s *snapshot.Snapshot, device int) *Curves { return newCurves(s, device) }
 
 // Len returns the number of raw trace events.
-func (c *Curves) Len() int { return len(c.allocated) }
+func (c *Curves) Len() int { return len(c.events) }
 
 // At returns the totals after raw event i; i = -1 gives the totals before
 // the first event.

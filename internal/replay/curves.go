@@ -1,7 +1,9 @@
 package replay
 
 import (
+	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 
 	"github.com/gpumem/gpumem/snapshot"
@@ -17,20 +19,39 @@ import (
 // snapshot's allocator settings). Blocks that were not split (an
 // oversize remainder kept whole) are therefore undercounted while freed
 // before the dump.
+//
+// The totals are not stored per event: every curveBlock events the running
+// totals and each counter's min and max over the block are kept (about 2
+// bytes per event), and a value inside a block is recomputed from the trace
+// events themselves, which the snapshot holds anyway.
 type Curves struct {
-	init                                   Totals
-	allocated, reserved, active, requested []uint64
-	idx                                    [4]*rangeMinMax
+	events []snapshot.Event
+	divs   []int64
+	init   Totals
+	// cp[b] is the running totals (allocated, reserved, active,
+	// requested; unclamped) before event b*curveBlock.
+	cp [][4]int64
+	// Events whose rounded size is not round_size(event size): allocations
+	// live at the dump (their block's size) and frees of them. Sorted.
+	ovIdx  []int32
+	ovSize []uint64
+	// Per counter, min and max segment trees over blocks (leaves at
+	// treeSize+b), of unclamped values.
+	treeSize int
+	tmin     [4][]int64
+	tmax     [4][]int64
 }
 
+const curveBlock = 64
+
 func newCurves(s *snapshot.Snapshot, device int) *Curves {
-	c := &Curves{}
-	var events []snapshot.Event
+	c := &Curves{divs: roundupDivisions(s.AllocatorSettings)}
 	if device >= 0 && device < len(s.Traces) {
-		events = s.Traces[device].Events
+		c.events = s.Traces[device].Events
 	}
+	events := c.events
 	n := len(events)
-	divs := roundupDivisions(s.AllocatorSettings)
+	divs := c.divs
 
 	// Rounded size of each alloc: the dump block's size when the
 	// allocation is still live at the dump, else round_size(requested).
@@ -56,78 +77,159 @@ func newCurves(s *snapshot.Snapshot, device int) *Curves {
 			dumpSize[b.Addr] = b.Size
 		}
 	}
-	rounded := make([]uint64, n) // per alloc event
-	liveAt := map[uint64]int{}   // addr -> last alloc event index still live
+	liveAt := map[uint64]int32{} // addr -> last alloc event index still live
 	for i := range events {
 		e := &events[i]
 		switch e.Action {
 		case snapshot.ActionAlloc:
-			rounded[i] = roundSize(e.Size, divs)
-			liveAt[e.Addr] = i
+			liveAt[e.Addr] = int32(i)
 		case snapshot.ActionFreeCompleted:
 			delete(liveAt, e.Addr)
 		}
 	}
+	override := map[int32]uint64{}
 	for addr, i := range liveAt {
-		if sz, ok := dumpSize[addr]; ok {
-			rounded[i] = sz
+		if sz, ok := dumpSize[addr]; ok && sz != roundSize(events[i].Size, divs) {
+			override[i] = sz
 		}
 	}
+	// The rounded size of a free is that of the alloc it ends (or
+	// round_size of its size when the alloc is not in the trace).
+	c.addFreeOverrides(override)
+	for i := range override {
+		c.ovIdx = append(c.ovIdx, i)
+	}
+	slices.Sort(c.ovIdx)
+	c.ovSize = make([]uint64, len(c.ovIdx))
+	for k, i := range c.ovIdx {
+		c.ovSize[k] = override[i]
+	}
+
 	// Totals forward from zero (as two's complement, since the start is
-	// not known yet); the rounded size of a free is that of the alloc it
-	// ends (or round_size of its size when the alloc is not in the trace).
-	c.allocated = make([]uint64, n)
-	c.reserved = make([]uint64, n)
-	c.active = make([]uint64, n)
-	c.requested = make([]uint64, n)
-	allocSize := make(map[uint64]uint64, len(liveAt))
-	var cur [4]int64 // allocated, reserved, active, requested
+	// not known yet), then shifted by the start: the dump's totals minus
+	// the trace's net change.
+	nb := (n + curveBlock - 1) / curveBlock
+	c.cp = make([][4]int64, nb+1)
+	var cur [4]int64
+	ov := 0
 	for i := range events {
-		e := &events[i]
-		switch e.Action {
-		case snapshot.ActionAlloc:
-			allocSize[e.Addr] = rounded[i]
-			cur[0] += int64(rounded[i])
-			cur[2] += int64(rounded[i])
-			cur[3] += int64(e.Size)
-		case snapshot.ActionFreeRequested:
-			r, ok := allocSize[e.Addr]
-			if !ok {
-				r = roundSize(e.Size, divs)
-			}
-			cur[0] -= int64(r)
-		case snapshot.ActionFreeCompleted:
-			r, ok := allocSize[e.Addr]
-			if !ok {
-				r = roundSize(e.Size, divs)
-			}
-			delete(allocSize, e.Addr)
-			cur[2] -= int64(r)
-			cur[3] -= int64(e.Size)
-		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
-			cur[1] += int64(e.Size)
-		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
-			cur[1] -= int64(e.Size)
+		if i%curveBlock == 0 {
+			c.cp[i/curveBlock] = cur
 		}
-		c.allocated[i], c.reserved[i] = uint64(cur[0]), uint64(cur[1])
-		c.active[i], c.requested[i] = uint64(cur[2]), uint64(cur[3])
+		c.step(&cur, i, &ov)
 	}
-	// The start is the dump's totals minus the trace's net change.
+	c.cp[nb] = cur
 	start := [4]int64{
 		int64(end.Allocated) - cur[0], int64(end.Reserved) - cur[1],
 		int64(end.Active) - cur[2], int64(end.Requested) - cur[3],
 	}
 	c.init = Totals{clamp(start[0]), clamp(start[1]), clamp(start[2]), clamp(start[3])}
-	for k, arr := range [4][]uint64{c.allocated, c.reserved, c.active, c.requested} {
-		for i, v := range arr {
-			arr[i] = clamp(int64(v) + start[k])
+	for b := range c.cp {
+		for k := range 4 {
+			c.cp[b][k] += start[k]
 		}
 	}
-	c.idx = [4]*rangeMinMax{
-		newRangeMinMax(c.allocated), newRangeMinMax(c.reserved),
-		newRangeMinMax(c.active), newRangeMinMax(c.requested),
-	}
+	c.buildTrees(nb)
 	return c
+}
+
+// addFreeOverrides records the frees whose rounded size (their alloc's)
+// is not round_size of their own size.
+func (c *Curves) addFreeOverrides(override map[int32]uint64) {
+	allocSize := map[uint64]uint64{}
+	for i := range c.events {
+		e := &c.events[i]
+		switch e.Action {
+		case snapshot.ActionAlloc:
+			r, ok := override[int32(i)]
+			if !ok {
+				r = roundSize(e.Size, c.divs)
+			}
+			allocSize[e.Addr] = r
+		case snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted:
+			if r, ok := allocSize[e.Addr]; ok && r != roundSize(e.Size, c.divs) {
+				override[int32(i)] = r
+			}
+			if e.Action == snapshot.ActionFreeCompleted {
+				delete(allocSize, e.Addr)
+			}
+		}
+	}
+}
+
+// step applies raw event i to the running totals; ov is the position in
+// the override list, at or after i.
+func (c *Curves) step(cur *[4]int64, i int, ov *int) {
+	e := &c.events[i]
+	rounded := func() int64 {
+		for *ov < len(c.ovIdx) && int(c.ovIdx[*ov]) < i {
+			*ov++
+		}
+		if *ov < len(c.ovIdx) && int(c.ovIdx[*ov]) == i {
+			return int64(c.ovSize[*ov])
+		}
+		return int64(roundSize(e.Size, c.divs))
+	}
+	switch e.Action {
+	case snapshot.ActionAlloc:
+		r := rounded()
+		cur[0] += r
+		cur[2] += r
+		cur[3] += int64(e.Size)
+	case snapshot.ActionFreeRequested:
+		cur[0] -= rounded()
+	case snapshot.ActionFreeCompleted:
+		cur[2] -= rounded()
+		cur[3] -= int64(e.Size)
+	case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
+		cur[1] += int64(e.Size)
+	case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
+		cur[1] -= int64(e.Size)
+	}
+}
+
+// replay calls fn with the totals after each event of [i0, i1), which lie
+// in one block or run on from it.
+func (c *Curves) replay(i0, i1 int, fn func(i int, cur *[4]int64)) {
+	b := i0 / curveBlock
+	cur := c.cp[b]
+	ov, _ := slices.BinarySearch(c.ovIdx, int32(b*curveBlock))
+	for i := b * curveBlock; i < i1; i++ {
+		c.step(&cur, i, &ov)
+		if i >= i0 {
+			fn(i, &cur)
+		}
+	}
+}
+
+func (c *Curves) buildTrees(nb int) {
+	size := 1
+	for size < nb {
+		size <<= 1
+	}
+	c.treeSize = size
+	for k := range 4 {
+		c.tmin[k] = make([]int64, 2*size)
+		c.tmax[k] = make([]int64, 2*size)
+		for i := range c.tmin[k] {
+			c.tmin[k][i] = math.MaxInt64
+			c.tmax[k][i] = math.MinInt64
+		}
+	}
+	for b := 0; b < nb; b++ {
+		c.replay(b*curveBlock, min((b+1)*curveBlock, len(c.events)), func(_ int, cur *[4]int64) {
+			for k := range 4 {
+				c.tmin[k][size+b] = min(c.tmin[k][size+b], cur[k])
+				c.tmax[k][size+b] = max(c.tmax[k][size+b], cur[k])
+			}
+		})
+	}
+	for k := range 4 {
+		for i := size - 1; i >= 1; i-- {
+			c.tmin[k][i] = min(c.tmin[k][2*i], c.tmin[k][2*i+1])
+			c.tmax[k][i] = max(c.tmax[k][2*i], c.tmax[k][2*i+1])
+		}
+	}
 }
 
 func clamp(v int64) uint64 {
@@ -137,16 +239,62 @@ func clamp(v int64) uint64 {
 	return uint64(v)
 }
 
+func totalsOf(cur *[4]int64) Totals {
+	return Totals{clamp(cur[0]), clamp(cur[1]), clamp(cur[2]), clamp(cur[3])}
+}
+
 func (c *Curves) at(i int) Totals {
-	if i < 0 || len(c.allocated) == 0 {
+	if i < 0 || len(c.events) == 0 {
 		return c.init
 	}
-	i = min(i, len(c.allocated)-1)
-	return Totals{c.allocated[i], c.reserved[i], c.active[i], c.requested[i]}
+	i = min(i, len(c.events)-1)
+	var t Totals
+	c.replay(i, i+1, func(_ int, cur *[4]int64) { t = totalsOf(cur) })
+	return t
+}
+
+// minMax returns each counter's min and max over events [i0, i1).
+func (c *Curves) minMax(i0, i1 int) (mn, mx [4]int64) {
+	for k := range 4 {
+		mn[k], mx[k] = math.MaxInt64, math.MinInt64
+	}
+	scan := func(lo, hi int) {
+		c.replay(lo, hi, func(_ int, cur *[4]int64) {
+			for k := range 4 {
+				mn[k] = min(mn[k], cur[k])
+				mx[k] = max(mx[k], cur[k])
+			}
+		})
+	}
+	b0, b1 := i0/curveBlock, (i1-1)/curveBlock
+	if b1-b0 <= 1 {
+		scan(i0, i1)
+		return
+	}
+	scan(i0, (b0+1)*curveBlock)
+	scan(b1*curveBlock, i1)
+	lo, hi := b0+1+c.treeSize, b1+c.treeSize
+	for lo < hi {
+		if lo&1 == 1 {
+			for k := range 4 {
+				mn[k], mx[k] = min(mn[k], c.tmin[k][lo]), max(mx[k], c.tmax[k][lo])
+			}
+			lo++
+		}
+		if hi&1 == 1 {
+			hi--
+			for k := range 4 {
+				mn[k], mx[k] = min(mn[k], c.tmin[k][hi]), max(mx[k], c.tmax[k][hi])
+			}
+		}
+		lo >>= 1
+		hi >>= 1
+	}
+	return
 }
 
 func (c *Curves) downsample(i0, i1, buckets int) *Downsampled {
-	n := len(c.allocated)
+	n := len(c.events)
 	i0, i1 = max(i0, 0), min(i1, n)
 	out := &Downsampled{I0: i0, I1: i1}
 	if i1 <= i0 || buckets <= 0 {
@@ -167,10 +315,9 @@ func (c *Curves) downsample(i0, i1, buckets int) *Downsampled {
 		out.Bounds[b] = int32(i0 + int(uint64(span)*uint64(b)/uint64(buckets)))
 	}
 	for b := 0; b < buckets; b++ {
-		lo, hi := int(out.Bounds[b]), int(out.Bounds[b+1])
+		mn, mx := c.minMax(int(out.Bounds[b]), int(out.Bounds[b+1]))
 		for k := range series {
-			mn, mx := c.idx[k].query(lo, hi)
-			(*series[k])[b], (*seriesMax[k])[b] = mn, mx
+			(*series[k])[b], (*seriesMax[k])[b] = clamp(mn[k]), clamp(mx[k])
 		}
 	}
 	return out

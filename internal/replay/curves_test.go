@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"math/rand"
 	"reflect"
 	"testing"
 
@@ -81,6 +82,170 @@ func TestRangeMinMax(t *testing.T) {
 			if gmn, gmx := r.query(i0, i1); gmn != mn || gmx != mx {
 				t.Fatalf("query(%d,%d) = %d,%d want %d,%d", i0, i1, gmn, gmx, mn, mx)
 			}
+		}
+	}
+}
+
+// naiveCurves is the totals after every event, one array per counter, as
+// the curves were first computed: the reference for the compact Curves.
+func naiveCurves(s *snapshot.Snapshot, device int) *naiveCurveArrays {
+	c := &naiveCurveArrays{}
+	var events []snapshot.Event
+	if device >= 0 && device < len(s.Traces) {
+		events = s.Traces[device].Events
+	}
+	n := len(events)
+	divs := roundupDivisions(s.AllocatorSettings)
+
+	// Rounded size of each alloc: the dump block's size when the
+	// allocation is still live at the dump, else round_size(requested).
+	dumpSize := map[uint64]uint64{}
+	var end Totals
+	for si := range s.Segments {
+		seg := &s.Segments[si]
+		if int(seg.Device) != device {
+			continue
+		}
+		end.Reserved += seg.TotalSize
+		for bi := seg.FirstBlock; bi < seg.FirstBlock+seg.NumBlocks; bi++ {
+			b := &s.Blocks[bi]
+			if b.State == snapshot.BlockInactive {
+				continue
+			}
+			req := blockRequested(s, b)
+			end.Active += b.Size
+			end.Requested += req
+			if b.State == snapshot.BlockActiveAllocated {
+				end.Allocated += b.Size
+			}
+			dumpSize[b.Addr] = b.Size
+		}
+	}
+	rounded := make([]uint64, n) // per alloc event
+	liveAt := map[uint64]int{}   // addr -> last alloc event index still live
+	for i := range events {
+		e := &events[i]
+		switch e.Action {
+		case snapshot.ActionAlloc:
+			rounded[i] = roundSize(e.Size, divs)
+			liveAt[e.Addr] = i
+		case snapshot.ActionFreeCompleted:
+			delete(liveAt, e.Addr)
+		}
+	}
+	for addr, i := range liveAt {
+		if sz, ok := dumpSize[addr]; ok {
+			rounded[i] = sz
+		}
+	}
+	// Totals forward from zero (as two's complement, since the start is
+	// not known yet); the rounded size of a free is that of the alloc it
+	// ends (or round_size of its size when the alloc is not in the trace).
+	c.allocated = make([]uint64, n)
+	c.reserved = make([]uint64, n)
+	c.active = make([]uint64, n)
+	c.requested = make([]uint64, n)
+	allocSize := make(map[uint64]uint64, len(liveAt))
+	var cur [4]int64 // allocated, reserved, active, requested
+	for i := range events {
+		e := &events[i]
+		switch e.Action {
+		case snapshot.ActionAlloc:
+			allocSize[e.Addr] = rounded[i]
+			cur[0] += int64(rounded[i])
+			cur[2] += int64(rounded[i])
+			cur[3] += int64(e.Size)
+		case snapshot.ActionFreeRequested:
+			r, ok := allocSize[e.Addr]
+			if !ok {
+				r = roundSize(e.Size, divs)
+			}
+			cur[0] -= int64(r)
+		case snapshot.ActionFreeCompleted:
+			r, ok := allocSize[e.Addr]
+			if !ok {
+				r = roundSize(e.Size, divs)
+			}
+			delete(allocSize, e.Addr)
+			cur[2] -= int64(r)
+			cur[3] -= int64(e.Size)
+		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
+			cur[1] += int64(e.Size)
+		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
+			cur[1] -= int64(e.Size)
+		}
+		c.allocated[i], c.reserved[i] = uint64(cur[0]), uint64(cur[1])
+		c.active[i], c.requested[i] = uint64(cur[2]), uint64(cur[3])
+	}
+	// The start is the dump's totals minus the trace's net change.
+	start := [4]int64{
+		int64(end.Allocated) - cur[0], int64(end.Reserved) - cur[1],
+		int64(end.Active) - cur[2], int64(end.Requested) - cur[3],
+	}
+	c.init = Totals{clamp(start[0]), clamp(start[1]), clamp(start[2]), clamp(start[3])}
+	for k, arr := range [4][]uint64{c.allocated, c.reserved, c.active, c.requested} {
+		for i, v := range arr {
+			arr[i] = clamp(int64(v) + start[k])
+		}
+	}
+	return c
+}
+
+type naiveCurveArrays struct {
+	init                                   Totals
+	allocated, reserved, active, requested []uint64
+}
+
+// checkCurvesAgainstNaive compares At and Downsample of the compact curves
+// with per-event arrays over every event and random ranges.
+func checkCurvesAgainstNaive(t *testing.T, name string, s *snapshot.Snapshot, dev int, r *rand.Rand) {
+	t.Helper()
+	c, want := NewCurves(s, dev), naiveCurves(s, dev)
+	n := len(want.allocated)
+	if c.Len() != n || c.At(-1) != want.init {
+		t.Fatalf("%s dev %d: Len %d At(-1) %+v, want %d %+v", name, dev, c.Len(), c.At(-1), n, want.init)
+	}
+	for i := 0; i < n; i++ {
+		w := Totals{want.allocated[i], want.reserved[i], want.active[i], want.requested[i]}
+		if got := c.At(i); got != w {
+			t.Fatalf("%s dev %d: At(%d) = %+v, want %+v", name, dev, i, got, w)
+		}
+	}
+	arrays := [4][]uint64{want.allocated, want.reserved, want.active, want.requested}
+	for k := 0; k < 20 && n > 0; k++ {
+		i0 := r.Intn(n)
+		i1 := i0 + 1 + r.Intn(n-i0)
+		d := c.Downsample(i0, i1, 1+r.Intn(50))
+		mins := [4][]uint64{d.AllocatedMin, d.ReservedMin, d.ActiveMin, d.RequestedMin}
+		maxs := [4][]uint64{d.AllocatedMax, d.ReservedMax, d.ActiveMax, d.RequestedMax}
+		for b := 0; b < d.Buckets; b++ {
+			for q := range 4 {
+				mn, mx := ^uint64(0), uint64(0)
+				for _, v := range arrays[q][d.Bounds[b]:d.Bounds[b+1]] {
+					mn, mx = min(mn, v), max(mx, v)
+				}
+				if mins[q][b] != mn || maxs[q][b] != mx {
+					t.Fatalf("%s dev %d: Downsample(%d,%d) bucket %d counter %d = %d..%d, want %d..%d",
+						name, dev, i0, i1, b, q, mins[q][b], maxs[q][b], mn, mx)
+				}
+			}
+		}
+	}
+}
+
+func TestCurvesMatchNaive(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	for iter := 0; iter < 10; iter++ {
+		s := randomSnapshot(r, 500+r.Intn(5000))
+		checkCurvesAgainstNaive(t, "random", s, 0, r)
+	}
+}
+
+func TestCorpusCurvesMatchNaive(t *testing.T) {
+	r := rand.New(rand.NewSource(6))
+	for name, s := range corpusSnapshots(t, 100) {
+		for _, d := range s.Devices() {
+			checkCurvesAgainstNaive(t, name, s, d, r)
 		}
 	}
 }
