@@ -2,9 +2,12 @@ package replay
 
 import (
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -135,15 +138,62 @@ func jsDate(us int64, ok bool) string {
 	return time.UnixMilli(us / 1000).UTC().Format("Mon Jan 02 2006 15:04:05 GMT+0000 (Coordinated Universal Time)")
 }
 
+// searchIndex is what Search keeps between calls: every distinct stack's
+// frames text, lower-cased, and the last query's result.
+type searchIndex struct {
+	once   sync.Once
+	frames map[snapshot.StackID]string
+	stacks []snapshot.StackID // per element
+
+	mu         sync.Mutex
+	lastA      string
+	lastF      string
+	lastResult []int
+	lastValid  bool
+}
+
+// buildSearchIndex formats each distinct stack once.
+func (t *Timeline) buildSearchIndex() {
+	x := &t.searchIdx
+	x.stacks = make([]snapshot.StackID, len(t.src))
+	x.frames = map[snapshot.StackID]string{}
+	for i := range t.src {
+		id := t.elementStack(i)
+		x.stacks[i] = id
+		if _, ok := x.frames[id]; !ok {
+			x.frames[id] = strings.ToLower(framesText(t.s, id))
+		}
+	}
+}
+
 func (t *Timeline) search(addrQuery, frameQuery string) []int {
 	a := strings.ToLower(strings.TrimSpace(addrQuery))
 	f := strings.ToLower(strings.TrimSpace(frameQuery))
 	if a == "" && f == "" {
 		return nil
 	}
-	// Stacks are shared by many elements: format and lower-case each once
-	// per worker. The header and the frames are joined by a newline, which
-	// a trimmed query without one cannot span.
+	x := &t.searchIdx
+	x.once.Do(t.buildSearchIndex)
+	x.mu.Lock()
+	if x.lastValid && x.lastA == a && x.lastF == f {
+		out := slices.Clone(x.lastResult)
+		x.mu.Unlock()
+		return out
+	}
+	x.mu.Unlock()
+
+	// Each query is tested once per distinct stack; the header (address,
+	// sizes, stream, ...) is built only for elements whose frames do not
+	// already match every query. The header and the frames are joined by
+	// a newline, which a trimmed query without one cannot span.
+	inFrames := func(q string) map[snapshot.StackID]bool {
+		m := make(map[snapshot.StackID]bool, len(x.frames))
+		for id, fr := range x.frames {
+			m[id] = q == "" || (!strings.Contains(q, "\n") && strings.Contains(fr, q))
+		}
+		return m
+	}
+	aFr, fFr := inFrames(a), inFrames(f)
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(t.src)/4096))
 	parts := make([][]int, workers)
 	var wg sync.WaitGroup
@@ -152,17 +202,17 @@ func (t *Timeline) search(addrQuery, frameQuery string) []int {
 		wg.Add(1)
 		go func(w, lo, hi int) {
 			defer wg.Done()
-			cache := map[snapshot.StackID]string{}
-			noFrames := func(snapshot.StackID) string { return "" }
+			hb := &headerBuilder{t: t}
 			for i := lo; i < hi; i++ {
-				head := strings.ToLower(t.contextWith(i, noFrames))
-				id := t.elementStack(i)
-				fr, ok := cache[id]
-				if !ok {
-					fr = strings.ToLower(framesText(t.s, id))
-					cache[id] = fr
+				id := x.stacks[i]
+				ma, mf := aFr[id], fFr[id]
+				if !ma || !mf {
+					head := hb.header(i)
+					fr := x.frames[id]
+					ma = ma || matches(head, fr, a)
+					mf = mf || matches(head, fr, f)
 				}
-				if matches(head, fr, a) && matches(head, fr, f) {
+				if ma && mf {
 					parts[w] = append(parts[w], i)
 				}
 			}
@@ -173,7 +223,10 @@ func (t *Timeline) search(addrQuery, frameQuery string) []int {
 	for _, p := range parts {
 		out = append(out, p...)
 	}
-	return out
+	x.mu.Lock()
+	x.lastA, x.lastF, x.lastResult, x.lastValid = a, f, out, true
+	x.mu.Unlock()
+	return slices.Clone(out)
 }
 
 // matches reports whether q occurs in head + frames.
@@ -202,3 +255,117 @@ func (t *Timeline) elementStack(i int) snapshot.StackID {
 func itoa(v int64) string {
 	return formatInt(v)
 }
+
+// headerBuilder writes the lower-cased header of context_for_id (the text
+// before the frames) into a reused buffer, with the size texts of recent
+// values cached: Search builds one per element.
+type headerBuilder struct {
+	t       *Timeline
+	buf     []byte
+	sizes   map[uint64]string
+	dateSec int64
+	date    string
+}
+
+// header returns the lower-cased contextWith(i) without frames; the
+// string aliases the buffer until the next call.
+func (hb *headerBuilder) header(i int) string {
+	e := hb.t.elementNoFrames(i)
+	if e.Addr == "" {
+		return ""
+	}
+	b := hb.buf[:0]
+	if e.Envelope {
+		b = appendLower(b, "private pool (")
+		b = appendLower(b, e.PoolKey)
+		b = appendLower(b, "): capacity ")
+		b = appendLower(b, hb.size(e.Size))
+		hb.buf = b
+		return unsafeString(b)
+	}
+	b = append(b, "addr: "...)
+	b = appendLower(b, e.Addr)
+	b = append(b, ", size: "...)
+	b = appendLower(b, hb.size(e.Size))
+	b = append(b, " allocation, total memory used after allocation: "...)
+	b = appendLower(b, hb.size(e.TotalAfter))
+	b = append(b, ", compile context: "...)
+	if e.CompileContext == "" {
+		b = append(b, "none"...)
+	} else {
+		b = appendLower(b, e.CompileContext)
+	}
+	b = append(b, ", stream "...)
+	b = strconv.AppendInt(b, int64(e.Stream), 10)
+	if e.PoolKnown {
+		b = append(b, ", pool_id ("...)
+		b = strconv.AppendInt(b, e.PoolID[0], 10)
+		b = append(b, ", "...)
+		b = strconv.AppendInt(b, e.PoolID[1], 10)
+		b = append(b, ')')
+	} else {
+		b = append(b, ", pool_id unknown"...)
+	}
+	b = append(b, ", timestamp "...)
+	b = appendLower(b, hb.jsDate(e.TimeUS, e.HasTime))
+	if e.PreTraceFree {
+		b = append(b, "\nalloc not recorded, stack trace for free:"...)
+	}
+	if e.Ghost {
+		b = appendLower(b, "\n[Ghost block] This block exists in the segment snapshot but has no alloc trace events. "+
+			"It was allocated before _record_memory_history() was called, or its alloc event was evicted "+
+			"from the trace ring buffer. The block is still active (not freed) at snapshot time.")
+	}
+	if md := userMetadataText(e.UserMetadata); md != "" {
+		b = append(b, '\n')
+		b = appendLower(b, md)
+	}
+	b = append(b, '\n')
+	hb.buf = b
+	return unsafeString(b)
+}
+
+func (hb *headerBuilder) size(n uint64) string {
+	if hb.sizes == nil || len(hb.sizes) > 1<<16 {
+		hb.sizes = map[uint64]string{}
+	}
+	if s, ok := hb.sizes[n]; ok {
+		return s
+	}
+	s := FormatSize(n)
+	hb.sizes[n] = s
+	return s
+}
+
+// jsDate caches the last second formatted (the text has no milliseconds).
+func (hb *headerBuilder) jsDate(us int64, ok bool) string {
+	if !ok {
+		return "Invalid Date"
+	}
+	if us < 0 {
+		return jsDate(us, true)
+	}
+	if sec := us / 1_000_000; hb.date == "" || sec != hb.dateSec {
+		hb.dateSec, hb.date = sec, jsDate(us, true)
+	}
+	return hb.date
+}
+
+// appendLower appends strings.ToLower(s), byte by byte for ASCII.
+func appendLower(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 {
+			return append(b, strings.ToLower(s[i:])...)
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
+}
+
+// unsafeString views b as a string without copying; the caller must not
+// keep it past the next write to b.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

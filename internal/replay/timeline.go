@@ -54,6 +54,8 @@ type Timeline struct {
 
 	timesteps int
 	peak      uint64
+
+	searchIdx searchIndex
 }
 
 // bucket holds the elements of one (size class, duration class), by start,

@@ -438,3 +438,25 @@ func TestSearchMatchesContext(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchHeader checks the search's header builder against Context on
+// every element of synthetic and real timelines.
+func TestSearchHeader(t *testing.T) {
+	check := func(name string, tl *Timeline) {
+		hb := &headerBuilder{t: tl}
+		for i := 0; i < tl.Len()+tl.Envelopes(); i++ {
+			want := strings.ToLower(tl.contextWith(i, func(snapshot.StackID) string { return "" }))
+			if got := hb.header(i); got != want {
+				t.Fatalf("%s element %d: header %q, context %q", name, i, got, want)
+			}
+		}
+	}
+	check("synthetic", NewTimeline(trainingTrace(20_000, 4), 0, KindActive))
+	for name, s := range corpusSnapshots(t, 100) {
+		for _, d := range s.Devices() {
+			for _, k := range []Kind{KindActive, KindActiveWithPools, KindSegments} {
+				check(name, NewTimeline(s, d, k))
+			}
+		}
+	}
+}
