@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,7 +41,7 @@ type blockRec struct {
 type checkpoint struct {
 	after  int      // state after this event idx
 	segs   []segRec // by address
-	blocks []blockRec
+	blocks []blockRef
 }
 
 // work is a state being undone. Segments are kept in maps by start and
@@ -48,7 +50,45 @@ type checkpoint struct {
 // a checkpoint or a State is built.
 type work struct {
 	segs   segSet
-	blocks map[uint64]blockRec
+	blocks map[uint64]blockRef
+}
+
+// blockRef is a block of a work state as where it comes from, 8 bytes
+// instead of a blockRec's 40, so that checkpoints are small and many: the
+// raw trace event that re-created it (undoing a free), or the dump block
+// (refDump), and whether it waits for record_stream events (refPending).
+type blockRef uint64
+
+const (
+	refDump    blockRef = 1 << 62
+	refPending blockRef = 1 << 63
+)
+
+func eventRef(raw int32, pending bool) blockRef {
+	r := blockRef(uint32(raw))
+	if pending {
+		r |= refPending
+	}
+	return r
+}
+
+// resolve returns the block a reference stands for.
+func (h *History) resolve(r blockRef) blockRec {
+	i := int(uint32(r))
+	pending := r&refPending != 0
+	if r&refDump != 0 {
+		b := &h.s.Blocks[i]
+		return blockRec{b.Addr, b.Size, blockRequested(h.s, b), b.Version, pending, blockStack(h.s, b)}
+	}
+	e := &h.events[i]
+	return blockRec{e.Addr, roundSize(e.Size, h.divs), e.Size, e.Version, pending, e.Stack}
+}
+
+func (h *History) refAddr(r blockRef) uint64 {
+	if r&refDump != 0 {
+		return h.s.Blocks[uint32(r)].Addr
+	}
+	return h.events[uint32(r)].Addr
 }
 
 // segSet is a set of segments indexed by start and end address.
@@ -137,10 +177,10 @@ func (s *segSet) sorted() []segRec {
 	for _, sg := range s.byStart {
 		out = append(out, sg)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].addr < out[j].addr })
+	slices.SortFunc(out, func(a, b segRec) int { return cmp.Compare(a.addr, b.addr) })
 	if len(s.dups) > 0 {
 		out = append(out, s.dups...)
-		sort.SliceStable(out, func(i, j int) bool { return out[i].addr < out[j].addr })
+		slices.SortStableFunc(out, func(a, b segRec) int { return cmp.Compare(a.addr, b.addr) })
 	}
 	return out
 }
@@ -150,7 +190,7 @@ func newHistory(s *snapshot.Snapshot, device int) *History {
 	if device >= 0 && device < len(s.Traces) {
 		h.events = s.Traces[device].Events
 	}
-	w := &work{segs: newSegSet(0), blocks: map[uint64]blockRec{}}
+	w := &work{segs: newSegSet(0), blocks: map[uint64]blockRef{}}
 	for si := range s.Segments {
 		seg := &s.Segments[si]
 		if int(seg.Device) != device {
@@ -162,15 +202,18 @@ func newHistory(s *snapshot.Snapshot, device int) *History {
 			if b.State == snapshot.BlockInactive {
 				continue
 			}
-			w.blocks[b.Addr] = blockRec{b.Addr, b.Size, blockRequested(s, b), b.Version,
-				b.State == snapshot.BlockActivePendingFree, blockStack(s, b)}
+			r := blockRef(uint32(bi)) | refDump
+			if b.State == snapshot.BlockActivePendingFree {
+				r |= refPending
+			}
+			w.blocks[b.Addr] = r
 		}
 	}
 
 	// Checkpoint spacing: at least CheckpointEvery events, more when the
 	// live state is large, so that checkpoints stay within ~64 MiB.
 	const budget = 64 << 20
-	per := 48*(len(w.blocks)+w.segs.len()) + 64
+	per := 16*len(w.blocks) + 64*w.segs.len() + 64
 	h.every = CheckpointEvery
 	if n := len(h.viz); n > 0 {
 		if need := n / max(1, budget/per); need > h.every {
@@ -190,20 +233,20 @@ func newHistory(s *snapshot.Snapshot, device int) *History {
 
 func (w *work) save(after int) checkpoint {
 	c := checkpoint{after: after, segs: w.segs.sorted()}
-	c.blocks = make([]blockRec, 0, len(w.blocks))
+	c.blocks = make([]blockRef, 0, len(w.blocks))
 	for _, b := range w.blocks {
 		c.blocks = append(c.blocks, b)
 	}
 	return c
 }
 
-func (c *checkpoint) load() *work {
-	w := &work{segs: newSegSet(len(c.segs)), blocks: make(map[uint64]blockRec, len(c.blocks))}
+func (h *History) load(c *checkpoint) *work {
+	w := &work{segs: newSegSet(len(c.segs)), blocks: make(map[uint64]blockRef, len(c.blocks))}
 	for _, sg := range c.segs {
 		w.segs.insert(sg)
 	}
 	for _, b := range c.blocks {
-		w.blocks[b.addr] = b
+		w.blocks[h.refAddr(b)] = b
 	}
 	return w
 }
@@ -213,14 +256,13 @@ func (h *History) undo(w *work, i int) {
 	e := &h.events[h.viz[i]]
 	switch e.VizAction() {
 	case snapshot.ActionFree:
-		w.blocks[e.Addr] = blockRec{e.Addr, roundSize(e.Size, h.divs), e.Size, e.Version, false, e.Stack}
+		w.blocks[e.Addr] = eventRef(h.viz[i], false)
 	case snapshot.ActionFreeRequested:
 		if b, ok := w.blocks[e.Addr]; ok {
-			b.pending = false
-			w.blocks[e.Addr] = b
+			w.blocks[e.Addr] = b &^ refPending
 		}
 	case snapshot.ActionFreeCompleted:
-		w.blocks[e.Addr] = blockRec{e.Addr, roundSize(e.Size, h.divs), e.Size, e.Version, true, e.Stack}
+		w.blocks[e.Addr] = eventRef(h.viz[i], true)
 	case snapshot.ActionAlloc:
 		delete(w.blocks, e.Addr)
 	case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
@@ -292,24 +334,40 @@ func (h *History) stateAt(idx int) *State {
 	// at or after idx.
 	c := (n - 1 - idx) / h.every
 	c = min(c, len(h.ckpt)-1)
-	w := h.ckpt[c].load()
+	w := h.load(&h.ckpt[c])
 	for i := h.ckpt[c].after; i > idx; i-- {
 		h.undo(w, i)
 	}
-	return buildState(idx, w)
+	return h.buildState(idx, w)
 }
 
 // buildState lays out a state as memory_viz's MemoryView.draw and adds
 // the totals.
-func buildState(idx int, w *work) *State {
+func (h *History) buildState(idx int, w *work) *State {
 	st := &State{Event: idx}
-	segs := w.segs.sorted()
-	sort.SliceStable(segs, func(i, j int) bool {
-		if segs[i].size != segs[j].size {
-			return segs[i].size < segs[j].size
+	// Segments by (size, addr), ties in address order; byAddr[k] is the
+	// position of the k-th segment by address.
+	inAddr := w.segs.sorted()
+	order := make([]int32, len(inAddr))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		sa, sb := &inAddr[a], &inAddr[b]
+		if c := cmp.Compare(sa.size, sb.size); c != 0 {
+			return c
 		}
-		return segs[i].addr < segs[j].addr
+		if c := cmp.Compare(sa.addr, sb.addr); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
 	})
+	segs := make([]segRec, len(inAddr))
+	byAddr := make([]int32, len(inAddr))
+	for i, k := range order {
+		segs[i] = inAddr[k]
+		byAddr[k] = int32(i)
+	}
 	st.Segments = make([]SegmentState, len(segs))
 	var maxSize uint64
 	if len(segs) > 0 {
@@ -333,12 +391,6 @@ func buildState(idx int, w *work) *State {
 	if len(segs) == 0 {
 		st.Rows = 0
 	}
-	// Segment lookup by address.
-	byAddr := make([]int32, len(segs))
-	for i := range byAddr {
-		byAddr[i] = int32(i)
-	}
-	sort.Slice(byAddr, func(a, b int) bool { return segs[byAddr[a]].addr < segs[byAddr[b]].addr })
 	find := func(addr uint64) int32 {
 		k := sort.Search(len(byAddr), func(k int) bool { return segs[byAddr[k]].addr > addr }) - 1
 		if k >= 0 && addr < segs[byAddr[k]].addr+segs[byAddr[k]].size {
@@ -347,13 +399,14 @@ func buildState(idx int, w *work) *State {
 		return -1
 	}
 	st.Blocks = make([]BlockState, 0, len(w.blocks))
-	for _, b := range w.blocks {
+	for _, r := range w.blocks {
+		b := h.resolve(r)
 		st.Blocks = append(st.Blocks, BlockState{
 			Addr: b.addr, Size: b.size, Requested: b.requested, Version: b.version,
 			PendingFree: b.pending, Stack: b.stack, Segment: find(b.addr),
 		})
 	}
-	sort.Slice(st.Blocks, func(i, j int) bool { return st.Blocks[i].Addr < st.Blocks[j].Addr })
+	slices.SortFunc(st.Blocks, func(a, b BlockState) int { return cmp.Compare(a.Addr, b.Addr) })
 	for i := range st.Segments {
 		st.Segments[i].FirstBlock = -1
 	}

@@ -11,11 +11,11 @@ import (
 // naiveState is simulate_memory: the dump state with every event after idx
 // undone, one event at a time from the end.
 func naiveState(h *History, idx int) *State {
-	w := h.ckpt[0].load()
+	w := h.load(&h.ckpt[0])
 	for i := len(h.viz) - 1; i > idx; i-- {
 		h.undo(w, i)
 	}
-	return buildState(idx, w)
+	return h.buildState(idx, w)
 }
 
 func TestHistoryHandMade(t *testing.T) {

@@ -55,14 +55,17 @@ func TestTile(t *testing.T) {
 	el = time.Since(start)
 	start = time.Now()
 	res2 := tl.Search("", "py")
-	t.Logf("search: %v (%d hits), again %v (%d hits)", el, len(res), time.Since(start), len(res2))
+	t.Logf("search frames: %v (%d hits)", time.Since(start), len(res2))
+	start = time.Now()
+	res2 = tl.Search("b'7f0", "")
+	t.Logf("search: first %v (%d hits, builds the index), another address %v (%d hits)", el, len(res), time.Since(start), len(res2))
 
 	if os.Getenv("GPUMEM_TILE_HISTORY") != "" {
 		start = time.Now()
 		h := NewHistory(s, dev)
 		el = time.Since(start)
 		h3 := heap()
-		t.Logf("history: %v, %d checkpoints every %d, +%.0f MiB", el, len(h.ckpt), h.every, mib(h2, h3))
+		t.Logf("history: %v, %d checkpoints every %d (dump: %d blocks, %d segments), +%.0f MiB", el, len(h.ckpt), h.every, len(h.ckpt[0].blocks), len(h.ckpt[0].segs), mib(h2, h3))
 		start = time.Now()
 		for k := 0; k <= 20; k++ {
 			h.StateAt(h.Len()*k/20 - 1)
