@@ -630,6 +630,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := s.Add(name, snap)
+	s.Warm(id) // the page opens it next
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "file": fileInfoOf(s.file(id))})
 }
 
