@@ -445,12 +445,20 @@ func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 			if val.Kind == pickle.None {
 				continue
 			}
+			if val.Kind == pickle.Int && int64(val.X) >= 0 {
+				e.Addr = val.X // the common case, without a call
+				continue
+			}
 			u, ok := d.Uint64(val)
 			if !ok {
 				return val, d.Errorf("trace entry: %s is %s, not a non-negative int", b.keyName(key), b.kindName(val))
 			}
 			e.Addr = u
 		case kwSize:
+			if val.Kind == pickle.Int && int64(val.X) >= 0 {
+				e.Size = val.X
+				continue
+			}
 			u, ok := d.Uint64(val)
 			if !ok {
 				return val, d.Errorf("trace entry: size is %s, not a non-negative int", b.kindName(val))
@@ -481,11 +489,15 @@ func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 			e.Flags |= FlagHasTime
 			b.sawTime = true
 		case kwFrames:
-			st, err := b.stackOf(val, "frames")
-			if err != nil {
-				return val, b.finishErr("trace entry", err)
+			if val.Kind == pickle.Handle && val.Sub == hStack {
+				e.Stack = StackID(val.X)
+			} else {
+				st, err := b.stackOf(val, "frames")
+				if err != nil {
+					return val, b.finishErr("trace entry", err)
+				}
+				e.Stack = st
 			}
-			e.Stack = st
 			e.Flags |= FlagHasFrames
 		case kwCompileContext:
 			id, err := b.stringValue(val, "compile_context")
