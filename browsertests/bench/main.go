@@ -141,6 +141,7 @@ func benchFile(chrome, path string) error {
 		}
 		times = append(times, ms)
 	}
+	fmt.Fprintf(os.Stderr, "bench: %s: zoom/pan ms in order: %.0f\n", filepath.Base(path), times)
 	sort.Float64s(times)
 
 	var metrics []*performance.Metric

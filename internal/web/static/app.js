@@ -448,6 +448,27 @@ function plotSize() {
   return { w: Math.max(100, Math.round(c.clientWidth - PAD.l - PAD.r)), h: Math.max(50, Math.round(c.clientHeight - PAD.t - PAD.b)) };
 }
 
+// requestCurves asks for the totals curves of a window, one request at a
+// time: the first one waits for the server to build them, and requests
+// queued behind it would hold the browser's few connections to the server
+// that the windows need. Only the latest window is asked for next.
+function requestCurves(x0, x1, w) {
+  const C = S.curvesReq || (S.curvesReq = { busy: false, want: null });
+  C.want = { x0, x1, w, p: { ...S.p } };
+  if (C.busy) return;
+  const next = () => {
+    const r = C.want;
+    C.want = null;
+    if (!r) { C.busy = false; return; }
+    C.busy = true;
+    api.curves(r.p, r.x0, r.x1, r.w).then((cv) => {
+      const same = ['file', 'device', 'view', 'mode'].every(k => r.p[k] === S.p[k]);
+      if (same && r.x0 === S.x0 && r.x1 === S.x1) { S.curves = cv; drawPlot(); }
+    }).catch(() => {}).finally(next);
+  };
+  next();
+}
+
 // refreshWindow asks for the visible window (and, separately, the totals
 // curves: they never hold up the polygons).
 async function refreshWindow(first, pending) {
@@ -455,12 +476,8 @@ async function refreshWindow(first, pending) {
   const { w, h: hgt } = plotSize();
   const t0 = performance.now();
   const x0 = S.x0, x1 = S.x1;
-  const loadCurves = () => {
-    if (!$('totals').checked) return;
-    api.curves(S.p, x0, x1, w).then((cv) => {
-      if (seq === S.seq || (S.seq === seq + 1 && first)) { S.curves = cv; drawPlot(); }
-    }).catch(() => {});
-  };
+  if (!$('totals').checked) S.curves = null;
+  const loadCurves = () => { if ($('totals').checked) requestCurves(x0, x1, w); };
   // On the first load the curves (built on first use) wait for the first
   // window so that they do not compete with it for the CPU.
   if (!first) loadCurves();
