@@ -2,6 +2,7 @@ package replay
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -19,6 +20,7 @@ type History struct {
 
 	every int          // distance between checkpoints
 	ckpt  []checkpoint // ckpt[c] is the state after event len(viz)-1-c*every
+	base  *work        // the dump's state; checkpoints are changes to it
 }
 
 // segRec and blockRec are the mutable state memory_viz's simulate_memory
@@ -38,10 +40,35 @@ type blockRec struct {
 	stack                 snapshot.StackID
 }
 
+// checkpoint is a state stored as its differences from the dump's: most
+// of a big state is often the same blocks and segments for long, so
+// checkpoints can be many and small.
 type checkpoint struct {
-	after  int      // state after this event idx
-	segs   []segRec // by address
-	blocks []blockRef
+	after  int // state after this event idx
+	blocks []blockChange
+	segs   []segChange
+	dups   []segRec
+}
+
+// blockChange is the block at addr (refGone: none) where it differs from
+// the dump.
+type blockChange struct {
+	addr uint64
+	ref  blockRef
+}
+
+// segChange is the segment starting at addr where it differs from the dump.
+type segChange struct {
+	addr uint64
+	seg  segRec
+	gone bool
+}
+
+// tracker keeps the differences between a work state and the dump up to
+// date as events are undone.
+type tracker struct {
+	blocks map[uint64]blockRef
+	segs   map[uint64]segChange
 }
 
 // work is a state being undone. Segments are kept in maps by start and
@@ -60,6 +87,7 @@ type work struct {
 type blockRef uint64
 
 const (
+	refGone    blockRef = 1 << 61 // no block (in a blockChange)
 	refDump    blockRef = 1 << 62
 	refPending blockRef = 1 << 63
 )
@@ -99,6 +127,9 @@ type segSet struct {
 	// dups holds segments whose start address was taken when they were
 	// inserted (only inconsistent traces do that), in insertion order.
 	dups []segRec
+	// touched collects the start addresses inserted or removed, when not
+	// nil.
+	touched *[]uint64
 }
 
 func newSegSet(n int) segSet {
@@ -108,6 +139,9 @@ func newSegSet(n int) segSet {
 func (s *segSet) len() int { return len(s.byStart) + len(s.dups) }
 
 func (s *segSet) insert(seg segRec) {
+	if s.touched != nil {
+		*s.touched = append(*s.touched, seg.addr)
+	}
 	if _, ok := s.byStart[seg.addr]; ok {
 		s.dups = append(s.dups, seg)
 		return
@@ -124,6 +158,9 @@ func (s *segSet) set(addr uint64, seg segRec) {
 
 // remove deletes the first segment starting at addr, if any.
 func (s *segSet) remove(addr uint64) {
+	if s.touched != nil {
+		*s.touched = append(*s.touched, addr)
+	}
 	old, ok := s.byStart[addr]
 	if !ok {
 		for i := range s.dups {
@@ -210,43 +247,124 @@ func newHistory(s *snapshot.Snapshot, device int) *History {
 		}
 	}
 
-	// Checkpoint spacing: at least CheckpointEvery events, more when the
-	// live state is large, so that checkpoints stay within ~64 MiB.
+	h.base = w.clone()
+
+	// A checkpoint every CheckpointEvery events; when they pass the budget
+	// every other one is dropped and the spacing doubles.
 	const budget = 64 << 20
-	per := 16*len(w.blocks) + 64*w.segs.len() + 64
 	h.every = CheckpointEvery
-	if n := len(h.viz); n > 0 {
-		if need := n / max(1, budget/per); need > h.every {
-			h.every = need
-		}
-	}
+	tr := &tracker{blocks: map[uint64]blockRef{}, segs: map[uint64]segChange{}}
+	var touched []uint64
+	w.segs.touched = &touched
 	last := len(h.viz) - 1
-	h.ckpt = append(h.ckpt, w.save(last))
+	h.ckpt = append(h.ckpt, checkpoint{after: last})
+	used := 0
 	for i := last; i >= 0; i-- {
+		touched = touched[:0]
 		h.undo(w, i)
-		if (last-(i-1))%h.every == 0 {
-			h.ckpt = append(h.ckpt, w.save(i-1))
+		h.note(tr, w, i, touched)
+		if (last-(i-1))%h.every != 0 {
+			continue
+		}
+		c := tr.save(i-1, w)
+		h.ckpt = append(h.ckpt, c)
+		used += c.bytes()
+		for used > budget && h.every < len(h.viz) {
+			kept, u := h.ckpt[:0], 0
+			for k, c := range h.ckpt {
+				if k%2 == 0 {
+					kept = append(kept, c)
+					u += c.bytes()
+				}
+			}
+			clear(h.ckpt[len(kept):])
+			h.ckpt, used, h.every = kept, u, 2*h.every
 		}
 	}
 	return h
 }
 
-func (w *work) save(after int) checkpoint {
-	c := checkpoint{after: after, segs: w.segs.sorted()}
-	c.blocks = make([]blockRef, 0, len(w.blocks))
-	for _, b := range w.blocks {
-		c.blocks = append(c.blocks, b)
+// clone copies a work state.
+func (w *work) clone() *work {
+	return &work{
+		segs: segSet{byStart: maps.Clone(w.segs.byStart), endAt: maps.Clone(w.segs.endAt),
+			dups: slices.Clone(w.segs.dups)},
+		blocks: maps.Clone(w.blocks),
+	}
+}
+
+// note records in tr how undoing event i changed w.
+func (h *History) note(tr *tracker, w *work, i int, touched []uint64) {
+	e := &h.events[h.viz[i]]
+	switch e.VizAction() {
+	case snapshot.ActionFree, snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted, snapshot.ActionAlloc:
+		cur, ok := w.blocks[e.Addr]
+		was, wok := h.base.blocks[e.Addr]
+		switch {
+		case ok == wok && cur == was:
+			delete(tr.blocks, e.Addr)
+		case ok:
+			tr.blocks[e.Addr] = cur
+		default:
+			tr.blocks[e.Addr] = refGone
+		}
+	}
+	for _, addr := range touched {
+		cur, ok := w.segs.byStart[addr]
+		was, wok := h.base.segs.byStart[addr]
+		switch {
+		case ok == wok && cur == was:
+			delete(tr.segs, addr)
+		default:
+			tr.segs[addr] = segChange{addr, cur, !ok}
+		}
+	}
+}
+
+func (tr *tracker) save(after int, w *work) checkpoint {
+	c := checkpoint{after: after, dups: slices.Clone(w.segs.dups)}
+	c.blocks = make([]blockChange, 0, len(tr.blocks))
+	for addr, r := range tr.blocks {
+		c.blocks = append(c.blocks, blockChange{addr, r})
+	}
+	c.segs = make([]segChange, 0, len(tr.segs))
+	for _, sc := range tr.segs {
+		c.segs = append(c.segs, sc)
 	}
 	return c
 }
 
+// bytes is about what a checkpoint holds in memory.
+func (c *checkpoint) bytes() int {
+	return 64 + 16*len(c.blocks) + 64*(len(c.segs)+len(c.dups))
+}
+
+// load returns the state of checkpoint c: the dump's with c's changes.
 func (h *History) load(c *checkpoint) *work {
-	w := &work{segs: newSegSet(len(c.segs)), blocks: make(map[uint64]blockRef, len(c.blocks))}
-	for _, sg := range c.segs {
-		w.segs.insert(sg)
+	w := h.base.clone()
+	w.segs.dups = slices.Clone(c.dups)
+	for _, bc := range c.blocks {
+		if bc.ref == refGone {
+			delete(w.blocks, bc.addr)
+		} else {
+			w.blocks[bc.addr] = bc.ref
+		}
 	}
-	for _, b := range c.blocks {
-		w.blocks[h.refAddr(b)] = b
+	// Remove what changed, then add the new segments, so that end
+	// addresses shared by an old and a new segment end up on the new one.
+	for _, sc := range c.segs {
+		if old, ok := w.segs.byStart[sc.addr]; ok {
+			delete(w.segs.byStart, sc.addr)
+			if st, ok := w.segs.endAt[old.addr+old.size]; ok && st == sc.addr {
+				delete(w.segs.endAt, old.addr+old.size)
+			}
+		}
+	}
+	for _, sc := range c.segs {
+		if !sc.gone {
+			w.segs.byStart[sc.addr] = sc.seg
+			w.segs.endAt[sc.seg.addr+sc.seg.size] = sc.addr
+		}
 	}
 	return w
 }

@@ -4,6 +4,7 @@ import (
 	"math/rand"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -121,5 +122,51 @@ func TestFormatSize(t *testing.T) {
 	want := []string{"a", "b", "b", "c", "<repeats 3 times>", "d"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("elideRepeats = %q", got)
+	}
+}
+
+// TestHistoryManySegments builds the history of 100k segments live at the
+// dump and 100k short-lived ones (300k segment events): undoing a segment
+// event must not cost a pass over all segments (that took minutes).
+func TestHistoryManySegments(t *testing.T) {
+	const live = 100_000
+	var evs []ev
+	var segs []snapshot.Segment
+	var blocks []snapshot.Block
+	tmp := uint64(1 << 44)
+	for k := 0; k < live; k++ {
+		addr, size := uint64(1<<40)+uint64(k)<<22, uint64(2<<20)+uint64(k%7)<<20
+		evs = append(evs, ev{snapshot.ActionSegmentAlloc, addr, size},
+			ev{snapshot.ActionSegmentAlloc, tmp, 2 << 20}, ev{snapshot.ActionSegmentFree, tmp, 2 << 20})
+		tmp += 2 << 20
+		segs = append(segs, snapshot.Segment{Address: addr, TotalSize: size, FirstBlock: int32(len(blocks)), NumBlocks: 1})
+		blocks = append(blocks, snapshot.Block{Addr: addr, Size: size, State: snapshot.BlockInactive})
+	}
+	s := mkSnapshot(evs, segs, blocks)
+	start := time.Now()
+	h := NewHistory(s, 0)
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("NewHistory of %d segment events took %v, want < 2s", len(evs), el)
+	}
+	for _, idx := range []int{len(evs) - 1, len(evs) / 2, len(evs)/2 + 1, 3000, -1} {
+		start = time.Now()
+		got := h.StateAt(idx)
+		if el := time.Since(start); el > time.Second {
+			t.Errorf("StateAt(%d) took %v", idx, el)
+		}
+		// Segment alloc k is event 3k; the temporary one is freed by 3k+2.
+		want := 0
+		if idx >= 0 {
+			want = idx/3 + 1
+			if idx%3 == 1 {
+				want++
+			}
+		}
+		if len(got.Segments) != want {
+			t.Errorf("StateAt(%d): %d segments, want %d", idx, len(got.Segments), want)
+		}
+		if !reflect.DeepEqual(got, naiveState(h, idx)) {
+			t.Errorf("StateAt(%d) differs from naive replay", idx)
+		}
 	}
 }
