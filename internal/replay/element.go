@@ -209,8 +209,8 @@ func (t *Timeline) search(addrQuery, frameQuery string) []int {
 				if !ma || !mf {
 					head := hb.header(i)
 					fr := x.frames[id]
-					ma = ma || matches(head, fr, a)
-					mf = mf || matches(head, fr, f)
+					ma = ma || matchesHead(head, fr, a)
+					mf = mf || matchesHead(head, fr, f)
 				}
 				if ma && mf {
 					parts[w] = append(parts[w], i)
@@ -227,6 +227,14 @@ func (t *Timeline) search(addrQuery, frameQuery string) []int {
 	x.lastA, x.lastF, x.lastResult, x.lastValid = a, f, out, true
 	x.mu.Unlock()
 	return slices.Clone(out)
+}
+
+// matchesHead is matches for a query known not to occur in frames alone.
+func matchesHead(head, frames, q string) bool {
+	if strings.Contains(q, "\n") {
+		return strings.Contains(head+frames, q)
+	}
+	return strings.Contains(head, q)
 }
 
 // matches reports whether q occurs in head + frames.
@@ -262,7 +270,7 @@ func itoa(v int64) string {
 type headerBuilder struct {
 	t       *Timeline
 	buf     []byte
-	sizes   map[uint64]string
+	sizes   [1024]sizeText
 	dateSec int64
 	date    string
 }
@@ -325,16 +333,19 @@ func (hb *headerBuilder) header(i int) string {
 	return unsafeString(b)
 }
 
+// sizeText is one entry of headerBuilder's direct-mapped cache of
+// FormatSize texts.
+type sizeText struct {
+	n    uint64
+	text string
+}
+
 func (hb *headerBuilder) size(n uint64) string {
-	if hb.sizes == nil || len(hb.sizes) > 1<<16 {
-		hb.sizes = map[uint64]string{}
+	c := &hb.sizes[(n>>9^n>>20)%uint64(len(hb.sizes))]
+	if c.text == "" || c.n != n {
+		c.n, c.text = n, FormatSize(n)
 	}
-	if s, ok := hb.sizes[n]; ok {
-		return s
-	}
-	s := FormatSize(n)
-	hb.sizes[n] = s
-	return s
+	return c.text
 }
 
 // jsDate caches the last second formatted (the text has no milliseconds).
