@@ -1,10 +1,14 @@
 package replay
 
 import (
+	"fmt"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -43,6 +47,14 @@ func TestTile(t *testing.T) {
 	el := time.Since(start)
 	h1 := heap()
 	t.Logf("timeline: %v, %d elements, +%.0f MiB (%.1f B/event)", el, tl.Len(), mib(h0, h1), float64(h1-h0)/float64(n))
+	t.Logf("timeline parts (MiB): %v", func() string {
+		var b []string
+		for k, v := range timelineBytes(tl) {
+			b = append(b, fmt.Sprintf("%s %.1f", k, float64(v)/(1<<20)))
+		}
+		slices.Sort(b)
+		return strings.Join(b, ", ")
+	}())
 
 	start = time.Now()
 	c := NewCurves(s, dev)
@@ -66,13 +78,38 @@ func TestTile(t *testing.T) {
 		el = time.Since(start)
 		h3 := heap()
 		t.Logf("history: %v, %d checkpoints every %d (dump: %d blocks, %d segments), +%.0f MiB", el, len(h.ckpt), h.every, len(h.ckpt[0].blocks), len(h.ckpt[0].segs), mib(h2, h3))
-		start = time.Now()
+		var times []time.Duration
 		for k := 0; k <= 20; k++ {
+			start = time.Now()
 			h.StateAt(h.Len()*k/20 - 1)
+			times = append(times, time.Since(start))
 		}
-		t.Logf("StateAt: %v each", time.Since(start)/21)
+		slices.Sort(times)
+		t.Logf("StateAt at 21 points: min %v, median %v, max %v", times[0], times[10], times[20])
 		runtime.KeepAlive(h)
 	}
 	runtime.KeepAlive(tl)
 	runtime.KeepAlive(c)
+}
+
+// timelineBytes lists the bytes each part of a Timeline holds (by
+// capacity), for TestTile's report.
+func timelineBytes(t *Timeline) map[string]int {
+	m := map[string]int{
+		"src":        cap(t.src) * int(unsafe.Sizeof(elemSrc{})),
+		"start+end":  4 * (cap(t.start) + cap(t.end)),
+		"off0":       8 * cap(t.off0),
+		"pos+byPos":  4 * (cap(t.pos) + cap(t.byPos)),
+		"slid+freed": cap(t.slid) + cap(t.freed),
+		"aliveTree":  4 * cap(t.aliveTree.v),
+		"frees":      4 * (cap(t.freeEnd) + cap(t.freeID) + cap(t.freePos)),
+		"runs":       4*cap(t.runStart) + 8*cap(t.runVal),
+	}
+	if t.runIdx != nil {
+		m["runIdx"] = 8 * (cap(t.runIdx.min) + cap(t.runIdx.max))
+	}
+	for _, b := range t.buckets {
+		m["buckets"] += 4*(cap(b.ids)+cap(b.starts)+cap(b.ends.v)) + 64
+	}
+	return m
 }

@@ -3,6 +3,7 @@ package replay
 import (
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 
 	"github.com/gpumem/gpumem/snapshot"
@@ -152,9 +153,22 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
 	}
 	t.aliveTree = newMaxTree(eff)
 	sort.Sort(freesByEnd{t.freeEnd, t.freeID, t.freePos})
+	// Slices grown by append hold up to a quarter more than they use.
+	t.runStart, t.runVal = exact(t.runStart), exact(t.runVal)
+	t.freeEnd, t.freeID, t.freePos = exact(t.freeEnd), exact(t.freeID), exact(t.freePos)
+	t.src = exact(t.src)
 	t.runIdx = newRangeMinMax(t.runVal)
 	t.buildBuckets(t.byPos)
 	return t
+}
+
+// exact returns s with capacity len(s), copying only when that frees
+// more than 1/16 of it.
+func exact[T any](s []T) []T {
+	if cap(s)-len(s) <= cap(s)/16 {
+		return s
+	}
+	return slices.Clone(s)
 }
 
 type freesByEnd struct{ end, id, pos []int32 }
@@ -187,6 +201,7 @@ func (t *Timeline) buildBuckets(order []int32) {
 	}
 	for i := range t.buckets {
 		b := &t.buckets[i]
+		b.ids, b.starts = exact(b.ids), exact(b.starts)
 		ends := make([]int32, len(b.ids))
 		for j, id := range b.ids {
 			ends[j] = t.end[id]
