@@ -77,25 +77,51 @@ func newCurves(s *snapshot.Snapshot, device int) *Curves {
 			dumpSize[b.Addr] = b.Size
 		}
 	}
+	// One pass: the last alloc at each address until its free_completed
+	// (live ones at the end are the dump's blocks), the frees whose alloc
+	// rounds differently from them, and the free_requested events of
+	// allocs still live (they take the dump's size if the alloc does).
 	liveAt := map[uint64]int32{} // addr -> last alloc event index still live
+	override := map[int32]uint64{}
+	var requested []allocFree // free_requested of allocs live so far
 	for i := range events {
 		e := &events[i]
 		switch e.Action {
 		case snapshot.ActionAlloc:
 			liveAt[e.Addr] = int32(i)
-		case snapshot.ActionFreeCompleted:
-			delete(liveAt, e.Addr)
+		case snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted:
+			j, ok := liveAt[e.Addr]
+			if !ok {
+				continue
+			}
+			if r := roundSize(events[j].Size, divs); r != roundSize(e.Size, divs) {
+				override[int32(i)] = r
+			}
+			if e.Action == snapshot.ActionFreeCompleted {
+				delete(liveAt, e.Addr)
+			} else {
+				requested = append(requested, allocFree{j, int32(i)})
+			}
 		}
 	}
-	override := map[int32]uint64{}
+	// The rounded size of a free is that of the alloc it ends: for allocs
+	// live at the dump, the dump block's size.
+	dumpOv := map[int32]uint64{}
 	for addr, i := range liveAt {
 		if sz, ok := dumpSize[addr]; ok && sz != roundSize(events[i].Size, divs) {
 			override[i] = sz
+			dumpOv[i] = sz
 		}
 	}
-	// The rounded size of a free is that of the alloc it ends (or
-	// round_size of its size when the alloc is not in the trace).
-	c.addFreeOverrides(override)
+	for _, af := range requested {
+		if sz, ok := dumpOv[af.alloc]; ok && liveAt[events[af.alloc].Addr] == af.alloc {
+			if sz != roundSize(events[af.free].Size, divs) {
+				override[af.free] = sz
+			} else {
+				delete(override, af.free)
+			}
+		}
+	}
 	for i := range override {
 		c.ovIdx = append(c.ovIdx, i)
 	}
@@ -110,13 +136,23 @@ func newCurves(s *snapshot.Snapshot, device int) *Curves {
 	// the trace's net change.
 	nb := (n + curveBlock - 1) / curveBlock
 	c.cp = make([][4]int64, nb+1)
+	c.allocTrees(nb)
 	var cur [4]int64
 	ov := 0
-	for i := range events {
-		if i%curveBlock == 0 {
-			c.cp[i/curveBlock] = cur
+	for b := 0; b < nb; b++ {
+		c.cp[b] = cur
+		mn := [4]int64{math.MaxInt64, math.MaxInt64, math.MaxInt64, math.MaxInt64}
+		mx := [4]int64{math.MinInt64, math.MinInt64, math.MinInt64, math.MinInt64}
+		for i := b * curveBlock; i < min(n, (b+1)*curveBlock); i++ {
+			c.step(&cur, i, &ov)
+			for k := range 4 {
+				mn[k] = min(mn[k], cur[k])
+				mx[k] = max(mx[k], cur[k])
+			}
 		}
-		c.step(&cur, i, &ov)
+		for k := range 4 {
+			c.tmin[k][c.treeSize+b], c.tmax[k][c.treeSize+b] = mn[k], mx[k]
+		}
 	}
 	c.cp[nb] = cur
 	start := [4]int64{
@@ -129,33 +165,21 @@ func newCurves(s *snapshot.Snapshot, device int) *Curves {
 			c.cp[b][k] += start[k]
 		}
 	}
-	c.buildTrees(nb)
+	for k := range 4 {
+		for b := 0; b < nb; b++ {
+			c.tmin[k][c.treeSize+b] += start[k]
+			c.tmax[k][c.treeSize+b] += start[k]
+		}
+		for i := c.treeSize - 1; i >= 1; i-- {
+			c.tmin[k][i] = min(c.tmin[k][2*i], c.tmin[k][2*i+1])
+			c.tmax[k][i] = max(c.tmax[k][2*i], c.tmax[k][2*i+1])
+		}
+	}
 	return c
 }
 
-// addFreeOverrides records the frees whose rounded size (their alloc's)
-// is not round_size of their own size.
-func (c *Curves) addFreeOverrides(override map[int32]uint64) {
-	allocSize := map[uint64]uint64{}
-	for i := range c.events {
-		e := &c.events[i]
-		switch e.Action {
-		case snapshot.ActionAlloc:
-			r, ok := override[int32(i)]
-			if !ok {
-				r = roundSize(e.Size, c.divs)
-			}
-			allocSize[e.Addr] = r
-		case snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted:
-			if r, ok := allocSize[e.Addr]; ok && r != roundSize(e.Size, c.divs) {
-				override[int32(i)] = r
-			}
-			if e.Action == snapshot.ActionFreeCompleted {
-				delete(allocSize, e.Addr)
-			}
-		}
-	}
-}
+// allocFree pairs a free_requested event with its alloc.
+type allocFree struct{ alloc, free int32 }
 
 // step applies raw event i to the running totals; ov is the position in
 // the override list, at or after i.
@@ -202,7 +226,8 @@ func (c *Curves) replay(i0, i1 int, fn func(i int, cur *[4]int64)) {
 	}
 }
 
-func (c *Curves) buildTrees(nb int) {
+// allocTrees makes the min/max trees for nb blocks, empty.
+func (c *Curves) allocTrees(nb int) {
 	size := 1
 	for size < nb {
 		size <<= 1
@@ -214,20 +239,6 @@ func (c *Curves) buildTrees(nb int) {
 		for i := range c.tmin[k] {
 			c.tmin[k][i] = math.MaxInt64
 			c.tmax[k][i] = math.MinInt64
-		}
-	}
-	for b := 0; b < nb; b++ {
-		c.replay(b*curveBlock, min((b+1)*curveBlock, len(c.events)), func(_ int, cur *[4]int64) {
-			for k := range 4 {
-				c.tmin[k][size+b] = min(c.tmin[k][size+b], cur[k])
-				c.tmax[k][size+b] = max(c.tmax[k][size+b], cur[k])
-			}
-		})
-	}
-	for k := range 4 {
-		for i := size - 1; i >= 1; i-- {
-			c.tmin[k][i] = min(c.tmin[k][2*i], c.tmin[k][2*i+1])
-			c.tmax[k][i] = max(c.tmax[k][2*i], c.tmax[k][2*i+1])
 		}
 	}
 }
