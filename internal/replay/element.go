@@ -270,7 +270,6 @@ func itoa(v int64) string {
 type headerBuilder struct {
 	t       *Timeline
 	buf     []byte
-	sizes   [1024]sizeText
 	dateSec int64
 	date    string
 }
@@ -287,16 +286,16 @@ func (hb *headerBuilder) header(i int) string {
 		b = appendLower(b, "private pool (")
 		b = appendLower(b, e.PoolKey)
 		b = appendLower(b, "): capacity ")
-		b = appendLower(b, hb.size(e.Size))
+		b = appendSizeLower(b, e.Size)
 		hb.buf = b
 		return unsafeString(b)
 	}
 	b = append(b, "addr: "...)
 	b = appendLower(b, e.Addr)
 	b = append(b, ", size: "...)
-	b = appendLower(b, hb.size(e.Size))
+	b = appendSizeLower(b, e.Size)
 	b = append(b, " allocation, total memory used after allocation: "...)
-	b = appendLower(b, hb.size(e.TotalAfter))
+	b = appendSizeLower(b, e.TotalAfter)
 	b = append(b, ", compile context: "...)
 	if e.CompileContext == "" {
 		b = append(b, "none"...)
@@ -333,21 +332,6 @@ func (hb *headerBuilder) header(i int) string {
 	return unsafeString(b)
 }
 
-// sizeText is one entry of headerBuilder's direct-mapped cache of
-// FormatSize texts.
-type sizeText struct {
-	n    uint64
-	text string
-}
-
-func (hb *headerBuilder) size(n uint64) string {
-	c := &hb.sizes[(n>>9^n>>20)%uint64(len(hb.sizes))]
-	if c.text == "" || c.n != n {
-		c.n, c.text = n, FormatSize(n)
-	}
-	return c.text
-}
-
 // jsDate caches the last second formatted (the text has no milliseconds).
 func (hb *headerBuilder) jsDate(us int64, ok bool) string {
 	if !ok {
@@ -380,3 +364,27 @@ func appendLower(b []byte, s string) []byte {
 // unsafeString views b as a string without copying; the caller must not
 // keep it past the next write to b.
 func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// appendSizeLower appends strings.ToLower(FormatSize(n)). Below 2^53
+// bytes (exact in float64, as FormatSize computes) it rounds the one
+// decimal as JavaScript's toFixed does, half up on the exact value, in
+// integers: FormatFloat is most of the cost of a search header.
+func appendSizeLower(b []byte, n uint64) []byte {
+	if n >= 1<<53 {
+		return appendLower(b, FormatSize(n))
+	}
+	units := [...]string{"b", "kib", "mib", "gib", "tib", "pib"}
+	k := 0
+	for k+1 < len(units) && n>>(10*(k+1)) > 0 && n >= 1024<<(10*k) {
+		k++
+	}
+	shift := uint(10 * k)
+	tenths := (20*n + 1<<shift) >> (shift + 1) // round(10n / 2^shift), half up
+	b = strconv.AppendUint(b, tenths/10, 10)
+	b = append(b, '.')
+	b = append(b, byte('0'+tenths%10))
+	b = append(b, units[k]...)
+	b = append(b, " ("...)
+	b = strconv.AppendUint(b, n, 10)
+	return append(b, " bytes)"...)
+}
