@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
-	"unsafe"
 
 	"github.com/gpumem/gpumem/internal/pickle"
 )
@@ -415,12 +414,7 @@ func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 			if int(id) < len(b.actions) && b.actions[id] != 0 {
 				a = b.actions[id] - 1
 			} else {
-				s, _ := d.Str(val)
-				a = ParseAction(s)
-				for int(id) >= len(b.actions) {
-					b.actions = append(b.actions, 0)
-				}
-				b.actions[id] = a + 1
+				a = b.lookupAction(d, val)
 			}
 			if a == ActionUnknown {
 				// Keep the unknown spelling so nothing is lost.
@@ -524,15 +518,7 @@ func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 	if extra != nil {
 		e.Extra = b.addExtra(extra)
 	}
-	n := len(b.events)
-	if n == cap(b.events) {
-		b.pf.stop() // the array moves; the new one is faulted as written
-		b.pf = nil
-	} else if n&(1<<15-1) == 0 {
-		b.pf.advance(n * int(unsafe.Sizeof(e)))
-	}
-	b.events = append(b.events, e)
-	return pickle.MakeHandle(hEvent, uint64(n)), nil
+	return b.appendEvent(&e), nil
 }
 
 func hasKey(kv []pickle.Value, k uint32) bool {

@@ -83,6 +83,7 @@ type Decoder struct {
 	fin        Finisher
 	app        Appender
 	dfin       DictFinisher
+	entry      EntryReader
 	readErr    error // first read error, reported even if a look-ahead hit it
 	kvScratch  []Value
 	pendingRel []Value
@@ -112,6 +113,7 @@ func newDecoder(fin Finisher) *Decoder {
 	d := &Decoder{fin: fin, strIdx: make(map[string]uint32), objs: map[uint32]*objExtra{}}
 	d.app, _ = fin.(Appender)
 	d.dfin, _ = fin.(DictFinisher)
+	d.entry, _ = fin.(EntryReader)
 	d.strs = append(d.strs, "")
 	d.strIdx[""] = 0
 	return d

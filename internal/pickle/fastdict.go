@@ -66,6 +66,15 @@ func (d *Decoder) fastDict() error {
 		v, _ := d.newCont(Dict, 0)
 		return d.push(v)
 	}
+	if d.entry != nil {
+		if v, end, ok := d.entry.ReadEntry(d, buf, p+1, memoIdx); ok {
+			d.pos = end
+			if memoIdx >= 0 {
+				d.memoPutFast(uint64(memoIdx), v)
+			}
+			return d.push(v)
+		}
+	}
 	if memoIdx >= 0 {
 		d.memoPutFast(uint64(memoIdx), placeholder)
 	}

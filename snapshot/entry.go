@@ -1,0 +1,265 @@
+package snapshot
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"github.com/gpumem/gpumem/internal/pickle"
+)
+
+// Pickle opcodes ReadEntry understands.
+const (
+	opBinGet     = 'h'
+	opLongBinGet = 'j'
+	opBinInt1    = 'K'
+	opBinInt2    = 'M'
+	opBinInt     = 'J'
+	opLong1      = 0x8a
+	opNone       = 'N'
+	opSetItems   = 'u'
+)
+
+// noEntryReader turns ReadEntry off, so that tests can compare it with the
+// ordinary path.
+var noEntryReader = false
+
+// ReadEntry implements pickle.EntryReader for trace entries of the usual
+// shape: memoized keys (each at most once) among action, addr, size,
+// stream, time_us, frames, compile_context and user_metadata; small ints,
+// None and memoized strings and stacks as values. It gives exactly what
+// event gives for the same pairs; anything else (first occurrences of
+// strings, unknown keys or actions, floats, odd kinds) is left to the
+// ordinary path.
+func (b *builder) ReadEntry(d *pickle.Decoder, buf []byte, p int, self int64) (pickle.Value, int, bool) {
+	if noEntryReader {
+		return pickle.Value{}, 0, false
+	}
+	var e Event
+	var seen uint16         // kw* bits of the keys read
+	var stream int64        // raw stream, when seen
+	var cc, um pickle.Value // compile_context, user_metadata
+	umFirst := false
+	for {
+		if p >= len(buf) {
+			return pickle.Value{}, 0, false
+		}
+		// The key: a memoized str.
+		var i uint64
+		switch buf[p] {
+		case opBinGet:
+			if p+1 >= len(buf) {
+				return pickle.Value{}, 0, false
+			}
+			i = uint64(buf[p+1])
+			p += 2
+		case opLongBinGet:
+			if p+4 >= len(buf) {
+				return pickle.Value{}, 0, false
+			}
+			i = uint64(binary.LittleEndian.Uint32(buf[p+1 : p+5]))
+			p += 5
+		case opSetItems:
+			return b.commitEntry(d, &e, seen, stream, cc, um, umFirst, p+1)
+		default:
+			return pickle.Value{}, 0, false
+		}
+		if int64(i) == self {
+			return pickle.Value{}, 0, false
+		}
+		k, ok := d.MemoPlain(i)
+		if !ok || k.Kind != pickle.String || k.X >= uint64(len(b.keyKind)) {
+			return pickle.Value{}, 0, false
+		}
+		kw := b.keyKind[k.X]
+		if kw == kwOther || kw == kwDeviceFree || seen&(1<<kw) != 0 {
+			return pickle.Value{}, 0, false
+		}
+		seen |= 1 << kw
+
+		// The value.
+		if p >= len(buf) {
+			return pickle.Value{}, 0, false
+		}
+		var val pickle.Value
+		switch buf[p] {
+		case opBinGet, opLongBinGet:
+			if buf[p] == opBinGet {
+				if p+1 >= len(buf) {
+					return pickle.Value{}, 0, false
+				}
+				i = uint64(buf[p+1])
+				p += 2
+			} else {
+				if p+4 >= len(buf) {
+					return pickle.Value{}, 0, false
+				}
+				i = uint64(binary.LittleEndian.Uint32(buf[p+1 : p+5]))
+				p += 5
+			}
+			if int64(i) == self {
+				return pickle.Value{}, 0, false
+			}
+			if val, ok = d.MemoPlain(i); !ok {
+				return pickle.Value{}, 0, false
+			}
+		case opBinInt1:
+			if p+1 >= len(buf) {
+				return pickle.Value{}, 0, false
+			}
+			val = pickle.Value{Kind: pickle.Int, X: uint64(buf[p+1])}
+			p += 2
+		case opBinInt2:
+			if p+2 >= len(buf) {
+				return pickle.Value{}, 0, false
+			}
+			val = pickle.Value{Kind: pickle.Int, X: uint64(binary.LittleEndian.Uint16(buf[p+1 : p+3]))}
+			p += 3
+		case opBinInt:
+			if p+4 >= len(buf) {
+				return pickle.Value{}, 0, false
+			}
+			val = pickle.Value{Kind: pickle.Int, X: uint64(int64(int32(binary.LittleEndian.Uint32(buf[p+1 : p+5]))))}
+			p += 5
+		case opLong1:
+			if p+10 > len(buf) {
+				return pickle.Value{}, 0, false
+			}
+			n := int(buf[p+1])
+			if n > 8 {
+				return pickle.Value{}, 0, false
+			}
+			var x int64
+			if n > 0 {
+				// Load 8 bytes and keep the low n, sign-extended.
+				sh := uint(64 - 8*n)
+				x = int64(binary.LittleEndian.Uint64(buf[p+2:p+10])<<sh) >> sh
+			}
+			val = pickle.Value{Kind: pickle.Int, X: uint64(x)}
+			p += 2 + n
+		case opNone:
+			val = pickle.Value{Kind: pickle.None}
+			p++
+		default:
+			return pickle.Value{}, 0, false
+		}
+
+		switch kw {
+		case kwAction:
+			if val.Kind != pickle.String {
+				return pickle.Value{}, 0, false
+			}
+			id := uint32(val.X)
+			var a Action
+			if int(id) < len(b.actions) && b.actions[id] != 0 {
+				a = b.actions[id] - 1
+			} else {
+				a = b.lookupAction(d, val)
+			}
+			if a == ActionUnknown {
+				return pickle.Value{}, 0, false
+			}
+			e.Action = a
+		case kwAddr:
+			if val.Kind == pickle.None {
+				continue
+			}
+			if val.Kind != pickle.Int || int64(val.X) < 0 {
+				return pickle.Value{}, 0, false
+			}
+			e.Addr = val.X
+		case kwSize:
+			if val.Kind != pickle.Int || int64(val.X) < 0 {
+				return pickle.Value{}, 0, false
+			}
+			e.Size = val.X
+		case kwStream:
+			s, ok := val.Int()
+			if !ok {
+				return pickle.Value{}, 0, false
+			}
+			stream = s
+		case kwTimeUS:
+			t, ok := val.Int()
+			if !ok {
+				return pickle.Value{}, 0, false
+			}
+			e.TimeUS = t
+			e.Flags |= FlagHasTime
+		case kwFrames:
+			switch {
+			case val.Kind == pickle.Handle && val.Sub == hStack:
+				e.Stack = StackID(val.X)
+			case val.Kind == pickle.Handle && val.Sub == hEmpty, val.Kind == pickle.None:
+				e.Stack = NoStack
+			default:
+				return pickle.Value{}, 0, false
+			}
+			e.Flags |= FlagHasFrames
+		case kwCompileContext:
+			if val.Kind != pickle.String && val.Kind != pickle.None {
+				return pickle.Value{}, 0, false
+			}
+			cc = val
+		case kwUserMetadata:
+			if val.Kind != pickle.String && val.Kind != pickle.None {
+				return pickle.Value{}, 0, false
+			}
+			um = val
+			umFirst = seen&(1<<kwCompileContext) == 0
+		}
+	}
+}
+
+// commitEntry records a trace entry ReadEntry has read up to end, doing
+// the interning event would have done, in the same order.
+func (b *builder) commitEntry(d *pickle.Decoder, e *Event, seen uint16, stream int64, cc, um pickle.Value, umFirst bool, end int) (pickle.Value, int, bool) {
+	if seen&(1<<kwAction) == 0 || !d.DictEndsAt(end) {
+		// Without an action it is not a trace entry; an incomplete dict
+		// may get more items.
+		return pickle.Value{}, 0, false
+	}
+	if seen&(1<<kwStream) != 0 {
+		e.Stream = b.tmpStream(stream)
+	}
+	if seen&(1<<kwTimeUS) != 0 {
+		b.sawTime = true
+	}
+	if seen&(1<<kwUserMetadata) != 0 && umFirst {
+		e.UserMetadata, _ = b.stringValue(um, "user_metadata")
+		b.sawUserMeta = true
+	}
+	if seen&(1<<kwCompileContext) != 0 {
+		e.CompileContext, _ = b.stringValue(cc, "compile_context")
+		b.sawCompile = true
+	}
+	if seen&(1<<kwUserMetadata) != 0 && !umFirst {
+		e.UserMetadata, _ = b.stringValue(um, "user_metadata")
+		b.sawUserMeta = true
+	}
+	return b.appendEvent(e), end, true
+}
+
+// appendEvent adds e to the events and returns its handle.
+func (b *builder) appendEvent(e *Event) pickle.Value {
+	n := len(b.events)
+	if n == cap(b.events) {
+		b.pf.stop() // the array moves; the new one is faulted as written
+		b.pf = nil
+	} else if n&(1<<15-1) == 0 {
+		b.pf.advance(n * int(unsafe.Sizeof(*e)))
+	}
+	b.events = append(b.events, *e)
+	return pickle.MakeHandle(hEvent, uint64(n))
+}
+
+// lookupAction parses an action string and caches it by string id.
+func (b *builder) lookupAction(d *pickle.Decoder, val pickle.Value) Action {
+	id := uint32(val.X)
+	s, _ := d.Str(val)
+	a := ParseAction(s)
+	for int(id) >= len(b.actions) {
+		b.actions = append(b.actions, 0)
+	}
+	b.actions[id] = a + 1
+	return a
+}
