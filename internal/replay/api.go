@@ -326,7 +326,8 @@ func (t *Timeline) Search(addrQuery, frameQuery string) []int { return t.search(
 
 // NewCurves computes the totals after every raw trace event of a device.
 // Initial values are the dump's totals with the whole trace undone.
-// O(n) time and memory.
+// O(n) time; about 2 bytes per event (values are recomputed from the
+// trace, at most 64 events per At).
 func NewCurves(s *snapshot.Snapshot, device int) *Curves { return newCurves(s, device) }
 
 // Len returns the number of raw trace events.
@@ -342,10 +343,12 @@ func (c *Curves) Downsample(i0, i1, buckets int) *Downsampled { return c.downsam
 
 // NewHistory prepares the Allocator State History of a device: the dump
 // state, the events in memory_viz order and a checkpoint every K events,
-// built by undoing the trace from the end once. K is CheckpointEvery, or
-// more when the live state is so large that checkpoints would pass about
-// 64 MiB. Building is O(n + (n/K)·S) time for n events and S live blocks
-// and segments; memory O((n/K)·S).
+// built by undoing the trace from the end once. A checkpoint stores only
+// how its state differs from the dump's. K is CheckpointEvery, doubled
+// while the checkpoints pass about 64 MiB. Undoing one event is O(1)
+// (segments are kept by start and end address, never in a shifted
+// slice), so building is O(n + (n/K)·D) time for n events and checkpoints
+// of D differences each; memory O(dump + (n/K)·D).
 func NewHistory(s *snapshot.Snapshot, device int) *History { return newHistory(s, device) }
 
 // CheckpointEvery is the least distance in events between stored states.
@@ -360,7 +363,8 @@ func (h *History) Event(i int) EventInfo { return h.event(i) }
 // StateAt returns the state after memory_viz event idx (idx = Len()-1 is
 // the dump itself; idx = -1 is before the first event), exactly as
 // memory_viz's simulate_memory(idx). It starts from the nearest checkpoint
-// at or after idx and undoes fewer than K events: O(S log S + K).
+// at or after idx and undoes fewer than K events: O(S log S + K) for S
+// blocks and segments in the dump or the state.
 //
 // Blocks re-created by undoing a free have Size = round_size(requested)
 // (memory_viz uses the requested size, so it shows no rounding waste for
