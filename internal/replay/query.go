@@ -325,7 +325,11 @@ func simplify(p []float32) []float32 {
 // columns returns the min and max of max_at_time over each pixel column.
 func (t *Timeline) columns(t0, tpp float64, w int) (mn, mx []float64) {
 	mn, mx = make([]float64, w), make([]float64, w)
-	if len(t.runStart) == 0 {
+	nRuns, runStart, query := len(t.runStart), func(i int) int32 { return t.runStart[i] }, t.runIdx.query
+	if t.cruns != nil {
+		nRuns, runStart, query = len(t.cruns.code), t.runStartAt, t.queryRuns
+	}
+	if nRuns == 0 {
 		return
 	}
 	for c := 0; c < w; c++ {
@@ -339,13 +343,13 @@ func (t *Timeline) columns(t0, tpp float64, w int) (mn, mx []float64) {
 		}
 		a = max(a, 0)
 		b = min(b, float64(t.timesteps))
-		r0 := sort.Search(len(t.runStart), func(i int) bool { return float64(t.runStart[i]) > a }) - 1
-		r1 := sort.Search(len(t.runStart), func(i int) bool { return float64(t.runStart[i]) >= b })
+		r0 := sort.Search(nRuns, func(i int) bool { return float64(runStart(i)) > a }) - 1
+		r1 := sort.Search(nRuns, func(i int) bool { return float64(runStart(i)) >= b })
 		r0 = max(r0, 0)
 		if r1 <= r0 {
 			r1 = r0 + 1
 		}
-		lo, hi := t.runIdx.query(r0, r1)
+		lo, hi := query(r0, r1)
 		mn[c], mx[c] = float64(lo), float64(hi)
 	}
 	return

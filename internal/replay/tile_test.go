@@ -105,6 +105,9 @@ func timelineBytes(t *Timeline) map[string]int {
 		"frees":      4 * (cap(t.freeEnd) + cap(t.freeID) + cap(t.freePos)),
 		"runs":       4*cap(t.runStart) + 8*cap(t.runVal),
 	}
+	if r := t.cruns; r != nil {
+		m["runs"] += 4*cap(r.code) + 8*(cap(r.cp)+cap(r.min)+cap(r.max))
+	}
 	if t.runIdx != nil {
 		m["runIdx"] = 8 * (cap(t.runIdx.min) + cap(t.runIdx.max))
 	}

@@ -40,10 +40,12 @@ type Timeline struct {
 	freeID  []int32
 	freePos []int32 // stack position of freeID
 
-	// max_at_time as runs: value runVal[r] from timestep runStart[r].
+	// max_at_time as runs: value runVal[r] from timestep runStart[r]
+	// (materialized timelines), or cruns.
 	runStart []int32
 	runVal   []uint64
 	runIdx   *rangeMinMax
+	cruns    *compactRuns
 
 	buckets []bucket
 
@@ -91,9 +93,9 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
 	liveCount := int32(0)
 	var total uint64
 	timestep := int32(0)
-	advance := func(k int32) {
-		t.runStart = append(t.runStart, timestep)
-		t.runVal = append(t.runVal, total)
+	t.cruns = &compactRuns{}
+	advance := func(id int32, kind int, k int32) {
+		t.cruns.add(id, kind, total)
 		if total > t.peak {
 			t.peak = total
 		}
@@ -116,21 +118,26 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
 	for _, id := range l.actions {
 		if t.pos[id] < 0 {
 			push(id)
-			advance(1)
+			advance(id, runPush, 1)
 			continue
 		}
 		if done[id] {
 			continue // cannot happen: an element has one alloc and one free
 		}
-		advance(1)
-		done[id] = true
-		t.end[id] = timestep
 		p := int(t.pos[id])
 		live.add(p, -1)
 		liveCount--
-		if live.sum(p) < liveCount {
+		slides := live.sum(p) < liveCount
+		if slides {
+			advance(id, runFreeSlide, 1)
+		} else {
+			advance(id, runFree, 1)
+		}
+		done[id] = true
+		t.end[id] = timestep
+		if slides {
 			t.slid[id] = true
-			advance(3)
+			advance(id, runSlideEnd, 3)
 		}
 		total -= l.elems[id].size
 	}
@@ -154,10 +161,9 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
 	t.aliveTree = newMaxTree(eff)
 	sort.Sort(freesByEnd{t.freeEnd, t.freeID, t.freePos})
 	// Slices grown by append hold up to a quarter more than they use.
-	t.runStart, t.runVal = exact(t.runStart), exact(t.runVal)
 	t.freeEnd, t.freeID, t.freePos = exact(t.freeEnd), exact(t.freeID), exact(t.freePos)
 	t.src = exact(t.src)
-	t.runIdx = newRangeMinMax(t.runVal)
+	t.finishRuns()
 	t.buildBuckets(t.byPos)
 	return t
 }

@@ -1,0 +1,123 @@
+package replay
+
+import "math"
+
+// compactRuns is max_at_time as runs for a stacked timeline, in 4 bytes a
+// run instead of 12: a run is the push or free of one element, so its
+// timestep follows from the element's start or end and its value from the
+// element sizes, walked from a stored total every runBlock runs.
+type compactRuns struct {
+	code []uint32 // element id << 2 | run kind
+	// cp[b] is the value of run b*runBlock.
+	cp []uint64
+	// min and max segment trees over blocks, leaves at size+b.
+	size     int
+	min, max []uint64
+}
+
+const runBlock = 64
+
+// Run kinds: what the run records and where its timestep comes from.
+const (
+	runPush      = iota // push: value after the push, at start
+	runFree             // free that did not slide: at end-1, size removed after
+	runFreeSlide        // first run of a free that slides: at end-1
+	runSlideEnd         // its second run: at end, size removed after
+)
+
+func (r *compactRuns) add(id int32, kind int, value uint64) {
+	if len(r.code)%runBlock == 0 {
+		r.cp = append(r.cp, value)
+	}
+	r.code = append(r.code, uint32(id)<<2|uint32(kind))
+}
+
+// start is run i's first timestep.
+func (t *Timeline) runStartAt(i int) int32 {
+	c := t.cruns.code[i]
+	id := c >> 2
+	switch c & 3 {
+	case runPush:
+		return t.start[id]
+	case runSlideEnd:
+		return t.end[id]
+	}
+	return t.end[id] - 1
+}
+
+// walkRuns calls fn with the values of runs [i0, i1), which need not be
+// in one block.
+func (t *Timeline) walkRuns(i0, i1 int, fn func(v uint64)) {
+	r := t.cruns
+	b := i0 / runBlock
+	v := r.cp[b]
+	for i := b * runBlock; i < i1; i++ {
+		if i > b*runBlock {
+			prev := r.code[i-1]
+			if k := prev & 3; k == runFree || k == runSlideEnd {
+				v -= t.src[prev>>2].size
+			}
+			if c := r.code[i]; c&3 == runPush {
+				v += t.src[c>>2].size
+			}
+		}
+		if i >= i0 {
+			fn(v)
+		}
+	}
+}
+
+// finish builds the block min/max trees.
+func (t *Timeline) finishRuns() {
+	r := t.cruns
+	r.code = exact(r.code)
+	r.cp = exact(r.cp)
+	nb := len(r.cp)
+	r.size = 1
+	for r.size < nb {
+		r.size <<= 1
+	}
+	r.min, r.max = make([]uint64, 2*r.size), make([]uint64, 2*r.size)
+	for i := range r.min {
+		r.min[i] = math.MaxUint64
+	}
+	for b := 0; b < nb; b++ {
+		mn, mx := uint64(math.MaxUint64), uint64(0)
+		t.walkRuns(b*runBlock, min((b+1)*runBlock, len(r.code)), func(v uint64) {
+			mn, mx = min(mn, v), max(mx, v)
+		})
+		r.min[r.size+b], r.max[r.size+b] = mn, mx
+	}
+	for i := r.size - 1; i >= 1; i-- {
+		r.min[i] = min(r.min[2*i], r.min[2*i+1])
+		r.max[i] = max(r.max[2*i], r.max[2*i+1])
+	}
+}
+
+// queryRuns returns the min and max value of runs [i0, i1) (i0 < i1).
+func (t *Timeline) queryRuns(i0, i1 int) (mn, mx uint64) {
+	r := t.cruns
+	mn = math.MaxUint64
+	see := func(v uint64) { mn, mx = min(mn, v), max(mx, v) }
+	b0, b1 := i0/runBlock, (i1-1)/runBlock
+	if b1-b0 <= 1 {
+		t.walkRuns(i0, i1, see)
+		return
+	}
+	t.walkRuns(i0, (b0+1)*runBlock, see)
+	t.walkRuns(b1*runBlock, i1, see)
+	lo, hi := b0+1+r.size, b1+r.size
+	for lo < hi {
+		if lo&1 == 1 {
+			mn, mx = min(mn, r.min[lo]), max(mx, r.max[lo])
+			lo++
+		}
+		if hi&1 == 1 {
+			hi--
+			mn, mx = min(mn, r.min[hi]), max(mx, r.max[hi])
+		}
+		lo >>= 1
+		hi >>= 1
+	}
+	return
+}
