@@ -14,6 +14,9 @@ func notSnapshot(format string, args ...any) error {
 // assemble types the (small) generic remainder of the tree under root and
 // fills in the snapshot.
 func (b *builder) assemble(root pickle.Value) error {
+	if b.tooManyStreams {
+		return fmt.Errorf("more than %d distinct streams", MaxStreams)
+	}
 	s := b.s
 	d := b.d
 	var segs pickle.Value

@@ -63,6 +63,7 @@ type builder struct {
 	lastTmp   StreamID
 
 	sawTime, sawCompile, sawUserMeta bool
+	tooManyStreams                   bool // more than MaxStreams streams
 }
 
 type frameKey struct {
@@ -541,6 +542,10 @@ func (b *builder) tmpStream(raw int64) StreamID {
 	}
 	id, ok := b.streamTmp[raw]
 	if !ok {
+		if len(b.streamRaw) > MaxStreams {
+			b.tooManyStreams = true // reported by assemble
+			return 0
+		}
 		id = StreamID(len(b.streamRaw))
 		b.streamTmp[raw] = id
 		b.streamRaw = append(b.streamRaw, raw)

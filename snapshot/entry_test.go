@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -51,5 +52,76 @@ func TestEntryReader(t *testing.T) {
 	}
 	if taken == 0 {
 		t.Error("no snapshot had trace entries: the comparison tested nothing")
+	}
+}
+
+// streamsPickle writes a protocol-4 snapshot with one trace of n entries on
+// raw streams 1..n; keys and the action are memoized after their first use,
+// so that all entries but the first go through the entry reader.
+func streamsPickle(n int) []byte {
+	b := []byte{0x80, 4, '}', 0x94, '('}
+	str := func(s string) { b = append(b, 0x8c, byte(len(s))); b = append(b, s...); b = append(b, 0x94) }
+	str("segments")
+	b = append(b, ']', 0x94)
+	str("device_traces")
+	b = append(b, ']', 0x94, '(', ']', 0x94, '(')
+	memo := 5 // 0 dict, 1 "segments", 2 [], 3 "device_traces", 4 []
+	memo++    // 5 the trace list
+	keys := map[string]int{}
+	key := func(s string) {
+		if i, ok := keys[s]; ok {
+			b = append(b, 'h', byte(i))
+			return
+		}
+		str(s)
+		keys[s] = memo
+		memo++
+	}
+	for i := 1; i <= n; i++ {
+		b = append(b, '}', 0x94, '(')
+		memo++
+		key("action")
+		key("alloc")
+		key("addr")
+		b = append(b, 'J', byte(i), byte(i>>8), byte(i>>16), byte(i>>24))
+		key("size")
+		b = append(b, 'K', 1)
+		key("stream")
+		b = append(b, 'J', byte(i), byte(i>>8), byte(i>>16), byte(i>>24))
+		b = append(b, 'u')
+		if i%1000 == 0 {
+			b = append(b, 'e', '(')
+		}
+	}
+	return append(b, 'e', 'e', 'u', '.')
+}
+
+// TestStreamLimit: StreamID is 16 bits, so a snapshot with more streams is
+// an error, with or without the entry reader.
+func TestStreamLimit(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		for _, tc := range []struct {
+			n   int
+			bad bool
+		}{{MaxStreams, false}, {MaxStreams + 1, true}} {
+			noEntryReader = off
+			s, err := Decode(bytes.NewReader(streamsPickle(tc.n)), "streams.pickle", nil)
+			noEntryReader = false
+			if tc.bad {
+				if err == nil || !strings.Contains(err.Error(), "streams") {
+					t.Errorf("entry reader off=%v, %d streams: err %v, want too many streams", off, tc.n, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("entry reader off=%v, %d streams: %v", off, tc.n, err)
+			}
+			if got := len(s.Streams) - 1; got != tc.n {
+				t.Errorf("entry reader off=%v: %d streams, want %d", off, got, tc.n)
+			}
+			if ev := s.Traces[0].Events; len(ev) != tc.n || ev[tc.n-1].Stream != StreamID(tc.n) || ev[tc.n-1].Addr != uint64(tc.n) {
+				t.Errorf("entry reader off=%v: last event %+v of %d", off, ev[len(ev)-1], len(ev))
+			}
+		}
 	}
 }

@@ -85,8 +85,12 @@ type FrameID int32
 // StreamID is memory_viz's name for a CUDA stream: raw stream 0 is 0, other
 // raw cudaStream_t values are numbered 1, 2, ... in first-seen order (device
 // traces 0..n first, then segments). Snapshot.Streams maps it back to the raw
-// value.
-type StreamID int32
+// value. It is 16 bits to keep Event at 48 bytes; decoding fails on a
+// snapshot with more than MaxStreams streams.
+type StreamID int16
+
+// MaxStreams is the most distinct streams a Snapshot can hold.
+const MaxStreams = 1<<15 - 1
 
 // StringID indexes Snapshot.Strings. 0 is the empty string / absent value.
 type StringID int32
@@ -259,15 +263,16 @@ type Event struct {
 	// TimeUS is time_us (µs since the Unix epoch), when FlagHasTime is set.
 	TimeUS         int64
 	Stack          StackID
-	Stream         StreamID
 	CompileContext StringID
 	UserMetadata   StringID
 	// Version is memory_viz's address version for this event (block
 	// versions for alloc/free events, segment versions for segment events).
 	Version int32
 	Extra   ExtraID
-	Action  Action
-	Flags   EventFlag
+	// Stream sits beside the one-byte fields so that Event is 48 bytes.
+	Stream StreamID
+	Action Action
+	Flags  EventFlag
 }
 
 // VizAction is the action memory_viz shows for this event: ActionFree for a
