@@ -19,6 +19,9 @@ const (
 	opSetItems   = 'u'
 )
 
+// notEntryKeys are the kw* bits of keys ReadEntry leaves to event.
+const notEntryKeys = 1<<kwOther | 1<<kwDeviceFree
+
 // noEntryReader turns ReadEntry off, so that tests can compare it with the
 // ordinary path.
 var noEntryReader = false
@@ -71,10 +74,11 @@ func (b *builder) ReadEntry(d *pickle.Decoder, buf []byte, p int, self int64) (p
 			return pickle.Value{}, 0, false
 		}
 		kw := b.keyKind[k.X]
-		if kw == kwOther || kw == kwDeviceFree || seen&(1<<kw) != 0 {
-			return pickle.Value{}, 0, false
+		bit := uint16(1) << kw
+		if (seen|notEntryKeys)&bit != 0 {
+			return pickle.Value{}, 0, false // a key seen before, or not for ReadEntry
 		}
-		seen |= 1 << kw
+		seen |= bit
 
 		// The value.
 		if p >= len(buf) {
