@@ -69,11 +69,11 @@ func (b *builder) ReadEntry(d *pickle.Decoder, buf []byte, p int, self int64) (p
 		if int64(i) == self {
 			return pickle.Value{}, 0, false
 		}
-		k, ok := d.MemoPlain(i)
-		if !ok || k.Kind != pickle.String || k.X >= uint64(len(b.keyKind)) {
+		k, ok := d.MemoStr(i)
+		if !ok || k >= uint32(len(b.keyKind)) {
 			return pickle.Value{}, 0, false
 		}
-		kw := b.keyKind[k.X]
+		kw := b.keyKind[k]
 		bit := uint16(1) << kw
 		if (seen|notEntryKeys)&bit != 0 {
 			return pickle.Value{}, 0, false // a key seen before, or not for ReadEntry

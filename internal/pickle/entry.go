@@ -44,3 +44,12 @@ func (d *Decoder) DictEndsAt(end int) bool {
 	}
 	return d.buf[q] != opMark
 }
+
+// MemoStr returns the string id of memo entry i when it holds a str.
+func (d *Decoder) MemoStr(i uint64) (uint32, bool) {
+	if i >= d.memoLen {
+		return 0, false
+	}
+	slot := d.memo[i>>memoPageBits][i&(1<<memoPageBits-1)]
+	return uint32(slot >> 8), slot&15 == uint64(String)
+}
