@@ -35,6 +35,10 @@ type builder struct {
 	// Interned key ids in the decoder's string table.
 	kFilename, kName, kLine, kAction, kAddr, kSize, kStream, kTimeUS, kFrames,
 	kCompileContext, kUserMetadata, kDeviceFree, kBlocks, kState uint32
+	kAddress, kRequestedSize uint32
+	// blockStates caches block state spellings by decoder string id
+	// (see blockState).
+	blockStates []uint8
 
 	// keyKind maps the decoder string ids of trace-entry keys to kw*
 	// constants (the ids are the first interned, so the table is tiny).
@@ -116,9 +120,12 @@ func (b *builder) attach(d *pickle.Decoder) {
 	b.kDeviceFree = d.Intern("device_free")
 	b.kBlocks = d.Intern("blocks")
 	b.kState = d.Intern("state")
+	b.kAddress = d.Intern("address")
+	b.kRequestedSize = d.Intern("requested_size")
 	for kw, id := range map[uint8]uint32{kwAction: b.kAction, kwAddr: b.kAddr, kwSize: b.kSize,
 		kwStream: b.kStream, kwTimeUS: b.kTimeUS, kwFrames: b.kFrames, kwCompileContext: b.kCompileContext,
-		kwUserMetadata: b.kUserMetadata, kwDeviceFree: b.kDeviceFree} {
+		kwUserMetadata: b.kUserMetadata, kwDeviceFree: b.kDeviceFree,
+		kwAddress: b.kAddress, kwRequestedSize: b.kRequestedSize, kwState: b.kState} {
 		for int(id) >= len(b.keyKind) {
 			b.keyKind = append(b.keyKind, kwOther)
 		}
@@ -138,6 +145,10 @@ const (
 	kwCompileContext
 	kwUserMetadata
 	kwDeviceFree
+	// Block keys (size and frames are shared with trace entries).
+	kwAddress
+	kwRequestedSize
+	kwState
 )
 
 // Finish implements pickle.Finisher.

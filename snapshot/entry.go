@@ -20,23 +20,27 @@ const (
 )
 
 // notEntryKeys are the kw* bits of keys ReadEntry leaves to event.
-const notEntryKeys = 1<<kwOther | 1<<kwDeviceFree
+const notEntryKeys = 1<<kwOther | 1<<kwDeviceFree | 1<<kwAddress | 1<<kwRequestedSize | 1<<kwState
+
+// blockKeys are the kw* bits of the keys readBlock reads.
+const blockKeys = 1<<kwAddress | 1<<kwSize | 1<<kwRequestedSize | 1<<kwState | 1<<kwFrames
 
 // noEntryReader turns ReadEntry off, so that tests can compare it with the
 // ordinary path.
 var noEntryReader = false
 
-// ReadEntry implements pickle.EntryReader for trace entries of the usual
-// shape: memoized keys (each at most once) among action, addr, size,
-// stream, time_us, frames, compile_context and user_metadata; small ints,
-// None and memoized strings and stacks as values. It gives exactly what
-// event gives for the same pairs; anything else (first occurrences of
-// strings, unknown keys or actions, floats, odd kinds) is left to the
-// ordinary path.
+// ReadEntry implements pickle.EntryReader for blocks (see readBlock) and
+// for trace entries of the usual shape: memoized keys (each at most once)
+// among action, addr, size, stream, time_us, frames, compile_context and
+// user_metadata; small ints, None and memoized strings and stacks as
+// values. It gives exactly what event gives for the same pairs; anything
+// else (first occurrences of strings, unknown keys or actions, floats, odd
+// kinds) is left to the ordinary path.
 func (b *builder) ReadEntry(d *pickle.Decoder, buf []byte, p int, self int64) (pickle.Value, int, bool) {
 	if noEntryReader {
 		return pickle.Value{}, 0, false
 	}
+	start := p
 	var e Event
 	var seen uint16         // kw* bits of the keys read
 	var stream int64        // raw stream, when seen
@@ -76,6 +80,9 @@ func (b *builder) ReadEntry(d *pickle.Decoder, buf []byte, p int, self int64) (p
 		kw := b.keyKind[k]
 		bit := uint16(1) << kw
 		if (seen|notEntryKeys)&bit != 0 {
+			if seen == 0 && kw == kwAddress {
+				return b.readBlock(d, buf, start, self)
+			}
 			return pickle.Value{}, 0, false // a key seen before, or not for ReadEntry
 		}
 		seen |= bit
@@ -266,4 +273,199 @@ func (b *builder) lookupAction(d *pickle.Decoder, val pickle.Value) Action {
 	}
 	b.actions[id] = a + 1
 	return a
+}
+
+// memoKey reads the BINGET or LONG_BINGET at p and returns the string id of
+// the memoized str it names.
+func memoKey(d *pickle.Decoder, buf []byte, p int, self int64) (uint32, bool) {
+	var i uint64
+	switch {
+	case p+1 < len(buf) && buf[p] == opBinGet:
+		i = uint64(buf[p+1])
+	case p+4 < len(buf) && buf[p] == opLongBinGet:
+		i = uint64(binary.LittleEndian.Uint32(buf[p+1 : p+5]))
+	default:
+		return 0, false
+	}
+	if int64(i) == self {
+		return 0, false
+	}
+	return d.MemoStr(i)
+}
+
+// readBlock is ReadEntry for blocks of PyTorch 2.1+ (address first): keys
+// among address, size, requested_size, state and frames, each at most
+// once, with ints and memoized strings and stacks as values. It gives what
+// block gives for the same pairs; anything else is left to block.
+func (b *builder) readBlock(d *pickle.Decoder, buf []byte, p int, self int64) (pickle.Value, int, bool) {
+	var bl Block
+	var seen uint16
+	for {
+		if p >= len(buf) {
+			return pickle.Value{}, 0, false
+		}
+		if buf[p] == opSetItems {
+			break
+		}
+		k, ok := memoKey(d, buf, p, self)
+		if !ok || k >= uint32(len(b.keyKind)) {
+			return pickle.Value{}, 0, false
+		}
+		if buf[p] == opBinGet {
+			p += 2
+		} else {
+			p += 5
+		}
+		kw := b.keyKind[k]
+		bit := uint16(1) << kw
+		if seen&bit != 0 || blockKeys&bit == 0 {
+			return pickle.Value{}, 0, false
+		}
+		seen |= bit
+		if p >= len(buf) {
+			return pickle.Value{}, 0, false
+		}
+		var x uint64 // an int value
+		isInt := true
+		var val pickle.Value // a memoized value
+		switch buf[p] {
+		case opBinGet, opLongBinGet:
+			var i uint64
+			if buf[p] == opBinGet {
+				if p+1 >= len(buf) {
+					return pickle.Value{}, 0, false
+				}
+				i = uint64(buf[p+1])
+				p += 2
+			} else {
+				if p+4 >= len(buf) {
+					return pickle.Value{}, 0, false
+				}
+				i = uint64(binary.LittleEndian.Uint32(buf[p+1 : p+5]))
+				p += 5
+			}
+			if int64(i) == self {
+				return pickle.Value{}, 0, false
+			}
+			if val, ok = d.MemoPlain(i); !ok {
+				return pickle.Value{}, 0, false
+			}
+			isInt = false
+		case opBinInt1:
+			if p+1 >= len(buf) {
+				return pickle.Value{}, 0, false
+			}
+			x = uint64(buf[p+1])
+			p += 2
+		case opBinInt2:
+			if p+2 >= len(buf) {
+				return pickle.Value{}, 0, false
+			}
+			x = uint64(binary.LittleEndian.Uint16(buf[p+1 : p+3]))
+			p += 3
+		case opBinInt:
+			if p+4 >= len(buf) {
+				return pickle.Value{}, 0, false
+			}
+			v := int32(binary.LittleEndian.Uint32(buf[p+1 : p+5]))
+			if v < 0 {
+				return pickle.Value{}, 0, false
+			}
+			x = uint64(v)
+			p += 5
+		case opLong1:
+			if p+10 > len(buf) {
+				return pickle.Value{}, 0, false
+			}
+			n := int(buf[p+1])
+			if n > 8 {
+				return pickle.Value{}, 0, false
+			}
+			if n > 0 {
+				sh := uint(64 - 8*n)
+				v := int64(binary.LittleEndian.Uint64(buf[p+2:p+10])<<sh) >> sh
+				if v < 0 {
+					return pickle.Value{}, 0, false
+				}
+				x = uint64(v)
+			}
+			p += 2 + n
+		case opNone:
+			val = pickle.Value{Kind: pickle.None}
+			isInt = false
+			p++
+		default:
+			return pickle.Value{}, 0, false
+		}
+		switch kw {
+		case kwAddress, kwSize, kwRequestedSize:
+			if !isInt {
+				return pickle.Value{}, 0, false
+			}
+			switch kw {
+			case kwAddress:
+				bl.RawAddress, bl.HasAddress = x, true
+			case kwSize:
+				bl.Size = x
+			default:
+				bl.RequestedSize, bl.HasRequestedSize = x, true
+			}
+		case kwState:
+			if isInt || val.Kind != pickle.String {
+				return pickle.Value{}, 0, false
+			}
+			st, ok := b.blockState(d, val)
+			if !ok {
+				return pickle.Value{}, 0, false
+			}
+			bl.State = st
+		case kwFrames:
+			switch {
+			case isInt:
+				return pickle.Value{}, 0, false
+			case val.Kind == pickle.Handle && val.Sub == hStack:
+				bl.Stack = StackID(val.X)
+			case val.Kind == pickle.Handle && val.Sub == hEmpty, val.Kind == pickle.None:
+				bl.Stack = NoStack
+			default:
+				return pickle.Value{}, 0, false
+			}
+		}
+	}
+	end := p + 1
+	if seen&(1<<kwState) == 0 || !d.DictEndsAt(end) {
+		// Without a state it is not typed as a block.
+		return pickle.Value{}, 0, false
+	}
+	if seen&(1<<kwFrames) == 0 && bl.RequestedSize == 0 {
+		bl.RequestedSize = bl.Size // legacy default, as block does
+	}
+	b.blocks = append(roomFor(b.blocks), bl)
+	return pickle.MakeHandle(hBlock, uint64(len(b.blocks)-1)), end, true
+}
+
+// blockState maps a state string to a BlockState, caching by string id;
+// ok is false for a spelling block keeps as an extra.
+func (b *builder) blockState(d *pickle.Decoder, val pickle.Value) (BlockState, bool) {
+	// blockStates holds 0 (not looked up), 1 (unknown) or 2+state.
+	id := uint32(val.X)
+	if int(id) < len(b.blockStates) && b.blockStates[id] != 0 {
+		c := b.blockStates[id]
+		return BlockState(c - 2), c >= 2
+	}
+	s, _ := d.Str(val)
+	c := uint8(1)
+	switch s {
+	case "active_allocated":
+		c = 2 + uint8(BlockActiveAllocated)
+	case "active_pending_free", "active_awaiting_free":
+		c = 2 + uint8(BlockActivePendingFree)
+	case "inactive":
+		c = 2 + uint8(BlockInactive)
+	}
+	for int(id) >= len(b.blockStates) {
+		b.blockStates = append(b.blockStates, 0)
+	}
+	b.blockStates[id] = c
+	return BlockState(c - 2), c >= 2
 }
