@@ -39,6 +39,8 @@ type builder struct {
 	// blockStates caches block state spellings by decoder string id
 	// (see blockState).
 	blockStates []uint8
+	keyCache    [keyCacheSize]keyCacheEntry
+	keyGen      uint64 // the decoder's MemoRewrites when keyCache was valid
 
 	// keyKind maps the decoder string ids of trace-entry keys to kw*
 	// constants (the ids are the first interned, so the table is tiny).

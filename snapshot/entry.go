@@ -25,6 +25,17 @@ const notEntryKeys = 1<<kwOther | 1<<kwDeviceFree | 1<<kwAddress | 1<<kwRequeste
 // blockKeys are the kw* bits of the keys readBlock reads.
 const blockKeys = 1<<kwAddress | 1<<kwSize | 1<<kwRequestedSize | 1<<kwState | 1<<kwFrames
 
+// keyCacheSize is the number of memo indices of keys ReadEntry remembers.
+const keyCacheSize = 64
+
+// keyCacheEntry remembers the kw* of the str memoized at idx-1 (0: empty),
+// valid while the decoder's MemoRewrites stays at builder.keyGen: keys are
+// a handful of memo entries read millions of times.
+type keyCacheEntry struct {
+	idx uint64
+	kw  uint8
+}
+
 // noEntryReader turns ReadEntry off, so that tests can compare it with the
 // ordinary path.
 var noEntryReader = false
@@ -39,6 +50,9 @@ var noEntryReader = false
 func (b *builder) ReadEntry(d *pickle.Decoder, buf []byte, p int, self int64) (pickle.Value, int, bool) {
 	if noEntryReader {
 		return pickle.Value{}, 0, false
+	}
+	if g := d.MemoRewrites(); g != b.keyGen {
+		b.keyCache, b.keyGen = [keyCacheSize]keyCacheEntry{}, g
 	}
 	start := p
 	var e Event
@@ -73,11 +87,17 @@ func (b *builder) ReadEntry(d *pickle.Decoder, buf []byte, p int, self int64) (p
 		if int64(i) == self {
 			return pickle.Value{}, 0, false
 		}
-		k, ok := d.MemoStr(i)
-		if !ok || k >= uint32(len(b.keyKind)) {
-			return pickle.Value{}, 0, false
+		var kw uint8
+		if c := &b.keyCache[i%keyCacheSize]; c.idx == i+1 {
+			kw = c.kw
+		} else {
+			k, ok := d.MemoStr(i)
+			if !ok || k >= uint32(len(b.keyKind)) {
+				return pickle.Value{}, 0, false
+			}
+			kw = b.keyKind[k]
+			*c = keyCacheEntry{idx: i + 1, kw: kw}
 		}
-		kw := b.keyKind[k]
 		bit := uint16(1) << kw
 		if (seen|notEntryKeys)&bit != 0 {
 			if seen == 0 && kw == kwAddress {
@@ -110,6 +130,7 @@ func (b *builder) ReadEntry(d *pickle.Decoder, buf []byte, p int, self int64) (p
 			if int64(i) == self {
 				return pickle.Value{}, 0, false
 			}
+			var ok bool
 			if val, ok = d.MemoPlain(i); !ok {
 				return pickle.Value{}, 0, false
 			}

@@ -125,3 +125,66 @@ func TestStreamLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryReaderMemoRewrite: a memo entry that held a key is rebound to
+// another str (legal pickle; Python never writes it): entries read after
+// that must see the new key, as the ordinary path does.
+func TestEntryReaderMemoRewrite(t *testing.T) {
+	b := []byte{0x80, 4, '}', 0x94, '('}
+	str := func(s string) { b = append(b, 0x8c, byte(len(s))); b = append(b, s...) }
+	str("segments")
+	b = append(b, 0x94, ']', 0x94)
+	str("device_traces")
+	b = append(b, 0x94, ']', 0x94, '(', ']', 0x94, '(')
+	memo := 6
+	keys := map[string]int{}
+	key := func(s string) {
+		if i, ok := keys[s]; ok {
+			b = append(b, 'h', byte(i))
+			return
+		}
+		str(s)
+		b = append(b, 0x94)
+		keys[s] = memo
+		memo++
+	}
+	entry := func(i int) {
+		b = append(b, '}', 0x94, '(')
+		memo++
+		key("action")
+		key("alloc")
+		key("addr")
+		b = append(b, 'K', byte(i))
+		key("size")
+		b = append(b, 'K', 1)
+		b = append(b, 'u')
+	}
+	for i := 1; i <= 5; i++ {
+		entry(i)
+	}
+	// Rebind the memo entry of "addr" to "time_us".
+	str("time_us")
+	b = append(b, 'q', byte(keys["addr"]), '0')
+	for i := 6; i <= 10; i++ {
+		entry(i)
+	}
+	b = append(b, 'e', 'e', 'u', '.')
+
+	var got [2]*Snapshot
+	for j, off := range []bool{false, true} {
+		noEntryReader = off
+		s, err := Decode(bytes.NewReader(b), "rewrite.pickle", nil)
+		noEntryReader = false
+		if err != nil {
+			t.Fatalf("entry reader off=%v: %v", off, err)
+		}
+		got[j] = s
+	}
+	if !reflect.DeepEqual(got[0], got[1]) {
+		t.Fatalf("entry reader differs from the ordinary path:\n%+v\n%+v", got[0].Traces, got[1].Traces)
+	}
+	ev := got[0].Traces[0].Events
+	if len(ev) != 10 || ev[4].Addr != 5 || ev[4].Flags&FlagHasTime != 0 || ev[9].Addr != 0 || ev[9].TimeUS != 10 {
+		t.Errorf("events %+v", ev)
+	}
+}

@@ -80,14 +80,17 @@ type Decoder struct {
 	bytes  [][]byte
 	bigs   []*big.Int
 
-	fin        Finisher
-	app        Appender
-	dfin       DictFinisher
-	entry      EntryReader
-	readErr    error // first read error, reported even if a look-ahead hit it
-	kvScratch  []Value
-	pendingRel []Value
-	work       []Value
+	fin   Finisher
+	app   Appender
+	dfin  DictFinisher
+	entry EntryReader
+	// strRewrites counts overwrites of memo slots holding a str (see
+	// MemoRewrites).
+	strRewrites uint64
+	readErr     error // first read error, reported even if a look-ahead hit it
+	kvScratch   []Value
+	pendingRel  []Value
+	work        []Value
 }
 
 // NewDecoder returns a decoder reading a pickle stream from r. fin may be nil.
@@ -548,6 +551,9 @@ func (d *Decoder) memoPut(i uint64, v Value) {
 	}
 	if i < d.memoLen {
 		p := d.memoSlot(i)
+		if *p&15 == uint64(String) {
+			d.strRewrites++
+		}
 		if *p == slotHole {
 			if _, ok := d.memoMap[i]; !ok {
 				d.memoCount++

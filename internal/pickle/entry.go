@@ -53,3 +53,8 @@ func (d *Decoder) MemoStr(i uint64) (uint32, bool) {
 	slot := d.memo[i>>memoPageBits][i&(1<<memoPageBits-1)]
 	return uint32(slot >> 8), slot&15 == uint64(String)
 }
+
+// MemoRewrites counts the times a memo entry holding a str was overwritten
+// (Python's pickler never does it). A reader that remembers what memoized
+// strs say may trust that memory while the count stays the same.
+func (d *Decoder) MemoRewrites() uint64 { return d.strRewrites }

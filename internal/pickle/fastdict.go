@@ -362,6 +362,8 @@ func (d *Decoder) memoPutFast(i uint64, v Value) {
 			if s := *sp; s != slotSpilled && (s != slotHole || d.memoMap == nil) {
 				if s == slotHole {
 					d.memoCount++
+				} else if s&15 == uint64(String) {
+					d.strRewrites++
 				}
 				*sp = uint64(v.Kind) | uint64(v.Sub)<<4 | v.X<<8
 				return
