@@ -40,7 +40,8 @@ type builder struct {
 	// (see blockState).
 	blockStates []uint8
 	keyCache    [keyCacheSize]keyCacheEntry
-	keyGen      uint64 // the decoder's MemoRewrites when keyCache was valid
+	actionCache [keyCacheSize]actionCacheEntry
+	keyGen      uint64 // the decoder's MemoRewrites when the caches were valid
 
 	// keyKind maps the decoder string ids of trace-entry keys to kw*
 	// constants (the ids are the first interned, so the table is tiny).

@@ -36,6 +36,13 @@ type keyCacheEntry struct {
 	kw  uint8
 }
 
+// actionCacheEntry remembers the action of the str memoized at idx-1,
+// valid as keyCacheEntry is.
+type actionCacheEntry struct {
+	idx    uint64
+	action Action
+}
+
 // noEntryReader turns ReadEntry off, so that tests can compare it with the
 // ordinary path.
 var noEntryReader = false
@@ -53,6 +60,7 @@ func (b *builder) ReadEntry(d *pickle.Decoder, buf []byte, p int, self int64) (p
 	}
 	if g := d.MemoRewrites(); g != b.keyGen {
 		b.keyCache, b.keyGen = [keyCacheSize]keyCacheEntry{}, g
+		b.actionCache = [keyCacheSize]actionCacheEntry{}
 	}
 	start := p
 	var e Event
@@ -112,6 +120,7 @@ func (b *builder) ReadEntry(d *pickle.Decoder, buf []byte, p int, self int64) (p
 			return pickle.Value{}, 0, false
 		}
 		var val pickle.Value
+		var valIdx uint64 // memo index+1 of a memoized action
 		switch buf[p] {
 		case opBinGet, opLongBinGet:
 			if buf[p] == opBinGet {
@@ -129,6 +138,13 @@ func (b *builder) ReadEntry(d *pickle.Decoder, buf []byte, p int, self int64) (p
 			}
 			if int64(i) == self {
 				return pickle.Value{}, 0, false
+			}
+			if kw == kwAction {
+				if c := &b.actionCache[i%keyCacheSize]; c.idx == i+1 {
+					e.Action = c.action
+					continue
+				}
+				valIdx = i + 1
 			}
 			var ok bool
 			if val, ok = d.MemoPlain(i); !ok {
@@ -191,6 +207,9 @@ func (b *builder) ReadEntry(d *pickle.Decoder, buf []byte, p int, self int64) (p
 				return pickle.Value{}, 0, false
 			}
 			e.Action = a
+			if valIdx != 0 {
+				b.actionCache[(valIdx-1)%keyCacheSize] = actionCacheEntry{idx: valIdx, action: a}
+			}
 		case kwAddr:
 			if val.Kind == pickle.None {
 				continue

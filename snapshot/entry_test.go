@@ -162,9 +162,12 @@ func TestEntryReaderMemoRewrite(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		entry(i)
 	}
-	// Rebind the memo entry of "addr" to "time_us".
+	// Rebind the memo entries of "addr" to "time_us" and of "alloc" to
+	// "free_requested".
 	str("time_us")
 	b = append(b, 'q', byte(keys["addr"]), '0')
+	str("free_requested")
+	b = append(b, 'q', byte(keys["alloc"]), '0')
 	for i := 6; i <= 10; i++ {
 		entry(i)
 	}
@@ -184,7 +187,8 @@ func TestEntryReaderMemoRewrite(t *testing.T) {
 		t.Fatalf("entry reader differs from the ordinary path:\n%+v\n%+v", got[0].Traces, got[1].Traces)
 	}
 	ev := got[0].Traces[0].Events
-	if len(ev) != 10 || ev[4].Addr != 5 || ev[4].Flags&FlagHasTime != 0 || ev[9].Addr != 0 || ev[9].TimeUS != 10 {
+	if len(ev) != 10 || ev[4].Addr != 5 || ev[4].Flags&FlagHasTime != 0 || ev[9].Addr != 0 || ev[9].TimeUS != 10 ||
+		ev[4].Action != ActionAlloc || ev[9].Action != ActionFreeRequested {
 		t.Errorf("events %+v", ev)
 	}
 }
