@@ -86,13 +86,6 @@ func sortedFrames(s *Snapshot) []string {
 	return out
 }
 
-func extraOf(s *Snapshot, id ExtraID) KeyValues {
-	if id > 0 && int(id) < len(s.Extras) {
-		return s.Extras[id]
-	}
-	return nil
-}
-
 func resolvedStacks(s *Snapshot) [][]Frame {
 	out := make([][]Frame, s.Stacks.Len())
 	for i := range out {

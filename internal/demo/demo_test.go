@@ -2,6 +2,9 @@ package demo
 
 import (
 	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/synth"
@@ -27,6 +30,31 @@ func TestRegenerateIdentical(t *testing.T) {
 	}
 	if len(data) > 400<<10 {
 		t.Errorf("demo snapshot is %d bytes; keep it under 400 KiB", len(data))
+	}
+}
+
+// TestCPythonIdentical checks that the embedded file is exactly what
+// CPython's pickle.dumps(obj, protocol=4) writes for the object it holds.
+func TestCPythonIdentical(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found; CPython byte-identity not checked")
+	}
+	p := filepath.Join(t.TempDir(), "demo.pickle")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import pickle, sys
+b = open(sys.argv[1], "rb").read()
+a = pickle.dumps(pickle.loads(b), protocol=4)
+if a != b:
+    n = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+    print("demo.pickle differs from CPython's re-dump at byte %d" % n)
+`
+	out, err := exec.Command(py, "-c", script, p).CombinedOutput()
+	if err != nil || len(out) > 0 {
+		t.Fatalf("%v %s", err, out)
 	}
 }
 

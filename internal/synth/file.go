@@ -10,14 +10,14 @@ import (
 	"github.com/gpumem/gpumem/snapshot"
 )
 
-// Write writes s, a snapshot made by Generate, as a protocol-4 pickle
-// byte-identical to what Python's pickle.dump writes for the same objects,
-// or with asJSON as json.dumps would (memory_viz reads both).
+// Write writes s, a snapshot made by Generate, with snapshot.WritePickle
+// (byte-identical to CPython's pickle.dump(obj, protocol=4)) or, with
+// asJSON, snapshot.WriteJSON (json.dumps(obj)); memory_viz reads both.
 func Write(w io.Writer, s *snapshot.Snapshot, asJSON bool) error {
 	if asJSON {
-		return writeJSON(w, s)
+		return snapshot.WriteJSON(w, s)
 	}
-	return writePickle(w, s)
+	return snapshot.WritePickle(w, s)
 }
 
 // WriteFile writes s to path atomically (a temporary file in the same

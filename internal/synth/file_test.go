@@ -155,3 +155,19 @@ func TestMemoryVizReads(t *testing.T) {
 		}
 	}
 }
+
+func TestJSONString(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":            `"plain"`,
+		`q"\`:              `"q\"\\"`,
+		"a>b<c&":           `"a>b<c&"`,
+		"tab\tnl\n":        `"tab\tnl\n"`,
+		"bell\a":           `"bell\u0007"`,
+		"ctl\x01":          `"ctl\u0001"`,
+		"caf\u00e9 \u2603": `"caf\u00e9 \u2603"`,
+	} {
+		if got := jsonString(in); got != want {
+			t.Errorf("jsonString(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

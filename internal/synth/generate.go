@@ -226,5 +226,5 @@ func settings(c alloc.Config) *snapshot.AllocatorSettings {
 // jsonString quotes v as Python's json.dumps does (ASCII only, no HTML
 // escaping).
 func jsonString(v string) string {
-	return string(jsonFixEscapes(strconv.AppendQuoteToASCII(nil, v)))
+	return string(snapshot.AppendPythonJSONString(nil, v))
 }
