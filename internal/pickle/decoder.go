@@ -242,6 +242,35 @@ func (d *Decoder) takeLen(n uint64) ([]byte, error) {
 	return d.take(int(n))
 }
 
+// lenPrefixed reads the payload of an opcode that gives its length first:
+// in 1 byte (SHORT_* and LONG1), 8 bytes (*8) or 4 bytes (the rest, where
+// BINSTRING and LONG4 take it as signed, like Python).
+func (d *Decoder) lenPrefixed(op byte) ([]byte, error) {
+	switch op {
+	case opShortBinUnicode, opShortBinString, opShortBinBytes, opLong1:
+		b, err := d.take(1)
+		if err != nil {
+			return nil, err
+		}
+		return d.take(int(b[0]))
+	case opBinUnicode8, opBinBytes8, opByteArray8:
+		b, err := d.take(8)
+		if err != nil {
+			return nil, err
+		}
+		return d.takeLen(binary.LittleEndian.Uint64(b))
+	}
+	b, err := d.take(4)
+	if err != nil {
+		return nil, err
+	}
+	n := binary.LittleEndian.Uint32(b)
+	if (op == opBinString || op == opLong4) && int32(n) < 0 {
+		return nil, d.opErr("negative length %d", int32(n))
+	}
+	return d.takeLen(uint64(n))
+}
+
 // line reads up to and including '\n' and returns it without the newline.
 func (d *Decoder) line() ([]byte, error) {
 	for {
@@ -313,6 +342,12 @@ func (d *Decoder) pushGrow(v Value) error {
 	return nil
 }
 
+// underflow and noMark are kept out of line so that the stack helpers
+// stay small enough to inline.
+func (d *Decoder) underflow() error { return d.opErr("stack underflow") }
+
+func (d *Decoder) noMark() error { return d.opErr("no MARK on the stack") }
+
 func (d *Decoder) tooDeep() error {
 	return d.opErr("stack too deep: more than %d entries", MaxStack)
 }
@@ -320,7 +355,7 @@ func (d *Decoder) tooDeep() error {
 func (d *Decoder) pop() (Value, error) {
 	n := len(d.stack)
 	if n == 0 || (len(d.marks) > 0 && int(d.marks[len(d.marks)-1]) >= n) {
-		return Value{}, d.opErr("stack underflow")
+		return Value{}, d.underflow()
 	}
 	v := d.stack[n-1]
 	d.stack = d.stack[:n-1]
@@ -330,16 +365,44 @@ func (d *Decoder) pop() (Value, error) {
 func (d *Decoder) top() (*Value, error) {
 	n := len(d.stack)
 	if n == 0 || (len(d.marks) > 0 && int(d.marks[len(d.marks)-1]) >= n) {
-		return nil, d.opErr("stack underflow")
+		return nil, d.underflow()
 	}
 	return &d.stack[n-1], nil
+}
+
+// above returns the top n values, refusing to reach below the topmost mark.
+func (d *Decoder) above(n int) ([]Value, error) {
+	k := len(d.stack)
+	if k < n || (len(d.marks) > 0 && int(d.marks[len(d.marks)-1]) > k-n) {
+		return nil, d.underflow()
+	}
+	return d.stack[k-n:], nil
+}
+
+// markedItems returns the topmost mark's position m and the values above
+// it, for opcodes that add them to the target at m-1; dropMarked(m) then
+// removes them and the mark.
+func (d *Decoder) markedItems() (int, []Value, error) {
+	if len(d.marks) == 0 {
+		return 0, nil, d.noMark()
+	}
+	m := int(d.marks[len(d.marks)-1])
+	if m == 0 {
+		return 0, nil, d.underflow()
+	}
+	return m, d.stack[m:], nil
+}
+
+func (d *Decoder) dropMarked(m int) {
+	d.stack = d.stack[:m]
+	d.marks = d.marks[:len(d.marks)-1]
 }
 
 // popMark returns the values above the topmost mark (valid until the next
 // push) and removes them and the mark.
 func (d *Decoder) popMark() ([]Value, error) {
 	if len(d.marks) == 0 {
-		return nil, d.opErr("no MARK on the stack")
+		return nil, d.noMark()
 	}
 	m := d.marks[len(d.marks)-1]
 	d.marks = d.marks[:len(d.marks)-1]
@@ -720,104 +783,24 @@ func (d *Decoder) run() (Value, error) {
 			if err := d.push(intValue(int64(int32(binary.LittleEndian.Uint32(b))))); err != nil {
 				return Value{}, err
 			}
-		case opLong1:
-			b, err := d.take(1)
-			if err != nil {
-				return Value{}, err
-			}
-			p, err := d.take(int(b[0]))
+		case opLong1, opLong4:
+			p, err := d.lenPrefixed(op)
 			if err != nil {
 				return Value{}, err
 			}
 			if err := d.push(d.longValue(p)); err != nil {
 				return Value{}, err
 			}
-		case opLong4:
-			b, err := d.take(4)
-			if err != nil {
-				return Value{}, err
-			}
-			n := int32(binary.LittleEndian.Uint32(b))
-			if n < 0 {
-				return Value{}, d.opErr("negative length %d", n)
-			}
-			p, err := d.takeLen(uint64(n))
-			if err != nil {
-				return Value{}, err
-			}
-			if err := d.push(d.longValue(p)); err != nil {
-				return Value{}, err
-			}
-		case opShortBinUnicode, opShortBinString:
-			b, err := d.take(1)
-			if err != nil {
-				return Value{}, err
-			}
-			p, err := d.take(int(b[0]))
+		case opShortBinUnicode, opShortBinString, opBinUnicode, opBinString, opBinUnicode8:
+			p, err := d.lenPrefixed(op)
 			if err != nil {
 				return Value{}, err
 			}
 			if err := d.push(d.internBytes(p)); err != nil {
 				return Value{}, err
 			}
-		case opBinUnicode, opBinString:
-			b, err := d.take(4)
-			if err != nil {
-				return Value{}, err
-			}
-			n := binary.LittleEndian.Uint32(b)
-			if op == opBinString && int32(n) < 0 {
-				return Value{}, d.opErr("negative length %d", int32(n))
-			}
-			p, err := d.takeLen(uint64(n))
-			if err != nil {
-				return Value{}, err
-			}
-			if err := d.push(d.internBytes(p)); err != nil {
-				return Value{}, err
-			}
-		case opBinUnicode8:
-			b, err := d.take(8)
-			if err != nil {
-				return Value{}, err
-			}
-			p, err := d.takeLen(binary.LittleEndian.Uint64(b))
-			if err != nil {
-				return Value{}, err
-			}
-			if err := d.push(d.internBytes(p)); err != nil {
-				return Value{}, err
-			}
-		case opShortBinBytes:
-			b, err := d.take(1)
-			if err != nil {
-				return Value{}, err
-			}
-			p, err := d.take(int(b[0]))
-			if err != nil {
-				return Value{}, err
-			}
-			if err := d.push(d.bytesValue(p)); err != nil {
-				return Value{}, err
-			}
-		case opBinBytes:
-			b, err := d.take(4)
-			if err != nil {
-				return Value{}, err
-			}
-			p, err := d.takeLen(uint64(binary.LittleEndian.Uint32(b)))
-			if err != nil {
-				return Value{}, err
-			}
-			if err := d.push(d.bytesValue(p)); err != nil {
-				return Value{}, err
-			}
-		case opBinBytes8, opByteArray8:
-			b, err := d.take(8)
-			if err != nil {
-				return Value{}, err
-			}
-			p, err := d.takeLen(binary.LittleEndian.Uint64(b))
+		case opShortBinBytes, opBinBytes, opBinBytes8, opByteArray8:
+			p, err := d.lenPrefixed(op)
 			if err != nil {
 				return Value{}, err
 			}
@@ -854,78 +837,35 @@ func (d *Decoder) run() (Value, error) {
 			if err := d.setItems(); err != nil {
 				return Value{}, err
 			}
-		case opSetItem:
-			if len(d.stack) < 3 {
-				return Value{}, d.opErr("stack underflow")
+		case opSetItem, opAppend:
+			// The target and one key/value pair or one item.
+			n := 3
+			if op == opAppend {
+				n = 2
 			}
-			if len(d.marks) > 0 && int(d.marks[len(d.marks)-1]) > len(d.stack)-3 {
-				return Value{}, d.opErr("stack underflow")
-			}
-			n := len(d.stack)
-			kv := d.stack[n-2:]
-			if err := d.finishAll(kv); err != nil {
+			s, err := d.above(n)
+			if err != nil {
 				return Value{}, err
 			}
-			if err := d.addPairs(d.stack[n-3], kv); err != nil {
+			if err := d.addTo(s[0], s[1:]); err != nil {
 				return Value{}, err
 			}
-			d.stack = d.stack[:n-2]
-		case opAppends:
-			if len(d.marks) == 0 {
-				return Value{}, d.opErr("no MARK on the stack")
-			}
-			m := int(d.marks[len(d.marks)-1])
-			if m == 0 {
-				return Value{}, d.opErr("stack underflow")
-			}
-			items := d.stack[m:]
-			if err := d.finishAll(items); err != nil {
+			d.stack = d.stack[:len(d.stack)-(n-1)]
+		case opAppends, opAddItems:
+			m, items, err := d.markedItems()
+			if err != nil {
 				return Value{}, err
 			}
-			if err := d.appendItems(d.stack[m-1], items); err != nil {
+			if err := d.addTo(d.stack[m-1], items); err != nil {
 				return Value{}, err
 			}
-			d.stack = d.stack[:m]
-			d.marks = d.marks[:len(d.marks)-1]
-		case opAppend:
-			n := len(d.stack)
-			if n < 2 || (len(d.marks) > 0 && int(d.marks[len(d.marks)-1]) > n-2) {
-				return Value{}, d.opErr("stack underflow")
-			}
-			items := d.stack[n-1:]
-			if err := d.finishAll(items); err != nil {
-				return Value{}, err
-			}
-			if err := d.appendItems(d.stack[n-2], items); err != nil {
-				return Value{}, err
-			}
-			d.stack = d.stack[:n-1]
-		case opAddItems:
-			if len(d.marks) == 0 {
-				return Value{}, d.opErr("no MARK on the stack")
-			}
-			m := int(d.marks[len(d.marks)-1])
-			if m == 0 {
-				return Value{}, d.opErr("stack underflow")
-			}
-			items := d.stack[m:]
-			if err := d.finishAll(items); err != nil {
-				return Value{}, err
-			}
-			c := d.cont(d.stack[m-1])
-			if c == nil || c.kind != Set {
-				return Value{}, d.opErr("ADDITEMS to %s", d.stack[m-1].Kind)
-			}
-			c.items = append(c.items, items...)
-			markCont(c, items)
-			d.stack = d.stack[:m]
-			d.marks = d.marks[:len(d.marks)-1]
+			d.dropMarked(m)
 		case opTuple1, opTuple2, opTuple3:
 			n := int(op-opTuple1) + 1
-			if len(d.stack) < n || (len(d.marks) > 0 && int(d.marks[len(d.marks)-1]) > len(d.stack)-n) {
-				return Value{}, d.opErr("stack underflow")
+			items, err := d.above(n)
+			if err != nil {
+				return Value{}, err
 			}
-			items := d.stack[len(d.stack)-n:]
 			v, err := d.seq(Tuple, items)
 			if err != nil {
 				return Value{}, err
@@ -1124,16 +1064,11 @@ func (d *Decoder) run() (Value, error) {
 				return Value{}, err
 			}
 		case opGlobal:
-			mod, err := d.line()
+			cls, err := d.globalLines()
 			if err != nil {
 				return Value{}, err
 			}
-			m := string(mod)
-			name, err := d.line()
-			if err != nil {
-				return Value{}, err
-			}
-			if err := d.push(d.global(m, string(name))); err != nil {
+			if err := d.push(cls); err != nil {
 				return Value{}, err
 			}
 		case opStackGlobal:
@@ -1151,92 +1086,59 @@ func (d *Decoder) run() (Value, error) {
 			if err := d.push(d.global(d.strs[mod.X], d.strs[name.X])); err != nil {
 				return Value{}, err
 			}
-		case opInst:
-			mod, err := d.line()
-			if err != nil {
-				return Value{}, err
+		case opInst, opObj:
+			var cls Value
+			if op == opInst {
+				var err error
+				if cls, err = d.globalLines(); err != nil {
+					return Value{}, err
+				}
 			}
-			m := string(mod)
-			name, err := d.line()
-			if err != nil {
-				return Value{}, err
-			}
-			cls := d.global(m, string(name))
 			items, err := d.popMark()
 			if err != nil {
 				return Value{}, err
+			}
+			if op == opObj {
+				if len(items) == 0 {
+					return Value{}, d.opErr("missing class")
+				}
+				cls, items = items[0], items[1:]
 			}
 			args, err := d.seq(Tuple, items)
 			if err != nil {
 				return Value{}, err
 			}
-			v, err := d.object(cls, args)
-			if err != nil {
+			if err := d.pushObject(cls, args); err != nil {
 				return Value{}, err
 			}
-			d.stack = append(d.stack, v)
-		case opObj:
-			items, err := d.popMark()
-			if err != nil {
-				return Value{}, err
-			}
-			if len(items) == 0 {
-				return Value{}, d.opErr("missing class")
-			}
-			cls := items[0]
-			args, err := d.seq(Tuple, items[1:])
-			if err != nil {
-				return Value{}, err
-			}
-			v, err := d.object(cls, args)
-			if err != nil {
-				return Value{}, err
-			}
-			d.stack = append(d.stack, v)
 		case opReduce, opNewObj:
-			args, err := d.pop()
+			cls, args, err := d.popCall()
 			if err != nil {
 				return Value{}, err
 			}
-			cls, err := d.pop()
-			if err != nil {
+			if err := d.pushObject(cls, args); err != nil {
 				return Value{}, err
 			}
-			if args, err = d.finish(args); err != nil {
-				return Value{}, err
-			}
-			v, err := d.object(cls, args)
-			if err != nil {
-				return Value{}, err
-			}
-			d.stack = append(d.stack, v)
 		case opNewObjEx:
 			kwargs, err := d.pop()
 			if err != nil {
 				return Value{}, err
 			}
-			args, err := d.pop()
+			cls, args, err := d.popCall()
 			if err != nil {
-				return Value{}, err
-			}
-			cls, err := d.pop()
-			if err != nil {
-				return Value{}, err
-			}
-			if args, err = d.finish(args); err != nil {
 				return Value{}, err
 			}
 			if kwargs, err = d.finish(kwargs); err != nil {
 				return Value{}, err
 			}
-			v, err := d.object(cls, args)
-			if err != nil {
+			if err := d.pushObject(cls, args); err != nil {
 				return Value{}, err
 			}
-			if o := d.objs[uint32(v.X)]; o != nil && v.Kind == Object {
-				o.state = kwargs // keyword arguments are kept as the state
+			if v := d.stack[len(d.stack)-1]; v.Kind == Object {
+				if o := d.objs[uint32(v.X)]; o != nil {
+					o.state = kwargs // keyword arguments are kept as the state
+				}
 			}
-			d.stack = append(d.stack, v)
 		case opBuild:
 			state, err := d.pop()
 			if err != nil {
@@ -1254,30 +1156,26 @@ func (d *Decoder) run() (Value, error) {
 				return Value{}, d.opErr("BUILD on %s", t.Kind)
 			}
 			d.objs[uint32(t.X)].state = state
-		case opPersID:
-			l, err := d.line()
-			if err != nil {
+		case opPersID, opBinPersID:
+			var pid Value
+			if op == opPersID {
+				l, err := d.line()
+				if err != nil {
+					return Value{}, err
+				}
+				pid = d.internBytes(l)
+			} else {
+				var err error
+				if pid, err = d.pop(); err != nil {
+					return Value{}, err
+				}
+				if pid, err = d.finish(pid); err != nil {
+					return Value{}, err
+				}
+			}
+			if err := d.pushObject(d.global("", "persistent_id"), pid); err != nil {
 				return Value{}, err
 			}
-			pid := d.internBytes(l)
-			v, err := d.object(d.global("", "persistent_id"), pid)
-			if err != nil {
-				return Value{}, err
-			}
-			d.stack = append(d.stack, v)
-		case opBinPersID:
-			pid, err := d.pop()
-			if err != nil {
-				return Value{}, err
-			}
-			if pid, err = d.finish(pid); err != nil {
-				return Value{}, err
-			}
-			v, err := d.object(d.global("", "persistent_id"), pid)
-			if err != nil {
-				return Value{}, err
-			}
-			d.stack = append(d.stack, v)
 		case opExt1, opExt2, opExt4:
 			n := 1 << (op - opExt1)
 			if op == opExt4 {
@@ -1450,6 +1348,43 @@ func (d *Decoder) object(cls, args Value) (Value, error) {
 	return d.plainObject(cls, args), nil
 }
 
+// pushObject pushes object(cls, args) in place of the values it was
+// built from, which the caller has popped (so there is room).
+func (d *Decoder) pushObject(cls, args Value) error {
+	v, err := d.object(cls, args)
+	if err != nil {
+		return err
+	}
+	d.stack = append(d.stack, v)
+	return nil
+}
+
+// popCall pops the class and the (finished) arguments of REDUCE and NEWOBJ.
+func (d *Decoder) popCall() (cls, args Value, err error) {
+	if args, err = d.pop(); err != nil {
+		return
+	}
+	if cls, err = d.pop(); err != nil {
+		return
+	}
+	args, err = d.finish(args)
+	return
+}
+
+// globalLines reads the module and name lines of GLOBAL and INST.
+func (d *Decoder) globalLines() (Value, error) {
+	mod, err := d.line()
+	if err != nil {
+		return Value{}, err
+	}
+	m := string(mod) // the next line may reuse mod's bytes
+	name, err := d.line()
+	if err != nil {
+		return Value{}, err
+	}
+	return d.global(m, string(name)), nil
+}
+
 func (d *Decoder) plainObject(cls, args Value) Value {
 	v, _ := d.newCont(Object, 0)
 	d.objs[uint32(v.X)] = &objExtra{cls: cls, args: args}
@@ -1457,25 +1392,17 @@ func (d *Decoder) plainObject(cls, args Value) Value {
 }
 
 func (d *Decoder) setItems() error {
-	if len(d.marks) == 0 {
-		return d.opErr("no MARK on the stack")
+	m, items, err := d.markedItems()
+	if err != nil {
+		return err
 	}
-	m := int(d.marks[len(d.marks)-1])
-	if m == 0 {
-		return d.opErr("stack underflow")
-	}
-	items := d.stack[m:]
 	if len(items)%2 != 0 {
 		return d.opErr("odd number of items (%d)", len(items))
 	}
-	if err := d.finishAll(items); err != nil {
+	if err := d.addTo(d.stack[m-1], items); err != nil {
 		return err
 	}
-	if err := d.addPairs(d.stack[m-1], items); err != nil {
-		return err
-	}
-	d.stack = d.stack[:m]
-	d.marks = d.marks[:len(d.marks)-1]
+	d.dropMarked(m)
 	if d.dfin != nil && d.stack[m-1].Kind == Dict && d.dictDone(len(items)/2) {
 		// As fastDict does: finish the dict now, in file order.
 		v, err := d.finish(d.stack[m-1])
@@ -1485,6 +1412,28 @@ func (d *Decoder) setItems() error {
 		d.stack[m-1] = v
 	}
 	return nil
+}
+
+// addTo finishes items and adds them to target as the current opcode
+// says: key/value pairs (SETITEM, SETITEMS), list items (APPEND, APPENDS)
+// or set members (ADDITEMS).
+func (d *Decoder) addTo(target Value, items []Value) error {
+	if err := d.finishAll(items); err != nil {
+		return err
+	}
+	switch d.op {
+	case opAppend, opAppends:
+		return d.appendItems(target, items)
+	case opAddItems:
+		c := d.cont(target)
+		if c == nil || c.kind != Set {
+			return d.opErr("ADDITEMS to %s", target.Kind)
+		}
+		c.items = append(c.items, items...)
+		markCont(c, items)
+		return nil
+	}
+	return d.addPairs(target, items)
 }
 
 func (d *Decoder) addPairs(target Value, kv []Value) error {
@@ -1560,6 +1509,11 @@ func latin1(b []byte) []byte {
 	return out
 }
 
+// pyEscapes maps the letter after a backslash in a Python bytes literal to
+// the byte it stands for (0: not a one-letter escape).
+var pyEscapes = [256]byte{'n': '\n', 't': '\t', 'r': '\r', 'a': '\a', 'b': '\b', 'f': '\f', 'v': '\v',
+	'\\': '\\', '\'': '\'', '"': '"'}
+
 // unquoteString decodes protocol 0's STRING argument: a Python bytes repr.
 func unquoteString(l []byte) ([]byte, bool) {
 	l = []byte(strings.TrimRight(string(l), "\r"))
@@ -1575,23 +1529,12 @@ func unquoteString(l []byte) ([]byte, bool) {
 			continue
 		}
 		i++
-		switch e := s[i]; e {
-		case 'n':
-			out = append(out, '\n')
-		case 't':
-			out = append(out, '\t')
-		case 'r':
-			out = append(out, '\r')
-		case 'a':
-			out = append(out, 7)
-		case 'b':
-			out = append(out, 8)
-		case 'f':
-			out = append(out, 12)
-		case 'v':
-			out = append(out, 11)
-		case '\\', '\'', '"':
-			out = append(out, e)
+		e := s[i]
+		if b := pyEscapes[e]; b != 0 {
+			out = append(out, b)
+			continue
+		}
+		switch e {
 		case '\n':
 		case 'x':
 			if i+2 < len(s)+0 && i+2 <= len(s)-1 {
