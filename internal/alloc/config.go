@@ -190,6 +190,10 @@ func (p *configParser) uintAt(i int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return p.parseUint(v)
+}
+
+func (p *configParser) parseUint(v string) (uint64, error) {
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil {
 		return 0, p.errf("invalid number %q", v)
@@ -197,11 +201,15 @@ func (p *configParser) uintAt(i int) (uint64, error) {
 	return n, nil
 }
 
-func (p *configParser) boolAt(i int) (bool, error) {
-	v, err := p.value(i)
+func (p *configParser) parseFloat(v string) (float64, error) {
+	f, err := strconv.ParseFloat(v, 64)
 	if err != nil {
-		return false, err
+		return 0, p.errf("invalid number %q", v)
 	}
+	return f, nil
+}
+
+func (p *configParser) parseBool(v string) (bool, error) {
 	switch v {
 	case "True", "true", "1":
 		return true, nil
@@ -213,137 +221,145 @@ func (p *configParser) boolAt(i int) (bool, error) {
 
 func isPow2(v uint64) bool { return v != 0 && v&(v-1) == 0 }
 
+// An optionParser parses the value token v of a key:value option into c.
+type optionParser func(p *configParser, c *Config, v string) error
+
+// options are the keys written key:value; roundup_power2_divisions, which
+// may take a list, has a parser of its own.
+var options = map[string]optionParser{
+	"max_split_size_mb":         mbOption(func(c *Config) *uint64 { return &c.MaxSplitSize }),
+	"max_non_split_rounding_mb": mbOption(func(c *Config) *uint64 { return &c.MaxNonSplitRounding }),
+
+	"expandable_segments":               boolOption(func(c *Config) *bool { return &c.ExpandableSegments }),
+	"release_lock_on_cudamalloc":        boolOption(func(c *Config) *bool { return &c.ReleaseLockOnCudaMalloc }),
+	"release_lock_on_hipmalloc":         boolOption(func(c *Config) *bool { return &c.ReleaseLockOnCudaMalloc }),
+	"pinned_use_cuda_host_register":     boolOption(func(c *Config) *bool { return &c.PinnedUseHostRegister }),
+	"pinned_use_hip_host_register":      boolOption(func(c *Config) *bool { return &c.PinnedUseHostRegister }),
+	"pinned_use_background_threads":     boolOption(func(c *Config) *bool { return &c.PinnedUseBackgroundThreads }),
+	"graph_capture_record_stream_reuse": boolOption(func(c *Config) *bool { return &c.GraphCaptureRecordStreamReuse }),
+
+	"garbage_collection_threshold": func(p *configParser, c *Config, v string) error {
+		f, err := p.parseFloat(v)
+		if err != nil {
+			return err
+		}
+		if !(f > 0 && f < 1) {
+			return p.errf("garbage_collect_threshold is invalid, set it in (0.0, 1.0), got %s", v)
+		}
+		c.GCThreshold = f
+		return nil
+	},
+	"per_process_memory_fraction": func(p *configParser, c *Config, v string) error {
+		f, err := p.parseFloat(v)
+		if err != nil {
+			return err
+		}
+		if !(f > 0 && f <= 1) {
+			return p.errf("per_process_memory_fraction must be in (0.0, 1.0], got %s", v)
+		}
+		c.MemoryFraction = f
+		return nil
+	},
+	"backend": func(p *configParser, c *Config, v string) error {
+		if v != "native" && v != "cudaMallocAsync" {
+			return p.errf("Unknown allocator backend %q, options are native and cudaMallocAsync", v)
+		}
+		c.Backend = v
+		return nil
+	},
+	"pinned_num_register_threads": func(p *configParser, c *Config, v string) error {
+		n, err := p.parseUint(v)
+		if err != nil {
+			return err
+		}
+		if !isPow2(n) {
+			return p.errf("Number of register threads has to be power of 2, got %d", n)
+		}
+		if n > pinnedMaxRegisterThreads {
+			return p.errf("Number of register threads should be less than or equal to %d, got %d", pinnedMaxRegisterThreads, n)
+		}
+		c.PinnedNumRegisterThreads = n
+		return nil
+	},
+	"pinned_reserve_segment_size_mb": func(p *configParser, c *Config, v string) error {
+		n, err := p.parseUint(v)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return p.errf("Pinned reserve segment size has to be greater than 0")
+		}
+		c.PinnedReserveSegmentSizeMB = n
+		return nil
+	},
+	"large_segment_size_mb": func(p *configParser, c *Config, v string) error {
+		// (unverified bound: newest PyTorch only; we require at least 1 MiB)
+		n, err := p.parseUint(v)
+		if err != nil {
+			return err
+		}
+		if n < 1 || n > math.MaxUint64/MiB {
+			return p.errf("large_segment_size_mb must be >= 1, got %d", n)
+		}
+		c.LargeSegmentSize = n * MiB
+		return nil
+	},
+}
+
+func boolOption(field func(*Config) *bool) optionParser {
+	return func(p *configParser, c *Config, v string) error {
+		b, err := p.parseBool(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = b
+		return nil
+	}
+}
+
+// mbOption is parseMaxSplitSize / parseMaxNonSplitRoundingSize: the value
+// is MiB, at least kLargeBuffer/MiB (20).
+func mbOption(field func(*Config) *uint64) optionParser {
+	return func(p *configParser, c *Config, v string) error {
+		n, err := p.parseUint(v)
+		if err != nil {
+			return err
+		}
+		if n < kLargeBuffer/MiB {
+			return p.errf("CachingAllocator option %s too small, must be >= %d, got %d", p.key, kLargeBuffer/MiB, n)
+		}
+		*field(c) = min(n, math.MaxUint64/MiB) * MiB
+		return nil
+	}
+}
+
 func (p *configParser) parse(c *Config) error {
 	for i := 0; i < len(p.toks); i++ {
 		key := p.toks[i]
 		p.key = key
-		var err error
-		switch key {
-		case "max_split_size_mb", "max_non_split_rounding_mb":
-			i, err = p.parseMB(c, i)
-		case "garbage_collection_threshold":
-			if err = p.expect(i+1, ":"); err != nil {
+		switch set, ok := options[key]; {
+		case ok:
+			if err := p.expect(i+1, ":"); err != nil {
 				return err
 			}
 			i += 2
-			v, verr := p.value(i)
-			if verr != nil {
-				return verr
-			}
-			f, ferr := strconv.ParseFloat(v, 64)
-			if ferr != nil {
-				return p.errf("invalid number %q", v)
-			}
-			if !(f > 0 && f < 1) {
-				return p.errf("garbage_collect_threshold is invalid, set it in (0.0, 1.0), got %s", v)
-			}
-			c.GCThreshold = f
-		case "roundup_power2_divisions":
-			i, err = p.parseRoundup(c, i)
-		case "expandable_segments", "release_lock_on_cudamalloc", "release_lock_on_hipmalloc",
-			"pinned_use_cuda_host_register", "pinned_use_hip_host_register",
-			"pinned_use_background_threads", "graph_capture_record_stream_reuse":
-			if err = p.expect(i+1, ":"); err != nil {
+			v, err := p.value(i)
+			if err != nil {
 				return err
 			}
-			i += 2
-			b, berr := p.boolAt(i)
-			if berr != nil {
-				return berr
-			}
-			switch key {
-			case "expandable_segments":
-				c.ExpandableSegments = b
-			case "release_lock_on_cudamalloc", "release_lock_on_hipmalloc":
-				c.ReleaseLockOnCudaMalloc = b
-			case "pinned_use_cuda_host_register", "pinned_use_hip_host_register":
-				c.PinnedUseHostRegister = b
-			case "pinned_use_background_threads":
-				c.PinnedUseBackgroundThreads = b
-			case "graph_capture_record_stream_reuse":
-				c.GraphCaptureRecordStreamReuse = b
-			}
-		case "backend":
-			if err = p.expect(i+1, ":"); err != nil {
+			if err := set(p, c, v); err != nil {
 				return err
 			}
-			i += 2
-			v, verr := p.value(i)
-			if verr != nil {
-				return verr
-			}
-			if v != "native" && v != "cudaMallocAsync" {
-				return p.errf("Unknown allocator backend %q, options are native and cudaMallocAsync", v)
-			}
-			c.Backend = v
-		case "pinned_num_register_threads":
-			if err = p.expect(i+1, ":"); err != nil {
+		case key == "roundup_power2_divisions":
+			var err error
+			if i, err = p.parseRoundup(c, i); err != nil {
 				return err
 			}
-			i += 2
-			n, nerr := p.uintAt(i)
-			if nerr != nil {
-				return nerr
-			}
-			if !isPow2(n) {
-				return p.errf("Number of register threads has to be power of 2, got %d", n)
-			}
-			if n > pinnedMaxRegisterThreads {
-				return p.errf("Number of register threads should be less than or equal to %d, got %d", pinnedMaxRegisterThreads, n)
-			}
-			c.PinnedNumRegisterThreads = n
-		case "pinned_reserve_segment_size_mb":
-			if err = p.expect(i+1, ":"); err != nil {
-				return err
-			}
-			i += 2
-			n, nerr := p.uintAt(i)
-			if nerr != nil {
-				return nerr
-			}
-			if n == 0 {
-				return p.errf("Pinned reserve segment size has to be greater than 0")
-			}
-			c.PinnedReserveSegmentSizeMB = n
-		case "large_segment_size_mb":
-			// (unverified bound: newest PyTorch only; we require at least 1 MiB)
-			if err = p.expect(i+1, ":"); err != nil {
-				return err
-			}
-			i += 2
-			n, nerr := p.uintAt(i)
-			if nerr != nil {
-				return nerr
-			}
-			if n < 1 || n > math.MaxUint64/MiB {
-				return p.errf("large_segment_size_mb must be >= 1, got %d", n)
-			}
-			c.LargeSegmentSize = n * MiB
-		case "per_process_memory_fraction":
-			if err = p.expect(i+1, ":"); err != nil {
-				return err
-			}
-			i += 2
-			v, verr := p.value(i)
-			if verr != nil {
-				return verr
-			}
-			f, ferr := strconv.ParseFloat(v, 64)
-			if ferr != nil {
-				return p.errf("invalid number %q", v)
-			}
-			if !(f > 0 && f <= 1) {
-				return p.errf("per_process_memory_fraction must be in (0.0, 1.0], got %s", v)
-			}
-			c.MemoryFraction = f
-		case ",", ":", "[", "]":
+		case key == "," || key == ":" || key == "[" || key == "]":
 			p.key = ""
 			return p.errf("unexpected %q at token %d", key, i+1)
 		default:
 			return &ConfigError{Msg: fmt.Sprintf("Unrecognized key %q in allocator config", key)}
-		}
-		if err != nil {
-			return err
 		}
 		if i+1 < len(p.toks) {
 			p.key = ""
@@ -354,29 +370,6 @@ func (p *configParser) parse(c *Config) error {
 		}
 	}
 	return nil
-}
-
-// parseMB is parseMaxSplitSize / parseMaxNonSplitRoundingSize: the value is
-// MiB, at least kLargeBuffer/MiB (20).
-func (p *configParser) parseMB(c *Config, i int) (int, error) {
-	if err := p.expect(i+1, ":"); err != nil {
-		return i, err
-	}
-	i += 2
-	n, err := p.uintAt(i)
-	if err != nil {
-		return i, err
-	}
-	if n < kLargeBuffer/MiB {
-		return i, p.errf("CachingAllocator option %s too small, must be >= %d, got %d", p.key, kLargeBuffer/MiB, n)
-	}
-	n = min(n, math.MaxUint64/MiB)
-	if p.key == "max_split_size_mb" {
-		c.MaxSplitSize = n * MiB
-	} else {
-		c.MaxNonSplitRounding = n * MiB
-	}
-	return i, nil
 }
 
 // parseRoundup is parseRoundUpPower2Divisions, both syntaxes.
