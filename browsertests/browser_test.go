@@ -609,3 +609,58 @@ func TestURLStateAndTimeAxis(t *testing.T) {
 		t.Errorf("time-axis timeline has %d coloured pixels (%v)", n, err)
 	}
 }
+
+// TestLoadingProgress: as gpumem serve does, the page opens while the
+// snapshot is still decoding; it shows the file's progress, then draws
+// the timeline once the file is ready.
+func TestLoadingProgress(t *testing.T) {
+	name, s := loadReal(t)
+	ctx := newBrowser(t)
+	srv := web.New(web.Options{})
+	release := make(chan struct{})
+	id, done := srv.Load(name, func(progress func(done, total int64)) (*snapshot.Snapshot, error) {
+		progress(25<<20, 100<<20)
+		<-release
+		return s, nil
+	})
+	srv.Warm(id)
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	srv.SetAddr(strings.TrimPrefix(hs.URL, "http://"))
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	if err := chromedp.Run(ctx, chromedp.Navigate(hs.URL+"/"),
+		chromedp.WaitVisible("#loading", chromedp.ByID)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := text(ctx, t, "#loading"), "Loading "+name+": 25.0MiB of 100.0MiB (25%)"; !strings.HasPrefix(got, want) {
+		t.Errorf("loading message %q, want %q…", got, want)
+	}
+	var ready string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`document.body.dataset.ready || ''`, &ready)); err != nil || ready == "1" {
+		t.Errorf("page ready (%q, %v) before the file was loaded", ready, err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := waitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(colouredPixels, "plot"), &n)); err != nil {
+		t.Fatal(err)
+	}
+	var hidden bool
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`document.getElementById('loading').hidden`, &hidden)); err != nil {
+		t.Fatal(err)
+	}
+	if n < 500 || !hidden {
+		t.Errorf("after loading: %d coloured pixels, loading message hidden %v; want a drawing and no message", n, hidden)
+	}
+}

@@ -28,7 +28,13 @@ import (
 	"github.com/gpumem/gpumem/snapshot"
 )
 
-var noState = flag.Bool("no-state", false, "skip the state-history timings")
+var (
+	noState   = flag.Bool("no-state", false, "skip the state-history timings")
+	pytorch   = flag.String("pytorch", "../.cache/pytorch", "`dir` with PyTorch's MemoryViz.js and process_alloc_data.js (see bench/baseline/README.md); PyTorch's pipeline is timed on each file after gpumem when they are there")
+	mvBench   = flag.String("memoryviz-bench", "../../shared/tools/memoryviz_bench.mjs", "`path` of the script that runs PyTorch's viewer pipeline in node")
+	repeat    = flag.Int("runs", 1, "runs of each tool per file (the table gives each; the ratio uses the fastest of each)")
+	nodeHeapM = flag.Int("node-heap-mb", 16000, "node's --max-old-space-size for PyTorch's pipeline")
+)
 
 func main() {
 	flag.Parse()
@@ -49,12 +55,71 @@ func main() {
 	}
 	fmt.Println("| file | size | events | decode | layout+first query+paint | start→first paint | server CPU to first paint | zoom/pan median (max) | state view open | state step | JS heap | Go heap |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
+	withPyTorch := havePyTorch()
+	type pair struct{ ours, theirs, oursCPU, theirsCPU time.Duration }
+	var pairs []pair
 	for _, path := range flag.Args() {
-		if err := benchFile(chrome, path); err != nil {
-			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", path, err)
-			os.Exit(1)
+		best := pair{ours: 1 << 62, theirs: 1 << 62, oursCPU: 1 << 62, theirsCPU: 1 << 62}
+		for run := 0; run < max(*repeat, 1); run++ {
+			wall, cpu, err := benchFile(chrome, path)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "bench: %s: %v\n", path, err)
+				os.Exit(1)
+			}
+			best.ours, best.oursCPU = min(best.ours, wall), min(best.oursCPU, cpu)
+		}
+		if withPyTorch {
+			for run := 0; run < max(*repeat, 1); run++ {
+				wall, cpu, err := runPyTorch(path)
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "bench: %s: PyTorch's pipeline: %v\n", path, err)
+					os.Exit(1)
+				}
+				best.theirs, best.theirsCPU = min(best.theirs, wall), min(best.theirsCPU, cpu)
+			}
+		}
+		pairs = append(pairs, best)
+	}
+	if !withPyTorch {
+		fmt.Fprintf(os.Stderr, "bench: %s/MemoryViz.js or %s missing: PyTorch's pipeline not timed\n", *pytorch, *mvBench)
+		return
+	}
+	fmt.Println()
+	fmt.Println("| file | PyTorch pipeline wall / CPU | gpumem start→first paint | gpumem CPU | wall ratio | CPU ratio |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for i, path := range flag.Args() {
+		p := pairs[i]
+		fmt.Printf("| %s | %.2f s / %.2f s | %.2f s | %.2f s | **%.1f×** | %.1f× |\n", filepath.Base(path),
+			p.theirs.Seconds(), p.theirsCPU.Seconds(), p.ours.Seconds(), p.oursCPU.Seconds(),
+			p.theirs.Seconds()/p.ours.Seconds(), p.theirsCPU.Seconds()/p.oursCPU.Seconds())
+	}
+}
+
+func havePyTorch() bool {
+	for _, f := range []string{filepath.Join(*pytorch, "MemoryViz.js"), filepath.Join(*pytorch, "process_alloc_data.js"), *mvBench} {
+		if _, err := os.Stat(f); err != nil {
+			return false
 		}
 	}
+	_, err := exec.LookPath("node")
+	return err == nil
+}
+
+// runPyTorch times PyTorch's memory_viz pipeline (unpickle,
+// annotate_snapshot, process_alloc_data; no drawing) on path in node, as
+// a whole process: wall time and the child's user+system CPU.
+func runPyTorch(path string) (wall, cpu time.Duration, err error) {
+	cmd := exec.Command("node", fmt.Sprintf("--max-old-space-size=%d", *nodeHeapM), *mvBench, *pytorch, path)
+	cmd.Stderr = os.Stderr
+	t0 := time.Now()
+	out, err := cmd.Output()
+	wall = time.Since(t0)
+	if err != nil {
+		return 0, 0, err
+	}
+	cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	fmt.Fprintf(os.Stderr, "bench: %s: PyTorch's pipeline: wall %.2f s, CPU %.2f s, %s", filepath.Base(path), wall.Seconds(), cpu.Seconds(), out)
+	return wall, cpu, nil
 }
 
 func waitReady(ctx context.Context) error {
@@ -85,10 +150,13 @@ const pageTimes = `(() => {
   return 'html ' + Math.round(nav.responseEnd) + ', ' + r.join(', ') + ', first paint ' + Math.round(window.gpumem.firstPaint);
 })()`
 
-func benchFile(chrome, path string) error {
+// benchFile times gpumem's viewer on path and prints a table row; it
+// returns the time from start to first paint and this process's CPU time
+// for it.
+func benchFile(chrome, path string) (time.Duration, time.Duration, error) {
 	dir, err := os.MkdirTemp("", "gpumem-bench")
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	defer os.RemoveAll(dir)
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(),
@@ -103,30 +171,37 @@ func benchFile(chrome, path string) error {
 	ctx, cancelT := context.WithTimeout(ctx, 9*time.Minute)
 	defer cancelT()
 	if err := chromedp.Run(ctx, chromedp.Navigate("about:blank"), performance.Enable()); err != nil {
-		return err
+		return 0, 0, err
 	}
 
-	// Start: read the file, serve it, open the page, wait for the first paint.
+	// Start: as gpumem serve does, register the file, decode it in the
+	// background, start the server and open the page at once; the page
+	// loads while the file is decoded and draws when the timeline is built.
 	cpu0 := cpuTime()
 	t0 := time.Now()
-	s, err := snapshot.Open(path, nil)
-	if err != nil {
-		return err
-	}
-	tDecode := time.Since(t0)
+	var tDecode time.Duration
 	srv := web.New(web.Options{})
-	srv.Warm(srv.Add(filepath.Base(path), s)) // as gpumem serve does
+	var s *snapshot.Snapshot
+	id, loaded := srv.Load(filepath.Base(path), func(progress func(done, total int64)) (*snapshot.Snapshot, error) {
+		var err error
+		s, err = snapshot.Open(path, &snapshot.Options{Progress: progress})
+		tDecode = time.Since(t0)
+		return s, err
+	})
+	srv.Warm(id)
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 	srv.SetAddr(strings.TrimPrefix(hs.URL, "http://"))
-	t1 := time.Now()
 	if err := chromedp.Run(ctx, chromedp.Navigate(hs.URL+"/#view=active"), chromedp.ActionFunc(waitReady)); err != nil {
-		return err
+		return 0, 0, err
 	}
-	tPaint := time.Since(t1)
 	tTotal := time.Since(t0)
 	cpuStart := cpuTime() - cpu0
-	fmt.Fprintf(os.Stderr, "bench: %s: decoded in %v, first paint %v after start\n", filepath.Base(path), tDecode, tTotal)
+	if err := <-loaded; err != nil {
+		return 0, 0, err
+	}
+	tPaint := tTotal - tDecode
+	fmt.Fprintf(os.Stderr, "bench: %s: decoded in %v (the page loads meanwhile), first paint %v after start\n", filepath.Base(path), tDecode, tTotal)
 	var breakdown string
 	if err := chromedp.Run(ctx, chromedp.Evaluate(pageTimes, &breakdown)); err == nil {
 		fmt.Fprintf(os.Stderr, "bench: %s: in the page (ms since navigation): %s\n", filepath.Base(path), breakdown)
@@ -137,7 +212,7 @@ func benchFile(chrome, path string) error {
 	for _, key := range append(append(rep("+", 8), rep("ArrowRight", 8)...), rep("-", 8)...) {
 		var ms float64
 		if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(timedKey, key), &ms, awaitPromise)); err != nil {
-			return err
+			return 0, 0, err
 		}
 		times = append(times, ms)
 	}
@@ -150,7 +225,7 @@ func benchFile(chrome, path string) error {
 		metrics, err = performance.GetMetrics().Do(ctx)
 		return err
 	})); err != nil {
-		return err
+		return 0, 0, err
 	}
 	heap := 0.0
 	for _, m := range metrics {
@@ -164,7 +239,7 @@ func benchFile(chrome, path string) error {
 	if !*noState {
 		tState, tStep, err = benchState(ctx, hs.URL, path)
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 	}
 
@@ -180,7 +255,7 @@ func benchFile(chrome, path string) error {
 	fmt.Printf("| %s | %.0f MB | %d | %.2f s | %.2f s | **%.2f s** | %.2f s | %.0f ms (%.0f ms) | %.2f s | %.0f ms | %.0f MB | %.0f MB |\n",
 		filepath.Base(path), float64(fi.Size())/1e6, events, tDecode.Seconds(), tPaint.Seconds(), tTotal.Seconds(), cpuStart.Seconds(),
 		times[len(times)/2], times[len(times)-1], tState.Seconds(), float64(tStep.Milliseconds()), heap/1e6, float64(ms.HeapInuse)/1e6)
-	return nil
+	return tTotal, cpuStart, nil
 }
 
 // cpuTime is this process's user+system CPU time (decoder, layout and

@@ -13,8 +13,10 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/web"
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -50,9 +52,22 @@ func runServe(env *Env, args []string) error {
 	if err != nil {
 		return usageError(fs, env.Stderr, "-max-upload: "+err.Error())
 	}
-	snaps, err := LoadArgs(env, files, *useDemo)
-	if err != nil {
-		return err
+	if len(files) == 0 && !*useDemo {
+		return fmt.Errorf("no snapshot given: pass a file (or - for stdin), or --demo")
+	}
+	// Missing files fail here, before a server starts or a browser opens;
+	// decoding happens in the background while the page loads.
+	for _, path := range files {
+		if path == "-" {
+			continue
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			return prefixError(path, err)
+		}
+		if fi.IsDir() {
+			return fmt.Errorf("%s: is a directory, not a snapshot file", path)
+		}
 	}
 	srv := web.New(web.Options{
 		MaxUpload: limit,
@@ -60,19 +75,40 @@ func runServe(env *Env, args []string) error {
 			return snapshot.DecodeBytes(data, name, &snapshot.Options{MaxBytes: limit * 8})
 		},
 	})
-	for i, s := range snaps {
-		name := s.Source.Name
-		if !*useDemo || i > 0 {
-			name = filepath.Base(files[i-boolInt(*useDemo)])
+	if *useDemo {
+		s, err := demo.Open()
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
 		}
+		name := s.Source.Name
 		if name == "" {
 			name = "demo"
 		}
-		id := srv.Add(name, s)
-		if i == 0 {
-			srv.Warm(id) // the page opens the first file
-		}
+		srv.Add(name, s)
 	}
+	var loads []<-chan error
+	for _, path := range files {
+		name := filepath.Base(path)
+		if path == "-" {
+			name = "stdin"
+		}
+		_, done := srv.Load(name, func(progress func(done, total int64)) (*snapshot.Snapshot, error) {
+			opt := &snapshot.Options{Progress: progress}
+			var s *snapshot.Snapshot
+			var err error
+			if path == "-" {
+				s, err = snapshot.Decode(env.Stdin, "-", opt)
+			} else {
+				s, err = snapshot.Open(path, opt)
+			}
+			if err != nil {
+				return nil, prefixError(path, err)
+			}
+			return s, nil
+		})
+		loads = append(loads, done)
+	}
+	srv.Warm(0) // the page opens the first file
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %v", *addr, err)
@@ -80,15 +116,37 @@ func runServe(env *Env, args []string) error {
 	bound := ln.Addr().String()
 	srv.SetAddr(bound)
 	url := "http://" + bound + "/"
-	fmt.Fprintf(env.Stdout, "gpumem: serving %d snapshot(s) at %s (Ctrl-C to stop)\n", len(snaps), url)
+	fmt.Fprintf(env.Stdout, "gpumem: serving %d snapshot(s) at %s (Ctrl-C to stop)\n", len(files)+boolInt(*useDemo), url)
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	if !*noBrowser {
 		openBrowser(env, url)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	// A file given on the command line that fails to decode ends the
+	// command with its error, as in every other subcommand.
+	var loadErr error
+	var errMu sync.Mutex
+	loadCtx, failed := context.WithCancel(ctx)
+	defer failed()
 	go func() {
-		<-ctx.Done()
+		for _, done := range loads {
+			select {
+			case err := <-done:
+				if err != nil {
+					errMu.Lock()
+					loadErr = err
+					errMu.Unlock()
+					failed()
+					return
+				}
+			case <-loadCtx.Done():
+				return
+			}
+		}
+	}()
+	go func() {
+		<-loadCtx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = hs.Shutdown(sctx)
@@ -96,7 +154,9 @@ func runServe(env *Env, args []string) error {
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	return nil
+	errMu.Lock()
+	defer errMu.Unlock()
+	return loadErr
 }
 
 // openBrowser starts the platform's URL opener; failing is not an error

@@ -133,8 +133,13 @@ func vizEvents(s *snapshot.Snapshot, device int) []int32 {
 func buildElements(s *snapshot.Snapshot, device int, segmentsView bool) *elementList {
 	l := &elementList{}
 	var initial []int32
-	addrToAlloc := map[uint64]int32{}
 	viz := vizEvents(s, device)
+	// Every viz event but merged frees is one action; at most half of
+	// them add an element (a free of an unseen address adds one too, but
+	// such frees are few).
+	l.elems = make([]elemSrc, 0, len(viz)/2+16)
+	l.actions = make([]int32, 0, len(viz))
+	addrToAlloc := newAddrTable(1024)
 	var events []snapshot.Event
 	if device >= 0 && device < len(s.Traces) {
 		events = s.Traces[device].Events
@@ -150,13 +155,12 @@ func buildElements(s *snapshot.Snapshot, device int, segmentsView bool) *element
 		case allocAct:
 			l.elems = append(l.elems, elemSrc{size: e.Size, ref: raw, free: -1, kind: srcAlloc})
 			id := int32(len(l.elems) - 1)
-			addrToAlloc[e.Addr] = id
+			addrToAlloc.put(e.Addr, id)
 			l.actions = append(l.actions, id)
 		case freeAct, freeAct2:
-			if id, ok := addrToAlloc[e.Addr]; ok {
+			if id, ok := addrToAlloc.take(e.Addr); ok {
 				l.actions = append(l.actions, id)
 				l.elems[id].free = raw
-				delete(addrToAlloc, e.Addr)
 			} else {
 				l.elems = append(l.elems, elemSrc{size: e.Size, ref: raw, free: raw, kind: srcFree})
 				id := int32(len(l.elems) - 1)
@@ -171,7 +175,7 @@ func buildElements(s *snapshot.Snapshot, device int, segmentsView bool) *element
 			continue
 		}
 		if segmentsView {
-			if _, ok := addrToAlloc[seg.Address]; !ok {
+			if _, ok := addrToAlloc.get(seg.Address); !ok {
 				l.elems = append(l.elems, elemSrc{size: seg.TotalSize, ref: int32(si), free: -1, kind: srcDumpSeg})
 				initial = append(initial, int32(len(l.elems)-1))
 			}
@@ -182,7 +186,7 @@ func buildElements(s *snapshot.Snapshot, device int, segmentsView bool) *element
 			if b.State != snapshot.BlockActiveAllocated {
 				continue
 			}
-			if _, ok := addrToAlloc[b.Addr]; ok {
+			if _, ok := addrToAlloc.get(b.Addr); ok {
 				continue
 			}
 			l.elems = append(l.elems, elemSrc{size: blockRequested(s, b), ref: bi, free: -1, kind: srcGhostBlock})

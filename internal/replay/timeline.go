@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -137,6 +138,10 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
 		t.end[id] = timestep
 		if slides {
 			t.slid[id] = true
+			// Collected here, the slid frees come sorted by end.
+			t.freeEnd = append(t.freeEnd, timestep)
+			t.freeID = append(t.freeID, id)
+			t.freePos = append(t.freePos, int32(p))
 			advance(id, runSlideEnd, 3)
 		}
 		total -= l.elems[id].size
@@ -153,18 +158,22 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
 		eff[p] = t.end[id]
 		if t.slid[id] {
 			eff[p] += 3
-			t.freeEnd = append(t.freeEnd, t.end[id])
-			t.freeID = append(t.freeID, id)
-			t.freePos = append(t.freePos, int32(p))
 		}
 	}
-	t.aliveTree = newMaxTree(eff)
-	sort.Sort(freesByEnd{t.freeEnd, t.freeID, t.freePos})
 	// Slices grown by append hold up to a quarter more than they use.
 	t.freeEnd, t.freeID, t.freePos = exact(t.freeEnd), exact(t.freeID), exact(t.freePos)
 	t.src = exact(t.src)
+	// The three indexes only read what is built above: build the largest
+	// on another core (the first paint waits on this function).
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t.buildBuckets(t.byPos)
+	}()
+	t.aliveTree = newMaxTree(eff)
 	t.finishRuns()
-	t.buildBuckets(t.byPos)
+	wg.Wait()
 	return t
 }
 
@@ -175,16 +184,6 @@ func exact[T any](s []T) []T {
 		return s
 	}
 	return slices.Clone(s)
-}
-
-type freesByEnd struct{ end, id, pos []int32 }
-
-func (f freesByEnd) Len() int           { return len(f.end) }
-func (f freesByEnd) Less(i, j int) bool { return f.end[i] < f.end[j] }
-func (f freesByEnd) Swap(i, j int) {
-	f.end[i], f.end[j] = f.end[j], f.end[i]
-	f.id[i], f.id[j] = f.id[j], f.id[i]
-	f.pos[i], f.pos[j] = f.pos[j], f.pos[i]
 }
 
 // buildBuckets indexes items given in nondecreasing start order.

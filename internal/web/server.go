@@ -4,6 +4,7 @@
 package web
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
@@ -39,12 +41,20 @@ type Server struct {
 	opt   Options
 	mu    sync.Mutex
 	files []*file
+	// lastLoad is closed when the most recently queued Load has finished;
+	// loads run one after another so that the first file is ready first.
+	lastLoad chan struct{}
 }
 
 type file struct {
 	ID   int
 	Name string
-	Snap *snapshot.Snapshot
+	// Snap and loadErr are set before ready is closed and never after.
+	Snap    *snapshot.Snapshot
+	loadErr error
+	ready   chan struct{}
+	// Decoding progress, for the page's loading message.
+	doneBytes, totalBytes atomic.Int64
 
 	mu        sync.Mutex
 	devs      map[int]*deviceData
@@ -77,6 +87,81 @@ func (s *Server) SetAddr(addr string) { s.opt.Addr = addr }
 
 // Add registers a decoded snapshot under a display name and returns its id.
 func (s *Server) Add(name string, snap *snapshot.Snapshot) int {
+	f := s.addPending(name)
+	f.finish(snap, nil)
+	return f.ID
+}
+
+// Load registers a file under name at once and decodes it in the
+// background with load, after the files queued before it. Until it is
+// ready the page lists it as loading with load's progress, and requests
+// for it wait. The returned channel receives load's error (nil on
+// success) when it is done.
+//
+// gpumem serve loads this way so that the browser fetches the page while
+// the snapshot is decoded, and a big file shows its progress.
+func (s *Server) Load(name string, load func(progress func(done, total int64)) (*snapshot.Snapshot, error)) (int, <-chan error) {
+	f := s.addPending(name)
+	s.mu.Lock()
+	prev, next := s.lastLoad, make(chan struct{})
+	s.lastLoad = next
+	s.mu.Unlock()
+	errc := make(chan error, 1)
+	go func() {
+		defer close(next)
+		if prev != nil {
+			<-prev
+		}
+		snap, err := loadSafe(load, func(done, total int64) {
+			f.doneBytes.Store(done)
+			f.totalBytes.Store(total)
+		})
+		f.finish(snap, err)
+		errc <- err
+	}()
+	return f.ID, errc
+}
+
+// loadSafe keeps the server alive if a decoder panics on bad input.
+func loadSafe(load func(progress func(done, total int64)) (*snapshot.Snapshot, error), progress func(done, total int64)) (snap *snapshot.Snapshot, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			snap, err = nil, fmt.Errorf("decoder failed: %v", p)
+		}
+	}()
+	snap, err = load(progress)
+	if err == nil && snap == nil {
+		err = errors.New("decoder returned no snapshot")
+	}
+	return snap, err
+}
+
+func (f *file) finish(snap *snapshot.Snapshot, err error) {
+	f.Snap, f.loadErr = snap, err
+	close(f.ready)
+}
+
+// loaded reports whether the file is ready (decoded or failed).
+func (f *file) loaded() bool {
+	select {
+	case <-f.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait blocks until the file is ready or ctx ends.
+func (f *file) wait(ctx context.Context) error {
+	select {
+	case <-f.ready:
+		return f.loadErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Server) addPending(name string) *file {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Duplicate names get " (n)" like memory_viz.
@@ -92,21 +177,25 @@ func (s *Server) Add(name string, snap *snapshot.Snapshot) int {
 			}
 		}
 	}
-	f := &file{ID: len(s.files), Name: name, Snap: snap, devs: map[int]*deviceData{}, timelines: map[tlKey]*tlEntry{}}
+	f := &file{ID: len(s.files), Name: name, ready: make(chan struct{}), devs: map[int]*deviceData{}, timelines: map[tlKey]*tlEntry{}}
 	s.files = append(s.files, f)
-	return f.ID
+	return f
 }
 
-// Warm builds, in the background, what the first paint needs: the default
-// device's Active Memory Timeline. Everything else (curves, markers, the
-// time axis, other views) is built on first use, so that the first window
-// is answered as early as possible.
+// Warm builds, in the background and once the file is loaded, what the
+// first paint needs: the default device's Active Memory Timeline.
+// Everything else (curves, markers, the time axis, other views) is built
+// on first use, so that the first window is answered as early as possible.
 func (s *Server) Warm(id int) {
 	f := s.file(id)
 	if f == nil {
 		return
 	}
-	go f.timeline(defaultDevice(f.Snap), ViewActive)
+	go func() {
+		if f.wait(context.Background()) == nil {
+			f.timeline(defaultDevice(f.Snap), ViewActive)
+		}
+	}()
 }
 
 func (s *Server) file(id int) *file {
@@ -236,6 +325,10 @@ func (s *Server) params(w http.ResponseWriter, r *http.Request) (*params, bool) 
 		writeErr(w, http.StatusNotFound, "no file %q", q.Get("file"))
 		return nil, false
 	}
+	if err := f.wait(r.Context()); err != nil {
+		writeErr(w, http.StatusUnprocessableEntity, "%s", loadErrText(f.Name, err))
+		return nil, false
+	}
 	p := &params{f: f, view: q.Get("view"), mode: q.Get("mode"), detail: DefaultDetail}
 	if p.view == "" {
 		p.view = ViewActive
@@ -318,6 +411,11 @@ type fileInfo struct {
 	Devices       []deviceInfo `json:"devices"`
 	DefaultDevice int          `json:"defaultDevice"`
 	HasSettings   bool         `json:"hasSettings"`
+	// While the file is decoded: Loading, and Done of Size bytes read
+	// (Size -1 when unknown).
+	Loading bool   `json:"loading,omitempty"`
+	Done    int64  `json:"done,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // fileInfoOf describes a file; computed once (it scans every event).
@@ -356,7 +454,28 @@ func computeFileInfo(f *file) fileInfo {
 	return fi
 }
 
+// loadErrText is a load error as one line that starts with the file name.
+func loadErrText(name string, err error) string {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, name+":") {
+		msg = name + ": " + msg
+	}
+	return msg
+}
+
+// handleFiles lists the files. A file still being decoded is listed with
+// loading and its progress, one that failed with its error. With
+// ?wait=ID the answer waits until that file is ready, so that the page
+// need not poll for it.
 func (s *Server) handleFiles(w http.ResponseWriter, r *http.Request) {
+	if v := r.URL.Query().Get("wait"); v != "" {
+		id, err := strconv.Atoi(v)
+		if f := s.file(id); err == nil && f != nil {
+			if f.wait(r.Context()) == context.Canceled {
+				return
+			}
+		}
+	}
 	s.mu.Lock()
 	files := append([]*file(nil), s.files...)
 	s.mu.Unlock()
@@ -365,7 +484,15 @@ func (s *Server) handleFiles(w http.ResponseWriter, r *http.Request) {
 		Upload bool       `json:"upload"`
 	}{Files: []fileInfo{}, Upload: s.opt.Decode != nil}
 	for _, f := range files {
-		out.Files = append(out.Files, fileInfoOf(f))
+		switch {
+		case !f.loaded():
+			fi := fileInfo{ID: f.ID, Name: f.Name, Loading: true, Devices: []deviceInfo{}, Done: f.doneBytes.Load(), Size: f.totalBytes.Load()}
+			out.Files = append(out.Files, fi)
+		case f.loadErr != nil:
+			out.Files = append(out.Files, fileInfo{ID: f.ID, Name: f.Name, Error: loadErrText(f.Name, f.loadErr), Devices: []deviceInfo{}})
+		default:
+			out.Files = append(out.Files, fileInfoOf(f))
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -620,32 +747,14 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "%s: reading upload: %v", name, err)
 		return
 	}
-	snap, err := s.decodeSafe(name, data)
+	snap, err := loadSafe(func(func(int64, int64)) (*snapshot.Snapshot, error) { return s.opt.Decode(name, data) }, nil)
 	if err != nil {
-		msg := err.Error()
-		if !strings.HasPrefix(msg, name+":") {
-			msg = name + ": " + msg
-		}
-		writeErr(w, http.StatusUnprocessableEntity, "%s", msg)
+		writeErr(w, http.StatusUnprocessableEntity, "%s", loadErrText(name, err))
 		return
 	}
 	id := s.Add(name, snap)
 	s.Warm(id) // the page opens it next
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "file": fileInfoOf(s.file(id))})
-}
-
-// decodeSafe keeps the server alive if a decoder panics on bad input.
-func (s *Server) decodeSafe(name string, data []byte) (snap *snapshot.Snapshot, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("decoder failed: %v", p)
-		}
-	}()
-	snap, err = s.opt.Decode(name, data)
-	if err == nil && snap == nil {
-		err = errors.New("decoder returned no snapshot")
-	}
-	return snap, err
 }
 
 // eventLine is memory_viz's formatEvent on one line (the list shows one

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -360,5 +361,72 @@ func TestWriteHTML(t *testing.T) {
 	}
 	if err := WriteHTML(&b, "x", tinySnapshot(), HTMLOptions{Device: 3}); err == nil {
 		t.Errorf("missing device accepted")
+	}
+}
+
+// TestBackgroundLoad: a file registered with Load is listed as loading
+// with its progress while it decodes, requests for it wait and then get
+// its answer, files queued after it load after it, and a failed load
+// answers every request with its error while the server keeps serving.
+func TestBackgroundLoad(t *testing.T) {
+	s := New(Options{Addr: "127.0.0.1:8123"})
+	h := s.Handler()
+	release := make(chan struct{})
+	progressed := make(chan struct{})
+	id, done := s.Load("slow.pickle", func(progress func(done, total int64)) (*snapshot.Snapshot, error) {
+		progress(300, 1000)
+		close(progressed)
+		<-release
+		return tinySnapshot(), nil
+	})
+	badID, badDone := s.Load("bad.pickle", func(func(done, total int64)) (*snapshot.Snapshot, error) {
+		panic("hostile input") // a decoder bug must not take the server down
+	})
+	s.Warm(id)
+	<-progressed
+
+	var files struct {
+		Files []fileInfo `json:"files"`
+	}
+	if err := json.Unmarshal(get(t, h, "127.0.0.1:8123", "/api/files").Body.Bytes(), &files); err != nil {
+		t.Fatal(err)
+	}
+	if f := files.Files[id]; !f.Loading || f.Done != 300 || f.Size != 1000 || f.Name != "slow.pickle" {
+		t.Errorf("while loading: %+v, want loading 300 of 1000 bytes", f)
+	}
+	if f := files.Files[badID]; !f.Loading {
+		t.Errorf("queued file: %+v, want loading", f)
+	}
+
+	metaDone := make(chan *httptest.ResponseRecorder)
+	go func() { metaDone <- get(t, h, "127.0.0.1:8123", "/api/meta?file=0&view=active") }()
+	select {
+	case <-metaDone:
+		t.Fatal("meta answered before the file was loaded")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if w := <-metaDone; w.Code != 200 || !strings.Contains(w.Body.String(), `"elements":2`) {
+		t.Errorf("meta after load: %d %s", w.Code, w.Body)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("load error %v", err)
+	}
+	if err := <-badDone; err == nil || !strings.Contains(err.Error(), "hostile input") {
+		t.Errorf("bad load error %v, want the panic as an error", err)
+	}
+	w := get(t, h, "127.0.0.1:8123", "/api/window?file=1&view=active")
+	if w.Code != http.StatusUnprocessableEntity || !strings.Contains(w.Body.String(), "bad.pickle: decoder failed: hostile input") {
+		t.Errorf("request for the failed file: %d %s", w.Code, w.Body)
+	}
+	files.Files = nil // Unmarshal would merge into the old elements
+	if err := json.Unmarshal(get(t, h, "127.0.0.1:8123", "/api/files?wait=1").Body.Bytes(), &files); err != nil {
+		t.Fatal(err)
+	}
+	if f := files.Files[0]; f.Loading || len(f.Devices) != 1 || f.Devices[0].Events != 5 {
+		t.Errorf("loaded file: %+v", f)
+	}
+	if f := files.Files[1]; f.Loading || !strings.Contains(f.Error, "hostile input") {
+		t.Errorf("failed file: %+v", f)
 	}
 }

@@ -305,7 +305,7 @@ async function init() {
     S.prefetch.meta.catch(() => {}); S.prefetch.win.catch(() => {});
   }
   try {
-    const f = await api.files();
+    const f = await filesWhenReady(S.p.file);
     S.files = f.files;
     if (!S.files.length) { showError('No snapshot loaded. Drop a snapshot file onto this page.'); return; }
     if (!S.files[S.p.file]) S.p.file = 0;
@@ -318,10 +318,34 @@ async function init() {
   }
 }
 
+// filesWhenReady returns the file list once file id (or the first file)
+// is decoded: gpumem serve decodes in the background while the page
+// loads. Meanwhile it shows the decoding progress.
+async function filesWhenReady(id) {
+  let list = await api.files();
+  const target = () => list.files[id] || list.files[0];
+  if (embedded || !target() || !target().loading) return list;
+  let done = false;
+  const ready = getJSON('api/files?wait=' + target().id).finally(() => { done = true; });
+  (async () => {
+    while (!done) {
+      const f = target();
+      const pct = f.size > 0 ? ` (${Math.floor(100 * f.done / f.size)}%)` : '';
+      $('loading').textContent = `Loading ${f.name}: ${formatSize(f.done, false)}` +
+        (f.size > 0 ? ` of ${formatSize(f.size, false)}${pct}` : '') + '…';
+      $('loading').hidden = false;
+      await new Promise(r => setTimeout(r, 200));
+      if (done) break;
+      try { list = await api.files(); } catch (e) { break; }
+    }
+  })();
+  try { return await ready; } finally { $('loading').hidden = true; }
+}
+
 function fillSelectors() {
   const fs = $('file');
   fs.innerHTML = '';
-  for (const f of S.files) fs.add(new Option(f.name, f.id));
+  for (const f of S.files) fs.add(new Option(f.name + (f.loading ? ' (loading)' : f.error ? ' (failed)' : ''), f.id));
   fs.value = S.p.file;
   const ds = $('device');
   ds.innerHTML = '';
@@ -971,8 +995,9 @@ function stepEvent(d) {
 
 // ---------- controls ----------
 function setupControls() {
-  $('file').addEventListener('change', () => {
+  $('file').addEventListener('change', async () => {
     S.p.file = +$('file').value;
+    if (S.files[S.p.file].loading) S.files = (await filesWhenReady(S.p.file)).files;
     S.p.device = S.files[S.p.file].defaultDevice;
     fillSelectors(); openView(null);
   });
