@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"math/bits"
+	"slices"
 	"sort"
 
 	"github.com/gpumem/gpumem/snapshot"
@@ -207,7 +209,14 @@ func buildElements(s *snapshot.Snapshot, device int, segmentsView bool) *element
 }
 
 // drawSet marks the maxEntries largest elements as memory_viz's draw_elem
-// does (stable sort by size, descending). maxEntries <= 0 draws all.
+// does (stable sort by size, descending: among equal sizes the earlier
+// elements win). maxEntries <= 0 draws all.
+//
+// Rather than sorting every element it finds the size of the last one
+// drawn: the elements larger than it are all drawn, and of those equal to
+// it the earliest, until maxEntries are drawn. Counting by bit length
+// first narrows the search to one power-of-two class, so only that class
+// is sorted.
 func drawSet(elems []elemSrc, maxEntries int) []bool {
 	drawn := make([]bool, len(elems))
 	if maxEntries <= 0 || maxEntries >= len(elems) {
@@ -216,13 +225,39 @@ func drawSet(elems []elemSrc, maxEntries int) []bool {
 		}
 		return drawn
 	}
-	idx := make([]int32, len(elems))
-	for i := range idx {
-		idx[i] = int32(i)
+	var perClass [65]int
+	for i := range elems {
+		perClass[bits.Len64(elems[i].size)]++
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return elems[idx[a]].size > elems[idx[b]].size })
-	for _, i := range idx[:maxEntries] {
-		drawn[i] = true
+	// The class holding the maxEntries-th largest size, and how many of
+	// the drawn come from above it.
+	class, above := 64, 0
+	for ; above+perClass[class] < maxEntries; class-- {
+		above += perClass[class]
+	}
+	var sizes []uint64
+	for i := range elems {
+		if bits.Len64(elems[i].size) == class {
+			sizes = append(sizes, elems[i].size)
+		}
+	}
+	slices.Sort(sizes)
+	cut := sizes[len(sizes)-(maxEntries-above)] // the smallest size drawn
+	larger := 0
+	for _, v := range sizes {
+		if v > cut {
+			larger++
+		}
+	}
+	equal := maxEntries - above - larger // elements of size cut drawn
+	for i := range elems {
+		switch v := elems[i].size; {
+		case v > cut:
+			drawn[i] = true
+		case v == cut && equal > 0:
+			drawn[i] = true
+			equal--
+		}
 	}
 	return drawn
 }
