@@ -421,16 +421,10 @@ func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 		}
 		switch kw {
 		case kwAction:
-			id, ok := d.StrID(val)
-			if !ok {
+			if val.Kind != pickle.String {
 				return val, d.Errorf("trace entry: action is %s, not str", b.kindName(val))
 			}
-			var a Action
-			if int(id) < len(b.actions) && b.actions[id] != 0 {
-				a = b.actions[id] - 1
-			} else {
-				a = b.lookupAction(d, val)
-			}
+			a := b.action(d, val)
 			if a == ActionUnknown {
 				// Keep the unknown spelling so nothing is lost.
 				kvj, err := b.keyValue(kv[i], val)

@@ -73,28 +73,14 @@ func (b *builder) ReadEntry(d *pickle.Decoder, buf []byte, p int, self int64) (p
 			return pickle.Value{}, 0, false
 		}
 		// The key: a memoized str.
-		var i uint64
-		switch buf[p] {
-		case opBinGet:
-			if p+1 >= len(buf) {
-				return pickle.Value{}, 0, false
-			}
-			i = uint64(buf[p+1])
-			p += 2
-		case opLongBinGet:
-			if p+4 >= len(buf) {
-				return pickle.Value{}, 0, false
-			}
-			i = uint64(binary.LittleEndian.Uint32(buf[p+1 : p+5]))
-			p += 5
-		case opSetItems:
+		if buf[p] == opSetItems {
 			return b.commitEntry(d, &e, seen, stream, cc, um, umFirst, p+1)
-		default:
+		}
+		i, next := memoRef(buf, p)
+		if next == 0 || int64(i) == self {
 			return pickle.Value{}, 0, false
 		}
-		if int64(i) == self {
-			return pickle.Value{}, 0, false
-		}
+		p = next
 		var kw uint8
 		if c := &b.keyCache[i%keyCacheSize]; c.idx == i+1 {
 			kw = c.kw
@@ -123,22 +109,10 @@ func (b *builder) ReadEntry(d *pickle.Decoder, buf []byte, p int, self int64) (p
 		var valIdx uint64 // memo index+1 of a memoized action
 		switch buf[p] {
 		case opBinGet, opLongBinGet:
-			if buf[p] == opBinGet {
-				if p+1 >= len(buf) {
-					return pickle.Value{}, 0, false
-				}
-				i = uint64(buf[p+1])
-				p += 2
-			} else {
-				if p+4 >= len(buf) {
-					return pickle.Value{}, 0, false
-				}
-				i = uint64(binary.LittleEndian.Uint32(buf[p+1 : p+5]))
-				p += 5
-			}
-			if int64(i) == self {
+			if i, next = memoRef(buf, p); next == 0 || int64(i) == self {
 				return pickle.Value{}, 0, false
 			}
+			p = next
 			if kw == kwAction {
 				if c := &b.actionCache[i%keyCacheSize]; c.idx == i+1 {
 					e.Action = c.action
@@ -169,21 +143,12 @@ func (b *builder) ReadEntry(d *pickle.Decoder, buf []byte, p int, self int64) (p
 			val = pickle.Value{Kind: pickle.Int, X: uint64(int64(int32(binary.LittleEndian.Uint32(buf[p+1 : p+5]))))}
 			p += 5
 		case opLong1:
-			if p+10 > len(buf) {
+			x, next := long1At(buf, p)
+			if next == 0 {
 				return pickle.Value{}, 0, false
-			}
-			n := int(buf[p+1])
-			if n > 8 {
-				return pickle.Value{}, 0, false
-			}
-			var x int64
-			if n > 0 {
-				// Load 8 bytes and keep the low n, sign-extended.
-				sh := uint(64 - 8*n)
-				x = int64(binary.LittleEndian.Uint64(buf[p+2:p+10])<<sh) >> sh
 			}
 			val = pickle.Value{Kind: pickle.Int, X: uint64(x)}
-			p += 2 + n
+			p = next
 		case opNone:
 			val = pickle.Value{Kind: pickle.None}
 			p++
@@ -196,13 +161,7 @@ func (b *builder) ReadEntry(d *pickle.Decoder, buf []byte, p int, self int64) (p
 			if val.Kind != pickle.String {
 				return pickle.Value{}, 0, false
 			}
-			id := uint32(val.X)
-			var a Action
-			if int(id) < len(b.actions) && b.actions[id] != 0 {
-				a = b.actions[id] - 1
-			} else {
-				a = b.lookupAction(d, val)
-			}
+			a := b.action(d, val)
 			if a == ActionUnknown {
 				return pickle.Value{}, 0, false
 			}
@@ -303,6 +262,14 @@ func (b *builder) appendEvent(e *Event) pickle.Value {
 	return pickle.MakeHandle(hEvent, uint64(n))
 }
 
+// action returns the action a str names, parsing each spelling once.
+func (b *builder) action(d *pickle.Decoder, val pickle.Value) Action {
+	if id := uint32(val.X); int(id) < len(b.actions) && b.actions[id] != 0 {
+		return b.actions[id] - 1
+	}
+	return b.lookupAction(d, val)
+}
+
 // lookupAction parses an action string and caches it by string id.
 func (b *builder) lookupAction(d *pickle.Decoder, val pickle.Value) Action {
 	id := uint32(val.X)
@@ -315,22 +282,34 @@ func (b *builder) lookupAction(d *pickle.Decoder, val pickle.Value) Action {
 	return a
 }
 
-// memoKey reads the BINGET or LONG_BINGET at p and returns the string id of
-// the memoized str it names.
-func memoKey(d *pickle.Decoder, buf []byte, p int, self int64) (uint32, bool) {
-	var i uint64
+// long1At reads the LONG1 at buf[p] when its value fits an int64 and buf
+// holds 8 bytes past the length byte: the value and the position after
+// it, or next 0. It inlines, as memoRef does.
+func long1At(buf []byte, p int) (x int64, next int) {
+	if p+10 > len(buf) || buf[p+1] > 8 {
+		return 0, 0
+	}
+	n := int(buf[p+1])
+	if n > 0 {
+		// Load 8 bytes and keep the low n, sign-extended.
+		sh := uint(64 - 8*n)
+		x = int64(binary.LittleEndian.Uint64(buf[p+2:p+10])<<sh) >> sh
+	}
+	return x, p + 2 + n
+}
+
+// memoRef reads the BINGET or LONG_BINGET at buf[p] (p < len(buf)): the
+// memo index and the position after the opcode, or next 0 when buf[p] is
+// neither or is cut short. It inlines, which the value readers need: a
+// call per key or value costs them a few percent.
+func memoRef(buf []byte, p int) (i uint64, next int) {
 	switch {
-	case p+1 < len(buf) && buf[p] == opBinGet:
-		i = uint64(buf[p+1])
-	case p+4 < len(buf) && buf[p] == opLongBinGet:
-		i = uint64(binary.LittleEndian.Uint32(buf[p+1 : p+5]))
-	default:
-		return 0, false
+	case buf[p] == opBinGet && p+1 < len(buf):
+		return uint64(buf[p+1]), p + 2
+	case buf[p] == opLongBinGet && p+4 < len(buf):
+		return uint64(binary.LittleEndian.Uint32(buf[p+1 : p+5])), p + 5
 	}
-	if int64(i) == self {
-		return 0, false
-	}
-	return d.MemoStr(i)
+	return 0, 0
 }
 
 // readBlock is ReadEntry for blocks of PyTorch 2.1+ (address first): keys
@@ -347,15 +326,15 @@ func (b *builder) readBlock(d *pickle.Decoder, buf []byte, p int, self int64) (p
 		if buf[p] == opSetItems {
 			break
 		}
-		k, ok := memoKey(d, buf, p, self)
+		i, next := memoRef(buf, p)
+		if next == 0 || int64(i) == self {
+			return pickle.Value{}, 0, false
+		}
+		k, ok := d.MemoStr(i)
 		if !ok || k >= uint32(len(b.keyKind)) {
 			return pickle.Value{}, 0, false
 		}
-		if buf[p] == opBinGet {
-			p += 2
-		} else {
-			p += 5
-		}
+		p = next
 		kw := b.keyKind[k]
 		bit := uint16(1) << kw
 		if seen&bit != 0 || blockKeys&bit == 0 {
@@ -370,23 +349,10 @@ func (b *builder) readBlock(d *pickle.Decoder, buf []byte, p int, self int64) (p
 		var val pickle.Value // a memoized value
 		switch buf[p] {
 		case opBinGet, opLongBinGet:
-			var i uint64
-			if buf[p] == opBinGet {
-				if p+1 >= len(buf) {
-					return pickle.Value{}, 0, false
-				}
-				i = uint64(buf[p+1])
-				p += 2
-			} else {
-				if p+4 >= len(buf) {
-					return pickle.Value{}, 0, false
-				}
-				i = uint64(binary.LittleEndian.Uint32(buf[p+1 : p+5]))
-				p += 5
-			}
-			if int64(i) == self {
+			if i, next = memoRef(buf, p); next == 0 || int64(i) == self {
 				return pickle.Value{}, 0, false
 			}
+			p = next
 			if val, ok = d.MemoPlain(i); !ok {
 				return pickle.Value{}, 0, false
 			}
@@ -414,22 +380,12 @@ func (b *builder) readBlock(d *pickle.Decoder, buf []byte, p int, self int64) (p
 			x = uint64(v)
 			p += 5
 		case opLong1:
-			if p+10 > len(buf) {
+			v, next := long1At(buf, p)
+			if next == 0 || v < 0 {
 				return pickle.Value{}, 0, false
 			}
-			n := int(buf[p+1])
-			if n > 8 {
-				return pickle.Value{}, 0, false
-			}
-			if n > 0 {
-				sh := uint(64 - 8*n)
-				v := int64(binary.LittleEndian.Uint64(buf[p+2:p+10])<<sh) >> sh
-				if v < 0 {
-					return pickle.Value{}, 0, false
-				}
-				x = uint64(v)
-			}
-			p += 2 + n
+			x = uint64(v)
+			p = next
 		case opNone:
 			val = pickle.Value{Kind: pickle.None}
 			isInt = false

@@ -233,6 +233,10 @@ func (sc *jsonScanner) str() (pickle.Value, error) {
 	return pickle.Value{}, sc.errorf("unterminated string")
 }
 
+// jsonEscapes maps the letter after a backslash in a JSON string to the
+// byte it stands for (0: not a one-letter escape).
+var jsonEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
 func (sc *jsonScanner) slowStr(start int) (pickle.Value, error) {
 	out := sc.buf[:0]
 	j := start
@@ -256,19 +260,11 @@ func (sc *jsonScanner) slowStr(start int) (pickle.Value, error) {
 		}
 		e := sc.b[j+1]
 		j += 2
+		if b := jsonEscapes[e]; b != 0 {
+			out = append(out, b)
+			continue
+		}
 		switch e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
 		case 'u':
 			r, ok := sc.hex4(j)
 			if !ok {
