@@ -1,8 +1,6 @@
 package synth
 
 import (
-	"fmt"
-
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -14,10 +12,10 @@ const mlpClasses = 1000
 type mlp struct {
 	*program
 	opt optimSites
+	trainSites
 
-	batchX, batchY, freeBatch, linear, relu, head    snapshot.StackID
-	logSoftmax, nll, lossFree                        snapshot.StackID
-	bNll, bLogSoftmax, bHead, bRelu, bLinear, bFirst snapshot.StackID
+	linear, relu, head            snapshot.StackID
+	bHead, bRelu, bLinear, bFirst snapshot.StackID
 }
 
 func newMLP(p *program) *mlp {
@@ -26,24 +24,14 @@ func newMLP(p *program) *mlp {
 	seq := func(f frame) []frame {
 		return cat(nn(f), nn(frame{torchDir + "nn/modules/container.py", 250, "forward"}), fwd)
 	}
-	ce := cat([]frame{{torchDir + "nn/functional.py", 3494, "cross_entropy"}, {userTrain, 131, "compute_loss"}}, trainStep(155))
-	batch := func(line int64) []frame { return cat([]frame{{userTrain, line, "get_batch"}}, trainStep(152)) }
-	return &mlp{program: p, opt: newOptimSites(st),
-		batchX:      st.intern(batch(97)),
-		batchY:      st.intern(batch(98)),
-		freeBatch:   st.intern(trainStep(152)),
-		linear:      st.intern(seq(frame{torchDir + "nn/modules/linear.py", 125, "forward"})),
-		relu:        st.intern(seq(frame{torchDir + "nn/modules/activation.py", 133, "forward"})),
-		head:        st.intern(cat(nn(frame{torchDir + "nn/modules/linear.py", 125, "forward"}), nn(frame{userModel, 43, "forward"}), trainStep(154))),
-		logSoftmax:  st.intern(ce),
-		nll:         st.intern(ce),
-		lossFree:    st.intern(trainStep(160)),
-		bNll:        st.intern(backwardFrames("NllLossBackward0")),
-		bLogSoftmax: st.intern(backwardFrames("LogSoftmaxBackward0")),
-		bHead:       st.intern(backwardFrames("AddmmBackward0")),
-		bRelu:       st.intern(backwardFrames("ReluBackward0")),
-		bLinear:     st.intern(backwardFrames("AddmmBackward0")),
-		bFirst:      st.intern(backwardFrames("AddmmBackward0")),
+	return &mlp{program: p, opt: newOptimSites(st), trainSites: newTrainSites(st),
+		linear:  st.intern(seq(frame{torchDir + "nn/modules/linear.py", 125, "forward"})),
+		relu:    st.intern(seq(frame{torchDir + "nn/modules/activation.py", 133, "forward"})),
+		head:    st.intern(cat(nn(frame{torchDir + "nn/modules/linear.py", 125, "forward"}), nn(frame{userModel, 43, "forward"}), trainStep(154))),
+		bHead:   st.backward("AddmmBackward0"),
+		bRelu:   st.backward("ReluBackward0"),
+		bLinear: st.backward("AddmmBackward0"),
+		bFirst:  st.backward("AddmmBackward0"),
 	}
 }
 
@@ -56,25 +44,7 @@ func (m *mlp) run() {
 	m.addParam(mlpClasses*H*e, m.opt.toDevice)
 	m.addParam(mlpClasses*e, m.opt.toDevice)
 
-	x, y := none, none
-	for step := 0; step < m.w.Steps && m.err == nil; step++ {
-		name := fmt.Sprintf("ProfilerStep#%d", step)
-		m.annotate(name, "START")
-		m.zeroGrad(&m.opt)
-		nx := m.alloc(uint64(m.w.Batch)*H*e, kindInput, m.batchX)
-		ny := m.alloc(uint64(m.w.Batch)*8, kindInput, m.batchY)
-		m.free(x, m.freeBatch)
-		m.free(y, m.freeBatch)
-		x, y = nx, ny
-		loss := m.forwardBackward()
-		m.optimizerStep(&m.opt)
-		m.free(loss, m.lossFree)
-		m.annotate(name, "END")
-		if m.err == nil {
-			m.stepsDone++
-		}
-		m.now += 100 + int64(m.rng.IntN(200))
-	}
+	m.trainLoop(&m.trainSites, &m.opt, uint64(m.w.Batch)*H*e, uint64(m.w.Batch)*8, 100, m.forwardBackward)
 }
 
 func (m *mlp) forwardBackward() tensorID {
@@ -96,12 +66,7 @@ func (m *mlp) forwardBackward() tensorID {
 		return loss
 	}
 
-	gl := m.alloc(4, kindTemp, m.bNll)
-	g := m.alloc(B*C*4, kindTemp, m.bNll)
-	m.free(gl, m.bNll)
-	g2 := m.alloc(B*C*e, kindTemp, m.bLogSoftmax)
-	m.free(g, m.bLogSoftmax)
-	m.free(lsm, m.bLogSoftmax)
+	g2 := m.lossBackward(&m.trainSites, B*C, B*C*e, lsm)
 	n := len(m.params)
 	m.flops(4 * B * H * C)
 	m.grad(n-2, m.bHead)

@@ -97,6 +97,11 @@ func cpp(names ...string) []frame {
 	return out
 }
 
+// backward interns the stack of autograd node's apply, run by loss.backward().
+func (t *stackTable) backward(node string) snapshot.StackID {
+	return t.intern(backwardFrames(node))
+}
+
 // backwardFrames is what loss.backward() adds below an autograd node.
 func backwardFrames(node string) []frame {
 	return cat(

@@ -1,8 +1,6 @@
 package synth
 
 import (
-	"fmt"
-
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -12,25 +10,24 @@ import (
 type transformer struct {
 	*program
 	opt optimSites
-	s   tSites
+	trainSites
+	s tSites
 
 	B, S, D, H, V uint64
 }
 
 // tSites are the interned stacks of every allocation site.
 type tSites struct {
-	batchX, batchY                                   snapshot.StackID
 	emb, ln1, qkv, attn, proj, add1                  snapshot.StackID
-	ln2, fc1, gelu, fc2, add2, lnf, head             snapshot.StackID
-	lossCast, logSoftmax, nll, lossFree, freeBatch   snapshot.StackID
-	bNll, bLogSoftmax, bHead, bLnf, bFc2, bGelu      snapshot.StackID
+	ln2, fc1, gelu, fc2, add2, lnf, head, lossCast   snapshot.StackID
+	bHead, bLnf, bFc2, bGelu                         snapshot.StackID
 	bFc1, bLn2, bAdd, bProj, bAttn, bQkv, bLn1, bEmb snapshot.StackID
 	bCast                                            snapshot.StackID
 }
 
 func newTransformer(p *program) *transformer {
 	w := p.w
-	t := &transformer{program: p, opt: newOptimSites(p.st),
+	t := &transformer{program: p, opt: newOptimSites(p.st), trainSites: newTrainSites(p.st),
 		B: uint64(w.Batch), S: uint64(w.Seq), D: uint64(w.DModel), H: uint64(w.Heads), V: uint64(w.Vocab)}
 	st := p.st
 	linear := frame{torchDir + "nn/modules/linear.py", 125, "forward"}
@@ -40,45 +37,35 @@ func newTransformer(p *program) *transformer {
 	attn := func(line int64) []frame { return cat(nn(frame{userModel, line, "forward"}), block(119)) }
 	mlp := func(line int64) []frame { return cat(nn(frame{userModel, line, "forward"}), block(120)) }
 	top := func(line int64) []frame { return cat(nn(frame{userModel, line, "forward"}), trainStep(154)) }
-	ce := cat([]frame{{torchDir + "nn/functional.py", 3494, "cross_entropy"}, {userTrain, 131, "compute_loss"}}, trainStep(155))
-	batch := func(line int64) []frame { return cat([]frame{{userTrain, line, "get_batch"}}, trainStep(152)) }
 	t.s = tSites{
-		batchX:     st.intern(batch(97)),
-		batchY:     st.intern(batch(98)),
-		freeBatch:  st.intern(trainStep(152)),
-		emb:        st.intern(cat(nn(frame{torchDir + "nn/modules/sparse.py", 190, "forward"}), top(165))),
-		ln1:        st.intern(cat(nn(norm), block(119))),
-		qkv:        st.intern(cat(nn(linear), attn(71))),
-		attn:       st.intern(attn(74)),
-		proj:       st.intern(cat(nn(linear), attn(76))),
-		add1:       st.intern(block(119)),
-		ln2:        st.intern(cat(nn(norm), block(120))),
-		fc1:        st.intern(cat(nn(linear), mlp(92))),
-		gelu:       st.intern(cat(nn(frame{torchDir + "nn/modules/activation.py", 734, "forward"}), mlp(93))),
-		fc2:        st.intern(cat(nn(linear), mlp(94))),
-		add2:       st.intern(block(120)),
-		lnf:        st.intern(cat(nn(norm), top(168))),
-		head:       st.intern(cat(nn(linear), top(169))),
-		lossCast:   st.intern(cat([]frame{{userTrain, 130, "compute_loss"}}, trainStep(155))),
-		logSoftmax: st.intern(ce),
-		nll:        st.intern(ce),
-		lossFree:   st.intern(trainStep(160)),
+		emb:      st.intern(cat(nn(frame{torchDir + "nn/modules/sparse.py", 190, "forward"}), top(165))),
+		ln1:      st.intern(cat(nn(norm), block(119))),
+		qkv:      st.intern(cat(nn(linear), attn(71))),
+		attn:     st.intern(attn(74)),
+		proj:     st.intern(cat(nn(linear), attn(76))),
+		add1:     st.intern(block(119)),
+		ln2:      st.intern(cat(nn(norm), block(120))),
+		fc1:      st.intern(cat(nn(linear), mlp(92))),
+		gelu:     st.intern(cat(nn(frame{torchDir + "nn/modules/activation.py", 734, "forward"}), mlp(93))),
+		fc2:      st.intern(cat(nn(linear), mlp(94))),
+		add2:     st.intern(block(120)),
+		lnf:      st.intern(cat(nn(norm), top(168))),
+		head:     st.intern(cat(nn(linear), top(169))),
+		lossCast: st.intern(cat([]frame{{userTrain, 130, "compute_loss"}}, trainStep(155))),
 
-		bNll:        st.intern(backwardFrames("NllLossBackward0")),
-		bLogSoftmax: st.intern(backwardFrames("LogSoftmaxBackward0")),
-		bCast:       st.intern(backwardFrames("ToCopyBackward0")),
-		bHead:       st.intern(backwardFrames("MmBackward0")),
-		bLnf:        st.intern(backwardFrames("NativeLayerNormBackward0")),
-		bFc2:        st.intern(backwardFrames("AddmmBackward0")),
-		bGelu:       st.intern(backwardFrames("GeluBackward0")),
-		bFc1:        st.intern(backwardFrames("AddmmBackward0")),
-		bLn2:        st.intern(backwardFrames("NativeLayerNormBackward0")),
-		bAdd:        st.intern(backwardFrames("AddBackward0")),
-		bProj:       st.intern(backwardFrames("AddmmBackward0")),
-		bAttn:       st.intern(backwardFrames("ScaledDotProductFlashAttentionBackward0")),
-		bQkv:        st.intern(backwardFrames("AddmmBackward0")),
-		bLn1:        st.intern(backwardFrames("NativeLayerNormBackward0")),
-		bEmb:        st.intern(backwardFrames("EmbeddingBackward0")),
+		bCast: st.backward("ToCopyBackward0"),
+		bHead: st.backward("MmBackward0"),
+		bLnf:  st.backward("NativeLayerNormBackward0"),
+		bFc2:  st.backward("AddmmBackward0"),
+		bGelu: st.backward("GeluBackward0"),
+		bFc1:  st.backward("AddmmBackward0"),
+		bLn2:  st.backward("NativeLayerNormBackward0"),
+		bAdd:  st.backward("AddBackward0"),
+		bProj: st.backward("AddmmBackward0"),
+		bAttn: st.backward("ScaledDotProductFlashAttentionBackward0"),
+		bQkv:  st.backward("AddmmBackward0"),
+		bLn1:  st.backward("NativeLayerNormBackward0"),
+		bEmb:  st.backward("EmbeddingBackward0"),
 	}
 	return t
 }
@@ -115,26 +102,7 @@ func (t *transformer) run() {
 	t.addParam(D*e, t.opt.toDevice)
 	t.addParam(V*D*e, t.opt.toDevice)
 
-	x, y := none, none
-	for step := 0; step < t.w.Steps && t.err == nil; step++ {
-		name := fmt.Sprintf("ProfilerStep#%d", step)
-		t.annotate(name, "START")
-		t.zeroGrad(&t.opt)
-		// x, y = get_batch(): the previous batch dies when the names rebind.
-		nx := t.alloc(t.B*t.S*8, kindInput, t.s.batchX)
-		ny := t.alloc(t.B*t.S*8, kindInput, t.s.batchY)
-		t.free(x, t.s.freeBatch)
-		t.free(y, t.s.freeBatch)
-		x, y = nx, ny
-		loss := t.forwardBackward()
-		t.optimizerStep(&t.opt)
-		t.free(loss, t.s.lossFree) // loss.item() logged, then the name is rebound
-		t.annotate(name, "END")
-		if t.err == nil {
-			t.stepsDone++
-		}
-		t.now += 200 + int64(t.rng.IntN(400)) // dataloader and logging between steps
-	}
+	t.trainLoop(&t.trainSites, &t.opt, t.B*t.S*8, t.B*t.S*8, 200, t.forwardBackward)
 }
 
 // tLayer holds one block's activations saved for backward.
@@ -186,23 +154,17 @@ func (t *transformer) forwardBackward() tensorID {
 	if t.e != 4 {
 		cast = t.alloc(B*S*V*4, kindActivation, s.lossCast) // logits.float()
 	}
-	lsm := t.alloc(B*S*V*4, kindActivation, s.logSoftmax)
-	loss := t.alloc(4, kindActivation, s.nll)
-	t.free(cast, s.nll) // log_softmax saved its output, not its input
+	lsm := t.alloc(B*S*V*4, kindActivation, t.logSoftmax)
+	loss := t.alloc(4, kindActivation, t.nll)
+	t.free(cast, t.nll) // log_softmax saved its output, not its input
 	if t.err != nil {
 		return loss
 	}
 
 	// Backward, in reverse.
-	gl := t.alloc(4, kindTemp, s.bNll) // grad of loss: ones_like
-	g := t.alloc(B*S*V*4, kindTemp, s.bNll)
-	t.free(gl, s.bNll)
-	g2 := t.alloc(B*S*V*4, kindTemp, s.bLogSoftmax)
-	t.free(g, s.bLogSoftmax)
-	t.free(lsm, s.bLogSoftmax)
-	g = g2
+	g := t.lossBackward(&t.trainSites, B*S*V, B*S*V*4, lsm)
 	if t.e != 4 {
-		g2 = t.alloc(B*S*V*e, kindTemp, s.bCast)
+		g2 := t.alloc(B*S*V*e, kindTemp, s.bCast)
 		t.free(g, s.bCast)
 		g = g2
 	}
@@ -212,44 +174,27 @@ func (t *transformer) forwardBackward() tensorID {
 	gh := t.alloc(act, kindTemp, s.bHead)
 	t.free(g, s.bHead)
 	t.free(logits, s.bHead)
-	gx := t.alloc(act, kindTemp, s.bLnf)
-	t.grad(head-2, s.bLnf)
-	t.grad(head-1, s.bLnf)
-	t.free(gh, s.bLnf)
-	t.free(hf, s.bLnf)
-	t.free(stf, s.bLnf)
-	t.free(x, s.bLnf)
+	gx := t.layerNormBackward(act, head-2, gh, hf, stf, x, s.bLnf)
 	for l := L - 1; l >= 0 && t.err == nil; l-- {
 		ly := &layers[l]
+		block := t.blockParam(l, 0)
 		// MLP branch.
 		t.flops(16 * B * S * D * D)
-		t.grad(t.blockParam(l, pFc2W), s.bFc2)
-		t.grad(t.blockParam(l, pFc2B), s.bFc2)
+		t.weightGrads(block+pFc2W, s.bFc2)
 		gg := t.alloc(4*act, kindTemp, s.bFc2)
 		t.free(ly.g, s.bFc2)
 		gu := t.alloc(4*act, kindTemp, s.bGelu)
 		t.free(gg, s.bGelu)
 		t.free(ly.u, s.bGelu)
 		t.flops(16 * B * S * D * D)
-		t.grad(t.blockParam(l, pFc1W), s.bFc1)
-		t.grad(t.blockParam(l, pFc1B), s.bFc1)
+		t.weightGrads(block+pFc1W, s.bFc1)
 		gh2 := t.alloc(act, kindTemp, s.bFc1)
 		t.free(gu, s.bFc1)
-		gx2 := t.alloc(act, kindTemp, s.bLn2)
-		t.grad(t.blockParam(l, pLn2W), s.bLn2)
-		t.grad(t.blockParam(l, pLn2B), s.bLn2)
-		t.free(gh2, s.bLn2)
-		t.free(ly.h2, s.bLn2)
-		t.free(ly.st2, s.bLn2)
-		t.free(ly.x2, s.bLn2)
-		sum := t.alloc(act, kindTemp, s.bAdd) // residual: gx + gx2
-		t.free(gx, s.bAdd)
-		t.free(gx2, s.bAdd)
-		gx = sum
+		gx2 := t.layerNormBackward(act, block+pLn2W, gh2, ly.h2, ly.st2, ly.x2, s.bLn2)
+		gx = t.residualBackward(act, gx, gx2)
 		// Attention branch.
 		t.flops(4 * B * S * D * D)
-		t.grad(t.blockParam(l, pProjW), s.bProj)
-		t.grad(t.blockParam(l, pProjB), s.bProj)
+		t.weightGrads(block+pProjW, s.bProj)
 		ga := t.alloc(act, kindTemp, s.bProj)
 		t.flops(8 * B * S * S * D)
 		gqkv := t.alloc(3*act, kindTemp, s.bAttn)
@@ -258,23 +203,41 @@ func (t *transformer) forwardBackward() tensorID {
 		t.free(ly.lse, s.bAttn)
 		t.free(ly.qkv, s.bAttn)
 		t.flops(12 * B * S * D * D)
-		t.grad(t.blockParam(l, pQkvW), s.bQkv)
-		t.grad(t.blockParam(l, pQkvB), s.bQkv)
+		t.weightGrads(block+pQkvW, s.bQkv)
 		gh1 := t.alloc(act, kindTemp, s.bQkv)
 		t.free(gqkv, s.bQkv)
-		gx1 := t.alloc(act, kindTemp, s.bLn1)
-		t.grad(t.blockParam(l, pLn1W), s.bLn1)
-		t.grad(t.blockParam(l, pLn1B), s.bLn1)
-		t.free(gh1, s.bLn1)
-		t.free(ly.h1, s.bLn1)
-		t.free(ly.st1, s.bLn1)
-		t.free(ly.x, s.bLn1)
-		sum = t.alloc(act, kindTemp, s.bAdd)
-		t.free(gx, s.bAdd)
-		t.free(gx1, s.bAdd)
-		gx = sum
+		gx1 := t.layerNormBackward(act, block+pLn1W, gh1, ly.h1, ly.st1, ly.x, s.bLn1)
+		gx = t.residualBackward(act, gx, gx1)
 	}
 	t.grad(0, s.bEmb)
 	t.free(gx, s.bEmb)
 	return loss
+}
+
+// weightGrads makes the gradients of parameter w and the bias after it.
+func (t *transformer) weightGrads(w int, site snapshot.StackID) {
+	t.grad(w, site)
+	t.grad(w+1, site)
+}
+
+// layerNormBackward returns the input gradient (act bytes) of the
+// LayerNorm with weight w, given its output gradient gh, after making the
+// weight and bias gradients and freeing gh and what the LayerNorm saved:
+// its output h, its statistics st and its input in.
+func (t *transformer) layerNormBackward(act uint64, w int, gh, h, st, in tensorID, site snapshot.StackID) tensorID {
+	gx := t.alloc(act, kindTemp, site)
+	t.weightGrads(w, site)
+	t.free(gh, site)
+	t.free(h, site)
+	t.free(st, site)
+	t.free(in, site)
+	return gx
+}
+
+// residualBackward sums the gradients a and b of a residual connection.
+func (t *transformer) residualBackward(act uint64, a, b tensorID) tensorID {
+	sum := t.alloc(act, kindTemp, t.s.bAdd)
+	t.free(a, t.s.bAdd)
+	t.free(b, t.s.bAdd)
+	return sum
 }
