@@ -29,6 +29,27 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseOneSnapshot parses args with fs (see parseInterspersed) for a
+// command that takes exactly one snapshot: one file, or none with --demo
+// (useDemo, read after parsing).
+func parseOneSnapshot(env *Env, fs *flag.FlagSet, args []string, useDemo *bool) ([]string, error) {
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(files)+boolInt(*useDemo) != 1 {
+		return nil, usageError(fs, env.Stderr, "want exactly one snapshot")
+	}
+	return files, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // newFlagSet makes a FlagSet for a subcommand whose usage text goes to
 // stderr: "usage: gpumem NAME ARGS", a description, then the flags.
 func newFlagSet(env *Env, name, args, about string) *flag.FlagSet {

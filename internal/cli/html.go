@@ -32,12 +32,9 @@ func runHTML(env *Env, args []string) error {
 	detail := fs.Int("detail", web.DefaultDetail, "most polygons drawn per timeline (largest first; the rest is the grey total band)")
 	width := fs.Int("width", 4000, "pixel columns precomputed per timeline")
 	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")
-	files, err := parseInterspersed(fs, args)
+	files, err := parseOneSnapshot(env, fs, args, useDemo)
 	if err != nil {
 		return err
-	}
-	if len(files)+boolInt(*useDemo) != 1 {
-		return usageError(fs, env.Stderr, "want exactly one snapshot")
 	}
 	if *out == "" {
 		return usageError(fs, env.Stderr, "-o OUT.html is required")
@@ -47,7 +44,7 @@ func runHTML(env *Env, args []string) error {
 	default:
 		return usageError(fs, env.Stderr, fmt.Sprintf("unknown --view %q (want active, private, segments, state or settings)", *view))
 	}
-	snaps, err := LoadArgs(env, files, *useDemo)
+	s, err := loadOne(env, files, *useDemo)
 	if err != nil {
 		return err
 	}
@@ -57,7 +54,7 @@ func runHTML(env *Env, args []string) error {
 	}
 	return writeHTMLFileAtomic(*out, func(f *os.File) error {
 		w := bufio.NewWriterSize(f, 1<<20)
-		if err := web.WriteHTML(w, name, snaps[0], web.HTMLOptions{View: *view, Device: *device, Detail: *detail, Width: *width}); err != nil {
+		if err := web.WriteHTML(w, name, s, web.HTMLOptions{View: *view, Device: *device, Detail: *detail, Width: *width}); err != nil {
 			return err
 		}
 		return w.Flush()

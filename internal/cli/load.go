@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -77,6 +78,24 @@ func LoadArgs(env *Env, paths []string, useDemo bool) ([]*snapshot.Snapshot, err
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// loadOne loads the one snapshot that parseOneSnapshot accepted.
+func loadOne(env *Env, files []string, useDemo bool) (*snapshot.Snapshot, error) {
+	snaps, err := LoadArgs(env, files, useDemo)
+	if err != nil {
+		return nil, err
+	}
+	return snaps[0], nil
+}
+
+// writeStdout runs write on a buffered env.Stdout and flushes it.
+func writeStdout(env *Env, write func(w io.Writer) error) error {
+	w := bufio.NewWriter(env.Stdout)
+	if err := write(w); err != nil {
+		return err
+	}
+	return w.Flush()
 }
 
 // prefixError puts the file name in front of a load error unless the

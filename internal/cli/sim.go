@@ -70,7 +70,7 @@ func runSim(env *Env, args []string) error {
 		fmt.Fprintf(fs.Output(), "usage: gpumem sim [--script FILE | FILE] [flags]\n%s\n\nflags:\n", simAbout)
 		fs.PrintDefaults()
 	}
-	pos, err := simParseArgs(fs, args)
+	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
@@ -101,28 +101,6 @@ func runSim(env *Env, args []string) error {
 		fmt.Fprintln(env.Stderr, "gpumem sim: need --script FILE or one snapshot FILE")
 		fs.Usage()
 		return ErrUsage
-	}
-}
-
-// simParseArgs parses flags that may come after the file name.
-func simParseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, ErrUsage
-			}
-			return nil, ErrUsage
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
 	}
 }
 

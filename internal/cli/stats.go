@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"bufio"
+	"io"
 
 	"github.com/gpumem/gpumem/internal/report"
 )
@@ -24,27 +24,13 @@ as in PyTorch) and its free memory, then totals over all segments.`
 func runStats(env *Env, args []string) error {
 	fs := newFlagSet(env, "stats", "[--demo] FILE", statsAbout)
 	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")
-	files, err := parseInterspersed(fs, args)
+	files, err := parseOneSnapshot(env, fs, args, useDemo)
 	if err != nil {
 		return err
 	}
-	if len(files)+boolInt(*useDemo) != 1 {
-		return usageError(fs, env.Stderr, "want exactly one snapshot")
-	}
-	snaps, err := LoadArgs(env, files, *useDemo)
+	s, err := loadOne(env, files, *useDemo)
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriter(env.Stdout)
-	if err := report.Stats(w, snaps[0]); err != nil {
-		return err
-	}
-	return w.Flush()
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+	return writeStdout(env, func(w io.Writer) error { return report.Stats(w, s) })
 }

@@ -1,8 +1,8 @@
 package cli
 
 import (
-	"bufio"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/gpumem/gpumem/internal/report"
@@ -36,12 +36,9 @@ func runTrace(env *Env, args []string) error {
 	fs := newFlagSet(env, "trace", "[--device N] [--demo] FILE", traceAbout)
 	deviceFlag := fs.String("device", "", "list only device `N` (default: every device with entries)")
 	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")
-	files, err := parseInterspersed(fs, args)
+	files, err := parseOneSnapshot(env, fs, args, useDemo)
 	if err != nil {
 		return err
-	}
-	if len(files)+boolInt(*useDemo) != 1 {
-		return usageError(fs, env.Stderr, "want exactly one snapshot")
 	}
 	device := -1
 	if *deviceFlag != "" {
@@ -51,13 +48,11 @@ func runTrace(env *Env, args []string) error {
 		}
 		device = n
 	}
-	snaps, err := LoadArgs(env, files, *useDemo)
+	s, err := loadOne(env, files, *useDemo)
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriter(env.Stdout)
-	if err := report.Trace(w, snaps[0], report.TraceOptions{Device: device}); err != nil {
-		return err
-	}
-	return w.Flush()
+	return writeStdout(env, func(w io.Writer) error {
+		return report.Trace(w, s, report.TraceOptions{Device: device})
+	})
 }
