@@ -71,30 +71,11 @@ func canonWith(d *Decoder, v Value, handle func(Value) any) any {
 // TestDifferential decodes Python-written pickles of random values
 // (protocols 0-5, testdata/gen.py) and compares with Python's rendering.
 func TestDifferential(t *testing.T) {
-	raw, err := os.ReadFile("testdata/random_expected.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []any
-	if err := json.Unmarshal(raw, &want); err != nil {
-		t.Fatal(err)
-	}
+	want := readExpected(t, "random")
 	for p := 0; p <= 5; p++ {
-		data, err := os.ReadFile(fmt.Sprintf("testdata/random_p%d.bin", p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; len(data) > 0; i++ {
-			n := binary.LittleEndian.Uint32(data)
-			rec := data[4 : 4+n]
-			data = data[4+n:]
+		for i, rec := range readRecords(t, "random", p) {
 			for _, streaming := range []bool{false, true} {
-				var d *Decoder
-				if streaming {
-					d = NewDecoder(iotestOneByte(rec), nil)
-				} else {
-					d = NewBytesDecoder(rec, nil)
-				}
+				d := newTestDecoder(rec, nil, streaming)
 				v, err := d.Decode()
 				if err != nil {
 					t.Fatalf("protocol %d value %d (streaming %v): %v", p, i, streaming, err)
@@ -149,32 +130,13 @@ func TestFastDictDifferential(t *testing.T) {
 }
 
 func fastDictDifferential(t *testing.T, name string, protos []int) (offers int) {
-	raw, err := os.ReadFile("testdata/" + name + "_expected.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []any
-	if err := json.Unmarshal(raw, &want); err != nil {
-		t.Fatal(err)
-	}
+	want := readExpected(t, name)
 	for _, p := range protos {
-		data, err := os.ReadFile(fmt.Sprintf("testdata/%s_p%d.bin", name, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; len(data) > 0; i++ {
-			n := binary.LittleEndian.Uint32(data)
-			rec := data[4 : 4+n]
-			data = data[4+n:]
+		for i, rec := range readRecords(t, name, p) {
 			for _, accept := range []bool{false, true} {
 				for _, streaming := range []bool{false, true} {
 					f := &dictTaker{accept: accept}
-					var d *Decoder
-					if streaming {
-						d = NewDecoder(iotestOneByte(rec), f)
-					} else {
-						d = NewBytesDecoder(rec, f)
-					}
+					d := newTestDecoder(rec, f, streaming)
 					v, err := d.Decode()
 					if err != nil {
 						t.Fatalf("protocol %d value %d (accept %v, streaming %v): %v", p, i, accept, streaming, err)
@@ -199,6 +161,53 @@ func fastDictDifferential(t *testing.T, name string, protos []int) (offers int) 
 		}
 	}
 	return offers
+}
+
+// readExpected reads testdata/NAME_expected.json: Python's rendering of
+// each value of the NAME fixtures (testdata/gen*.py).
+func readExpected(t *testing.T, name string) []any {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/" + name + "_expected.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []any
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+// readRecords reads testdata/NAME_pP.bin: the values pickled with protocol
+// P, each behind its little-endian uint32 length.
+func readRecords(t testing.TB, name string, p int) [][]byte {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("testdata/%s_p%d.bin", name, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs [][]byte
+	for len(data) >= 4 {
+		n := binary.LittleEndian.Uint32(data)
+		if uint64(len(data)-4) < uint64(n) {
+			t.Fatalf("%s protocol %d: record %d is cut short", name, p, len(recs))
+		}
+		recs = append(recs, data[4:4+n])
+		data = data[4+n:]
+	}
+	if len(data) != 0 {
+		t.Fatalf("%s protocol %d: %d stray bytes at the end", name, p, len(data))
+	}
+	return recs
+}
+
+// newTestDecoder decodes rec from memory, or through a reader that hands
+// out a few bytes at a time when streaming.
+func newTestDecoder(rec []byte, fin Finisher, streaming bool) *Decoder {
+	if streaming {
+		return NewDecoder(iotestOneByte(rec), fin)
+	}
+	return NewBytesDecoder(rec, fin)
 }
 
 // oneByteReader returns at most 61 bytes per Read, to exercise refills.
@@ -425,16 +434,10 @@ func TestJSONDepth(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	for p := 0; p <= 5; p++ {
-		data, err := os.ReadFile(fmt.Sprintf("testdata/random_p%d.bin", p))
-		if err != nil {
-			f.Fatal(err)
-		}
-		for i := 0; i < 20 && len(data) > 0; i++ {
-			n := binary.LittleEndian.Uint32(data)
-			if n < 4096 {
-				f.Add(data[4 : 4+n])
+		for i, rec := range readRecords(f, "random", p) {
+			if i < 20 && len(rec) < 4096 {
+				f.Add(rec)
 			}
-			data = data[4+n:]
 		}
 	}
 	f.Add([]byte("](]\x94K\x01ah\x00e."))
