@@ -6,13 +6,18 @@ import (
 	"testing"
 )
 
-// BenchmarkDecode decodes the largest real snapshot from memory (set
-// GPUMEM_BENCH_FILE to decode another file, e.g. a tiled one from bench/).
-func BenchmarkDecode(b *testing.B) {
-	path := os.Getenv("GPUMEM_BENCH_FILE")
-	if path == "" {
-		path = filepath.Join(corpusDir(b), "cs336-notHanmin__memory_snapshot.pickle")
+// benchFile is the file the benchmarks decode: the largest real snapshot,
+// or GPUMEM_BENCH_FILE (e.g. a tiled one from bench/).
+func benchFile(b *testing.B) string {
+	if path := os.Getenv("GPUMEM_BENCH_FILE"); path != "" {
+		return path
 	}
+	return filepath.Join(corpusDir(b), "cs336-notHanmin__memory_snapshot.pickle")
+}
+
+// BenchmarkDecode decodes benchFile from memory.
+func BenchmarkDecode(b *testing.B) {
+	path := benchFile(b)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		b.Skip(err)
@@ -26,12 +31,9 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
-// BenchmarkOpen decodes the same file through the streaming reader.
+// BenchmarkOpen decodes benchFile through the streaming reader.
 func BenchmarkOpen(b *testing.B) {
-	path := os.Getenv("GPUMEM_BENCH_FILE")
-	if path == "" {
-		path = filepath.Join(corpusDir(b), "cs336-notHanmin__memory_snapshot.pickle")
-	}
+	path := benchFile(b)
 	st, err := os.Stat(path)
 	if err != nil {
 		b.Skip(err)

@@ -17,6 +17,18 @@ func corpusDir(t testing.TB) string {
 	return dir
 }
 
+// corpusFiles returns the real snapshots' paths, skipping when there are
+// none.
+func corpusFiles(t testing.TB) []string {
+	t.Helper()
+	dir := corpusDir(t)
+	files, err := filepath.Glob(filepath.Join(dir, "*.pickle"))
+	if err != nil || len(files) == 0 {
+		t.Skipf("no snapshots in %s", dir)
+	}
+	return files
+}
+
 type sourceInfo struct {
 	Name                  string         `json:"name"`
 	Size                  int64          `json:"size"`

@@ -12,22 +12,15 @@ import (
 // TestEntryReader decodes every real snapshot with and without the
 // trace-entry reader: the models must be identical.
 func TestEntryReader(t *testing.T) {
-	dir := corpusDir(t)
-	files, err := filepath.Glob(filepath.Join(dir, "*.pickle"))
-	if err != nil || len(files) == 0 {
-		t.Skipf("no pickles in %s", dir)
-	}
 	taken := 0
-	for _, f := range files {
+	for _, f := range corpusFiles(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			raw, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
 			}
 			decodeWith := func(off bool) *Snapshot {
-				noEntryReader = off
-				defer func() { noEntryReader = false }()
-				s, err := Decode(bytes.NewReader(raw), f, nil)
+				s, err := decodeEntryReaderOff(raw, f, off)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -55,45 +48,87 @@ func TestEntryReader(t *testing.T) {
 	}
 }
 
-// streamsPickle writes a protocol-4 snapshot with one trace of n entries on
-// raw streams 1..n; keys and the action are memoized after their first use,
+// decodeEntryReaderOff decodes b with the entry reader, or without it
+// when off.
+func decodeEntryReaderOff(b []byte, name string, off bool) (*Snapshot, error) {
+	noEntryReader = off
+	defer func() { noEntryReader = false }()
+	return Decode(bytes.NewReader(b), name, nil)
+}
+
+// tracePickle writes by hand a protocol-4 snapshot {"segments": [],
+// "device_traces": [[entry, ...]]}, memoizing strs and keys as Python does.
+type tracePickle struct {
+	b    []byte
+	memo int            // the next memo index
+	keys map[string]int // memo index of each key written
+}
+
+func newTracePickle() *tracePickle {
+	p := &tracePickle{b: []byte{0x80, 4, '}', 0x94, '('}, memo: 1, keys: map[string]int{}}
+	p.str("segments")
+	p.b = append(p.b, ']', 0x94)
+	p.str("device_traces")
+	p.b = append(p.b, ']', 0x94, '(', ']', 0x94, '(')
+	p.memo += 3 // the three lists
+	return p
+}
+
+// text writes a SHORT_BINUNICODE, not memoized.
+func (p *tracePickle) text(s string) {
+	p.b = append(p.b, 0x8c, byte(len(s)))
+	p.b = append(p.b, s...)
+}
+
+// str writes a memoized str.
+func (p *tracePickle) str(s string) {
+	p.text(s)
+	p.b = append(p.b, 0x94)
+	p.memo++
+}
+
+// key writes s the first time and a BINGET of it after.
+func (p *tracePickle) key(s string) {
+	if i, ok := p.keys[s]; ok {
+		p.b = append(p.b, 'h', byte(i))
+		return
+	}
+	p.keys[s] = p.memo
+	p.str(s)
+}
+
+// beginEntry opens a trace entry's dict; 'u' closes it.
+func (p *tracePickle) beginEntry() {
+	p.b = append(p.b, '}', 0x94, '(')
+	p.memo++
+}
+
+// end closes the trace, the trace list and the snapshot dict.
+func (p *tracePickle) end() []byte {
+	return append(p.b, 'e', 'e', 'u', '.')
+}
+
+// streamsPickle writes a snapshot with one trace of n entries on raw
+// streams 1..n; keys and the action are memoized after their first use,
 // so that all entries but the first go through the entry reader.
 func streamsPickle(n int) []byte {
-	b := []byte{0x80, 4, '}', 0x94, '('}
-	str := func(s string) { b = append(b, 0x8c, byte(len(s))); b = append(b, s...); b = append(b, 0x94) }
-	str("segments")
-	b = append(b, ']', 0x94)
-	str("device_traces")
-	b = append(b, ']', 0x94, '(', ']', 0x94, '(')
-	memo := 5 // 0 dict, 1 "segments", 2 [], 3 "device_traces", 4 []
-	memo++    // 5 the trace list
-	keys := map[string]int{}
-	key := func(s string) {
-		if i, ok := keys[s]; ok {
-			b = append(b, 'h', byte(i))
-			return
-		}
-		str(s)
-		keys[s] = memo
-		memo++
-	}
+	p := newTracePickle()
 	for i := 1; i <= n; i++ {
-		b = append(b, '}', 0x94, '(')
-		memo++
-		key("action")
-		key("alloc")
-		key("addr")
-		b = append(b, 'J', byte(i), byte(i>>8), byte(i>>16), byte(i>>24))
-		key("size")
-		b = append(b, 'K', 1)
-		key("stream")
-		b = append(b, 'J', byte(i), byte(i>>8), byte(i>>16), byte(i>>24))
-		b = append(b, 'u')
+		p.beginEntry()
+		p.key("action")
+		p.key("alloc")
+		p.key("addr")
+		p.b = append(p.b, 'J', byte(i), byte(i>>8), byte(i>>16), byte(i>>24))
+		p.key("size")
+		p.b = append(p.b, 'K', 1)
+		p.key("stream")
+		p.b = append(p.b, 'J', byte(i), byte(i>>8), byte(i>>16), byte(i>>24))
+		p.b = append(p.b, 'u')
 		if i%1000 == 0 {
-			b = append(b, 'e', '(')
+			p.b = append(p.b, 'e', '(')
 		}
 	}
-	return append(b, 'e', 'e', 'u', '.')
+	return p.end()
 }
 
 // TestStreamLimit: StreamID is 16 bits, so a snapshot with more streams is
@@ -104,9 +139,7 @@ func TestStreamLimit(t *testing.T) {
 			n   int
 			bad bool
 		}{{MaxStreams, false}, {MaxStreams + 1, true}} {
-			noEntryReader = off
-			s, err := Decode(bytes.NewReader(streamsPickle(tc.n)), "streams.pickle", nil)
-			noEntryReader = false
+			s, err := decodeEntryReaderOff(streamsPickle(tc.n), "streams.pickle", off)
 			if tc.bad {
 				if err == nil || !strings.Contains(err.Error(), "streams") {
 					t.Errorf("entry reader off=%v, %d streams: err %v, want too many streams", off, tc.n, err)
@@ -130,54 +163,34 @@ func TestStreamLimit(t *testing.T) {
 // another str (legal pickle; Python never writes it): entries read after
 // that must see the new key, as the ordinary path does.
 func TestEntryReaderMemoRewrite(t *testing.T) {
-	b := []byte{0x80, 4, '}', 0x94, '('}
-	str := func(s string) { b = append(b, 0x8c, byte(len(s))); b = append(b, s...) }
-	str("segments")
-	b = append(b, 0x94, ']', 0x94)
-	str("device_traces")
-	b = append(b, 0x94, ']', 0x94, '(', ']', 0x94, '(')
-	memo := 6
-	keys := map[string]int{}
-	key := func(s string) {
-		if i, ok := keys[s]; ok {
-			b = append(b, 'h', byte(i))
-			return
-		}
-		str(s)
-		b = append(b, 0x94)
-		keys[s] = memo
-		memo++
-	}
+	p := newTracePickle()
 	entry := func(i int) {
-		b = append(b, '}', 0x94, '(')
-		memo++
-		key("action")
-		key("alloc")
-		key("addr")
-		b = append(b, 'K', byte(i))
-		key("size")
-		b = append(b, 'K', 1)
-		b = append(b, 'u')
+		p.beginEntry()
+		p.key("action")
+		p.key("alloc")
+		p.key("addr")
+		p.b = append(p.b, 'K', byte(i))
+		p.key("size")
+		p.b = append(p.b, 'K', 1)
+		p.b = append(p.b, 'u')
 	}
 	for i := 1; i <= 5; i++ {
 		entry(i)
 	}
 	// Rebind the memo entries of "addr" to "time_us" and of "alloc" to
 	// "free_requested".
-	str("time_us")
-	b = append(b, 'q', byte(keys["addr"]), '0')
-	str("free_requested")
-	b = append(b, 'q', byte(keys["alloc"]), '0')
+	p.text("time_us")
+	p.b = append(p.b, 'q', byte(p.keys["addr"]), '0')
+	p.text("free_requested")
+	p.b = append(p.b, 'q', byte(p.keys["alloc"]), '0')
 	for i := 6; i <= 10; i++ {
 		entry(i)
 	}
-	b = append(b, 'e', 'e', 'u', '.')
+	b := p.end()
 
 	var got [2]*Snapshot
 	for j, off := range []bool{false, true} {
-		noEntryReader = off
-		s, err := Decode(bytes.NewReader(b), "rewrite.pickle", nil)
-		noEntryReader = false
+		s, err := decodeEntryReaderOff(b, "rewrite.pickle", off)
 		if err != nil {
 			t.Fatalf("entry reader off=%v: %v", off, err)
 		}

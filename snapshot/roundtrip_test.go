@@ -13,12 +13,7 @@ import (
 // TestRoundTrip decodes every real snapshot, writes it as pickle and as
 // JSON, decodes those and expects the same model.
 func TestRoundTrip(t *testing.T) {
-	dir := corpusDir(t)
-	files, _ := filepath.Glob(filepath.Join(dir, "*.pickle"))
-	if len(files) == 0 {
-		t.Skip("no snapshots in " + dir)
-	}
-	for _, f := range files {
+	for _, f := range corpusFiles(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			orig, err := Open(f, nil)
 			if err != nil {
