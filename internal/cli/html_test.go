@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,9 +10,8 @@ import (
 func TestHTMLCommand(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "demo.html")
-	var stdout, stderr bytes.Buffer
-	if code := Main([]string{"html", "--demo", "-o", out}, nil, &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
+	if code, _, stderr := runMain(t, nil, "html", "--demo", "-o", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
@@ -37,9 +35,8 @@ func TestHTMLCommand(t *testing.T) {
 		{[]string{"html", "--demo", "--device", "7", "-o", filepath.Join(dir, "x.html")}, 1, "device 7 is not in this snapshot"},
 		{[]string{"html", "-o", out}, 2, "want exactly one snapshot"},
 	} {
-		stderr.Reset()
-		if code := Main(tc.args, nil, &stdout, &stderr); code != tc.code || !strings.Contains(stderr.String(), tc.msg) {
-			t.Errorf("%v: exit %d, stderr %q; want exit %d mentioning %q", tc.args, code, stderr.String(), tc.code, tc.msg)
+		if code, _, stderr := runMain(t, nil, tc.args...); code != tc.code || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d mentioning %q", tc.args, code, stderr, tc.code, tc.msg)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x.html")); err == nil {
@@ -66,16 +63,17 @@ func TestParseByteSize(t *testing.T) {
 }
 
 func TestServeBadFlags(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := Main([]string{"serve", "--max-upload", "lots", "--demo"}, nil, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "-max-upload") {
-		t.Errorf("bad -max-upload: exit %d, %q", code, stderr.String())
-	}
-	stderr.Reset()
-	if code := Main([]string{"serve", "-no-browser", "-http", "256.0.0.1:bad", "--demo"}, nil, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "listen on") {
-		t.Errorf("bad -http: exit %d, %q", code, stderr.String())
-	}
-	stderr.Reset()
-	if code := Main([]string{"serve", "-no-browser"}, nil, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "no snapshot given") {
-		t.Errorf("no file: exit %d, %q", code, stderr.String())
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"serve", "--max-upload", "lots", "--demo"}, 2, "-max-upload"},
+		{[]string{"serve", "-no-browser", "-http", "256.0.0.1:bad", "--demo"}, 1, "listen on"},
+		{[]string{"serve", "-no-browser"}, 1, "no snapshot given"},
+	} {
+		if code, _, stderr := runMain(t, nil, tc.args...); code != tc.code || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d mentioning %q", tc.args, code, stderr, tc.code, tc.msg)
+		}
 	}
 }

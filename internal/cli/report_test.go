@@ -13,13 +13,18 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-// sharedDir returns ../shared next to the repository root, skipping the
-// test when it is absent.
-func sharedDir(t *testing.T) string {
-	t.Helper()
+// sharedSnapshots is ../shared/snapshots next to the repository root.
+func sharedSnapshots() string {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
-	dir := filepath.Join(root, "..", "shared", "snapshots")
+	return filepath.Join(root, "..", "shared", "snapshots")
+}
+
+// sharedDir returns sharedSnapshots, skipping the test when the real
+// snapshots are absent.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir := sharedSnapshots()
 	if _, err := os.Stat(filepath.Join(dir, "real")); err != nil {
 		t.Skipf("real snapshots not found at %s (they live outside the repository): %v", dir, err)
 	}
@@ -190,10 +195,8 @@ func TestHostileInputs(t *testing.T) {
 		"badsegaddr.pickle": []byte("\x80\x04\x95#\x00\x00\x00\x00\x00\x00\x00}\x94\x8c\x08segments\x94]\x94}\x94\x8c\x07address\x94\x8c\x01x\x94sas."),
 		"truncated.pickle":  []byte("\x80\x04\x95#\x00\x00\x00\x00\x00\x00\x00}\x94\x8c\x08segments\x94]\x94}\x94\x8c\x07add"),
 	}
-	if dir := sharedDirOrEmpty(); dir != "" {
-		if b, err := os.ReadFile(filepath.Join(dir, "real", "MLSys-Experiments__model_memory_usage_profile_grad.pickle")); err == nil {
-			files["real-truncated.pickle"] = b[:len(b)/2]
-		}
+	if b, err := os.ReadFile(filepath.Join(sharedSnapshots(), "real", "MLSys-Experiments__model_memory_usage_profile_grad.pickle")); err == nil {
+		files["real-truncated.pickle"] = b[:len(b)/2]
 	}
 	var paths []string
 	for name, b := range files {
@@ -226,15 +229,6 @@ func TestHostileInputs(t *testing.T) {
 			}
 		})
 	}
-}
-
-func sharedDirOrEmpty() string {
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "snapshots")
-	if _, err := os.Stat(dir); err != nil {
-		return ""
-	}
-	return dir
 }
 
 func TestUsage(t *testing.T) {

@@ -1,64 +1,28 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-func init() {
-	// Share -update with the package's other golden tests if they define it.
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files in testdata")
-	}
-}
-
-func simUpdate() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-func simRun(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := Main(args, strings.NewReader(""), &out, &errb)
-	return out.String(), errb.String(), code
-}
-
+// simGolden compares got with testdata/sim/NAME (go test -update rewrites it).
 func simGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "sim", name)
-	if simUpdate() {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	checkGolden(t, filepath.Join("testdata", "sim", name), got)
 }
 
 func TestSimScript(t *testing.T) {
 	script := filepath.Join("testdata", "sim", "example.script")
-	out, errs, code := simRun(t, "sim", "--script", script)
+	code, out, errs := runMain(t, nil, "sim", "--script", script)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	simGolden(t, "example.txt", out)
 
-	out, errs, code = simRun(t, "sim", "--script", script, "--json", "--config", "max_split_size_mb:64")
+	code, out, errs = runMain(t, nil, "sim", "--script", script, "--json", "--config", "max_split_size_mb:64")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -108,7 +72,7 @@ func TestSimErrors(t *testing.T) {
 		{[]string{"sim"}, 2, "need --script FILE or one snapshot FILE"},
 	}
 	for _, tt := range tests {
-		_, errs, code := simRun(t, tt.args...)
+		code, _, errs := runMain(t, nil, tt.args...)
 		if code != tt.code || !strings.Contains(errs, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tt.args, code, errs, tt.code, tt.want)
 		}
@@ -118,25 +82,15 @@ func TestSimErrors(t *testing.T) {
 	}
 }
 
-// realSnapshot returns a file of the shared corpus or skips.
-func simRealSnapshot(t *testing.T, name string) string {
-	t.Helper()
-	p := filepath.Join("..", "..", "..", "shared", "snapshots", "real", name)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared corpus absent (%s)", p)
-	}
-	return p
-}
-
 func TestSimReplay(t *testing.T) {
-	p := simRealSnapshot(t, "cs336-silmont2000__mem_snapshot.pickle")
-	out, errs, code := simRun(t, "sim", p)
+	p := filepath.Join(sharedDir(t), "real", "cs336-silmont2000__mem_snapshot.pickle")
+	code, out, errs := runMain(t, nil, "sim", p)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	simGolden(t, "replay.txt", out)
 
-	out, _, code = simRun(t, "sim", p, "--json")
+	code, out, _ = runMain(t, nil, "sim", p, "--json")
 	var doc struct {
 		Validation struct {
 			Matched int  `json:"alloc_addresses_matched"`
@@ -158,11 +112,11 @@ func TestSimReplay(t *testing.T) {
 		t.Errorf("validation %+v predicted %+v", v, doc.Predicted)
 	}
 
-	out, errs, code = simRun(t, "sim", p, "--config", "expandable_segments:True", "--capacity", "80GiB")
+	code, out, errs = runMain(t, nil, "sim", p, "--config", "expandable_segments:True", "--capacity", "80GiB")
 	if code != 0 || !strings.Contains(out, "what-if expandable_segments:True") || !strings.Contains(out, "no allocation fails at 80 GiB") {
 		t.Errorf("what-if: %d %s %s", code, out, errs)
 	}
-	out, errs, code = simRun(t, "sim", p, "--sweep")
+	code, out, errs = runMain(t, nil, "sim", p, "--sweep")
 	if code != 0 {
 		t.Fatalf("sweep: %d %s", code, errs)
 	}

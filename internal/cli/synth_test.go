@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,19 +32,18 @@ func TestSynthCommand(t *testing.T) {
 		{"missing dir", append(append([]string{}, small...), "-o", filepath.Join(dir, "no", "x.pickle")), 1, "", "gpumem synth: writing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			status := Main(append([]string{"synth"}, tc.args...), strings.NewReader(""), &stdout, &stderr)
+			status, stdout, stderr := runMain(t, nil, append([]string{"synth"}, tc.args...)...)
 			if status != tc.status {
-				t.Fatalf("status %d, want %d; stderr: %s", status, tc.status, stderr.String())
+				t.Fatalf("status %d, want %d; stderr: %s", status, tc.status, stderr)
 			}
-			if !strings.Contains(stdout.String(), tc.stdout) {
-				t.Errorf("stdout %q lacks %q", stdout.String(), tc.stdout)
+			if !strings.Contains(stdout, tc.stdout) {
+				t.Errorf("stdout %q lacks %q", stdout, tc.stdout)
 			}
-			if tc.stderr == "" && stderr.Len() > 0 || !strings.Contains(stderr.String(), tc.stderr) {
-				t.Errorf("stderr %q, want %q", stderr.String(), tc.stderr)
+			if tc.stderr == "" && stderr != "" || !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("stderr %q, want %q", stderr, tc.stderr)
 			}
-			if tc.status == 1 && strings.Count(stderr.String(), "\n") != 1 {
-				t.Errorf("error output is not one line: %q", stderr.String())
+			if tc.status == 1 && strings.Count(stderr, "\n") != 1 {
+				t.Errorf("error output is not one line: %q", stderr)
 			}
 		})
 	}
