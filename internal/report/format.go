@@ -16,8 +16,15 @@ var pythonSizeUnits = [...]string{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi"}
 // float steps mirror Python's: the integer is converted to a float64 at the
 // first division and rounded to one decimal with round-half-even on the
 // exact binary value (what both Python and strconv do).
-func Bytes(n int64) string {
-	num := float64(n)
+func Bytes(n int64) string { return pythonSize(float64(n)) }
+
+// BytesU is Bytes for unsigned sizes.
+func BytesU(n uint64) string { return pythonSize(float64(n)) }
+
+// pythonSize is _format_size on an int already converted to a float, as
+// Python converts it at the first division (for an int below 1024 the
+// conversion is exact either way).
+func pythonSize(num float64) string {
 	for _, unit := range pythonSizeUnits {
 		if math.Abs(num) < 1024.0 {
 			return pyFixed1(num, 3) + unit + "B"
@@ -25,22 +32,6 @@ func Bytes(n int64) string {
 		num /= 1024.0
 	}
 	return pyFixed1(num, 0) + "YiB"
-}
-
-// BytesU is Bytes for unsigned sizes.
-func BytesU(n uint64) string {
-	if n > math.MaxInt64 {
-		// Python would convert the int to float the same way.
-		num := float64(n)
-		for _, unit := range pythonSizeUnits {
-			if math.Abs(num) < 1024.0 {
-				return pyFixed1(num, 3) + unit + "B"
-			}
-			num /= 1024.0
-		}
-		return pyFixed1(num, 0) + "YiB"
-	}
-	return Bytes(int64(n))
 }
 
 // pyFixed1 is Python's format(x, "{width}.1f").
