@@ -807,29 +807,14 @@ func (d *Decoder) run() (Value, error) {
 			if err := d.push(d.bytesValue(p)); err != nil {
 				return Value{}, err
 			}
-		case opEmptyDict:
-			if d.dfin != nil {
+		case opEmptyDict, opEmptyList, opEmptyTuple, opEmptySet:
+			if op == opEmptyDict && d.dfin != nil {
 				if err := d.fastDict(); err != nil {
 					return Value{}, err
 				}
 				continue
 			}
-			v, _ := d.newCont(Dict, 0)
-			if err := d.push(v); err != nil {
-				return Value{}, err
-			}
-		case opEmptyList:
-			v, _ := d.newCont(List, 0)
-			if err := d.push(v); err != nil {
-				return Value{}, err
-			}
-		case opEmptyTuple:
-			v, _ := d.newCont(Tuple, 0)
-			if err := d.push(v); err != nil {
-				return Value{}, err
-			}
-		case opEmptySet:
-			v, _ := d.newCont(Set, 0)
+			v, _ := d.newCont(emptyKind(op), 0)
 			if err := d.push(v); err != nil {
 				return Value{}, err
 			}
@@ -981,69 +966,12 @@ func (d *Decoder) run() (Value, error) {
 			if err := d.push(*t); err != nil {
 				return Value{}, err
 			}
-		case opInt:
-			l, err := d.line()
-			if err != nil {
-				return Value{}, err
-			}
-			s := string(l)
-			var v Value
-			switch s {
-			case "00":
-				v = Value{Kind: Bool}
-			case "01":
-				v = Value{Kind: Bool, X: 1}
-			default:
-				v, err = d.parseInt(s)
-				if err != nil {
-					return Value{}, err
-				}
-			}
-			if err := d.push(v); err != nil {
-				return Value{}, err
-			}
-		case opLong:
-			l, err := d.line()
-			if err != nil {
-				return Value{}, err
-			}
-			v, err := d.parseInt(strings.TrimSuffix(string(l), "L"))
+		case opInt, opLong, opFloat, opString, opUnicode:
+			v, err := d.textValue(op)
 			if err != nil {
 				return Value{}, err
 			}
 			if err := d.push(v); err != nil {
-				return Value{}, err
-			}
-		case opFloat:
-			l, err := d.line()
-			if err != nil {
-				return Value{}, err
-			}
-			f, perr := strconv.ParseFloat(strings.TrimSpace(string(l)), 64)
-			if perr != nil {
-				return Value{}, d.opErr("bad float %q", truncate(l))
-			}
-			if err := d.push(Value{Kind: Float, X: math.Float64bits(f)}); err != nil {
-				return Value{}, err
-			}
-		case opString:
-			l, err := d.line()
-			if err != nil {
-				return Value{}, err
-			}
-			b, ok := unquoteString(l)
-			if !ok {
-				return Value{}, d.opErr("bad quoted string %q", truncate(l))
-			}
-			if err := d.push(d.internBytes(latin1(b))); err != nil {
-				return Value{}, err
-			}
-		case opUnicode:
-			l, err := d.line()
-			if err != nil {
-				return Value{}, err
-			}
-			if err := d.push(d.internBytes(rawUnicodeEscape(l))); err != nil {
 				return Value{}, err
 			}
 		case opGet, opPut:
@@ -1202,6 +1130,54 @@ func (d *Decoder) run() (Value, error) {
 			return Value{}, &Error{Offset: d.opOff, Op: op, Msg: fmt.Sprintf("unknown opcode 0x%02x", op)}
 		}
 	}
+}
+
+// emptyKind is the container an EMPTY_* opcode makes.
+func emptyKind(op byte) Kind {
+	switch op {
+	case opEmptyDict:
+		return Dict
+	case opEmptyTuple:
+		return Tuple
+	case opEmptySet:
+		return Set
+	}
+	return List
+}
+
+// textValue reads the line argument of protocol 0's INT, LONG, FLOAT,
+// STRING or UNICODE and returns the value it spells.
+func (d *Decoder) textValue(op byte) (Value, error) {
+	l, err := d.line()
+	if err != nil {
+		return Value{}, err
+	}
+	switch op {
+	case opInt:
+		switch s := string(l); s {
+		case "00":
+			return Value{Kind: Bool}, nil
+		case "01":
+			return Value{Kind: Bool, X: 1}, nil
+		default:
+			return d.parseInt(s)
+		}
+	case opLong:
+		return d.parseInt(strings.TrimSuffix(string(l), "L"))
+	case opFloat:
+		f, err := strconv.ParseFloat(strings.TrimSpace(string(l)), 64)
+		if err != nil {
+			return Value{}, d.opErr("bad float %q", truncate(l))
+		}
+		return Value{Kind: Float, X: math.Float64bits(f)}, nil
+	case opString:
+		b, ok := unquoteString(l)
+		if !ok {
+			return Value{}, d.opErr("bad quoted string %q", truncate(l))
+		}
+		return d.internBytes(latin1(b)), nil
+	}
+	return d.internBytes(rawUnicodeEscape(l)), nil
 }
 
 func truncate(b []byte) string {
