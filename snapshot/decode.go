@@ -421,10 +421,16 @@ func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 		}
 		switch kw {
 		case kwAction:
-			if val.Kind != pickle.String {
+			id, ok := d.StrID(val)
+			if !ok {
 				return val, d.Errorf("trace entry: action is %s, not str", b.kindName(val))
 			}
-			a := b.action(d, val)
+			var a Action
+			if int(id) < len(b.actions) && b.actions[id] != 0 {
+				a = b.actions[id] - 1
+			} else {
+				a = b.lookupAction(d, val)
+			}
 			if a == ActionUnknown {
 				// Keep the unknown spelling so nothing is lost.
 				kvj, err := b.keyValue(kv[i], val)

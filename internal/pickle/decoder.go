@@ -342,8 +342,7 @@ func (d *Decoder) pushGrow(v Value) error {
 	return nil
 }
 
-// underflow and noMark are kept out of line so that the stack helpers
-// stay small enough to inline.
+// underflow and noMark are the stack helpers' errors.
 func (d *Decoder) underflow() error { return d.opErr("stack underflow") }
 
 func (d *Decoder) noMark() error { return d.opErr("no MARK on the stack") }
@@ -377,25 +376,6 @@ func (d *Decoder) above(n int) ([]Value, error) {
 		return nil, d.underflow()
 	}
 	return d.stack[k-n:], nil
-}
-
-// markedItems returns the topmost mark's position m and the values above
-// it, for opcodes that add them to the target at m-1; dropMarked(m) then
-// removes them and the mark.
-func (d *Decoder) markedItems() (int, []Value, error) {
-	if len(d.marks) == 0 {
-		return 0, nil, d.noMark()
-	}
-	m := int(d.marks[len(d.marks)-1])
-	if m == 0 {
-		return 0, nil, d.underflow()
-	}
-	return m, d.stack[m:], nil
-}
-
-func (d *Decoder) dropMarked(m int) {
-	d.stack = d.stack[:m]
-	d.marks = d.marks[:len(d.marks)-1]
 }
 
 // popMark returns the values above the topmost mark (valid until the next
@@ -818,8 +798,8 @@ func (d *Decoder) run() (Value, error) {
 			if err := d.push(v); err != nil {
 				return Value{}, err
 			}
-		case opSetItems:
-			if err := d.setItems(); err != nil {
+		case opSetItems, opAppends, opAddItems:
+			if err := d.addMarked(); err != nil {
 				return Value{}, err
 			}
 		case opSetItem, opAppend:
@@ -836,15 +816,6 @@ func (d *Decoder) run() (Value, error) {
 				return Value{}, err
 			}
 			d.stack = d.stack[:len(d.stack)-(n-1)]
-		case opAppends, opAddItems:
-			m, items, err := d.markedItems()
-			if err != nil {
-				return Value{}, err
-			}
-			if err := d.addTo(d.stack[m-1], items); err != nil {
-				return Value{}, err
-			}
-			d.dropMarked(m)
 		case opTuple1, opTuple2, opTuple3:
 			n := int(op-opTuple1) + 1
 			items, err := d.above(n)
@@ -1367,19 +1338,27 @@ func (d *Decoder) plainObject(cls, args Value) Value {
 	return v
 }
 
-func (d *Decoder) setItems() error {
-	m, items, err := d.markedItems()
-	if err != nil {
-		return err
+// addMarked runs SETITEMS, APPENDS and ADDITEMS: the values above the
+// topmost mark are added to the target below it (see addTo), then they and
+// the mark are removed.
+func (d *Decoder) addMarked() error {
+	if len(d.marks) == 0 {
+		return d.noMark()
 	}
-	if len(items)%2 != 0 {
+	m := int(d.marks[len(d.marks)-1])
+	if m == 0 {
+		return d.underflow()
+	}
+	items := d.stack[m:]
+	if d.op == opSetItems && len(items)%2 != 0 {
 		return d.opErr("odd number of items (%d)", len(items))
 	}
 	if err := d.addTo(d.stack[m-1], items); err != nil {
 		return err
 	}
-	d.dropMarked(m)
-	if d.dfin != nil && d.stack[m-1].Kind == Dict && d.dictDone(len(items)/2) {
+	d.stack = d.stack[:m]
+	d.marks = d.marks[:len(d.marks)-1]
+	if d.op == opSetItems && d.dfin != nil && d.stack[m-1].Kind == Dict && d.dictDone(len(items)/2) {
 		// As fastDict does: finish the dict now, in file order.
 		v, err := d.finish(d.stack[m-1])
 		if err != nil {
