@@ -123,15 +123,19 @@ func walk(s *Snapshot, e emitter) error {
 			e.endDict()
 		} else {
 			e.beginDict(5)
-			keyStr(e, "PYTORCH_CUDA_ALLOC_CONF", as.Conf)
-			keyInt(e, "max_split_size", as.MaxSplitSize)
+			e.key("PYTORCH_CUDA_ALLOC_CONF")
+			e.str(as.Conf)
+			e.key("max_split_size")
+			e.int(as.MaxSplitSize)
 			e.key("garbage_collection_threshold")
 			e.float(as.GarbageCollectionThreshold)
-			keyBool(e, "expandable_segments", as.ExpandableSegments)
+			e.key("expandable_segments")
+			e.boolean(as.ExpandableSegments)
 			e.key("roundup_power2_divisions")
 			e.beginDict(len(as.RoundupPower2Divisions))
 			for _, r := range as.RoundupPower2Divisions {
-				keyInt(e, r.IntervalMiB, r.Divisions)
+				e.key(r.IntervalMiB)
+				e.int(r.Divisions)
 			}
 			e.endDict()
 			e.endDict()
@@ -144,13 +148,17 @@ func walk(s *Snapshot, e emitter) error {
 			// PyTorch's order: stage, name, device, time_us.
 			e.beginDict(b2i(a.Stage != "") + b2i(a.Name != "") + 2 + len(a.Extra))
 			if a.Stage != "" {
-				keyStr(e, "stage", a.Stage)
+				e.key("stage")
+				e.str(a.Stage)
 			}
 			if a.Name != "" {
-				keyStr(e, "name", a.Name)
+				e.key("name")
+				e.str(a.Name)
 			}
-			keyInt(e, "device", int64(a.Device))
-			keyInt(e, "time_us", a.TimeUS)
+			e.key("device")
+			e.int(int64(a.Device))
+			e.key("time_us")
+			e.int(a.TimeUS)
 			emitExtra(e, a.Extra)
 			e.endDict()
 		}
@@ -167,13 +175,20 @@ func walkSegments(s *Snapshot, e emitter, legacy bool) {
 		seg := &s.Segments[i]
 		segExtra := extraOf(s, seg.Extra)
 		e.beginDict(9 + b2i(seg.HasPoolID) + 2*b2i(!legacy) + len(segExtra))
-		keyInt(e, "device", int64(seg.Device))
-		keyUint(e, "address", seg.Address)
-		keyUint(e, "total_size", seg.TotalSize)
-		keyUint(e, "allocated_size", seg.AllocatedSize)
-		keyUint(e, "active_size", seg.ActiveSize)
-		keyUint(e, "requested_size", seg.RequestedSize)
-		keyInt(e, "stream", s.RawStream(seg.Stream))
+		e.key("device")
+		e.int(int64(seg.Device))
+		e.key("address")
+		e.uint(seg.Address)
+		e.key("total_size")
+		e.uint(seg.TotalSize)
+		e.key("allocated_size")
+		e.uint(seg.AllocatedSize)
+		e.key("active_size")
+		e.uint(seg.ActiveSize)
+		e.key("requested_size")
+		e.uint(seg.RequestedSize)
+		e.key("stream")
+		e.int(s.RawStream(seg.Stream))
 		e.key("segment_type")
 		if seg.Large {
 			e.str("large")
@@ -185,8 +200,10 @@ func walkSegments(s *Snapshot, e emitter, legacy bool) {
 			e.pair(seg.PoolID[0], seg.PoolID[1])
 		}
 		if !legacy {
-			keyBool(e, "is_expandable", seg.IsExpandable)
-			keyStack(e, "frames", seg.Stack)
+			e.key("is_expandable")
+			e.boolean(seg.IsExpandable)
+			e.key("frames")
+			e.stack(seg.Stack)
 		}
 		e.key("blocks")
 		blocks := s.SegmentBlocks(i)
@@ -195,15 +212,20 @@ func walkSegments(s *Snapshot, e emitter, legacy bool) {
 			bExtra := extraOf(s, b.Extra)
 			e.beginDict(2 + b2i(b.HasAddress) + b2i(b.HasRequestedSize) + b2i(!legacy) + b2i(b.NumHistory > 0) + len(bExtra))
 			if b.HasAddress {
-				keyUint(e, "address", b.RawAddress)
+				e.key("address")
+				e.uint(b.RawAddress)
 			}
-			keyUint(e, "size", b.Size)
+			e.key("size")
+			e.uint(b.Size)
 			if b.HasRequestedSize {
-				keyUint(e, "requested_size", b.RequestedSize)
+				e.key("requested_size")
+				e.uint(b.RequestedSize)
 			}
-			keyStr(e, "state", b.State.String())
+			e.key("state")
+			e.str(b.State.String())
 			if !legacy {
-				keyStack(e, "frames", b.Stack)
+				e.key("frames")
+				e.stack(b.Stack)
 			}
 			if b.NumHistory > 0 {
 				e.key("history")
@@ -211,10 +233,13 @@ func walkSegments(s *Snapshot, e emitter, legacy bool) {
 				e.beginList(len(hist))
 				for _, h := range hist {
 					e.beginDict(2 + b2i(h.HasStack))
-					keyUint(e, "addr", h.Addr)
-					keyUint(e, "real_size", h.RealSize)
+					e.key("addr")
+					e.uint(h.Addr)
+					e.key("real_size")
+					e.uint(h.RealSize)
 					if h.HasStack {
-						keyStack(e, "frames", h.Stack)
+						e.key("frames")
+						e.stack(h.Stack)
 					}
 					e.endDict()
 				}
@@ -253,19 +278,25 @@ func walkEvent(s *Snapshot, e emitter, ev *Event, ctx, meta bool) {
 		e.key("addr")
 	}
 	e.uint(ev.Addr)
-	keyUint(e, "size", ev.Size)
-	keyInt(e, "stream", s.RawStream(ev.Stream))
+	e.key("size")
+	e.uint(ev.Size)
+	e.key("stream")
+	e.int(s.RawStream(ev.Stream))
 	if ev.Flags&FlagHasTime != 0 {
-		keyInt(e, "time_us", ev.TimeUS)
+		e.key("time_us")
+		e.int(ev.TimeUS)
 	}
 	if ctx {
-		keyStr(e, "compile_context", s.String(ev.CompileContext))
+		e.key("compile_context")
+		e.str(s.String(ev.CompileContext))
 	}
 	if meta {
-		keyStr(e, "user_metadata", s.String(ev.UserMetadata))
+		e.key("user_metadata")
+		e.str(s.String(ev.UserMetadata))
 	}
 	if ev.Flags&FlagHasFrames != 0 {
-		keyStack(e, "frames", ev.Stack)
+		e.key("frames")
+		e.stack(ev.Stack)
 	}
 	for _, kv := range extra {
 		if kv.Key == "action" && hasAction {
@@ -285,13 +316,6 @@ func lookup(kvs KeyValues, k string) (string, bool) {
 	}
 	return "", false
 }
-
-// keyStr and its siblings write one key and its value.
-func keyStr(e emitter, k, v string)           { e.key(k); e.str(v) }
-func keyInt(e emitter, k string, v int64)     { e.key(k); e.int(v) }
-func keyUint(e emitter, k string, v uint64)   { e.key(k); e.uint(v) }
-func keyBool(e emitter, k string, v bool)     { e.key(k); e.boolean(v) }
-func keyStack(e emitter, k string, v StackID) { e.key(k); e.stack(v) }
 
 // emitExtra writes unknown keys after the known ones, in file order.
 func emitExtra(e emitter, kvs KeyValues) {
@@ -685,7 +709,13 @@ func (p *pickleEmitter) frame(id FrameID) {
 	p.op('}')
 	p.frames[id] = p.memoize()
 	p.begin(3+len(extra), true)
-	emitFrameKeys(p, f, extra)
+	p.key("name")
+	p.str(f.Name)
+	p.key("filename")
+	p.str(f.Filename)
+	p.key("line")
+	p.uint(frameLine(f.Line))
+	emitExtra(p, extra)
 	p.endDict()
 }
 
@@ -698,14 +728,6 @@ func frameOf(s *Snapshot, id FrameID, err *error) *Frame {
 		return nil
 	}
 	return &s.Frames[id]
-}
-
-// emitFrameKeys writes the 3+len(extra) keys of frame f's dict.
-func emitFrameKeys(e emitter, f *Frame, extra KeyValues) {
-	keyStr(e, "name", f.Name)
-	keyStr(e, "filename", f.Filename)
-	keyUint(e, "line", frameLine(f.Line))
-	emitExtra(e, extra)
 }
 
 // frameLine is a frame's line as the file had it (size_t(-1) and friends
@@ -823,8 +845,16 @@ func (j *jsonEmitter) stack(id StackID) {
 			continue
 		}
 		extra := extraOf(j.s, f.Extra)
+		// The keys as the pickle writer's frame writes them, through the
+		// concrete type: an emitter helper would make each an interface call.
 		j.beginDict(3 + len(extra))
-		emitFrameKeys(j, f, extra)
+		j.key("name")
+		j.str(f.Name)
+		j.key("filename")
+		j.str(f.Filename)
+		j.key("line")
+		j.uint(frameLine(f.Line))
+		emitExtra(j, extra)
 		j.endDict()
 	}
 	j.endList()
