@@ -351,8 +351,19 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "compare bench: "+format+"\n", args...)
 }
 
-// writeAtomic writes a temp file in the target's folder and renames it.
+// keepMarker starts the part of the results file that this program does
+// not generate (the web viewer's figures, from browsertests/bench); a
+// rewrite keeps it.
+const keepMarker = "<!-- kept by bench/compare -->"
+
+// writeAtomic writes a temp file in the target's folder and renames it,
+// keeping the old file's part from keepMarker on.
 func writeAtomic(path string, data []byte) error {
+	if old, err := os.ReadFile(path); err == nil {
+		if i := bytes.Index(old, []byte(keepMarker)); i >= 0 {
+			data = append(append(data, '\n'), old[i:]...)
+		}
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".results-*")
 	if err != nil {
 		return err
