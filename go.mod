@@ -3,7 +3,8 @@ module github.com/gpumem/gpumem
 go 1.26.8
 
 require (
-	github.com/klauspost/compress v1.18.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/term v0.47.0 // indirect
+	github.com/klauspost/compress v1.18.0
+	golang.org/x/term v0.47.0
 )
+
+require golang.org/x/sys v0.49.0 // indirect
