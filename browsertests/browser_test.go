@@ -191,7 +191,10 @@ func TestViewsRender(t *testing.T) {
 		{"settings", "", 0, ""},
 	} {
 		t.Run(tc.view, func(t *testing.T) {
-			if err := chromedp.Run(ctx, chromedp.Navigate(fmt.Sprintf("%s#file=0&device=%d&view=%s", url, dev, tc.view)),
+			// A new hash on the same page keeps the last view's ready flag
+			// until the hashchange handler runs: clear it first.
+			if err := chromedp.Run(ctx, chromedp.Evaluate(`document.body && (document.body.dataset.ready = '')`, nil),
+				chromedp.Navigate(fmt.Sprintf("%s#file=0&device=%d&view=%s", url, dev, tc.view)),
 				chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
 				t.Fatal(err)
 			}
@@ -451,6 +454,7 @@ func TestHTMLExportOffline(t *testing.T) {
 				canvas = "state-canvas"
 			}
 			if err := chromedp.Run(ctx, network.Enable(), network.EmulateNetworkConditions(true, 0, 0, 0),
+				chromedp.Evaluate(`document.body && (document.body.dataset.ready = '')`, nil), // see TestViewsRender
 				chromedp.Navigate("file://"+out+"#view="+view),
 				chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
 				t.Fatal(err)
