@@ -358,6 +358,20 @@ func (s *Server) params(w http.ResponseWriter, r *http.Request) (*params, bool) 
 	return p, true
 }
 
+// timelineParams is params for the requests only timelines answer; what
+// completes the error for other views ("has no curves").
+func (s *Server) timelineParams(w http.ResponseWriter, r *http.Request, what string) (*params, *timeline, bool) {
+	p, ok := s.params(w, r)
+	if !ok {
+		return nil, nil, false
+	}
+	if !isTimeline(p.view) {
+		writeErr(w, http.StatusBadRequest, "view %q %s", p.view, what)
+		return nil, nil, false
+	}
+	return p, p.f.timeline(p.device, p.view), true
+}
+
 func floatParam(r *http.Request, name string, def float64) float64 {
 	v, err := strconv.ParseFloat(r.URL.Query().Get(name), 64)
 	if err != nil {
@@ -549,15 +563,10 @@ func (s *Server) handleMeta(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.params(w, r)
+	p, tl, ok := s.timelineParams(w, r, "has no timeline")
 	if !ok {
 		return
 	}
-	if !isTimeline(p.view) {
-		writeErr(w, http.StatusBadRequest, "view %q has no timeline", p.view)
-		return
-	}
-	tl := p.f.timeline(p.device, p.view)
 	lo, hi := tl.xRange(p.mode)
 	q := windowQuery{X0: floatParam(r, "x0", lo), X1: floatParam(r, "x1", hi), W: intParam(r, "w", 1000),
 		H: intParam(r, "h", 500), YMax: floatParam(r, "ymax", 0), Mode: p.mode, MaxPolygons: p.detail}
@@ -565,29 +574,19 @@ func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleCurves(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.params(w, r)
+	p, tl, ok := s.timelineParams(w, r, "has no curves")
 	if !ok {
 		return
 	}
-	if !isTimeline(p.view) {
-		writeErr(w, http.StatusBadRequest, "view %q has no curves", p.view)
-		return
-	}
-	tl := p.f.timeline(p.device, p.view)
 	lo, hi := tl.xRange(p.mode)
 	writeBin(w, p.f.device(p.device).curvesWindow(tl, floatParam(r, "x0", lo), floatParam(r, "x1", hi), intParam(r, "w", 1000), p.mode))
 }
 
 func (s *Server) handleMarkers(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.params(w, r)
+	p, tl, ok := s.timelineParams(w, r, "has no markers")
 	if !ok {
 		return
 	}
-	if !isTimeline(p.view) {
-		writeErr(w, http.StatusBadRequest, "view %q has no markers", p.view)
-		return
-	}
-	tl := p.f.timeline(p.device, p.view)
 	writeJSON(w, http.StatusOK, map[string]any{"markers": p.f.device(p.device).markers(tl)})
 }
 
@@ -604,15 +603,10 @@ func elemInfo(tl *timeline, id int) elemJSON {
 }
 
 func (s *Server) handleElem(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.params(w, r)
+	_, tl, ok := s.timelineParams(w, r, "has no elements")
 	if !ok {
 		return
 	}
-	if !isTimeline(p.view) {
-		writeErr(w, http.StatusBadRequest, "view %q has no elements", p.view)
-		return
-	}
-	tl := p.f.timeline(p.device, p.view)
 	id := intParam(r, "id", -1)
 	if id < 0 || id >= tl.tl.Len()+tl.tl.Envelopes() {
 		writeErr(w, http.StatusNotFound, "no element %q", r.URL.Query().Get("id"))
@@ -638,15 +632,10 @@ func toSearchJSON(ids []int) searchJSON {
 }
 
 func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.params(w, r)
+	_, tl, ok := s.timelineParams(w, r, "cannot be searched")
 	if !ok {
 		return
 	}
-	if !isTimeline(p.view) {
-		writeErr(w, http.StatusBadRequest, "view %q cannot be searched", p.view)
-		return
-	}
-	tl := p.f.timeline(p.device, p.view)
 	addr, frame := strings.TrimSpace(r.URL.Query().Get("addr")), strings.TrimSpace(r.URL.Query().Get("frame"))
 	var a, fr []int
 	// Addresses are shown as b'hex_version: a pasted 0x prefix still matches.
