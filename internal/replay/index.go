@@ -50,41 +50,73 @@ func (t *maxTree) walk(node, lo, hi, limit int, above int32, fn func(int)) {
 	t.walk(2*node+1, mid, hi, limit, above, fn)
 }
 
+// blockMinMax is a segment tree of per-block minima and maxima: the
+// shared part of rangeMinMax and compactRuns, which differ in how a
+// block's values are read.
+type blockMinMax struct {
+	size     int      // power of two >= blocks
+	min, max []uint64 // leaves at size+b
+}
+
+// newBlockMinMax builds the tree over nb blocks; leaf gives block b's min
+// and max.
+func newBlockMinMax(nb int, leaf func(b int) (mn, mx uint64)) blockMinMax {
+	size := 1
+	for size < nb {
+		size <<= 1
+	}
+	t := blockMinMax{size: size, min: make([]uint64, 2*size), max: make([]uint64, 2*size)}
+	for i := range t.min {
+		t.min[i] = ^uint64(0)
+	}
+	for b := 0; b < nb; b++ {
+		t.min[size+b], t.max[size+b] = leaf(b)
+	}
+	for i := size - 1; i >= 1; i-- {
+		t.min[i] = min(t.min[2*i], t.min[2*i+1])
+		t.max[i] = max(t.max[2*i], t.max[2*i+1])
+	}
+	return t
+}
+
+// fold returns mn and mx folded with the min and max of blocks [b0, b1).
+func (t *blockMinMax) fold(b0, b1 int, mn, mx uint64) (uint64, uint64) {
+	lo, hi := b0+t.size, b1+t.size
+	for lo < hi {
+		if lo&1 == 1 {
+			mn, mx = min(mn, t.min[lo]), max(mx, t.max[lo])
+			lo++
+		}
+		if hi&1 == 1 {
+			hi--
+			mn, mx = min(mn, t.min[hi]), max(mx, t.max[hi])
+		}
+		lo >>= 1
+		hi >>= 1
+	}
+	return mn, mx
+}
+
 // rangeMinMax answers min/max over ranges of a uint64 series with blocks
 // of 64 and a segment tree over the blocks: O(n/64) memory beyond the
 // series, O(64 + log n) per query.
 type rangeMinMax struct {
-	vals     []uint64
-	size     int
-	min, max []uint64 // segment trees over blocks
+	vals []uint64
+	blockMinMax
 }
 
 const rmmBlock = 64
 
 func newRangeMinMax(vals []uint64) *rangeMinMax {
 	nb := (len(vals) + rmmBlock - 1) / rmmBlock
-	size := 1
-	for size < nb {
-		size <<= 1
-	}
-	r := &rangeMinMax{vals: vals, size: size, min: make([]uint64, 2*size), max: make([]uint64, 2*size)}
-	for i := range r.min {
-		r.min[i] = ^uint64(0)
-	}
-	for b := 0; b < nb; b++ {
-		lo, hi := b*rmmBlock, min((b+1)*rmmBlock, len(vals))
+	return &rangeMinMax{vals: vals, blockMinMax: newBlockMinMax(nb, func(b int) (uint64, uint64) {
 		mn, mx := ^uint64(0), uint64(0)
-		for _, v := range vals[lo:hi] {
+		for _, v := range vals[b*rmmBlock : min((b+1)*rmmBlock, len(vals))] {
 			mn = min(mn, v)
 			mx = max(mx, v)
 		}
-		r.min[size+b], r.max[size+b] = mn, mx
-	}
-	for i := size - 1; i >= 1; i-- {
-		r.min[i] = min(r.min[2*i], r.min[2*i+1])
-		r.max[i] = max(r.max[2*i], r.max[2*i+1])
-	}
-	return r
+		return mn, mx
+	})}
 }
 
 // query returns min and max over vals[i0:i1] (i0 < i1).
@@ -107,18 +139,5 @@ func (r *rangeMinMax) query(i0, i1 int) (mn, mx uint64) {
 		mx = max(mx, v)
 	}
 	// Whole blocks b0+1 .. b1-1 through the tree.
-	lo, hi := b0+1+r.size, b1-1+r.size+1
-	for lo < hi {
-		if lo&1 == 1 {
-			mn, mx = min(mn, r.min[lo]), max(mx, r.max[lo])
-			lo++
-		}
-		if hi&1 == 1 {
-			hi--
-			mn, mx = min(mn, r.min[hi]), max(mx, r.max[hi])
-		}
-		lo >>= 1
-		hi >>= 1
-	}
-	return
+	return r.fold(b0+1, b1, mn, mx)
 }

@@ -10,9 +10,7 @@ type compactRuns struct {
 	code []uint32 // element id << 2 | run kind
 	// cp[b] is the value of run b*runBlock.
 	cp []uint64
-	// min and max segment trees over blocks, leaves at size+b.
-	size     int
-	min, max []uint64
+	blockMinMax
 }
 
 const runBlock = 64
@@ -72,26 +70,13 @@ func (t *Timeline) finishRuns() {
 	r := t.cruns
 	r.code = exact(r.code)
 	r.cp = exact(r.cp)
-	nb := len(r.cp)
-	r.size = 1
-	for r.size < nb {
-		r.size <<= 1
-	}
-	r.min, r.max = make([]uint64, 2*r.size), make([]uint64, 2*r.size)
-	for i := range r.min {
-		r.min[i] = math.MaxUint64
-	}
-	for b := 0; b < nb; b++ {
+	r.blockMinMax = newBlockMinMax(len(r.cp), func(b int) (uint64, uint64) {
 		mn, mx := uint64(math.MaxUint64), uint64(0)
 		t.walkRuns(b*runBlock, min((b+1)*runBlock, len(r.code)), func(v uint64) {
 			mn, mx = min(mn, v), max(mx, v)
 		})
-		r.min[r.size+b], r.max[r.size+b] = mn, mx
-	}
-	for i := r.size - 1; i >= 1; i-- {
-		r.min[i] = min(r.min[2*i], r.min[2*i+1])
-		r.max[i] = max(r.max[2*i], r.max[2*i+1])
-	}
+		return mn, mx
+	})
 }
 
 // queryRuns returns the min and max value of runs [i0, i1) (i0 < i1).
@@ -106,18 +91,5 @@ func (t *Timeline) queryRuns(i0, i1 int) (mn, mx uint64) {
 	}
 	t.walkRuns(i0, (b0+1)*runBlock, see)
 	t.walkRuns(b1*runBlock, i1, see)
-	lo, hi := b0+1+r.size, b1+r.size
-	for lo < hi {
-		if lo&1 == 1 {
-			mn, mx = min(mn, r.min[lo]), max(mx, r.max[lo])
-			lo++
-		}
-		if hi&1 == 1 {
-			hi--
-			mn, mx = min(mn, r.min[hi]), max(mx, r.max[hi])
-		}
-		lo >>= 1
-		hi >>= 1
-	}
-	return
+	return r.fold(b0+1, b1, mn, mx)
 }
