@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,18 +27,38 @@ func LoadFile(env *Env, path string) (*snapshot.Snapshot, error) {
 	opt := &snapshot.Options{}
 	var bar *progressBar
 	if path != "-" {
-		fi, err := os.Stat(path)
+		fi, err := checkPath(path)
 		if err != nil {
-			return nil, prefixError(path, err)
-		}
-		if fi.IsDir() {
-			return nil, fmt.Errorf("%s: is a directory, not a snapshot file", path)
+			return nil, err
 		}
 		if isTerminal(env.Stderr) && fi.Mode().IsRegular() && fi.Size() >= progressMinBytes {
 			bar = &progressBar{w: env.Stderr, name: baseName(path)}
 			opt.Progress = bar.update
 		}
 	}
+	s, err := decodePath(env, path, opt)
+	if bar != nil {
+		bar.clear()
+	}
+	return s, err
+}
+
+// checkPath fails, with the file name, for a path that is missing or a
+// directory.
+func checkPath(path string) (os.FileInfo, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, prefixError(path, err)
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("%s: is a directory, not a snapshot file", path)
+	}
+	return fi, nil
+}
+
+// decodePath decodes the file at path, or standard input for "-"; errors
+// start with the file name.
+func decodePath(env *Env, path string, opt *snapshot.Options) (*snapshot.Snapshot, error) {
 	var (
 		s   *snapshot.Snapshot
 		err error
@@ -47,20 +68,20 @@ func LoadFile(env *Env, path string) (*snapshot.Snapshot, error) {
 	} else {
 		s, err = snapshot.Open(path, opt)
 	}
-	if bar != nil {
-		bar.clear()
-	}
 	if err != nil {
 		return nil, prefixError(path, err)
 	}
 	return s, nil
 }
 
+// errNoSnapshot is the error of a command given no file.
+var errNoSnapshot = errors.New("no snapshot given: pass a file (or - for stdin), or --demo")
+
 // LoadArgs loads every file in paths, after the embedded demo snapshot when
 // useDemo is set. It fails when there is nothing to load.
 func LoadArgs(env *Env, paths []string, useDemo bool) ([]*snapshot.Snapshot, error) {
 	if len(paths) == 0 && !useDemo {
-		return nil, fmt.Errorf("no snapshot given: pass a file (or - for stdin), or --demo")
+		return nil, errNoSnapshot
 	}
 	var out []*snapshot.Snapshot
 	if useDemo {

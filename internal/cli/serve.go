@@ -53,20 +53,15 @@ func runServe(env *Env, args []string) error {
 		return usageError(fs, env.Stderr, "-max-upload: "+err.Error())
 	}
 	if len(files) == 0 && !*useDemo {
-		return fmt.Errorf("no snapshot given: pass a file (or - for stdin), or --demo")
+		return errNoSnapshot
 	}
 	// Missing files fail here, before a server starts or a browser opens;
 	// decoding happens in the background while the page loads.
 	for _, path := range files {
-		if path == "-" {
-			continue
-		}
-		fi, err := os.Stat(path)
-		if err != nil {
-			return prefixError(path, err)
-		}
-		if fi.IsDir() {
-			return fmt.Errorf("%s: is a directory, not a snapshot file", path)
+		if path != "-" {
+			if _, err := checkPath(path); err != nil {
+				return err
+			}
 		}
 	}
 	srv := web.New(web.Options{
@@ -93,18 +88,7 @@ func runServe(env *Env, args []string) error {
 			name = "stdin"
 		}
 		_, done := srv.Load(name, func(progress func(done, total int64)) (*snapshot.Snapshot, error) {
-			opt := &snapshot.Options{Progress: progress}
-			var s *snapshot.Snapshot
-			var err error
-			if path == "-" {
-				s, err = snapshot.Decode(env.Stdin, "-", opt)
-			} else {
-				s, err = snapshot.Open(path, opt)
-			}
-			if err != nil {
-				return nil, prefixError(path, err)
-			}
-			return s, nil
+			return decodePath(env, path, &snapshot.Options{Progress: progress})
 		})
 		loads = append(loads, done)
 	}
