@@ -1,6 +1,7 @@
 package pickle
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -57,6 +58,12 @@ type Decoder struct {
 	base  int64 // stream offset of buf[0]
 	eof   bool
 	total int64 // total stream size when known, else -1
+	// A bytes decoder with a progress hook hands the VM its input a
+	// window at a time: buf[:end] is the window, buf[:limit] the input,
+	// and fill opens the next window (see SetProgress).
+	limit    int
+	every    int
+	progress func(off int64)
 
 	op    byte
 	opOff int64
@@ -122,6 +129,26 @@ func newDecoder(fin Finisher) *Decoder {
 	return d
 }
 
+// SetProgress makes a bytes decoder call fn with the offset it has
+// reached every time it has read about every more bytes. It must be called
+// before Decode; streaming decoders ignore it (their reader can count).
+//
+// The input is handed to the VM a window at a time, so the check costs
+// nothing on the hot path: reaching the end of a window is already the
+// VM's test for a refill.
+func (d *Decoder) SetProgress(every int, fn func(off int64)) {
+	if d.r != nil || every <= 0 || fn == nil {
+		return
+	}
+	d.limit, d.every, d.progress = d.end, every, fn
+	d.end = min(d.end, every)
+}
+
+// canFill reports whether fill may make more bytes available.
+func (d *Decoder) canFill() bool {
+	return (d.r != nil && !d.eof) || d.end < d.limit
+}
+
 // SetSizeHint tells the decoder the stream's total size (when known), so
 // that length fields claiming more are refused before allocating.
 func (d *Decoder) SetSizeHint(n int64) {
@@ -149,6 +176,15 @@ func (d *Decoder) opErr(format string, args ...any) *Error {
 func (d *Decoder) fill(n int) error {
 	if d.end-d.pos >= n {
 		return nil
+	}
+	if d.end < d.limit {
+		// A bytes decoder's next window.
+		d.end = min(d.limit, max(d.pos+n, d.end+d.every))
+		d.progress(int64(d.pos))
+		if d.end-d.pos >= n {
+			return nil
+		}
+		return d.truncated(n)
 	}
 	if d.readErr != nil {
 		// Sticky: a read error seen by a look-ahead that ignored it.
@@ -273,32 +309,28 @@ func (d *Decoder) lenPrefixed(op byte) ([]byte, error) {
 
 // line reads up to and including '\n' and returns it without the newline.
 func (d *Decoder) line() ([]byte, error) {
+	// scanned counts bytes already searched, so small input windows do not
+	// make a long line quadratic.
+	scanned := 0
 	for {
-		if i := indexByte(d.buf[d.pos:d.end], '\n'); i >= 0 {
+		if i := bytes.IndexByte(d.buf[d.pos+scanned:d.end], '\n'); i >= 0 {
+			i += scanned
 			b := d.buf[d.pos : d.pos+i]
 			d.pos += i + 1
 			return b, nil
 		}
 		have := d.end - d.pos
+		scanned = have
 		if have > 1<<20 {
 			return nil, d.opErr("line too long")
 		}
-		if d.r == nil || d.eof {
+		if !d.canFill() {
 			return nil, &Error{Offset: d.opOff, Op: d.op, Msg: fmt.Sprintf("truncated %s: no newline", OpName(d.op))}
 		}
 		if err := d.fill(have + 1); err != nil {
 			return nil, &Error{Offset: d.opOff, Op: d.op, Msg: fmt.Sprintf("truncated %s: no newline", OpName(d.op))}
 		}
 	}
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
 }
 
 // Intern returns the string id of s, adding it if new.
@@ -893,7 +925,7 @@ func (d *Decoder) run() (Value, error) {
 			// opcodes inside it need no refill.
 			// A short frame is not an error here (the in-memory path reads
 			// no further either); the opcodes inside report truncation.
-			if n <= 1<<24 && d.end-d.pos < int(n) && d.r != nil && !d.eof {
+			if n <= 1<<24 && d.end-d.pos < int(n) && d.canFill() {
 				_ = d.fill(int(n))
 			}
 		case opProto:

@@ -29,7 +29,7 @@ const fastAhead = 16 << 10
 // VM then continues from the first opcode fastDict did not execute, with
 // the stack, marks and memo exactly as its own loop would have left them.
 func (d *Decoder) fastDict() error {
-	if d.r != nil && !d.eof && d.end-d.pos < fastAhead {
+	if d.canFill() && d.end-d.pos < fastAhead {
 		// Have the whole dict at hand (dicts are far smaller than this),
 		// so that a refill seldom cuts one short.
 		want := int64(fastAhead)
@@ -324,7 +324,7 @@ const setItemsBatch = 1000
 // Finishing dicts as they complete keeps typed entries in file order even
 // when some of them went through the VM's generic path.
 func (d *Decoder) dictDone(pairs int) bool {
-	if d.end-d.pos < 10 && d.r != nil && !d.eof {
+	if d.end-d.pos < 10 && d.canFill() {
 		want := int64(10)
 		if d.total >= 0 {
 			want = min(want, d.total-(d.base+int64(d.pos)))

@@ -74,16 +74,16 @@ func TestDifferential(t *testing.T) {
 	want := readExpected(t, "random")
 	for p := 0; p <= 5; p++ {
 		for i, rec := range readRecords(t, "random", p) {
-			for _, streaming := range []bool{false, true} {
-				d := newTestDecoder(rec, nil, streaming)
+			for _, in := range inputModes {
+				d := newTestDecoder(rec, nil, in)
 				v, err := d.Decode()
 				if err != nil {
-					t.Fatalf("protocol %d value %d (streaming %v): %v", p, i, streaming, err)
+					t.Fatalf("protocol %d value %d (%s): %v", p, i, in, err)
 				}
 				if got := canon(d, v); !reflect.DeepEqual(got, want[i]) {
 					g, _ := json.Marshal(got)
 					w, _ := json.Marshal(want[i])
-					t.Fatalf("protocol %d value %d (streaming %v):\n got %.600s\nwant %.600s", p, i, streaming, g, w)
+					t.Fatalf("protocol %d value %d (%s):\n got %.600s\nwant %.600s", p, i, in, g, w)
 				}
 			}
 		}
@@ -134,12 +134,12 @@ func fastDictDifferential(t *testing.T, name string, protos []int) (offers int) 
 	for _, p := range protos {
 		for i, rec := range readRecords(t, name, p) {
 			for _, accept := range []bool{false, true} {
-				for _, streaming := range []bool{false, true} {
+				for _, in := range inputModes {
 					f := &dictTaker{accept: accept}
-					d := newTestDecoder(rec, f, streaming)
+					d := newTestDecoder(rec, f, in)
 					v, err := d.Decode()
 					if err != nil {
-						t.Fatalf("protocol %d value %d (accept %v, streaming %v): %v", p, i, accept, streaming, err)
+						t.Fatalf("protocol %d value %d (accept %v, %s): %v", p, i, accept, in, err)
 					}
 					var handle func(Value) any
 					handle = func(h Value) any {
@@ -153,7 +153,7 @@ func fastDictDifferential(t *testing.T, name string, protos []int) (offers int) 
 					if got := canonWith(d, v, handle); !reflect.DeepEqual(got, want[i]) {
 						g, _ := json.Marshal(got)
 						w, _ := json.Marshal(want[i])
-						t.Fatalf("%s protocol %d value %d (accept %v, streaming %v):\n got %.600s\nwant %.600s", name, p, i, accept, streaming, g, w)
+						t.Fatalf("%s protocol %d value %d (accept %v, %s):\n got %.600s\nwant %.600s", name, p, i, accept, in, g, w)
 					}
 					offers += f.offers
 				}
@@ -201,11 +201,27 @@ func readRecords(t testing.TB, name string, p int) [][]byte {
 	return recs
 }
 
-// newTestDecoder decodes rec from memory, or through a reader that hands
-// out a few bytes at a time when streaming.
-func newTestDecoder(rec []byte, fin Finisher, streaming bool) *Decoder {
-	if streaming {
+// inputMode is how a test hands a pickle to the decoder.
+type inputMode string
+
+const (
+	fromBytes   inputMode = "bytes"
+	fromReader  inputMode = "reader"         // a few bytes per Read
+	fromWindows inputMode = "7-byte windows" // bytes, with a progress hook
+)
+
+var inputModes = []inputMode{fromBytes, fromReader, fromWindows}
+
+// newTestDecoder decodes rec from memory, through a reader that hands out
+// a few bytes at a time, or from memory a few bytes of window at a time.
+func newTestDecoder(rec []byte, fin Finisher, in inputMode) *Decoder {
+	switch in {
+	case fromReader:
 		return NewDecoder(iotestOneByte(rec), fin)
+	case fromWindows:
+		d := NewBytesDecoder(rec, fin)
+		d.SetProgress(7, func(int64) {})
+		return d
 	}
 	return NewBytesDecoder(rec, fin)
 }
@@ -410,11 +426,71 @@ func TestTruncation(t *testing.T) {
 	n := binary.LittleEndian.Uint32(data)
 	rec := data[4 : 4+n]
 	for i := 0; i < len(rec); i++ {
-		if _, err := NewBytesDecoder(rec[:i], nil).Decode(); err == nil {
+		_, err := NewBytesDecoder(rec[:i], nil).Decode()
+		if err == nil {
 			// A prefix can be a complete pickle only if it ends in STOP.
 			if i == 0 || rec[i-1] != '.' {
 				t.Fatalf("prefix %d decoded without error", i)
 			}
+		}
+		// Windows change nothing about where and why decoding fails.
+		_, werr := newTestDecoder(rec[:i], nil, fromWindows).Decode()
+		if fmt.Sprint(werr) != fmt.Sprint(err) {
+			t.Fatalf("prefix %d: in windows %v, at once %v", i, werr, err)
+		}
+	}
+}
+
+// TestProgress checks that a bytes decoder reports offsets in order, about
+// every so many bytes, within the input.
+func TestProgress(t *testing.T) {
+	for _, rec := range readRecords(t, "random", 4) {
+		for _, every := range []int{1, 64, 1000} {
+			var offs []int64
+			d := NewBytesDecoder(rec, nil)
+			d.SetProgress(every, func(off int64) { offs = append(offs, off) })
+			if _, err := d.Decode(); err != nil {
+				t.Fatal(err)
+			}
+			for i, off := range offs {
+				if off < 0 || off > int64(len(rec)) || (i > 0 && off < offs[i-1]) {
+					t.Fatalf("every %d: offsets %v out of order or range (input %d bytes)", every, offs, len(rec))
+				}
+			}
+			// A window is every bytes or more, so there are at most
+			// len/every reports; a long input gets some.
+			if max := len(rec) / every; len(offs) > max || (max >= 2 && len(offs) == 0) {
+				t.Fatalf("every %d: %d reports for %d bytes", every, len(offs), len(rec))
+			}
+		}
+	}
+}
+
+// TestLongLineWindows checks a text opcode's long line in 1-byte windows,
+// with and without its newline. The newline search must not rescan what it
+// already saw: when it did, fuzzing stalled on inputs like these.
+func TestLongLineWindows(t *testing.T) {
+	text := strings.Repeat("a", 900_000)
+	for _, tc := range []struct {
+		in, err string
+	}{
+		{"V" + text + "\n.", ""},
+		{"V" + text, "no newline"},
+	} {
+		d := NewBytesDecoder([]byte(tc.in), nil)
+		d.SetProgress(1, func(int64) {})
+		v, err := d.Decode()
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("error %v, want %q", err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := d.Str(v); !ok || len(s) != len(text) {
+			t.Errorf("decoded %d bytes, want %d", len(s), len(text))
 		}
 	}
 }
@@ -444,13 +520,8 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// The dict fast path (with a DictFinisher) must not panic either,
 		// nor return anything but one-line *Errors.
-		for _, streaming := range []bool{false, true} {
-			var fd *Decoder
-			if streaming {
-				fd = NewDecoder(bytes.NewReader(b), &dictTaker{accept: true})
-			} else {
-				fd = NewBytesDecoder(b, &dictTaker{accept: true})
-			}
+		for _, in := range inputModes {
+			fd := newTestDecoder(b, &dictTaker{accept: true}, in)
 			if _, err := fd.Decode(); err != nil {
 				var pe *Error
 				if !errors.As(err, &pe) || strings.Contains(err.Error(), "\n") {
@@ -460,6 +531,18 @@ func FuzzDecode(f *testing.F) {
 		}
 		d := NewBytesDecoder(b, nil)
 		v, err := d.Decode()
+		// Windows change nothing: the same value, or the same error.
+		dw := newTestDecoder(b, nil, fromWindows)
+		vw, errw := dw.Decode()
+		if fmt.Sprint(err) != fmt.Sprint(errw) {
+			t.Fatalf("in windows %v, at once %v", errw, err)
+		}
+		if err == nil {
+			jw, _ := dw.AppendJSON(nil, vw, nil)
+			if j, _ := d.AppendJSON(nil, v, nil); !bytes.Equal(j, jw) {
+				t.Fatalf("in windows %s, at once %s", jw, j)
+			}
+		}
 		if err != nil {
 			var pe *Error
 			if !errors.As(err, &pe) {
