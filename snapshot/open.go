@@ -39,6 +39,14 @@ func Open(path string, opt *Options) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opt == nil {
+		opt = &Options{}
+	}
+	if st.Mode().IsRegular() {
+		if s, ok, err := decodeMapped(f, path, st.Size(), opt); ok {
+			return s, err
+		}
+	}
 	return decode(f, path, st.Size(), opt)
 }
 
@@ -58,11 +66,9 @@ func DecodeBytes(b []byte, name string, opt *Options) (*Snapshot, error) {
 		if opt.MaxBytes > 0 && int64(len(b)) > opt.MaxBytes {
 			return nil, fmt.Errorf("%s: input is %d bytes, more than the %d-byte limit", name, len(b), opt.MaxBytes)
 		}
-		s := &Snapshot{Source: Source{Name: name, Size: int64(len(b)), FileSize: int64(len(b)), Encoding: "pickle"}}
-		b2 := newBuilder(s, int64(len(b)))
-		d := pickle.NewBytesDecoder(b, b2)
-		if err := decodePickle(d, b2); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+		s, err := decodePickleBytes(b, name, nil)
+		if err != nil {
+			return nil, err
 		}
 		if opt.Progress != nil {
 			opt.Progress(int64(len(b)), int64(len(b)))
@@ -70,6 +76,31 @@ func DecodeBytes(b []byte, name string, opt *Options) (*Snapshot, error) {
 		return s, nil
 	}
 	return decode(bytes.NewReader(b), name, int64(len(b)), opt)
+}
+
+// mapWindow is how much of an in-memory pickle the decoder is handed at a
+// time when it reports progress; for a mapped file, pages more than one
+// window behind it are given back.
+const mapWindow = 4 << 20
+
+// decodePickleBytes decodes an in-memory pickle, calling progress (when
+// set) with the offset reached every few MB.
+func decodePickleBytes(b []byte, name string, progress func(off int64)) (*Snapshot, error) {
+	if len(b) > 64<<20 {
+		// As for streams: collect garbage more eagerly while decoding a
+		// big input, so peak memory stays near the size of the model.
+		defer debug.SetGCPercent(debug.SetGCPercent(25))
+	}
+	s := &Snapshot{Source: Source{Name: name, Size: int64(len(b)), FileSize: int64(len(b)), Encoding: "pickle"}}
+	b2 := newBuilder(s, int64(len(b)))
+	d := pickle.NewBytesDecoder(b, b2)
+	if progress != nil {
+		d.SetProgress(mapWindow, progress)
+	}
+	if err := decodePickle(d, b2); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return s, nil
 }
 
 // countingReader reports progress on the raw input.

@@ -28,7 +28,7 @@ const prefaultAhead = 16 << 20
 func startPrefault[T any](s []T) *prefaulter {
 	var zero T
 	size := uintptr(cap(s)) * unsafe.Sizeof(zero)
-	if size < 64<<20 {
+	if size < 16<<20 {
 		return nil
 	}
 	base := unsafe.Pointer(unsafe.SliceData(s[:1]))
