@@ -262,22 +262,49 @@ func drawSet(elems []elemSrc, maxEntries int) []bool {
 	return drawn
 }
 
-// fenwick counts live stack positions.
-type fenwick []int32
-
-func (f fenwick) add(i int, d int32) {
-	for i++; i < len(f); i += i & -i {
-		f[i] += d
-	}
+// liveStack records which stack positions are still alive, to tell
+// whether freeing one makes the ones above it slide down. Positions are
+// pushed in increasing order. A dead position points further down
+// (union-find, halving paths as they are walked), so the highest live
+// position is found in amortized nearly constant time, where a Fenwick
+// tree of live counts costs two O(log n) walks per free.
+type liveStack struct {
+	// down[p] == p while p is alive; for a dead p, every position in
+	// (down[p], p] is dead (down[p] == -1: none is alive below).
+	down []int32
 }
 
-// sum returns the count over positions [0, i).
-func (f fenwick) sum(i int) int32 {
-	var s int32
-	for ; i > 0; i -= i & -i {
-		s += f[i]
+func newLiveStack(capacity int) *liveStack {
+	return &liveStack{down: make([]int32, 0, capacity)}
+}
+
+// push adds the next position, alive.
+func (s *liveStack) push() {
+	s.down = append(s.down, int32(len(s.down)))
+}
+
+// free marks position p dead and reports whether a position above it is
+// still alive.
+func (s *liveStack) free(p int32) bool {
+	s.down[p] = p - 1
+	return s.top() > p
+}
+
+// top is the highest live position, -1 when none is.
+func (s *liveStack) top() int32 {
+	d := s.down
+	x := int32(len(d)) - 1
+	for x >= 0 {
+		next := d[x]
+		if next == x {
+			return x
+		}
+		if next >= 0 {
+			d[x] = d[next] // halve the path
+		}
+		x = d[x]
 	}
-	return s
+	return -1
 }
 
 func computeStats(s *snapshot.Snapshot, device int, kind Kind, maxEntries int) Stats {
@@ -288,10 +315,9 @@ func computeStats(s *snapshot.Snapshot, device int, kind Kind, maxEntries int) S
 	drawn := drawSet(l.elems, maxEntries)
 	n := len(l.elems)
 	pos := make([]int32, n) // stack position+1 while drawn and live; 0 otherwise
-	live := make(fenwick, n+1)
+	live := newLiveStack(n)
 	summarized := make([]uint8, n) // 0 never seen, 1 in band, 2 left band
 	nextPos := 0
-	liveCount := int32(0)
 	var total, band, peak uint64
 	steps := 0
 	advance := func(k int) {
@@ -302,8 +328,7 @@ func computeStats(s *snapshot.Snapshot, device int, kind Kind, maxEntries int) S
 	}
 	push := func(id int32) {
 		pos[id] = int32(nextPos + 1)
-		live.add(nextPos, 1)
-		liveCount++
+		live.push()
 		nextPos++
 		total += l.elems[id].size
 	}
@@ -335,11 +360,9 @@ func computeStats(s *snapshot.Snapshot, device int, kind Kind, maxEntries int) S
 			continue
 		}
 		advance(1)
-		p := int(pos[id] - 1)
-		live.add(p, -1)
-		liveCount--
+		p := pos[id] - 1
 		pos[id] = 0
-		if live.sum(p) < liveCount { // something above it slides down
+		if live.free(p) { // something above it slides down
 			advance(3)
 		}
 		total -= size

@@ -35,3 +35,50 @@ func TestDrawSetMatchesStableSort(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveStackMatchesScan checks liveStack.free against a scan of a plain
+// alive list, on random push/free sequences with long runs of dead
+// positions under a busy top (the case that makes naive pointer walks
+// quadratic).
+func TestLiveStackMatchesScan(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		seed     int64
+		pushBias int // out of 10: how often to push rather than free
+		topBias  int // out of 10: how often a free takes the top live one
+	}{
+		{"balanced", 1, 5, 3},
+		{"growing", 2, 7, 2},
+		{"top-churn", 3, 5, 9},
+		{"random-frees", 4, 4, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewSource(tc.seed))
+			s := newLiveStack(0)
+			var alive []bool
+			var live []int32 // live positions
+			for step := 0; step < 20000; step++ {
+				if len(live) == 0 || rng.Intn(10) < tc.pushBias {
+					s.push()
+					alive = append(alive, true)
+					live = append(live, int32(len(alive)-1))
+					continue
+				}
+				i := rng.Intn(len(live))
+				if rng.Intn(10) < tc.topBias {
+					i = len(live) - 1 // live is in increasing order
+				}
+				p := live[i]
+				live = append(live[:i], live[i+1:]...)
+				alive[p] = false
+				want := false
+				for q := int(p) + 1; q < len(alive); q++ {
+					want = want || alive[q]
+				}
+				if got := s.free(p); got != want {
+					t.Fatalf("step %d: free(%d) = %v, want %v", step, p, got, want)
+				}
+			}
+		})
+	}
+}

@@ -68,8 +68,6 @@ func (t *Timeline) walkRuns(i0, i1 int, fn func(v uint64)) {
 // finish builds the block min/max trees.
 func (t *Timeline) finishRuns() {
 	r := t.cruns
-	r.code = exact(r.code)
-	r.cp = exact(r.cp)
 	r.blockMinMax = newBlockMinMax(len(r.cp), func(b int) (uint64, uint64) {
 		mn, mx := uint64(math.MaxUint64), uint64(0)
 		t.walkRuns(b*runBlock, min((b+1)*runBlock, len(r.code)), func(v uint64) {

@@ -90,11 +90,20 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
 	for i := range t.pos {
 		t.pos[i] = -1
 	}
-	live := make(fenwick, n+1)
-	liveCount := int32(0)
+	live := newLiveStack(n)
 	var total uint64
 	timestep := int32(0)
-	t.cruns = &compactRuns{}
+	// Every free action adds one run, or two when it slides, and at most
+	// one slid-free record: sized for that, appends never copy.
+	frees := 0
+	for i := range l.elems {
+		if l.elems[i].free >= 0 {
+			frees++
+		}
+	}
+	runs := len(l.actions) + frees
+	t.cruns = &compactRuns{code: make([]uint32, 0, runs), cp: make([]uint64, 0, runs/runBlock+1)}
+	t.freeEnd, t.freeID, t.freePos = make([]int32, 0, frees), make([]int32, 0, frees), make([]int32, 0, frees)
 	advance := func(id int32, kind int, k int32) {
 		t.cruns.add(id, kind, total)
 		if total > t.peak {
@@ -108,8 +117,7 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
 		t.byPos = append(t.byPos, id)
 		t.start[id] = timestep
 		t.off0[id] = total
-		live.add(int(p), 1)
-		liveCount++
+		live.push()
 		total += l.elems[id].size
 	}
 	for _, id := range l.initial {
@@ -125,10 +133,8 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
 		if done[id] {
 			continue // cannot happen: an element has one alloc and one free
 		}
-		p := int(t.pos[id])
-		live.add(p, -1)
-		liveCount--
-		slides := live.sum(p) < liveCount
+		p := t.pos[id]
+		slides := live.free(p)
 		if slides {
 			advance(id, runFreeSlide, 1)
 		} else {
@@ -160,7 +166,7 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
 			eff[p] += 3
 		}
 	}
-	// Slices grown by append hold up to a quarter more than they use.
+	// Only the frees that slid were recorded: trim the rest of the room.
 	t.freeEnd, t.freeID, t.freePos = exact(t.freeEnd), exact(t.freeID), exact(t.freePos)
 	t.src = exact(t.src)
 	// The three indexes only read what is built above: build the largest
