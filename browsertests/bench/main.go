@@ -6,15 +6,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -23,9 +24,6 @@ import (
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
-
-	"github.com/gpumem/gpumem/internal/web"
-	"github.com/gpumem/gpumem/snapshot"
 )
 
 var (
@@ -54,15 +52,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: no chromium on PATH")
 		os.Exit(1)
 	}
-	fmt.Println("| file | size | events | decode | layout+first query+paint | start→first paint | server CPU to first paint | zoom/pan median (max) | state view open | state step | JS heap | Go heap |")
+	fmt.Println("| file | size | events | decode | layout+first query+paint | start→first paint | server CPU to first paint | zoom/pan median (max) | state view open | state step | JS heap | gpumem peak RSS |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
+	gpumem, cleanup, err := buildGpumem()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: building gpumem: %v\n", err)
+		os.Exit(1)
+	}
+	defer cleanup()
 	withPyTorch := havePyTorch()
 	type pair struct{ ours, theirs, oursCPU, theirsCPU time.Duration }
 	var pairs []pair
 	for _, path := range flag.Args() {
 		best := pair{ours: 1 << 62, theirs: 1 << 62, oursCPU: 1 << 62, theirsCPU: 1 << 62}
 		for run := 0; run < max(*repeat, 1); run++ {
-			wall, cpu, err := benchFile(chrome, path)
+			wall, cpu, err := benchFile(chrome, gpumem, path)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "bench: %s: %v\n", path, err)
 				os.Exit(1)
@@ -96,6 +100,27 @@ func main() {
 	}
 }
 
+// buildGpumem builds the gpumem command from this checkout into a
+// temporary folder.
+func buildGpumem() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "gpumem-bin")
+	if err != nil {
+		return "", nil, err
+	}
+	bin := filepath.Join(dir, "gpumem")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gpumem")
+	cmd.Dir = ".." // the gpumem module (this program runs from browsertests/)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	// Let the new binary reach the disk now rather than while a run is
+	// timed.
+	syscall.Sync()
+	return bin, func() { os.RemoveAll(dir) }, nil
+}
+
 func havePyTorch() bool {
 	for _, f := range []string{filepath.Join(*pytorch, "MemoryViz.js"), filepath.Join(*pytorch, "process_alloc_data.js"), *mvBench} {
 		if _, err := os.Stat(f); err != nil {
@@ -123,15 +148,19 @@ func runPyTorch(path string) (wall, cpu time.Duration, err error) {
 	return wall, cpu, nil
 }
 
-// waitReady waits until the page has drawn (data-ready="1" on body). It
-// is one call that the page answers when the attribute changes: polling
+// waitReady waits until the page has drawn (data-ready="1" on body) and
+// the frame holding that drawing has been produced: the page sets the
+// attribute when it has issued its canvas calls, and Chromium rasterizes
+// them when it finishes the frame, so the promise resolves in a task after
+// the next animation frame. It is one call that the page answers: polling
 // would compete with the decoder for the CPU while a big file loads.
 func waitReady(ctx context.Context) error {
 	var ok bool
 	return chromedp.Run(ctx, chromedp.Evaluate(`new Promise(resolve => {
+  const painted = () => requestAnimationFrame(() => setTimeout(() => resolve(true), 0));
   const ready = () => document.body && document.body.dataset.ready === '1';
-  if (ready()) return resolve(true);
-  const o = new MutationObserver(() => { if (ready()) { o.disconnect(); resolve(true); } });
+  if (ready()) return painted();
+  const o = new MutationObserver(() => { if (ready()) { o.disconnect(); painted(); } });
   o.observe(document.documentElement, {attributes: true, subtree: true, attributeFilter: ['data-ready']});
 })`, &ok, awaitPromise))
 }
@@ -160,9 +189,13 @@ const pageTimes = `(() => {
 })()`
 
 // benchFile times gpumem's viewer on path and prints a table row; it
-// returns the time from start to first paint and this process's CPU time
-// for it.
-func benchFile(chrome, path string) (time.Duration, time.Duration, error) {
+// returns the time from start to first paint and the gpumem process's CPU
+// time for it.
+//
+// Each run starts a fresh "gpumem serve -no-browser FILE" process, as a
+// user does: a server inside this long-lived process would reuse a Go heap
+// that earlier runs already faulted in, and measure a start no user has.
+func benchFile(chrome, gpumem, path string) (time.Duration, time.Duration, error) {
 	dir, err := os.MkdirTemp("", "gpumem-bench")
 	if err != nil {
 		return 0, 0, err
@@ -186,37 +219,54 @@ func benchFile(chrome, path string) (time.Duration, time.Duration, error) {
 	// cores busy for a while), as a user's browser already has.
 	time.Sleep(*settle)
 
-	// Start: as gpumem serve does, register the file, decode it in the
-	// background, start the server and open the page at once; the page
-	// loads while the file is decoded and draws when the timeline is built.
-	cpu0 := cpuTime()
+	// Start: run gpumem serve. It prints its URL at once and decodes the
+	// file in the background; the page loads meanwhile, shows the
+	// progress and draws when the default device's timeline is built.
+	browser0 := browserCPU()
 	t0 := time.Now()
-	var tDecode time.Duration
-	srv := web.New(web.Options{})
-	var s *snapshot.Snapshot
-	id, loaded := srv.Load(filepath.Base(path), func(progress func(done, total int64)) (*snapshot.Snapshot, error) {
-		var err error
-		s, err = snapshot.Open(path, &snapshot.Options{Progress: progress})
-		tDecode = time.Since(t0)
-		return s, err
-	})
-	srv.Warm(id)
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
-	srv.SetAddr(strings.TrimPrefix(hs.URL, "http://"))
-	if err := chromedp.Run(ctx, chromedp.Navigate(hs.URL+"/#view=active"), chromedp.ActionFunc(waitReady)); err != nil {
+	cmd := exec.Command(gpumem, "serve", "-no-browser", path)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		return 0, 0, fmt.Errorf("gpumem serve: %v", err)
+	}
+	url := regexp.MustCompile(`http://\S+/`).FindString(line)
+	if url == "" {
+		return 0, 0, fmt.Errorf("gpumem serve printed no URL: %q", line)
+	}
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"#view=active"), chromedp.ActionFunc(waitReady)); err != nil {
 		return 0, 0, err
 	}
 	tTotal := time.Since(t0)
-	cpuStart := cpuTime() - cpu0
-	if err := <-loaded; err != nil {
+	cpuStart := procCPU(cmd.Process.Pid)
+	browserStart := browserCPU() - browser0
+	// The page's files?wait request ends when the decode has finished.
+	var decodedAt float64
+	if err := chromedp.Run(ctx, chromedp.Evaluate(decodeEnd, &decodedAt)); err != nil {
 		return 0, 0, err
 	}
+	tDecode := time.UnixMilli(int64(decodedAt)).Sub(t0)
 	tPaint := tTotal - tDecode
-	fmt.Fprintf(os.Stderr, "bench: %s: decoded in %v (the page loads meanwhile), first paint %v after start\n", filepath.Base(path), tDecode, tTotal)
+	fmt.Fprintf(os.Stderr, "bench: %s: decoded in %v (the page loads meanwhile), first paint %v after start; CPU meanwhile: gpumem %v, Chromium %v\n",
+		filepath.Base(path), tDecode, tTotal.Round(time.Millisecond), cpuStart.Round(time.Millisecond), browserStart.Round(time.Millisecond))
 	var breakdown string
 	if err := chromedp.Run(ctx, chromedp.Evaluate(pageTimes, &breakdown)); err == nil {
 		fmt.Fprintf(os.Stderr, "bench: %s: in the page (ms since navigation): %s\n", filepath.Base(path), breakdown)
+	}
+	var events int
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`fetch('api/files').then(r => r.json()).then(r => r.files[0].devices.reduce((n, d) => n + d.events, 0))`, &events, awaitPromise)); err != nil {
+		return 0, 0, err
 	}
 
 	// Zoom in 8 times, pan 8 times, zoom out 8 times.
@@ -249,35 +299,85 @@ func benchFile(chrome, path string) (time.Duration, time.Duration, error) {
 	// State history: open it (checkpoints are built on first use), then step.
 	var tState, tStep time.Duration
 	if !*noState {
-		tState, tStep, err = benchState(ctx, hs.URL, path)
+		tState, tStep, err = benchState(ctx, strings.TrimSuffix(url, "/"), path)
 		if err != nil {
 			return 0, 0, err
 		}
 	}
 
-	runtime.GC()
-
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
 	fi, _ := os.Stat(path)
-	events := 0
-	for _, tr := range s.Traces {
-		events += len(tr.Events)
-	}
 	fmt.Printf("| %s | %.0f MB | %d | %.2f s | %.2f s | **%.2f s** | %.2f s | %.0f ms (%.0f ms) | %.2f s | %.0f ms | %.0f MB | %.0f MB |\n",
 		filepath.Base(path), float64(fi.Size())/1e6, events, tDecode.Seconds(), tPaint.Seconds(), tTotal.Seconds(), cpuStart.Seconds(),
-		times[len(times)/2], times[len(times)-1], tState.Seconds(), float64(tStep.Milliseconds()), heap/1e6, float64(ms.HeapInuse)/1e6)
+		times[len(times)/2], times[len(times)-1], tState.Seconds(), float64(tStep.Milliseconds()), heap/1e6, float64(peakRSS(cmd.Process.Pid))/1e6)
 	return tTotal, cpuStart, nil
 }
 
-// cpuTime is this process's user+system CPU time (decoder, layout and
-// HTTP server; Chromium is another process).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+// decodeEnd is the wall-clock time (Unix ms) at which the page's wait for
+// the decoded file was answered.
+const decodeEnd = `(() => {
+  const e = performance.getEntriesByType('resource').find(e => e.name.includes('files?wait='));
+  return e ? performance.timeOrigin + e.responseEnd : 0;
+})()`
+
+// procCPU is the user+system CPU time used so far by process pid (all of
+// its threads), from /proc.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
 		return 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return statTicks(b)
+}
+
+// statTicks reads utime+stime from a /proc/PID/stat line.
+func statTicks(b []byte) time.Duration {
+	// pid (comm) state ppid ... utime(14) stime(15); comm may hold spaces.
+	close := strings.LastIndexByte(string(b), ')')
+	if close < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[close+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+}
+
+// peakRSS is process pid's peak resident set (VmHWM) in bytes.
+func peakRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// browserCPU is the CPU time used so far by the running Chromium processes
+// (any process whose name starts with "chrom"), from /proc.
+func browserCPU() time.Duration {
+	dirs, _ := os.ReadDir("/proc")
+	var total time.Duration
+	for _, d := range dirs {
+		if d.Name()[0] < '0' || d.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if open := strings.IndexByte(string(b), '('); open >= 0 && strings.HasPrefix(string(b[open+1:]), "chrom") {
+			total += statTicks(b)
+		}
+	}
+	return total
 }
 
 // benchState opens Allocator State History (whose checkpoints are built on
