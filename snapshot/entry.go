@@ -296,6 +296,7 @@ func (b *builder) appendEvent(e *Event) pickle.Value {
 	if n == cap(b.events) {
 		b.pf.stop() // the array moves; the new one is faulted as written
 		b.pf = nil
+		b.events = roomFor(b.events)
 	} else if n&(1<<15-1) == 0 {
 		b.pf.advance(n * int(unsafe.Sizeof(*e)))
 	}

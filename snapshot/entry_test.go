@@ -205,3 +205,23 @@ func TestEntryReaderMemoRewrite(t *testing.T) {
 		t.Errorf("events %+v", ev)
 	}
 }
+
+func TestCopyInPieces(t *testing.T) {
+	const step = (256 << 10) / 8 // elements of a piece for uint64
+	for _, n := range []int{0, 1, step - 1, step, step + 1, 3*step + 7} {
+		src := make([]uint64, n)
+		for i := range src {
+			src[i] = uint64(i)*2654435761 + 1
+		}
+		dst := make([]uint64, n+1)
+		copyInPieces(dst, src)
+		for i := range src {
+			if dst[i] != src[i] {
+				t.Fatalf("n=%d: dst[%d] = %d, want %d", n, i, dst[i], src[i])
+			}
+		}
+		if dst[n] != 0 {
+			t.Fatalf("n=%d: wrote past the source", n)
+		}
+	}
+}
