@@ -171,32 +171,48 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 		data.States[fmt.Sprint(device)] = map[string]any{"segments": segs, "blocks": blocks, "events": evs}
 	}
 
-	js, err := staticFS.ReadFile("static/app.js")
-	if err != nil {
-		return err
-	}
-	css, err := staticFS.ReadFile("static/style.css")
-	if err != nil {
-		return err
-	}
-	page, err := staticFS.ReadFile("static/index.html")
-	if err != nil {
-		return err
-	}
 	blob, err := json.Marshal(data) // escapes <, > and & so it cannot end the script
 	if err != nil {
 		return err
 	}
-	if bytes.Contains(js, []byte("</script")) {
-		return fmt.Errorf("internal error: app.js contains </script")
+	out, err := page(name, blob)
+	if err != nil {
+		return err
 	}
-	out := string(page)
-	out = strings.Replace(out, `<title>gpumem</title>`, `<title>gpumem: `+htmlEscape(name)+`</title>`, 1)
-	out = strings.Replace(out, `<link rel="stylesheet" href="style.css">`, "<style>\n"+string(css)+"</style>", 1)
-	out = strings.Replace(out, `<script type="module" src="app.js"></script>`,
-		`<script id="gpumem-data" type="application/json">`+string(blob)+"</script>\n<script type=\"module\">\n"+string(js)+"</script>", 1)
 	_, err = io.WriteString(w, out)
 	return err
+}
+
+// page returns index.html with style.css and app.js inlined, so that it
+// loads in one request (or from file://); with data (a JSON bundle) it is
+// the self-contained export, titled after name.
+func page(name string, data []byte) (string, error) {
+	js, err := staticFS.ReadFile("static/app.js")
+	if err != nil {
+		return "", err
+	}
+	css, err := staticFS.ReadFile("static/style.css")
+	if err != nil {
+		return "", err
+	}
+	html, err := staticFS.ReadFile("static/index.html")
+	if err != nil {
+		return "", err
+	}
+	if bytes.Contains(js, []byte("</script")) || bytes.Contains(css, []byte("</style")) {
+		return "", fmt.Errorf("internal error: app.js or style.css would end its inline element")
+	}
+	out := string(html)
+	if name != "" {
+		out = strings.Replace(out, `<title>gpumem</title>`, `<title>gpumem: `+htmlEscape(name)+`</title>`, 1)
+	}
+	out = strings.Replace(out, `<link rel="stylesheet" href="style.css">`, "<style>\n"+string(css)+"</style>", 1)
+	script := "<script type=\"module\">\n" + string(js) + "</script>"
+	if data != nil {
+		script = `<script id="gpumem-data" type="application/json">` + string(data) + "</script>\n" + script
+	}
+	out = strings.Replace(out, `<script type="module" src="app.js"></script>`, script, 1)
+	return out, nil
 }
 
 func htmlEscape(s string) string {

@@ -85,8 +85,34 @@ func TestHostCheck(t *testing.T) {
 		{"localhost:9999", 403},
 		{"", 403},
 	} {
-		if got := get(t, h, tc.host, "/api/files").Code; got != tc.want {
-			t.Errorf("Host %q: status %d, want %d", tc.host, got, tc.want)
+		for _, path := range []string{"/api/files", "/", "/app.js"} {
+			if got := get(t, h, tc.host, path).Code; got != tc.want {
+				t.Errorf("Host %q, %s: status %d, want %d", tc.host, path, got, tc.want)
+			}
+		}
+	}
+}
+
+// TestIndexInlined checks that the page comes with its style and script
+// inline (one request), and that they are still served on their own.
+func TestIndexInlined(t *testing.T) {
+	_, h := newTestServer(t)
+	w := get(t, h, "localhost:8123", "/")
+	body := w.Body.String()
+	if w.Code != 200 || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
+		t.Fatalf("status %d, type %q", w.Code, w.Header().Get("Content-Type"))
+	}
+	js, _ := staticFS.ReadFile("static/app.js")
+	css, _ := staticFS.ReadFile("static/style.css")
+	if !strings.Contains(body, "<script type=\"module\">\n"+string(js)+"</script>") || !strings.Contains(body, "<style>\n"+string(css)+"</style>") {
+		t.Errorf("index does not inline app.js and style.css")
+	}
+	if strings.Contains(body, `src="app.js"`) || strings.Contains(body, `href="style.css"`) || strings.Contains(body, `<script id="gpumem-data"`) {
+		t.Errorf("index still links its assets or carries export data")
+	}
+	for _, path := range []string{"/app.js", "/style.css"} {
+		if w := get(t, h, "localhost:8123", path); w.Code != 200 || w.Body.Len() == 0 {
+			t.Errorf("%s: status %d", path, w.Code)
 		}
 	}
 }
