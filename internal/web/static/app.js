@@ -337,15 +337,18 @@ async function filesWhenReady(id) {
   let done = false;
   const ready = getJSON('api/files?wait=' + target().id).finally(() => { done = true; });
   (async () => {
+    // A fast load shows no progress box at all (and the browser spends
+    // nothing on it while the server decodes).
+    await new Promise(r => setTimeout(r, 300));
     while (!done) {
+      try { list = await api.files(); } catch (e) { break; }
+      if (done) break;
       const f = target();
       const pct = f.size > 0 ? ` (${Math.floor(100 * f.done / f.size)}%)` : '';
       $('loading').textContent = `Loading ${f.name}: ${formatSize(f.done, false)}` +
         (f.size > 0 ? ` of ${formatSize(f.size, false)}${pct}` : '') + '…';
       $('loading').hidden = false;
       await new Promise(r => setTimeout(r, 200));
-      if (done) break;
-      try { list = await api.files(); } catch (e) { break; }
     }
   })();
   try { return await ready; } finally { $('loading').hidden = true; }
