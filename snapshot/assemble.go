@@ -620,7 +620,9 @@ func copyInPieces[T any](dst, src []T) {
 	var zero T
 	step := max(1, (256<<10)/int(unsafe.Sizeof(zero)))
 	for i := 0; i < len(src); i += step {
+		if i > 0 {
+			runtime.Gosched()
+		}
 		copy(dst[i:], src[i:min(i+step, len(src))])
-		runtime.Gosched()
 	}
 }
