@@ -1,9 +1,9 @@
 package replay
 
 import (
+	"cmp"
 	"math/bits"
 	"slices"
-	"sort"
 
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -43,9 +43,11 @@ func deviceSegments(s *snapshot.Snapshot, device int) []int32 {
 			out = append(out, int32(i))
 		}
 	}
-	sort.SliceStable(out, func(a, b int) bool {
-		return s.Segments[out[a]].Address < s.Segments[out[b]].Address
-	})
+	byAddr := func(a, b int32) int { return cmp.Compare(s.Segments[a].Address, s.Segments[b].Address) }
+	// PyTorch writes segments sorted by address: check before sorting.
+	if !slices.IsSortedFunc(out, byAddr) {
+		slices.SortStableFunc(out, byAddr)
+	}
 	return out
 }
 

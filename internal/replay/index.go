@@ -10,15 +10,24 @@ type maxTree struct {
 }
 
 func newMaxTree(vals []int32) maxTree {
+	return newMaxTreeOf(len(vals), func(i int) int32 { return vals[i] })
+}
+
+// newMaxTreeOf builds the tree of n leaves, leaf i being val(i).
+func newMaxTreeOf(n int, val func(i int) int32) maxTree {
 	size := 1
-	for size < len(vals) {
+	for size < n {
 		size <<= 1
 	}
-	t := maxTree{n: len(vals), size: size, v: make([]int32, 2*size)}
-	for i := range t.v {
-		t.v[i] = -1 << 31
+	t := maxTree{n: n, size: size, v: make([]int32, 2*size)}
+	leaves := t.v[size:]
+	for i := range n {
+		leaves[i] = val(i)
 	}
-	copy(t.v[size:], vals)
+	for i := n; i < size; i++ {
+		leaves[i] = -1 << 31
+	}
+	t.v[0] = -1 << 31
 	for i := size - 1; i >= 1; i-- {
 		t.v[i] = max(t.v[2*i], t.v[2*i+1])
 	}
