@@ -533,8 +533,10 @@ func TestDropUpload(t *testing.T) {
 	if sum := text(ctx, t, "#summary"); !strings.Contains(sum, "docubox.pickle") {
 		t.Errorf("summary after drop: %q", sum)
 	}
-	var hash string
-	if err := chromedp.Run(ctx, chromedp.Evaluate(`location.hash`, &hash)); err != nil || !strings.Contains(hash, "file=1") {
+	// The address is written once the first frame of the new file is shown.
+	if err := chromedp.Run(ctx, chromedp.Poll(`location.hash.includes('file=1')`, nil, chromedp.WithPollingTimeout(5*time.Second))); err != nil {
+		var hash string
+		_ = chromedp.Run(ctx, chromedp.Evaluate(`location.hash`, &hash))
 		t.Errorf("location.hash %q does not name the new file (%v)", hash, err)
 	}
 }

@@ -385,8 +385,11 @@ async function openView(h) {
   $('settings-view').hidden = S.p.view !== 'settings';
   document.querySelector('.tl-only').style.visibility = isTimeline() ? '' : 'hidden';
   try {
-    if (isTimeline()) await openTimeline(h);
-    else if (S.p.view === 'state') await openState(h);
+    if (isTimeline()) {
+      await openTimeline(h); // its first window writes the address
+      return;
+    }
+    if (S.p.view === 'state') await openState(h);
     else await openSettings();
   } catch (e) {
     showError(String(e.message || e));
@@ -437,9 +440,9 @@ async function openTimeline(h) {
   drawMinimap();
   if (S.selId >= 0) showElem(S.selId, true);
   runSearch();
-  api.markers(S.p).then((m) => requestDraw(() => {
+  afterPaint(() => api.markers(S.p).then((m) => requestDraw(() => {
     if (S.meta === meta) meta.markers = m;
-  })).catch(() => {});
+  })).catch(() => {}));
 }
 
 function renderSummary() {
@@ -523,17 +526,27 @@ async function refreshWindow(first, pending) {
   // window so that they do not compete with it for the CPU.
   if (!first) loadCurves();
   const win = await (pending || api.window(S.p, x0, x1, w, hgt));
-  if (first) loadCurves();
   if (seq !== S.seq) return;
   S.win = win;
-  if (first) renderSummary();
+  if (first && win.truncated) renderSummary(); // its Detail note
   drawPlot();
   drawMinimap();
-  writeHash();
   window.gpumem.lastQueryMs = performance.now() - t0;
   window.gpumem.refreshed = (window.gpumem.refreshed || 0) + 1;
   document.body.dataset.ready = '1';
-  if (first) window.gpumem.firstPaint = performance.now();
+  if (first) {
+    window.gpumem.firstPaint = performance.now();
+    afterPaint(() => { loadCurves(); writeHash(); });
+  } else {
+    writeHash();
+  }
+}
+
+// afterPaint runs fn when the frame after the one being drawn begins, so
+// that what the first paint does not show (the address bar, the curves
+// and markers requests) does not delay it.
+function afterPaint(fn) {
+  requestAnimationFrame(() => requestAnimationFrame(fn));
 }
 
 const PAD = { l: 76, r: 14, t: 12, b: 30 };
