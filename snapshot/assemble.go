@@ -137,21 +137,29 @@ func (b *builder) segments(v pickle.Value) error {
 	if !ok {
 		return notSnapshot("segments is %s, not a list", b.kindName(v))
 	}
-	s.Segments = make([]Segment, 0, len(segs))
-	// Blocks were typed in file order; keep that array when the segments
-	// use it in order, as they do in every file PyTorch writes.
+	// Segments and blocks were typed in file order; keep those arrays when
+	// the list uses them in order, as in every file PyTorch writes.
 	inOrder := true
+	segsInOrder := len(segs) == len(b.segs)
 	next := int32(0)
 	for si, sv := range segs {
 		if sv.Kind != pickle.Handle || sv.Sub != hSegment {
 			return notSnapshot("segments[%d] is %s, not a segment dict", si, b.kindName(sv))
 		}
-		seg := b.segs[sv.X]
+		seg := &b.segs[sv.X]
 		if seg.FirstBlock != next {
 			inOrder = false
 		}
 		next = seg.FirstBlock + seg.NumBlocks
-		s.Segments = append(s.Segments, seg)
+		segsInOrder = segsInOrder && sv.X == uint64(si)
+	}
+	if segsInOrder {
+		s.Segments = b.segs
+	} else {
+		s.Segments = make([]Segment, len(segs))
+		for si, sv := range segs {
+			s.Segments[si] = b.segs[sv.X]
+		}
 	}
 	if inOrder && int(next) == len(b.blocks) {
 		s.Blocks = b.blocks

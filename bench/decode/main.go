@@ -39,7 +39,7 @@ func main() {
 		for _, t := range s.Traces {
 			n += len(t.Events)
 		}
-		fmt.Printf("%s: %.2fs %.1f MB/s, %d events, %d frames, %d stacks (%d frame refs), %d segments; heap in use %d MB\n",
+		fmt.Printf("%s: %.3fs %.1f MB/s, %d events, %d frames, %d stacks (%d frame refs), %d segments; heap in use %d MB\n",
 			p, el.Seconds(), float64(s.Source.Size)/1e6/el.Seconds(), n, len(s.Frames), s.Stacks.Len(), len(s.Stacks.FrameIDs), len(s.Segments), ms.HeapInuse>>20)
 		if *mem != "" {
 			runtime.GC()
