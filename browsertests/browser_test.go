@@ -624,7 +624,7 @@ func TestLoadingProgress(t *testing.T) {
 	ctx := newBrowser(t)
 	srv := web.New(web.Options{})
 	release := make(chan struct{})
-	id, done := srv.Load(name, func(progress func(done, total int64)) (*snapshot.Snapshot, error) {
+	id, done := srv.Load(name, func(progress func(done, total int64), _ func(*snapshot.Snapshot)) (*snapshot.Snapshot, error) {
 		progress(25<<20, 100<<20)
 		<-release
 		return s, nil

@@ -80,7 +80,7 @@ func (b *builder) assemble(root pickle.Value) error {
 	if s.Source.Generation == "" {
 		s.Source.Generation = b.generation()
 	}
-	annotate(s)
+	annotateTraces(s) // the versions are the last step (see versioned)
 	return nil
 }
 

@@ -165,7 +165,7 @@ func TestAnnotate(t *testing.T) {
 		Segments: []Segment{{Address: 100, NumBlocks: 2}},
 		Blocks:   []Block{{Size: 100}, {Size: 50}},
 	}
-	annotate(s)
+	s.Annotate()
 	ev := s.Traces[0].Events
 	wantVer := []int32{0, 0, 0, 0, 1, 1, 0, 1, 0, 1}
 	for i, w := range wantVer {

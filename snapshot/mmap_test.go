@@ -94,3 +94,57 @@ func TestMappedMatchesStream(t *testing.T) {
 		})
 	}
 }
+
+// TestEarly checks Options.Early on every way in: it is called once, with
+// the merged frees (Viz) and block addresses done but no version yet, and
+// the snapshot returned afterwards has the versions Annotate computes.
+func TestEarly(t *testing.T) {
+	for _, path := range corpusFiles(t) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, way := range []string{"Open", "Decode", "DecodeBytes"} {
+			calls := 0
+			var early *Snapshot
+			opt := &Options{Early: func(s *Snapshot) {
+				calls++
+				early = s
+				for ti := range s.Traces {
+					tr := &s.Traces[ti]
+					if len(tr.Events) > 0 && len(tr.Viz) == 0 {
+						t.Errorf("%s %s: trace %d has no Viz yet", way, filepath.Base(path), ti)
+					}
+					for i := range tr.Events {
+						if tr.Events[i].Version != 0 {
+							t.Fatalf("%s %s: event %d has its version before Early returned", way, filepath.Base(path), i)
+						}
+					}
+				}
+			}}
+			var s *Snapshot
+			switch way {
+			case "Open":
+				s, err = Open(path, opt)
+			case "Decode":
+				s, err = Decode(bytes.NewReader(data), path, opt)
+			default:
+				s, err = DecodeBytes(data, path, opt)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if calls != 1 || early != s {
+				t.Fatalf("%s %s: Early called %d times", way, filepath.Base(path), calls)
+			}
+			want, err := DecodeBytes(data, path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.Annotate()
+			if !reflect.DeepEqual(s.Traces, want.Traces) || !reflect.DeepEqual(s.Blocks, want.Blocks) || !reflect.DeepEqual(s.Segments, want.Segments) {
+				t.Fatalf("%s %s: the snapshot after Early differs from an annotated one", way, filepath.Base(path))
+			}
+		}
+	}
+}

@@ -23,6 +23,25 @@ type Options struct {
 	Progress func(done, total int64)
 	// MaxBytes caps the decompressed input size (0 = no cap).
 	MaxBytes int64
+	// Early, when set, is called once the snapshot is decoded but for the
+	// Version fields of its events, blocks and segments, which the decoder
+	// fills in after Early returns (the last tenth or so of decoding). It
+	// may hand the snapshot to other goroutines that neither read those
+	// fields nor change it: a viewer shows a timeline sooner that way.
+	Early func(*Snapshot)
+}
+
+// versioned finishes a decode: it calls opt.Early with s, then fills in
+// the address versions.
+func versioned(s *Snapshot, err error, opt *Options) (*Snapshot, error) {
+	if err != nil {
+		return nil, err
+	}
+	if opt != nil && opt.Early != nil {
+		opt.Early(s)
+	}
+	annotateVersions(s)
+	return s, nil
 }
 
 // Open reads and decodes the snapshot at path ("-" = standard input).
@@ -44,15 +63,17 @@ func Open(path string, opt *Options) (*Snapshot, error) {
 	}
 	if st.Mode().IsRegular() {
 		if s, ok, err := decodeMapped(f, path, st.Size(), opt); ok {
-			return s, err
+			return versioned(s, err, opt)
 		}
 	}
-	return decode(f, path, st.Size(), opt)
+	s, err := decode(f, path, st.Size(), opt)
+	return versioned(s, err, opt)
 }
 
 // Decode decodes a snapshot from r; name is used in errors and Source.Name.
 func Decode(r io.Reader, name string, opt *Options) (*Snapshot, error) {
-	return decode(r, name, -1, opt)
+	s, err := decode(r, name, -1, opt)
+	return versioned(s, err, opt)
 }
 
 // DecodeBytes decodes an in-memory snapshot.
@@ -73,9 +94,10 @@ func DecodeBytes(b []byte, name string, opt *Options) (*Snapshot, error) {
 		if opt.Progress != nil {
 			opt.Progress(int64(len(b)), int64(len(b)))
 		}
-		return s, nil
+		return versioned(s, nil, opt)
 	}
-	return decode(bytes.NewReader(b), name, int64(len(b)), opt)
+	s, err := decode(bytes.NewReader(b), name, int64(len(b)), opt)
+	return versioned(s, err, opt)
 }
 
 // mapWindow is how much of an in-memory pickle the decoder is handed at a

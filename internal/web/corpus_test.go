@@ -3,12 +3,15 @@ package web
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"math"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
@@ -226,4 +229,79 @@ func naiveTotals(s *snapshot.Snapshot, dev, idx int) (allocated, reserved float6
 		allocated += float64(v)
 	}
 	return allocated, reserved
+}
+
+// TestShownBeforeVersions loads a real snapshot the way gpumem serve does
+// and holds the decoder right after Options.Early, before the address
+// versions: the file list, meta and the first window are answered then,
+// while a request that shows a version waits for them, and then gives
+// what a fully decoded snapshot gives. Run with -race, it also checks
+// that nothing the early requests read is being written meanwhile.
+func TestShownBeforeVersions(t *testing.T) {
+	path := filepath.Join(sharedDir(t), "snapshots", "real", "cs336-kkaitlyn111__memory_files_memory_ctx256_fullstep_.pickle")
+	full, err := snapshot.Open(path, nil)
+	if err != nil {
+		t.Skip(err)
+	}
+	// An element whose address version is not 0, so that a missing
+	// version would show.
+	d := defaultDevice(full)
+	ref := replay.NewTimeline(full, d, replay.KindActive)
+	elem := -1
+	for i := ref.Len() - 1; i >= 0 && elem < 0; i-- {
+		if ref.Element(i).Version > 0 {
+			elem = i
+		}
+	}
+	if elem < 0 {
+		t.Fatal("no element with a nonzero version")
+	}
+
+	srv := New(Options{Addr: "127.0.0.1:8123"})
+	h := srv.Handler()
+	shown, release := make(chan struct{}), make(chan struct{})
+	id, done := srv.Load("f.pickle", func(progress func(done, total int64), early func(*snapshot.Snapshot)) (*snapshot.Snapshot, error) {
+		return snapshot.Open(path, &snapshot.Options{Progress: progress, Early: func(s *snapshot.Snapshot) {
+			early(s)
+			close(shown)
+			<-release // the versions wait
+		}})
+	})
+	srv.Warm(id)
+	<-shown
+	q := fmt.Sprintf("file=%d&device=%d&view=active", id, d)
+	elemDone := make(chan *httptest.ResponseRecorder, 1)
+	go func() { elemDone <- get(t, h, "127.0.0.1:8123", fmt.Sprintf("/api/elem?%s&id=%d", q, elem)) }()
+	var files struct {
+		Files []fileInfo `json:"files"`
+	}
+	decodeJSON(t, get(t, h, "127.0.0.1:8123", fmt.Sprintf("/api/files?wait=%d", id)), &files)
+	if len(files.Files) != 1 || files.Files[0].Loading || len(files.Files[0].Devices) == 0 {
+		t.Fatalf("file list while the versions wait: %+v", files.Files)
+	}
+	var meta metaJSON
+	decodeJSON(t, get(t, h, "127.0.0.1:8123", "/api/meta?"+q), &meta)
+	if meta.Peak != float64(ref.PeakBytes()) {
+		t.Errorf("meta peak %v, want %d", meta.Peak, ref.PeakBytes())
+	}
+	for _, u := range []string{"/api/window?" + q + "&w=800&h=400", "/api/curves?" + q + "&w=800", "/api/markers?" + q} {
+		if w := get(t, h, "127.0.0.1:8123", u); w.Code != 200 {
+			t.Errorf("%s while the versions wait: %d %s", u, w.Code, w.Body)
+		}
+	}
+	select {
+	case w := <-elemDone:
+		t.Fatalf("an element's details were answered before the versions: %d %s", w.Code, w.Body)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	w := <-elemDone
+	var e elemJSON
+	decodeJSON(t, w, &e)
+	if want := ref.Element(elem).Addr; e.Addr != want {
+		t.Errorf("element %d address %q, want %q", elem, e.Addr, want)
+	}
 }

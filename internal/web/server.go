@@ -46,15 +46,25 @@ type Server struct {
 	lastLoad chan struct{}
 }
 
+// A file goes from loading to shown (decoded but for its address
+// versions: the requests that need none are answered) to ready (decoded,
+// or failed).
 type file struct {
 	ID   int
 	Name string
-	// Snap and loadErr are set before ready is closed and never after.
+	// Snap is set before shown is closed and never after; loadErr before
+	// ready is closed, and before shown when Snap is nil.
 	Snap    *snapshot.Snapshot
 	loadErr error
+	shown   chan struct{}
 	ready   chan struct{}
+	// published says that showEarly, called on the loading goroutine,
+	// has shown Snap.
+	published bool
 	// Decoding progress, for the page's loading message.
 	doneBytes, totalBytes atomic.Int64
+	// warm is set by Warm: lay out the first view as soon as possible.
+	warm atomic.Bool
 
 	mu        sync.Mutex
 	devs      map[int]*deviceData
@@ -92,6 +102,12 @@ func (s *Server) Add(name string, snap *snapshot.Snapshot) int {
 	return f.ID
 }
 
+// A Loader decodes one file for Load. It reports its progress with
+// progress and, when it can, passes early to the decoder as
+// snapshot.Options.Early, so that the server starts laying out the first
+// view while the decoder finishes.
+type Loader func(progress func(done, total int64), early func(*snapshot.Snapshot)) (*snapshot.Snapshot, error)
+
 // Load registers a file under name at once and decodes it in the
 // background with load, after the files queued before it. Until it is
 // ready the page lists it as loading with load's progress, and requests
@@ -100,7 +116,7 @@ func (s *Server) Add(name string, snap *snapshot.Snapshot) int {
 //
 // gpumem serve loads this way so that the browser fetches the page while
 // the snapshot is decoded, and a big file shows its progress.
-func (s *Server) Load(name string, load func(progress func(done, total int64)) (*snapshot.Snapshot, error)) (int, <-chan error) {
+func (s *Server) Load(name string, load Loader) (int, <-chan error) {
 	f := s.addPending(name)
 	s.mu.Lock()
 	prev, next := s.lastLoad, make(chan struct{})
@@ -115,7 +131,7 @@ func (s *Server) Load(name string, load func(progress func(done, total int64)) (
 		snap, err := loadSafe(load, func(done, total int64) {
 			f.doneBytes.Store(done)
 			f.totalBytes.Store(total)
-		})
+		}, f.showEarly)
 		f.finish(snap, err)
 		errc <- err
 	}()
@@ -123,13 +139,13 @@ func (s *Server) Load(name string, load func(progress func(done, total int64)) (
 }
 
 // loadSafe keeps the server alive if a decoder panics on bad input.
-func loadSafe(load func(progress func(done, total int64)) (*snapshot.Snapshot, error), progress func(done, total int64)) (snap *snapshot.Snapshot, err error) {
+func loadSafe(load Loader, progress func(done, total int64), early func(*snapshot.Snapshot)) (snap *snapshot.Snapshot, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			snap, err = nil, fmt.Errorf("decoder failed: %v", p)
 		}
 	}()
-	snap, err = load(progress)
+	snap, err = load(progress, early)
 	if err == nil && snap == nil {
 		err = errors.New("decoder returned no snapshot")
 	}
@@ -137,18 +153,35 @@ func loadSafe(load func(progress func(done, total int64)) (*snapshot.Snapshot, e
 }
 
 func (f *file) finish(snap *snapshot.Snapshot, err error) {
-	f.Snap, f.loadErr = snap, err
+	f.loadErr = err
+	if !f.published {
+		f.Snap = snap
+		close(f.shown)
+	}
 	close(f.ready)
 }
 
-// loaded reports whether the file is ready (decoded or failed).
-func (f *file) loaded() bool {
+// isShown reports whether the file is shown (or failed).
+func (f *file) isShown() bool {
 	select {
-	case <-f.ready:
+	case <-f.shown:
 		return true
 	default:
 		return false
 	}
+}
+
+// waitShown blocks until the file is shown or failed, or ctx ends.
+func (f *file) waitShown(ctx context.Context) error {
+	select {
+	case <-f.shown:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if f.Snap == nil {
+		return f.loadErr
+	}
+	return nil
 }
 
 // wait blocks until the file is ready or ctx ends.
@@ -177,7 +210,7 @@ func (s *Server) addPending(name string) *file {
 			}
 		}
 	}
-	f := &file{ID: len(s.files), Name: name, ready: make(chan struct{}), devs: map[int]*deviceData{}, timelines: map[tlKey]*tlEntry{}}
+	f := &file{ID: len(s.files), Name: name, shown: make(chan struct{}), ready: make(chan struct{}), devs: map[int]*deviceData{}, timelines: map[tlKey]*tlEntry{}}
 	s.files = append(s.files, f)
 	return f
 }
@@ -191,11 +224,29 @@ func (s *Server) Warm(id int) {
 	if f == nil {
 		return
 	}
+	f.warm.Store(true)
 	go func() {
-		if f.wait(context.Background()) == nil {
+		defer func() { _ = recover() }() // a request for it will report the failure
+		if f.waitShown(context.Background()) == nil {
 			f.timeline(defaultDevice(f.Snap), ViewActive)
 		}
 	}()
+}
+
+// showEarly is the file's snapshot.Options.Early, called by the decoder
+// before its last step, the address versions. It shows the snapshot to
+// the requests that need no versions (the file list, the timelines'
+// windows, curves and markers) and, when the file is to be warmed, lays
+// out its first view before the decoder goes on: the page draws while
+// the versions are filled in.
+func (f *file) showEarly(snap *snapshot.Snapshot) {
+	f.Snap = snap
+	f.published = true
+	close(f.shown)
+	if f.warm.Load() {
+		defer func() { _ = recover() }() // as in Warm
+		f.timelineOf(snap, defaultDevice(snap), ViewActive)
+	}
 }
 
 func (s *Server) file(id int) *file {
@@ -219,6 +270,12 @@ func (f *file) device(d int) *deviceData {
 }
 
 func (f *file) timeline(d int, view string) *timeline {
+	return f.timelineOf(f.Snap, d, view)
+}
+
+// timelineOf is timeline for the file's snapshot snap, which warmEarly
+// has before the file is ready.
+func (f *file) timelineOf(snap *snapshot.Snapshot, d int, view string) *timeline {
 	k := tlKey{d, view}
 	f.mu.Lock()
 	e := f.timelines[k]
@@ -227,7 +284,7 @@ func (f *file) timeline(d int, view string) *timeline {
 		f.timelines[k] = e
 	}
 	f.mu.Unlock()
-	e.once.Do(func() { e.tl = newTimeline(f.Snap, d, view) })
+	e.once.Do(func() { e.tl = newTimeline(snap, d, view) })
 	return e.tl
 }
 
@@ -327,6 +384,12 @@ type params struct {
 }
 
 func (s *Server) params(w http.ResponseWriter, r *http.Request) (*params, bool) {
+	return s.paramsWhen(w, r, true)
+}
+
+// paramsWhen is params; versions false answers as soon as the file is
+// shown, for requests that read no address versions.
+func (s *Server) paramsWhen(w http.ResponseWriter, r *http.Request, versions bool) (*params, bool) {
 	q := r.URL.Query()
 	id, err := strconv.Atoi(q.Get("file"))
 	if err != nil {
@@ -337,7 +400,11 @@ func (s *Server) params(w http.ResponseWriter, r *http.Request) (*params, bool) 
 		writeErr(w, http.StatusNotFound, "no file %q", q.Get("file"))
 		return nil, false
 	}
-	if err := f.wait(r.Context()); err != nil {
+	wait := f.wait
+	if !versions {
+		wait = f.waitShown
+	}
+	if err := wait(r.Context()); err != nil {
 		writeErr(w, http.StatusUnprocessableEntity, "%s", loadErrText(f.Name, err))
 		return nil, false
 	}
@@ -373,7 +440,12 @@ func (s *Server) params(w http.ResponseWriter, r *http.Request) (*params, bool) 
 // timelineParams is params for the requests only timelines answer; what
 // completes the error for other views ("has no curves").
 func (s *Server) timelineParams(w http.ResponseWriter, r *http.Request, what string) (*params, *timeline, bool) {
-	p, ok := s.params(w, r)
+	return s.timelineParamsWhen(w, r, what, true)
+}
+
+// timelineParamsWhen is timelineParams; versions as for paramsWhen.
+func (s *Server) timelineParamsWhen(w http.ResponseWriter, r *http.Request, what string, versions bool) (*params, *timeline, bool) {
+	p, ok := s.paramsWhen(w, r, versions)
 	if !ok {
 		return nil, nil, false
 	}
@@ -497,7 +569,7 @@ func (s *Server) handleFiles(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("wait"); v != "" {
 		id, err := strconv.Atoi(v)
 		if f := s.file(id); err == nil && f != nil {
-			if f.wait(r.Context()) == context.Canceled {
+			if f.waitShown(r.Context()) == context.Canceled {
 				return
 			}
 		}
@@ -511,10 +583,10 @@ func (s *Server) handleFiles(w http.ResponseWriter, r *http.Request) {
 	}{Files: []fileInfo{}, Upload: s.opt.Decode != nil}
 	for _, f := range files {
 		switch {
-		case !f.loaded():
+		case !f.isShown():
 			fi := fileInfo{ID: f.ID, Name: f.Name, Loading: true, Devices: []deviceInfo{}, Done: f.doneBytes.Load(), Size: f.totalBytes.Load()}
 			out.Files = append(out.Files, fi)
-		case f.loadErr != nil:
+		case f.Snap == nil:
 			out.Files = append(out.Files, fileInfo{ID: f.ID, Name: f.Name, Error: loadErrText(f.Name, f.loadErr), Devices: []deviceInfo{}})
 		default:
 			out.Files = append(out.Files, fileInfoOf(f))
@@ -567,7 +639,7 @@ func (s *Server) meta(p *params) *metaJSON {
 }
 
 func (s *Server) handleMeta(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.params(w, r)
+	p, ok := s.paramsWhen(w, r, false)
 	if !ok {
 		return
 	}
@@ -575,7 +647,7 @@ func (s *Server) handleMeta(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
-	p, tl, ok := s.timelineParams(w, r, "has no timeline")
+	p, tl, ok := s.timelineParamsWhen(w, r, "has no timeline", false)
 	if !ok {
 		return
 	}
@@ -586,7 +658,7 @@ func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleCurves(w http.ResponseWriter, r *http.Request) {
-	p, tl, ok := s.timelineParams(w, r, "has no curves")
+	p, tl, ok := s.timelineParamsWhen(w, r, "has no curves", false)
 	if !ok {
 		return
 	}
@@ -595,7 +667,7 @@ func (s *Server) handleCurves(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleMarkers(w http.ResponseWriter, r *http.Request) {
-	p, tl, ok := s.timelineParams(w, r, "has no markers")
+	p, tl, ok := s.timelineParamsWhen(w, r, "has no markers", false)
 	if !ok {
 		return
 	}
@@ -748,7 +820,9 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "%s: reading upload: %v", name, err)
 		return
 	}
-	snap, err := loadSafe(func(func(int64, int64)) (*snapshot.Snapshot, error) { return s.opt.Decode(name, data) }, nil)
+	snap, err := loadSafe(func(func(int64, int64), func(*snapshot.Snapshot)) (*snapshot.Snapshot, error) {
+		return s.opt.Decode(name, data)
+	}, nil, nil)
 	if err != nil {
 		writeErr(w, http.StatusUnprocessableEntity, "%s", loadErrText(name, err))
 		return
