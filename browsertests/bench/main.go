@@ -251,14 +251,16 @@ func benchFile(chrome, gpumem, path string) (time.Duration, time.Duration, error
 	tTotal := time.Since(t0)
 	cpuStart := procCPU(cmd.Process.Pid)
 	browserStart := browserCPU() - browser0
-	// The page's files?wait request ends when the decode has finished.
+	// The page's files?wait request ends when the file is shown: decoded
+	// but for the address versions, which the server fills in after it has
+	// laid out the first view.
 	var decodedAt float64
 	if err := chromedp.Run(ctx, chromedp.Evaluate(decodeEnd, &decodedAt)); err != nil {
 		return 0, 0, err
 	}
 	tDecode := time.UnixMilli(int64(decodedAt)).Sub(t0)
 	tPaint := tTotal - tDecode
-	fmt.Fprintf(os.Stderr, "bench: %s: decoded in %v (the page loads meanwhile), first paint %v after start; CPU meanwhile: gpumem %v, Chromium %v\n",
+	fmt.Fprintf(os.Stderr, "bench: %s: decoded (but for address versions) in %v (the page loads meanwhile), first paint %v after start; CPU meanwhile: gpumem %v, Chromium %v\n",
 		filepath.Base(path), tDecode, tTotal.Round(time.Millisecond), cpuStart.Round(time.Millisecond), browserStart.Round(time.Millisecond))
 	var breakdown string
 	if err := chromedp.Run(ctx, chromedp.Evaluate(pageTimes, &breakdown)); err == nil {
@@ -313,7 +315,7 @@ func benchFile(chrome, gpumem, path string) (time.Duration, time.Duration, error
 }
 
 // decodeEnd is the wall-clock time (Unix ms) at which the page's wait for
-// the decoded file was answered.
+// the file to be shown was answered.
 const decodeEnd = `(() => {
   const e = performance.getEntriesByType('resource').find(e => e.name.includes('files?wait='));
   return e ? performance.timeOrigin + e.responseEnd : 0;
