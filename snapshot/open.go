@@ -40,6 +40,10 @@ func versioned(s *Snapshot, err error, opt *Options) (*Snapshot, error) {
 	if opt != nil && opt.Early != nil {
 		opt.Early(s)
 	}
+	if s.Source.Size > 64<<20 {
+		// As while decoding: the versions are the decode's last garbage.
+		defer debug.SetGCPercent(debug.SetGCPercent(25))
+	}
 	annotateVersions(s)
 	return s, nil
 }

@@ -110,9 +110,9 @@ type Loader func(progress func(done, total int64), early func(*snapshot.Snapshot
 
 // Load registers a file under name at once and decodes it in the
 // background with load, after the files queued before it. Until it is
-// ready the page lists it as loading with load's progress, and requests
-// for it wait. The returned channel receives load's error (nil on
-// success) when it is done.
+// shown the page lists it as loading with load's progress, and requests
+// for it wait (those that show address versions until it is ready). The
+// returned channel receives load's error (nil on success) when it is done.
 //
 // gpumem serve loads this way so that the browser fetches the page while
 // the snapshot is decoded, and a big file shows its progress.
@@ -273,8 +273,8 @@ func (f *file) timeline(d int, view string) *timeline {
 	return f.timelineOf(f.Snap, d, view)
 }
 
-// timelineOf is timeline for the file's snapshot snap, which warmEarly
-// has before the file is ready.
+// timelineOf is timeline for the file's snapshot snap, which showEarly
+// has before the file is shown.
 func (f *file) timelineOf(snap *snapshot.Snapshot, d int, view string) *timeline {
 	k := tlKey{d, view}
 	f.mu.Lock()
