@@ -80,8 +80,7 @@ func (b *builder) assemble(root pickle.Value) error {
 	if s.Source.Generation == "" {
 		s.Source.Generation = b.generation()
 	}
-	annotateTraces(s) // the versions are the last step (see versioned)
-	return nil
+	return nil // annotated by versioned, the decode's last step
 }
 
 func (b *builder) traces(v pickle.Value) error {

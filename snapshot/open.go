@@ -31,20 +31,34 @@ type Options struct {
 	Early func(*Snapshot)
 }
 
-// versioned finishes a decode: it calls opt.Early with s, then fills in
-// the address versions.
+// versioned finishes a decode with memory_viz's annotation: one pass,
+// or, when opt.Early is set, all but the address versions, then Early,
+// then the versions.
 func versioned(s *Snapshot, err error, opt *Options) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opt != nil && opt.Early != nil {
-		opt.Early(s)
+	// A big input is annotated as it was decoded, collecting garbage
+	// eagerly (this is the decode's last garbage); Early runs with the
+	// caller's setting.
+	eager := func() (restore func()) {
+		if s.Source.Size <= 64<<20 {
+			return func() {}
+		}
+		old := debug.SetGCPercent(25)
+		return func() { debug.SetGCPercent(old) }
 	}
-	if s.Source.Size > 64<<20 {
-		// As while decoding: the versions are the decode's last garbage.
-		defer debug.SetGCPercent(debug.SetGCPercent(25))
+	if opt == nil || opt.Early == nil {
+		defer eager()()
+		annotate(s, true, true)
+		return s, nil
 	}
-	annotateVersions(s)
+	restore := eager()
+	annotate(s, true, false)
+	restore()
+	opt.Early(s)
+	defer eager()()
+	annotate(s, false, true)
 	return s, nil
 }
 
