@@ -39,8 +39,8 @@ func versioned(s *Snapshot, err error, opt *Options) (*Snapshot, error) {
 		return nil, err
 	}
 	// A big input is annotated as it was decoded, collecting garbage
-	// eagerly (this is the decode's last garbage); Early runs with the
-	// caller's setting.
+	// eagerly (this is the decode's last garbage), but for what comes
+	// before Early: a collection started there would slow Early down.
 	eager := func() (restore func()) {
 		if s.Source.Size <= 64<<20 {
 			return func() {}
@@ -53,9 +53,7 @@ func versioned(s *Snapshot, err error, opt *Options) (*Snapshot, error) {
 		annotate(s, true, true)
 		return s, nil
 	}
-	restore := eager()
 	annotate(s, true, false)
-	restore()
 	opt.Early(s)
 	defer eager()()
 	annotate(s, false, true)
