@@ -152,12 +152,49 @@ func TestCorpusStateHistory(t *testing.T) {
 			if last.Reserved != reserved || len(last.Blocks) != blocks {
 				t.Errorf("%s dev %d: last state reserved %d blocks %d, dump %d %d", name, d, last.Reserved, len(last.Blocks), reserved, blocks)
 			}
+			checkBlockSegments(t, name, last)
 			for k := 0; k < 6; k++ {
 				idx := r.Intn(h.Len()+1) - 1
-				if got, want := h.StateAt(idx), naiveState(h, idx); !reflect.DeepEqual(got, want) {
+				got := h.StateAt(idx)
+				if want := naiveState(h, idx); !reflect.DeepEqual(got, want) {
 					t.Errorf("%s dev %d: StateAt(%d) differs from naive replay", name, d, idx)
 				}
+				checkBlockSegments(t, name, got)
 			}
+		}
+	}
+}
+
+// checkBlockSegments checks each block's Segment with a binary search over
+// the segments by address (the last one starting at or below the block,
+// when the block starts inside it), and the segments' block ranges.
+func checkBlockSegments(t *testing.T, name string, st *State) {
+	t.Helper()
+	byAddr := make([]int, len(st.Segments))
+	for i := range byAddr {
+		byAddr[i] = i
+	}
+	sort.SliceStable(byAddr, func(a, b int) bool { return st.Segments[byAddr[a]].Addr < st.Segments[byAddr[b]].Addr })
+	count := make([]int32, len(st.Segments))
+	for i, b := range st.Blocks {
+		k := sort.Search(len(byAddr), func(k int) bool { return st.Segments[byAddr[k]].Addr > b.Addr }) - 1
+		want := int32(-1)
+		if k >= 0 && b.Addr < st.Segments[byAddr[k]].Addr+st.Segments[byAddr[k]].Size {
+			want = int32(byAddr[k])
+		}
+		if b.Segment != want {
+			t.Fatalf("%s: state %d block %d at %#x in segment %d, want %d", name, st.Event, i, b.Addr, b.Segment, want)
+		}
+		if want >= 0 {
+			if sg := &st.Segments[want]; i < int(sg.FirstBlock) || i >= int(sg.FirstBlock+sg.NumBlocks) {
+				t.Fatalf("%s: state %d block %d outside its segment's range", name, st.Event, i)
+			}
+			count[want]++
+		}
+	}
+	for i := range st.Segments {
+		if count[i] != st.Segments[i].NumBlocks {
+			t.Fatalf("%s: state %d segment %d has %d blocks, %d point at it", name, st.Event, i, st.Segments[i].NumBlocks, count[i])
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/gpumem/gpumem/snapshot"
@@ -463,6 +462,22 @@ func (h *History) stateAt(idx int) *State {
 // the totals.
 func (h *History) buildState(idx int, w *work) *State {
 	st := &State{Event: idx}
+	// The blocks need nothing from the segments until each is placed in
+	// one: collect and sort them on another core meanwhile (a big state
+	// has a million of each).
+	blocksDone := make(chan []BlockState, 1)
+	go func() {
+		bs := make([]BlockState, 0, len(w.blocks))
+		for _, r := range w.blocks {
+			b := h.resolve(r)
+			bs = append(bs, BlockState{
+				Addr: b.addr, Size: b.size, Requested: b.requested, Version: b.version,
+				PendingFree: b.pending, Stack: b.stack,
+			})
+		}
+		slices.SortFunc(bs, func(a, b BlockState) int { return cmp.Compare(a.Addr, b.Addr) })
+		blocksDone <- bs
+	}()
 	// Segments by (size, addr), ties in address order; byAddr[k] is the
 	// position of the k-th segment by address.
 	inAddr := w.segs.sorted()
@@ -509,22 +524,21 @@ func (h *History) buildState(idx int, w *work) *State {
 	if len(segs) == 0 {
 		st.Rows = 0
 	}
-	find := func(addr uint64) int32 {
-		k := sort.Search(len(byAddr), func(k int) bool { return segs[byAddr[k]].addr > addr }) - 1
-		if k >= 0 && addr < segs[byAddr[k]].addr+segs[byAddr[k]].size {
-			return byAddr[k]
+	// Each block's segment: the last one by address starting at or below
+	// it, when the block starts before its end. Blocks come by address, so
+	// one sweep over the segments by address finds them all.
+	st.Blocks = <-blocksDone
+	k := -1
+	for i := range st.Blocks {
+		b := &st.Blocks[i]
+		for k+1 < len(inAddr) && inAddr[k+1].addr <= b.Addr {
+			k++
 		}
-		return -1
+		b.Segment = -1
+		if k >= 0 && b.Addr < inAddr[k].addr+inAddr[k].size {
+			b.Segment = byAddr[k]
+		}
 	}
-	st.Blocks = make([]BlockState, 0, len(w.blocks))
-	for _, r := range w.blocks {
-		b := h.resolve(r)
-		st.Blocks = append(st.Blocks, BlockState{
-			Addr: b.addr, Size: b.size, Requested: b.requested, Version: b.version,
-			PendingFree: b.pending, Stack: b.stack, Segment: find(b.addr),
-		})
-	}
-	slices.SortFunc(st.Blocks, func(a, b BlockState) int { return cmp.Compare(a.Addr, b.Addr) })
 	for i := range st.Segments {
 		st.Segments[i].FirstBlock = -1
 	}

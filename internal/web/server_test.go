@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -454,5 +455,43 @@ func TestBackgroundLoad(t *testing.T) {
 	}
 	if f := files.Files[1]; f.Loading || !strings.Contains(f.Error, "hostile input") {
 		t.Errorf("failed file: %+v", f)
+	}
+}
+
+// TestStateOmitsSmallest checks that a state past maxStateSegments sends
+// the largest segments, in address order, and counts the rest.
+func TestStateOmitsSmallest(t *testing.T) {
+	const n = maxStateSegments + 37
+	s := &snapshot.Snapshot{Strings: []string{""}, Streams: []int64{0}, Stacks: snapshot.StackTable{Offsets: []int32{0, 0}}}
+	addr := uint64(1 << 30)
+	for i := range n {
+		size := uint64(2<<20) * uint64(1+(i*7919)%13) // sizes in no order
+		s.Segments = append(s.Segments, snapshot.Segment{Address: addr, TotalSize: size, FirstBlock: int32(i), NumBlocks: 1})
+		s.Blocks = append(s.Blocks, snapshot.Block{Addr: addr, Size: size, State: snapshot.BlockInactive})
+		addr += size
+	}
+	s.Traces = []snapshot.Trace{{}}
+	st := newDeviceData(s, 0).stateHist().stateJSON(-1)
+	if len(st.Segments) != maxStateSegments || st.Omitted != n-maxStateSegments {
+		t.Fatalf("%d segments sent, %d omitted; want %d and %d", len(st.Segments), st.Omitted, maxStateSegments, n-maxStateSegments)
+	}
+	type seg struct{ addr, size uint64 }
+	byName := map[string]seg{}
+	for _, sg := range s.Segments {
+		byName[replay.FormatAddr(true, sg.Address, sg.Version)] = seg{sg.Address, sg.TotalSize}
+	}
+	minSent := st.Segments[0].Size
+	sent := map[string]bool{}
+	for i, sg := range st.Segments {
+		minSent = min(minSent, sg.Size)
+		sent[sg.Addr] = true
+		if i > 0 && byName[sg.Addr].addr <= byName[st.Segments[i-1].Addr].addr {
+			t.Fatalf("segment %d (%s) not in address order", i, sg.Addr)
+		}
+	}
+	for name, sg := range byName {
+		if !sent[name] && float64(sg.size) > minSent {
+			t.Fatalf("segment %s of %d bytes omitted while one of %v was sent", name, sg.size, minSent)
+		}
 	}
 }

@@ -58,15 +58,13 @@ func (h *stateHistory) stateJSON(idx int) *stateJSON {
 		out.Stack = strings.TrimPrefix(h.h.EventStack(idx, nil), e.Text+"\n")
 	}
 	// Segments in address order; the page does memory_viz's packing. Past
-	// maxStateSegments only the largest are sent (the totals cover all).
-	order := make([]int, len(st.Segments))
-	for i := range order {
-		order[i] = i
-	}
-	if len(order) > maxStateSegments {
-		sort.Slice(order, func(a, b int) bool { return st.Segments[order[a]].Size > st.Segments[order[b]].Size })
-		out.Omitted = len(order) - maxStateSegments
-		order = order[:maxStateSegments]
+	// maxStateSegments only the largest are sent (the totals cover all):
+	// the last ones, as the state has them by (size, address).
+	first := max(0, len(st.Segments)-maxStateSegments)
+	out.Omitted = first
+	order := make([]int, 0, len(st.Segments)-first)
+	for i := first; i < len(st.Segments); i++ {
+		order = append(order, i)
 	}
 	sort.Slice(order, func(a, b int) bool { return st.Segments[order[a]].Addr < st.Segments[order[b]].Addr })
 	for _, si := range order {
