@@ -38,26 +38,30 @@ func versioned(s *Snapshot, err error, opt *Options) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A big input is annotated as it was decoded, collecting garbage
-	// eagerly (this is the decode's last garbage), but for what comes
-	// before Early: a collection started there would slow Early down.
-	eager := func() (restore func()) {
-		if s.Source.Size <= 64<<20 {
-			return func() {}
-		}
-		old := debug.SetGCPercent(25)
-		return func() { debug.SetGCPercent(old) }
-	}
+	// Annotation is the decode's last garbage: collected as eagerly, but
+	// for what comes before Early (a collection started there would slow
+	// Early down).
 	if opt == nil || opt.Early == nil {
-		defer eager()()
+		defer eagerGC(s.Source.Size)()
 		annotate(s, true, true)
 		return s, nil
 	}
 	annotate(s, true, false)
 	opt.Early(s)
-	defer eager()()
+	defer eagerGC(s.Source.Size)()
 	annotate(s, false, true)
 	return s, nil
+}
+
+// eagerGC makes the collector run more often (GOGC 25) while a big input
+// (over 64 MB) is decoded, so that peak memory stays near the size of the
+// typed model; it returns what restores the setting.
+func eagerGC(size int64) (restore func()) {
+	if size <= 64<<20 {
+		return func() {}
+	}
+	old := debug.SetGCPercent(25)
+	return func() { debug.SetGCPercent(old) }
 }
 
 // Open reads and decodes the snapshot at path ("-" = standard input).
@@ -124,11 +128,7 @@ const mapWindow = 4 << 20
 // decodePickleBytes decodes an in-memory pickle, calling progress (when
 // set) with the offset reached every few MB.
 func decodePickleBytes(b []byte, name string, progress func(off int64)) (*Snapshot, error) {
-	if len(b) > 64<<20 {
-		// As for streams: collect garbage more eagerly while decoding a
-		// big input, so peak memory stays near the size of the model.
-		defer debug.SetGCPercent(debug.SetGCPercent(25))
-	}
+	defer eagerGC(int64(len(b)))()
 	s := &Snapshot{Source: Source{Name: name, Size: int64(len(b)), FileSize: int64(len(b)), Encoding: "pickle"}}
 	b2 := newBuilder(s, int64(len(b)))
 	d := pickle.NewBytesDecoder(b, b2)
@@ -234,11 +234,7 @@ func decodeStream(r io.Reader, name string, size int64, opt *Options) (*Snapshot
 	var err error
 	switch kind {
 	case "pickle":
-		if innerSize > 64<<20 {
-			// Big inputs: collect garbage more eagerly while decoding so
-			// peak memory stays near the size of the typed model.
-			defer debug.SetGCPercent(debug.SetGCPercent(25))
-		}
+		defer eagerGC(innerSize)()
 		s = &Snapshot{Source: Source{Encoding: "pickle"}}
 		b := newBuilder(s, innerSize)
 		d := pickle.NewDecoder(ibr, b)
