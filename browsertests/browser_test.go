@@ -670,3 +670,78 @@ func TestLoadingProgress(t *testing.T) {
 		t.Errorf("after loading: %d coloured pixels, loading message hidden %v; want a drawing and no message", n, hidden)
 	}
 }
+
+// drawnLabels redraws the plot and returns the text it painted on the
+// canvas (the axis labels are drawn there, not in the DOM).
+const drawnLabels = `(() => {
+  const labels = [], proto = CanvasRenderingContext2D.prototype, orig = proto.fillText;
+  proto.fillText = function (t, ...rest) { labels.push(String(t)); return orig.call(this, t, ...rest); };
+  try { window.gpumem.setWindow(window.gpumem.S.lo, window.gpumem.S.hi); } finally { proto.fillText = orig; }
+  return labels;
+})()`
+
+// TestScreensExplain checks what tells a new user how to read the page:
+// byte units on the y axis and a named x axis, the help overlay with the
+// keys, and the message of a device with nothing to draw.
+func TestScreensExplain(t *testing.T) {
+	name, s := loadReal(t)
+	ctx := newBrowser(t)
+	url := startServer(t, name, s)
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"#view=active"),
+		chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(drawnLabels, &labels)); err != nil {
+		t.Fatal(err)
+	}
+	units, timestep := 0, false
+	for _, l := range labels {
+		if regexp.MustCompile(`^[0-9.]+ ?(B|KiB|MiB|GiB|TiB)$`).MatchString(l) {
+			units++
+		}
+		timestep = timestep || l == "timestep"
+	}
+	if units < 3 || !timestep {
+		t.Errorf("axis labels %q: want several sizes in B/KiB/MiB/GiB and a \"timestep\" axis", labels)
+	}
+
+	press := func(key string) {
+		if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(`document.dispatchEvent(new KeyboardEvent('keydown', {key: %q, bubbles: true}))`, key), nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var hidden bool
+	press("?")
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`document.getElementById('help').hidden`, &hidden)); err != nil || hidden {
+		t.Fatalf("? did not open the help (%v)", err)
+	}
+	if h := text(ctx, t, "#help"); !strings.Contains(h, "Zoom in") || !strings.Contains(h, "Previous / next event") || !strings.Contains(h, "Esc") {
+		t.Errorf("help lacks the keys: %q", h)
+	}
+	press("Escape")
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`document.getElementById('help').hidden`, &hidden)); err != nil || !hidden {
+		t.Errorf("Esc did not close the help (%v)", err)
+	}
+
+	// A device whose trace is empty and whose segments hold no live block.
+	empty := &snapshot.Snapshot{
+		Segments: []snapshot.Segment{{Device: 0, Address: 1 << 30, TotalSize: 2 << 20, FirstBlock: 0, NumBlocks: 1}},
+		Blocks:   []snapshot.Block{{Addr: 1 << 30, Size: 2 << 20, State: snapshot.BlockInactive}},
+		Traces:   []snapshot.Trace{{}},
+		Strings:  []string{""},
+		Streams:  []int64{0},
+		Stacks:   snapshot.StackTable{Offsets: []int32{0, 0}},
+	}
+	url = startServer(t, "empty.pickle", empty)
+	if err := chromedp.Run(ctx, chromedp.Navigate(url+"#view=active"),
+		chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`document.getElementById('empty').hidden`, &hidden)); err != nil || hidden {
+		t.Fatalf("no empty-state message shown (%v)", err)
+	}
+	if m := text(ctx, t, "#empty"); !strings.Contains(m, "Device 0 has no allocations") {
+		t.Errorf("empty-state message %q", m)
+	}
+}
