@@ -131,6 +131,24 @@ func startServer(t testing.TB, name string, s *snapshot.Snapshot) string {
 	return hs.URL + "/"
 }
 
+// serveReal serves the real snapshot of loadReal and returns a browser tab
+// for it, the server's URL and the snapshot.
+func serveReal(t *testing.T) (context.Context, string, *snapshot.Snapshot) {
+	t.Helper()
+	name, s := loadReal(t)
+	ctx := newBrowser(t)
+	return ctx, startServer(t, name, s), s
+}
+
+// openPage navigates the tab to url and waits for the page's first
+// drawing.
+func openPage(ctx context.Context, t *testing.T, url string) {
+	t.Helper()
+	if err := chromedp.Run(ctx, chromedp.Navigate(url), chromedp.ActionFunc(waitReady)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitReady waits for the page's first drawing. A poll that starts while
 // the page is still replacing its JavaScript context is retried.
 func waitReady(ctx context.Context) error {
@@ -168,9 +186,7 @@ func text(ctx context.Context, t *testing.T, sel string) string {
 }
 
 func TestViewsRender(t *testing.T) {
-	name, s := loadReal(t)
-	ctx := newBrowser(t)
-	url := startServer(t, name, s)
+	ctx, url, s := serveReal(t)
 	dev := 0
 	for d := range s.Traces {
 		if len(s.Traces[d].Events) > len(s.Traces[dev].Events) {
@@ -298,13 +314,8 @@ const bandCentre = `(() => {
 })()`
 
 func TestHoverAndSearch(t *testing.T) {
-	name, s := loadReal(t)
-	ctx := newBrowser(t)
-	url := startServer(t, name, s)
-	if err := chromedp.Run(ctx, chromedp.Navigate(url+"#view=active"),
-		chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
-		t.Fatal(err)
-	}
+	ctx, url, _ := serveReal(t)
+	openPage(ctx, t, url+"#view=active")
 	var pt []float64
 	if err := chromedp.Run(ctx, chromedp.Poll(curvesLoaded, nil, chromedp.WithPollingTimeout(30*time.Second)), chromedp.Evaluate(bandCentre, &pt)); err != nil {
 		t.Fatal(err)
@@ -349,13 +360,8 @@ func TestHoverAndSearch(t *testing.T) {
 }
 
 func TestStateHistorySelect(t *testing.T) {
-	name, s := loadReal(t)
-	ctx := newBrowser(t)
-	url := startServer(t, name, s)
-	if err := chromedp.Run(ctx, chromedp.Navigate(url+"#view=state"),
-		chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
-		t.Fatal(err)
-	}
+	ctx, url, s := serveReal(t)
+	openPage(ctx, t, url+"#view=state")
 	var total int
 	if err := chromedp.Run(ctx, chromedp.Evaluate(`window.gpumem.S.eventsTotal`, &total)); err != nil || total < 3 {
 		t.Fatalf("events total %d (%v)", total, err)
@@ -504,17 +510,12 @@ const dropFile = `(() => {
 })()`
 
 func TestDropUpload(t *testing.T) {
-	name, s := loadReal(t)
-	ctx := newBrowser(t)
-	url := startServer(t, name, s)
+	ctx, url, _ := serveReal(t)
 	good, err := os.ReadFile(filepath.Join(sharedDir(t), "DocuBox__dump_snapshot.pickle"))
 	if err != nil {
 		t.Skipf("small snapshot missing: %v", err)
 	}
-	if err := chromedp.Run(ctx, chromedp.Navigate(url+"#view=active"),
-		chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
-		t.Fatal(err)
-	}
+	openPage(ctx, t, url+"#view=active")
 	// A bad file: the page says why, the server keeps running.
 	var ok bool
 	if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(dropFile, base64.StdEncoding.EncodeToString([]byte("not a snapshot")), "bad.pickle"), &ok),
@@ -551,10 +552,7 @@ func TestNoTraceSnapshot(t *testing.T) {
 	}
 	ctx := newBrowser(t)
 	url := startServer(t, "docubox.pickle", s)
-	if err := chromedp.Run(ctx, chromedp.Navigate(url+"#view=active"),
-		chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
-		t.Fatal(err)
-	}
+	openPage(ctx, t, url+"#view=active")
 	var n int
 	if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(colouredPixels, "plot"), &n)); err != nil {
 		t.Fatal(err)
@@ -574,13 +572,8 @@ func TestNoTraceSnapshot(t *testing.T) {
 // TestURLStateAndTimeAxis opens a shared link (window and pinned selection
 // in location.hash) and switches the x axis to wall-clock time.
 func TestURLStateAndTimeAxis(t *testing.T) {
-	name, s := loadReal(t)
-	ctx := newBrowser(t)
-	url := startServer(t, name, s)
-	if err := chromedp.Run(ctx, chromedp.Navigate(url+"#view=active"),
-		chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
-		t.Fatal(err)
-	}
+	ctx, url, _ := serveReal(t)
+	openPage(ctx, t, url+"#view=active")
 	var pt []float64
 	if err := chromedp.Run(ctx, chromedp.Poll(curvesLoaded, nil, chromedp.WithPollingTimeout(30*time.Second)), chromedp.Evaluate(bandCentre, &pt)); err != nil || pt[0] < 0 {
 		t.Fatalf("no band to select (%v)", err)
@@ -684,13 +677,8 @@ const drawnLabels = `(() => {
 // byte units on the y axis and a named x axis, the help overlay with the
 // keys, and the message of a device with nothing to draw.
 func TestScreensExplain(t *testing.T) {
-	name, s := loadReal(t)
-	ctx := newBrowser(t)
-	url := startServer(t, name, s)
-	if err := chromedp.Run(ctx, chromedp.Navigate(url+"#view=active"),
-		chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
-		t.Fatal(err)
-	}
+	ctx, url, _ := serveReal(t)
+	openPage(ctx, t, url+"#view=active")
 	var labels []string
 	if err := chromedp.Run(ctx, chromedp.Evaluate(drawnLabels, &labels)); err != nil {
 		t.Fatal(err)
@@ -734,10 +722,7 @@ func TestScreensExplain(t *testing.T) {
 		Stacks:   snapshot.StackTable{Offsets: []int32{0, 0}},
 	}
 	url = startServer(t, "empty.pickle", empty)
-	if err := chromedp.Run(ctx, chromedp.Navigate(url+"#view=active"),
-		chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
-		t.Fatal(err)
-	}
+	openPage(ctx, t, url+"#view=active")
 	if err := chromedp.Run(ctx, chromedp.Evaluate(`document.getElementById('empty').hidden`, &hidden)); err != nil || hidden {
 		t.Fatalf("no empty-state message shown (%v)", err)
 	}
