@@ -553,15 +553,69 @@ func (a *Allocator) deviceHas(size uint64) bool {
 }
 
 // newReservationAddr places a new expandable segment's address range
-// (cuMemAddressReserve).
-func (a *Allocator) newReservationAddr(size uint64) uint64 {
+// (cuMemAddressReserve) of size bytes in pages of page bytes and returns
+// its base and size. A base the trace gives is kept; the reservations
+// around it, sized from a guess of the GPU's memory, are made to end
+// where the trace shows the next one begins.
+func (a *Allocator) newReservationAddr(size, page uint64) (uint64, uint64) {
 	if a.reserveAddr != nil {
-		if addr, ok := a.reserveAddr(size); ok && !a.va.overlaps(addr, size) {
-			a.va.take(addr, size)
-			return addr
+		if addr, ok := a.reserveAddr(size); ok {
+			if got, ok := a.placeReservation(addr, size, page); ok {
+				return addr, got
+			}
 		}
 	}
-	return a.va.alloc(size)
+	return a.va.alloc(size), size
+}
+
+// placeReservation fits a reservation at addr: an earlier reservation
+// whose unmapped tail covers addr ends there, and the new one ends where
+// the next range in use begins. It fails when addr lies in mapped pages or
+// a cudaMalloc'd segment, or when less than one page is left.
+func (a *Allocator) placeReservation(addr, size, page uint64) (uint64, bool) {
+	end := addr + size
+	for _, es := range a.expSegs {
+		esEnd := es.base + es.size()
+		switch {
+		case es.base <= addr && addr < esEnd:
+			keep := (addr - es.base) / es.pageSize
+			if keep == 0 || keep < uint64(len(es.mapped)) || es.base+keep*es.pageSize != addr {
+				return 0, false
+			}
+			a.truncateReservation(es, keep)
+		case addr < es.base && es.base < end:
+			end = es.base
+		}
+	}
+	i := sort.Search(len(a.va.spans), func(i int) bool { return a.va.spans[i].end > addr })
+	if i < len(a.va.spans) && a.va.spans[i].start <= addr {
+		return 0, false
+	}
+	if i < len(a.va.spans) && a.va.spans[i].start < end {
+		end = a.va.spans[i].start
+	}
+	size = (end - addr) / page * page
+	if size == 0 {
+		return 0, false
+	}
+	a.va.take(addr, size)
+	return size, true
+}
+
+// truncateReservation shrinks es to its first keep pages (all mapped pages
+// lie below them): its unmapped tail block ends at the new end.
+func (a *Allocator) truncateReservation(es *expandableSegment, keep uint64) {
+	oldEnd := es.base + es.size()
+	es.maxPages = keep
+	newEnd := es.base + es.size()
+	for _, p := range []*blockPool{&a.large, &a.small} {
+		for _, b := range p.unmapped.items {
+			if b.exp == es && b.ptr+b.size == oldEnd {
+				b.size = newEnd - b.ptr
+			}
+		}
+	}
+	a.va.resize(es.base, newEnd)
 }
 
 func (a *Allocator) newSegmentAddr(size uint64) uint64 {
@@ -753,8 +807,8 @@ func (a *Allocator) findExpandableBlock(stream uint64, pool *blockPool, size uin
 		capacity = 1 << 40 // unlimited: reserve 1 TiB of address space
 	}
 	space := capacity + capacity/8
-	es := &expandableSegment{pageSize: page, maxPages: (space + page - 1) / page, stream: stream}
-	es.base = a.newReservationAddr(es.size())
+	base, size := a.newReservationAddr((space+page-1)/page*page, page)
+	es := &expandableSegment{base: base, pageSize: page, maxPages: size / page, stream: stream}
 	a.expSegs = append(a.expSegs, es)
 	c := &block{stream: stream, size: es.size(), ptr: es.base, pool: pool, exp: es}
 	pool.unmapped.insert(c)

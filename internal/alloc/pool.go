@@ -185,6 +185,14 @@ func (v *vaSpace) alloc(size uint64) uint64 {
 	return at
 }
 
+// resize moves the end of the span that starts at start.
+func (v *vaSpace) resize(start, end uint64) {
+	i := sort.Search(len(v.spans), func(i int) bool { return v.spans[i].start >= start })
+	if i < len(v.spans) && v.spans[i].start == start {
+		v.spans[i].end = end
+	}
+}
+
 func (v *vaSpace) free(start uint64) {
 	i := sort.Search(len(v.spans), func(i int) bool { return v.spans[i].start >= start })
 	if i < len(v.spans) && v.spans[i].start == start {
