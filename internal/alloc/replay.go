@@ -28,6 +28,11 @@ type ReplayOptions struct {
 	Capacity uint64
 	// MaxMismatches caps the explanations kept (default 20).
 	MaxMismatches int
+	// FromEmpty starts from an empty allocator instead of the recorded
+	// layout: the blocks live at trace start are allocated first, in
+	// address order, under the replay's settings (a what-if even without
+	// Config). Segments made before recording then follow the setting too.
+	FromEmpty bool
 }
 
 // ReplayResult is the outcome of replaying one device's trace.
@@ -35,6 +40,7 @@ type ReplayResult struct {
 	Device     int
 	Validation bool // replayed with the snapshot's own settings
 	Config     Config
+	FromEmpty  bool // started from an empty allocator (ReplayOptions.FromEmpty)
 
 	Events int // trace entries replayed
 
@@ -78,6 +84,9 @@ type ReplayOOM struct {
 	// StillOOM (for recorded OOMs in a what-if): the model at the given
 	// capacity fails too.
 	StillOOM bool
+	// AtStart: the request was one of the blocks live at trace start,
+	// allocated first from empty (Event is 0).
+	AtStart bool
 }
 
 // Replayable reports the devices whose traces have alloc events.
@@ -101,7 +110,7 @@ func Replay(s *snapshot.Snapshot, dev int, o ReplayOptions) (*ReplayResult, erro
 	}
 	own := ConfigFromSettings(s.AllocatorSettings)
 	cfg := own
-	r := &ReplayResult{Device: dev, Validation: o.Config == nil}
+	r := &ReplayResult{Device: dev, Validation: o.Config == nil && !o.FromEmpty, FromEmpty: o.FromEmpty}
 	if o.Config != nil {
 		cfg = *o.Config
 	}
@@ -115,7 +124,11 @@ func Replay(s *snapshot.Snapshot, dev int, o ReplayOptions) (*ReplayResult, erro
 		return nil, err
 	}
 	rp.a = New(cfg, Options{Capacity: o.Capacity, Device: dev, Record: true})
-	rp.load(init)
+	if o.FromEmpty {
+		rp.loadFromEmpty(init)
+	} else {
+		rp.load(init)
+	}
 	rp.run()
 	if r.Validation {
 		rp.compareFinal()
@@ -128,6 +141,32 @@ func Replay(s *snapshot.Snapshot, dev int, o ReplayOptions) (*ReplayResult, erro
 	return r, nil
 }
 
+// TraceStart describes what device dev's allocator held when recording
+// began (rebuilt by undoing the trace from the dump): segments reserved
+// before recording and the blocks live in them.
+type TraceStart struct {
+	Segments int    // cudaMalloc'd segments and mapped expandable runs
+	Reserved uint64 // their bytes
+	Blocks   int    // live (allocated or pending-free) blocks
+}
+
+// StartOf rebuilds the start of device dev's trace.
+func StartOf(s *snapshot.Snapshot, dev int) (TraceStart, error) {
+	if dev < 0 || dev >= len(s.Traces) {
+		return TraceStart{}, fmt.Errorf("device %d has no trace", dev)
+	}
+	rp := &replayer{s: s, dev: dev, r: &ReplayResult{}, max: 1, own: ConfigFromSettings(s.AllocatorSettings)}
+	st, err := rp.initialState()
+	if err != nil {
+		return TraceStart{}, err
+	}
+	t := TraceStart{Segments: len(st.segs), Blocks: len(st.blocks)}
+	for _, sg := range st.segs {
+		t.Reserved += sg.size
+	}
+	return t, nil
+}
+
 type replayer struct {
 	s   *snapshot.Snapshot
 	dev int
@@ -137,6 +176,12 @@ type replayer struct {
 	own Config
 	// stopAt > 0 ends run before that event (tests).
 	stopAt int
+	// startAddr maps the recorded address of each block live at trace
+	// start to the model's; nil means they are the same (recorded layout).
+	startAddr map[uint64]uint64
+	// startPending maps the recorded address of a block pending at trace
+	// start to the model's (from empty).
+	startPending map[uint64]uint64
 }
 
 func (rp *replayer) mismatch(format string, args ...any) {
@@ -353,6 +398,38 @@ func (rp *replayer) resolveSizes(st *initState) {
 	}
 }
 
+// loadFromEmpty allocates the blocks live at trace start, in address
+// order, into the empty allocator; pending ones are freed as deferred.
+// Their streams are those of their recorded segments.
+func (rp *replayer) loadFromEmpty(st *initState) {
+	a := rp.a
+	r := rp.r
+	for _, sg := range st.segs {
+		r.InitialSegments++
+		r.InitialReserved += sg.size
+	}
+	rp.startAddr = map[uint64]uint64{}
+	rp.startPending = map[uint64]uint64{}
+	for _, b := range st.blocks {
+		var stream uint64
+		if si := st.segmentOf(b.addr); si >= 0 {
+			stream = st.segs[si].stream
+		}
+		addr, err := a.Malloc(b.requested, int64(stream))
+		if err != nil {
+			r.ModelOOMs = append(r.ModelOOMs, ReplayOOM{AtStart: true, Size: b.requested, StillOOM: true})
+			continue
+		}
+		r.InitialBlocks++
+		if b.pending {
+			_ = a.FreeRequested(addr)
+			rp.startPending[b.addr] = addr
+		} else {
+			rp.startAddr[b.addr] = addr
+		}
+	}
+}
+
 // load builds the allocator state from the reconstruction.
 func (rp *replayer) load(st *initState) {
 	a := rp.a
@@ -522,12 +599,21 @@ func (rp *replayer) run() {
 	r.Events = len(ev)
 	// blockAddr maps a recorded block address to the model's (live blocks).
 	blockAddr := map[uint64]uint64{}
-	for addr := range a.active {
-		blockAddr[addr] = addr
+	if rp.startAddr != nil {
+		blockAddr = rp.startAddr
+	} else {
+		for addr, b := range a.active {
+			if b.allocated {
+				blockAddr[addr] = addr
+			}
+		}
 	}
 	lost := map[uint64]bool{} // recorded blocks the model failed to allocate
 	// pendingModel maps recorded addresses of deferred frees to the model's.
 	pendingModel := map[uint64]uint64{}
+	for rec, m := range rp.startPending {
+		pendingModel[rec] = m
+	}
 	var recSegs []snapshot.Event
 	recReserved := r.InitialReserved
 	r.RecordedPeakReserved = recReserved
@@ -537,17 +623,11 @@ func (rp *replayer) run() {
 	// of the same request: same size first, else the first unused one.
 	var segUsed []bool
 	a.reserveAddr = func(size uint64) (uint64, bool) {
-		// A new expandable segment starts at the first recorded map of
-		// this request that lies outside the known reservations.
+		// A new reservation's first page is the first page this request
+		// maps (find_expandable_block hands out the whole reservation).
 		for k, e := range recSegs {
-			if segUsed[k] || e.Action != snapshot.ActionSegmentMap {
-				continue
-			}
-			inside := false
-			for _, es := range a.expSegs {
-				inside = inside || (e.Addr >= es.base && e.Addr < es.base+es.size())
-			}
-			if !inside {
+			if !segUsed[k] && e.Action == snapshot.ActionSegmentMap {
+				segUsed[k] = true
 				return e.Addr, true
 			}
 		}

@@ -2,10 +2,8 @@ package alloc
 
 import (
 	"fmt"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -35,11 +33,21 @@ var SweepConfigs = []string{
 	"expandable_segments:True,max_split_size_mb:128",
 }
 
+// SweepOptions configure Sweep.
+type SweepOptions struct {
+	// Capacity bounds the device for every row; 0 uses the recorded peak
+	// reserved for the GC rows (so that their threshold means something)
+	// and unlimited for the others.
+	Capacity uint64
+	// FromEmpty replays every row from an empty allocator
+	// (ReplayOptions.FromEmpty).
+	FromEmpty bool
+}
+
 // Sweep replays device dev of s under each of SweepConfigs (what-if) and
-// returns the rows best first by peak reserved. capacity bounds the device
-// for every row; 0 uses the recorded peak reserved for the GC rows (so
-// that their threshold means something) and unlimited for the others.
-func Sweep(s *snapshot.Snapshot, dev int, capacity uint64) ([]SweepRow, error) {
+// returns the rows best first by peak reserved (rows that run out of
+// memory last). The rows replay in parallel.
+func Sweep(s *snapshot.Snapshot, dev int, o SweepOptions) ([]SweepRow, error) {
 	cfgs := make([]Config, len(SweepConfigs))
 	for k, name := range SweepConfigs {
 		conf := name
@@ -53,44 +61,34 @@ func Sweep(s *snapshot.Snapshot, dev int, capacity uint64) ([]SweepRow, error) {
 		cfgs[k] = cfg
 	}
 	// The default runs first: the GC rows need its peak when no capacity
-	// is given. The others replay in parallel; each only reads s.
-	base, err := Replay(s, dev, ReplayOptions{Config: &cfgs[0], Capacity: capacity})
+	// is given.
+	base, err := Replay(s, dev, ReplayOptions{Config: &cfgs[0], Capacity: o.Capacity, FromEmpty: o.FromEmpty})
 	if err != nil {
 		return nil, err
 	}
-	gcCap := capacity
+	gcCap := o.Capacity
 	if gcCap == 0 {
 		gcCap = max(base.RecordedPeakReserved, base.PeakReserved)
 	}
 	rows := make([]SweepRow, len(cfgs))
-	errs := make([]error, len(cfgs))
 	rows[0] = SweepRow{Name: SweepConfigs[0], Result: base}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	opts := make([]ReplayOptions, len(cfgs)-1)
 	for k := 1; k < len(cfgs); k++ {
-		wg.Add(1)
-		go func(k int) {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			cfg := cfgs[k]
-			cap := capacity
-			label := SweepConfigs[k]
-			if cfg.MemoryFraction > 0 {
-				cap = gcCap
-				// Show the fraction as the size it allows.
-				label = fmt.Sprintf("%s (fraction of %s)", strings.TrimSuffix(label, ",per_process_memory_fraction:1.0"), FormatSize(cap))
-			}
-			r, err := Replay(s, dev, ReplayOptions{Config: &cfg, Capacity: cap})
-			rows[k] = SweepRow{Name: label, Result: r}
-			errs[k] = err
-		}(k)
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
+		capacity := o.Capacity
+		rows[k].Name = SweepConfigs[k]
+		if cfgs[k].MemoryFraction > 0 {
+			capacity = gcCap
+			// Show the fraction as the size it allows.
+			rows[k].Name = fmt.Sprintf("%s (fraction of %s)", strings.TrimSuffix(SweepConfigs[k], ",per_process_memory_fraction:1.0"), FormatSize(capacity))
 		}
+		opts[k-1] = ReplayOptions{Config: &cfgs[k], Capacity: capacity, FromEmpty: o.FromEmpty}
+	}
+	res, err := replayEach(s, dev, opts)
+	if err != nil {
+		return nil, err
+	}
+	for k, r := range res {
+		rows[k+1].Result = r
 	}
 	for k := range rows {
 		rows[k].DeltaReserved = int64(rows[k].Result.PeakReserved) - int64(base.PeakReserved)
