@@ -42,6 +42,15 @@ Runs a faithful model of PyTorch's CUDA caching allocator.
   gpumem sim FILE --sweep [--capacity SIZE] [--json]
       Compare common settings, best first by peak reserved memory.
 
+  gpumem sim FILE --capacity oom [--config STR | --sweep] [--json]
+      Take the capacity the recorded OOM implies (reserved + CUDA free at
+      the OOM) and tell, for each setting, whether that OOM still happens.
+
+  --from-empty replays from an empty allocator: the blocks live at trace
+  start are allocated first, in address order, under the setting. A sweep
+  does so by default when the trace starts with segments already reserved
+  (--from-empty=false keeps the recorded layout).
+
 CONFIG uses PYTORCH_CUDA_ALLOC_CONF syntax, e.g.
 "expandable_segments:True,max_split_size_mb:128".`
 
@@ -53,6 +62,11 @@ type simFlags struct {
 	json     bool
 	device   int
 	sweep    bool
+	// fromEmpty is set by --from-empty; fromEmptySet tells whether the
+	// flag was given at all (a sweep chooses by itself otherwise).
+	fromEmpty    bool
+	fromEmptySet bool
+	capacityOOM  bool // --capacity oom
 }
 
 func runSim(env *Env, args []string) error {
@@ -61,11 +75,12 @@ func runSim(env *Env, args []string) error {
 	fs.SetOutput(env.Stderr)
 	fs.StringVar(&f.script, "script", "", "run a script `FILE` (- for stdin)")
 	fs.StringVar(&f.config, "config", "", "allocator settings `STR` (PYTORCH_CUDA_ALLOC_CONF syntax)")
-	fs.StringVar(&f.capacity, "capacity", "", "device memory `SIZE` (e.g. 80GiB); default unlimited")
+	fs.StringVar(&f.capacity, "capacity", "", "device memory `SIZE` (e.g. 80GiB), or oom for what the recorded OOM implies; default unlimited")
 	fs.Float64Var(&f.fraction, "fraction", 0, "per-process memory `fraction` of --capacity (enables garbage_collection_threshold)")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
 	fs.IntVar(&f.device, "device", -1, "replay only device `N` (default: every device with alloc events)")
 	fs.BoolVar(&f.sweep, "sweep", false, "compare common settings on the snapshot")
+	fs.BoolVar(&f.fromEmpty, "from-empty", false, "what-if from an empty allocator (blocks live at trace start allocated first)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: gpumem sim [--script FILE | FILE] [flags]\n%s\n\nflags:\n", simAbout)
 		fs.PrintDefaults()
@@ -74,8 +89,11 @@ func runSim(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	fs.Visit(func(fl *flag.Flag) { f.fromEmptySet = f.fromEmptySet || fl.Name == "from-empty" })
 	var capacity uint64
-	if f.capacity != "" {
+	if f.capacity == "oom" {
+		f.capacityOOM = true
+	} else if f.capacity != "" {
 		c, err := alloc.ParseSize(f.capacity)
 		if err != nil {
 			return fmt.Errorf("--capacity: %v", err)
@@ -85,7 +103,7 @@ func runSim(env *Env, args []string) error {
 	if f.fraction < 0 || f.fraction > 1 {
 		return fmt.Errorf("--fraction must be in [0, 1], got %g", f.fraction)
 	}
-	if f.fraction > 0 && capacity == 0 {
+	if f.fraction > 0 && capacity == 0 && !f.capacityOOM {
 		return errors.New("--fraction needs --capacity")
 	}
 	switch {
@@ -93,6 +111,9 @@ func runSim(env *Env, args []string) error {
 		if len(pos) > 0 {
 			fmt.Fprintln(env.Stderr, "gpumem sim: give either --script FILE or a snapshot FILE, not both")
 			return ErrUsage
+		}
+		if f.capacityOOM {
+			return errors.New("--capacity oom needs a snapshot with a recorded OOM, not a script")
 		}
 		return simScript(env, f, capacity)
 	case len(pos) == 1:
@@ -326,6 +347,33 @@ type deviceJSON struct {
 	Predicted  predictedJSON   `json:"predicted"`
 	Recorded   recordedJSON    `json:"recorded"`
 	Sweep      []sweepRowJSON  `json:"sweep,omitempty"`
+	// Start is the allocator at trace start (segments made before recording).
+	Start     startJSON `json:"trace_start"`
+	FromEmpty bool      `json:"from_empty"`
+	// CapacityOOM is the capacity --capacity oom took from the recorded OOM.
+	CapacityOOM *capacityJSON   `json:"capacity_from_oom,omitempty"`
+	OOMWhatIf   []oomWhatIfJSON `json:"oom_what_if,omitempty"`
+}
+
+type startJSON struct {
+	Segments      int    `json:"segments"`
+	ReservedBytes uint64 `json:"reserved_bytes"`
+	LiveBlocks    int    `json:"live_blocks"`
+}
+
+type capacityJSON struct {
+	Event           int    `json:"event"`
+	ReservedBytes   uint64 `json:"reserved_bytes"`
+	DeviceFreeBytes uint64 `json:"device_free_bytes"`
+	CapacityBytes   uint64 `json:"capacity_bytes"`
+}
+
+type oomWhatIfJSON struct {
+	Config            string `json:"config"`
+	StillOOM          bool   `json:"still_oom"`
+	FirstOOMEvent     int    `json:"first_oom_event"`
+	FirstOOMSize      uint64 `json:"first_oom_size,omitempty"`
+	PeakReservedBytes uint64 `json:"peak_reserved_bytes"`
 }
 
 type sweepRowJSON struct {
@@ -401,33 +449,85 @@ func simSnapshot(env *Env, f simFlags, path string, capacity uint64) error {
 	}
 	var out []deviceJSON
 	for _, d := range devs {
-		if f.sweep {
-			rows, err := alloc.Sweep(s, d, capacity)
-			if err != nil {
-				return fmt.Errorf("%s: %v", path, err)
-			}
-			if f.json {
-				dj := toDeviceJSON(rows[0].Result, capacity)
-				for _, row := range rows {
-					r := row.Result
-					dj.Sweep = append(dj.Sweep, sweepRowJSON{row.Name, r.PeakReserved, r.PeakAllocated, row.DeltaReserved,
-						r.FragmentationAtPeak, r.CudaMallocs, r.CudaFrees, len(r.ModelOOMs)})
-				}
-				out = append(out, dj)
-			} else {
-				printSweep(env.Stdout, path, d, rows)
-			}
-			continue
-		}
-		r, err := alloc.Replay(s, d, alloc.ReplayOptions{Config: cfg, Capacity: capacity})
+		start, err := alloc.StartOf(s, d)
 		if err != nil {
 			return fmt.Errorf("%s: %v", path, err)
 		}
-		if f.json {
-			out = append(out, toDeviceJSON(r, capacity))
-		} else {
-			printReplay(env.Stdout, path, s, r, capacity)
+		devCap := capacity
+		var oomCap *alloc.OOMCapacity
+		if f.capacityOOM {
+			c, err := alloc.ImpliedCapacity(s, d)
+			if err != nil {
+				return fmt.Errorf("%s: --capacity oom: %v", path, err)
+			}
+			oomCap = &c
+			devCap = c.Capacity
 		}
+		fromEmpty := f.fromEmpty
+		if f.sweep && !f.fromEmptySet {
+			fromEmpty = start.Segments > 0
+		}
+		whatIf := f.sweep || cfg != nil || oomCap != nil || fromEmpty
+		if whatIf && start.Segments > 0 && !f.json {
+			fmt.Fprintf(env.Stdout, "%s device %d: the trace starts with %s reserved in %d segments made before recording; under the recorded layout no setting can change them.\n",
+				filepath.Base(path), d, humanSize(start.Reserved), start.Segments)
+			if fromEmpty {
+				fmt.Fprintf(env.Stdout, "  Replaying from an empty allocator: the %d blocks live at trace start are allocated first, in address order, under each setting.\n", start.Blocks)
+			} else {
+				fmt.Fprintf(env.Stdout, "  Add --from-empty to allocate the %d blocks live at trace start into an empty allocator under the setting first.\n", start.Blocks)
+			}
+		}
+		var dj deviceJSON
+		switch {
+		case f.sweep:
+			rows, err := alloc.Sweep(s, d, alloc.SweepOptions{Capacity: devCap, FromEmpty: fromEmpty})
+			if err != nil {
+				return fmt.Errorf("%s: %v", path, err)
+			}
+			if !f.json {
+				printSweep(env.Stdout, path, d, rows, fromEmpty)
+				continue
+			}
+			dj = toDeviceJSON(rows[0].Result, devCap)
+			for _, row := range rows {
+				r := row.Result
+				dj.Sweep = append(dj.Sweep, sweepRowJSON{row.Name, r.PeakReserved, r.PeakAllocated, row.DeltaReserved,
+					r.FragmentationAtPeak, r.CudaMallocs, r.CudaFrees, len(r.ModelOOMs)})
+			}
+		case oomCap != nil && cfg == nil:
+			configs := append([]string{"recorded"}, alloc.SweepConfigs...)
+			res, err := alloc.WhatIfOOM(s, d, oomCap.Capacity, oomCap.Event, configs, fromEmpty)
+			if err != nil {
+				return fmt.Errorf("%s: %v", path, err)
+			}
+			if !f.json {
+				printOOMWhatIf(env.Stdout, path, d, s, *oomCap, res)
+				continue
+			}
+			dj = toDeviceJSON(res[0].Result, devCap)
+			for _, o := range res {
+				dj.OOMWhatIf = append(dj.OOMWhatIf, oomWhatIfJSON{Config: o.Config, StillOOM: o.StillOOM,
+					FirstOOMEvent: o.FirstOOM, FirstOOMSize: o.FirstOOMSize, PeakReservedBytes: o.Result.PeakReserved})
+			}
+		default:
+			opt := alloc.ReplayOptions{Config: cfg, Capacity: devCap, FromEmpty: fromEmpty}
+			r, err := alloc.Replay(s, d, opt)
+			if err != nil {
+				return fmt.Errorf("%s: %v", path, err)
+			}
+			if !f.json {
+				printReplay(env.Stdout, path, s, r, devCap)
+				continue
+			}
+			dj = toDeviceJSON(r, devCap)
+		}
+		dj.FromEmpty = fromEmpty
+		if oomCap != nil {
+			dj.CapacityOOM = &capacityJSON{Event: oomCap.Event, ReservedBytes: oomCap.Reserved,
+				DeviceFreeBytes: oomCap.DeviceFree, CapacityBytes: oomCap.Capacity}
+		}
+		dj.Start = startJSON{Segments: start.Segments, ReservedBytes: start.Reserved, LiveBlocks: start.Blocks}
+		out = append(out, dj)
 	}
 	if !f.json {
 		return nil
@@ -511,8 +611,12 @@ func printReplay(w io.Writer, path string, s *snapshot.Snapshot, r *alloc.Replay
 	}
 }
 
-func printSweep(w io.Writer, path string, dev int, rows []alloc.SweepRow) {
-	fmt.Fprintf(w, "%s device %d: replayed under %d settings, best first by peak reserved\n", filepath.Base(path), dev, len(rows))
+func printSweep(w io.Writer, path string, dev int, rows []alloc.SweepRow, fromEmpty bool) {
+	mode := "from the recorded layout"
+	if fromEmpty {
+		mode = "from an empty allocator"
+	}
+	fmt.Fprintf(w, "%s device %d: replayed %s under %d settings, best first by peak reserved\n", filepath.Base(path), dev, mode, len(rows))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "config\tpeak reserved\tvs default\tpeak allocated\tfrag@peak\tcudaMalloc\tcudaFree\tOOMs")
 	var base *alloc.SweepRow
@@ -540,5 +644,40 @@ func printSweep(w io.Writer, path string, dev int, rows []alloc.SweepRow) {
 		fmt.Fprintf(w, "Best: %s lowers peak reserved by %s (%.1f%%) versus the default %s.\n", best.Name,
 			humanSize(uint64(-best.DeltaReserved)), -100*float64(best.DeltaReserved)/float64(base.Result.PeakReserved),
 			humanSize(base.Result.PeakReserved))
+	}
+}
+
+func printOOMWhatIf(w io.Writer, path string, dev int, s *snapshot.Snapshot, c alloc.OOMCapacity, res []alloc.OOMOutcome) {
+	fmt.Fprintf(w, "%s device %d: recorded OOM at event %d (%s); capacity it implies: %s reserved + %s free = %s\n",
+		filepath.Base(path), dev, c.Event, humanSize(c.Size), humanSize(c.Reserved), humanSize(c.DeviceFree), humanSize(c.Capacity))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "config\trecorded OOM\tfirst OOM of the model\tpeak reserved")
+	fits := 0
+	for _, o := range res {
+		name := o.Config
+		if name == "recorded" {
+			name = "recorded (" + alloc.ConfigFromSettings(s.AllocatorSettings).String() + ")"
+		}
+		verdict := "fits"
+		if o.StillOOM {
+			verdict = "still OOM"
+		} else {
+			fits++
+		}
+		first := "none"
+		switch {
+		case o.FirstOOM < 0:
+		case o.OOMAtStart:
+			first = "at trace start"
+		default:
+			first = fmt.Sprintf("event %d (%s)", o.FirstOOM, humanSize(o.FirstOOMSize))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, verdict, first, humanSize(o.Result.PeakReserved))
+	}
+	tw.Flush()
+	if fits == 0 {
+		fmt.Fprintf(w, "No setting avoids the OOM at %s.\n", humanSize(c.Capacity))
+	} else {
+		fmt.Fprintf(w, "%d of %d settings serve the request that ran out of memory at %s.\n", fits, len(res), humanSize(c.Capacity))
 	}
 }
