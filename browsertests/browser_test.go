@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/units"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -229,7 +230,7 @@ func TestViewsRender(t *testing.T) {
 				}
 			}
 			if tc.peak > 0 {
-				if got, want := text(ctx, t, "#peak"), replay.FormatSizeShort(tc.peak); got != want {
+				if got, want := text(ctx, t, "#peak"), units.VizShort(tc.peak); got != want {
 					t.Errorf("peak shown %q, replay says %q", got, want)
 				}
 			}
@@ -257,7 +258,7 @@ func TestViewsRender(t *testing.T) {
 						}
 					}
 				}
-				want := fmt.Sprintf("(%s allocated / %s reserved)", replay.FormatSize(alloc), replay.FormatSize(res))
+				want := fmt.Sprintf("(%s allocated / %s reserved)", units.Viz(alloc), units.Viz(res))
 				if got := text(ctx, t, "#state-text"); got != want {
 					t.Errorf("state totals %q, want %q", got, want)
 				}
@@ -397,7 +398,7 @@ func expectedState(t *testing.T, s *snapshot.Snapshot, idx int) (out string) {
 		}
 	}()
 	st := replay.NewHistory(s, dev).StateAt(idx)
-	return fmt.Sprintf("(%s allocated / %s reserved)", replay.FormatSize(st.Allocated), replay.FormatSize(st.Reserved))
+	return fmt.Sprintf("(%s allocated / %s reserved)", units.Viz(st.Allocated), units.Viz(st.Reserved))
 }
 
 // undoTotals is memory_viz's simulate_memory reduced to its two totals.
@@ -437,7 +438,7 @@ func undoTotals(s *snapshot.Snapshot, dev, idx int) string {
 	for _, v := range blocks {
 		alloc += v
 	}
-	return fmt.Sprintf("(%s allocated / %s reserved)", replay.FormatSize(alloc), replay.FormatSize(reserved))
+	return fmt.Sprintf("(%s allocated / %s reserved)", units.Viz(alloc), units.Viz(reserved))
 }
 
 func TestHTMLExportOffline(t *testing.T) {
@@ -473,7 +474,7 @@ func TestHTMLExportOffline(t *testing.T) {
 				t.Errorf("offline %s canvas has %d coloured pixels", view, n)
 			}
 			if view == "active" {
-				if got, want := text(ctx, t, "#peak"), replay.FormatSizeShort(activePeak); got != want {
+				if got, want := text(ctx, t, "#peak"), units.VizShort(activePeak); got != want {
 					t.Errorf("offline peak %q, want %q", got, want)
 				}
 			}
@@ -561,7 +562,7 @@ func TestNoTraceSnapshot(t *testing.T) {
 		t.Errorf("trace-less timeline has %d coloured pixels", n)
 	}
 	active, _ := replay.Peaks(s, 0)
-	if got, want := text(ctx, t, "#peak"), replay.FormatSizeShort(active); got != want {
+	if got, want := text(ctx, t, "#peak"), units.VizShort(active); got != want {
 		t.Errorf("peak %q, want %q", got, want)
 	}
 	if sum := text(ctx, t, "#summary"); !strings.Contains(sum, "no trace events") {

@@ -10,6 +10,7 @@ package alloc
 
 import (
 	"fmt"
+	"github.com/gpumem/gpumem/internal/units"
 	"sort"
 
 	"github.com/gpumem/gpumem/snapshot"
@@ -58,14 +59,14 @@ type OOMError struct {
 func (e *OOMError) Error() string {
 	allowed := ""
 	if e.Allowed > 0 {
-		allowed = FormatSize(e.Allowed) + " allowed; "
+		allowed = units.C10(e.Allowed) + " allowed; "
 	}
 	return fmt.Sprintf("CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of which %s is free. %s"+
 		"Of the allocated memory %s is allocated by PyTorch, and %s is reserved by PyTorch but unallocated. "+
 		"If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  "+
 		"See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
-		FormatSize(e.AllocSize), e.Device, FormatSize(e.Capacity), FormatSize(e.DeviceFree), allowed,
-		FormatSize(e.Allocated), FormatSize(e.Reserved-e.Allocated))
+		units.C10(e.AllocSize), e.Device, units.C10(e.Capacity), units.C10(e.DeviceFree), allowed,
+		units.C10(e.Allocated), units.C10(e.Reserved-e.Allocated))
 }
 
 // Allocator is one device's caching allocator.

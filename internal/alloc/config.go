@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"fmt"
+	"github.com/gpumem/gpumem/internal/units"
 	"math"
 	"math/bits"
 	"strconv"
@@ -13,9 +14,9 @@ import (
 // Sizes and limits of c10/cuda/CUDACachingAllocator.cpp (constants at the
 // top of the file) and c10/core/AllocatorConfig.cpp.
 const (
-	KiB = 1 << 10
-	MiB = 1 << 20
-	GiB = 1 << 30
+	KiB = units.KiB
+	MiB = units.MiB
+	GiB = units.GiB
 
 	kMinBlockSize  = 512      // kMinBlockSize: every size is rounded to 512 bytes
 	kSmallSize     = 1 * MiB  // kSmallSize: largest "small" allocation

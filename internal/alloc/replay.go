@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"fmt"
+	"github.com/gpumem/gpumem/internal/units"
 	"sort"
 
 	"github.com/gpumem/gpumem/snapshot"
@@ -666,10 +667,10 @@ func (rp *replayer) run() {
 			if r.Validation {
 				if e.Action == snapshot.ActionSegmentUnmap {
 					if !rp.unmapAt(e.Addr, e.Size) {
-						rp.mismatch("event %d segment_unmap %#x (%s): the model has no such free pages", i, e.Addr, FormatSize(e.Size))
+						rp.mismatch("event %d segment_unmap %#x (%s): the model has no such free pages", i, e.Addr, units.C10(e.Size))
 					}
 				} else if !rp.releaseSegmentAt(e.Addr, e.Size) {
-					rp.mismatch("event %d segment_free %#x (%s): the model has no entirely free segment there", i, e.Addr, FormatSize(e.Size))
+					rp.mismatch("event %d segment_free %#x (%s): the model has no entirely free segment there", i, e.Addr, units.C10(e.Size))
 				}
 			} else {
 				// A what-if honours the release as an empty_cache; with a
@@ -706,7 +707,7 @@ func (rp *replayer) run() {
 			if err != nil {
 				r.ModelOOMs = append(r.ModelOOMs, ReplayOOM{Event: i, Size: e.Size, StillOOM: true})
 				if r.Validation {
-					rp.mismatch("event %d alloc %s: the model ran out of memory", i, FormatSize(e.Size))
+					rp.mismatch("event %d alloc %s: the model ran out of memory", i, units.C10(e.Size))
 				}
 				lost[e.Addr] = true
 				delete(blockAddr, e.Addr)
@@ -717,7 +718,7 @@ func (rp *replayer) run() {
 			if addr == e.Addr {
 				r.AllocAddrsMatched++
 			} else if r.Validation {
-				rp.mismatch("event %d alloc %s (stream %d): model chose %#x, trace %#x", i, FormatSize(e.Size), stream, addr, e.Addr)
+				rp.mismatch("event %d alloc %s (stream %d): model chose %#x, trace %#x", i, units.C10(e.Size), stream, addr, e.Addr)
 			}
 		case snapshot.ActionFreeRequested:
 			maddr, ok := blockAddr[e.Addr]
@@ -790,16 +791,16 @@ func (rp *replayer) compareSegments(i int, e *snapshot.Event, made []Event, rec 
 			r.SegEventsMatched++
 		} else if r.Validation {
 			if len(made) == 0 {
-				rp.mismatch("event %d alloc %s: trace cudaMalloc'd %s, the model reused a cached block", i, FormatSize(e.Size), FormatSize(re.Size))
+				rp.mismatch("event %d alloc %s: trace cudaMalloc'd %s, the model reused a cached block", i, units.C10(e.Size), units.C10(re.Size))
 			} else {
-				rp.mismatch("event %d alloc %s: trace cudaMalloc'd %s, the model %s", i, FormatSize(e.Size), FormatSize(re.Size), FormatSize(made[0].Size))
+				rp.mismatch("event %d alloc %s: trace cudaMalloc'd %s, the model %s", i, units.C10(e.Size), units.C10(re.Size), units.C10(made[0].Size))
 			}
 		}
 	}
 	if r.Validation {
 		for k, me := range made {
 			if !used[k] && len(rec) == 0 {
-				rp.mismatch("event %d alloc %s: the model cudaMalloc'd %s, the trace reused a cached block", i, FormatSize(e.Size), FormatSize(me.Size))
+				rp.mismatch("event %d alloc %s: the model cudaMalloc'd %s, the trace reused a cached block", i, units.C10(e.Size), units.C10(me.Size))
 			}
 		}
 	}
@@ -879,7 +880,7 @@ func (rp *replayer) compareFinal() {
 			ok = false
 			bad++
 			if bad <= 5 {
-				rp.mismatch("final state: model segment %#x (%s) is not in the snapshot", g.Addr, FormatSize(g.Size))
+				rp.mismatch("final state: model segment %#x (%s) is not in the snapshot", g.Addr, units.C10(g.Size))
 			}
 			continue
 		}
@@ -898,7 +899,7 @@ func (rp *replayer) compareFinal() {
 			bad++
 			if bad <= 5 {
 				rp.mismatch("final state: segment %#x differs: model %d blocks / %s, snapshot %d blocks / %s",
-					g.Addr, len(g.Blocks), FormatSize(g.Size), len(w.blocks), FormatSize(w.size))
+					g.Addr, len(g.Blocks), units.C10(g.Size), len(w.blocks), units.C10(w.size))
 			}
 		}
 	}
@@ -906,7 +907,7 @@ func (rp *replayer) compareFinal() {
 		ok = false
 		bad++
 		if bad <= 5 {
-			rp.mismatch("final state: snapshot segment %#x (%s) is missing from the model", w.addr, FormatSize(w.size))
+			rp.mismatch("final state: snapshot segment %#x (%s) is missing from the model", w.addr, units.C10(w.size))
 		}
 	}
 	rp.r.FinalStateMatches = ok

@@ -412,15 +412,3 @@ func TestStatKeys(t *testing.T) {
 		t.Error("max_split_size must be -1 when unlimited")
 	}
 }
-
-func TestFormatSize(t *testing.T) {
-	for _, tt := range []struct {
-		n    uint64
-		want string
-	}{{0, "0 bytes"}, {1024, "1024 bytes"}, {1025, "1.00 KiB"}, {1536, "1.50 KiB"}, {MiB, "1024.00 KiB"},
-		{MiB + 1, "1.00 MiB"}, {GiB, "1024.00 MiB"}, {80 * GiB, "80.00 GiB"}} {
-		if got := FormatSize(tt.n); got != tt.want {
-			t.Errorf("FormatSize(%d) = %q, want %q", tt.n, got, tt.want)
-		}
-	}
-}

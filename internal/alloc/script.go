@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/units"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 )
@@ -90,7 +90,7 @@ func parseCommand(line string) (Command, error) {
 			return c, errors.New("usage: alloc NAME SIZE [stream=N]")
 		}
 		c.Name = f[1]
-		sz, err := ParseSize(f[2])
+		sz, err := units.Parse(f[2])
 		if err != nil {
 			return c, err
 		}
@@ -130,40 +130,6 @@ func parseCommand(line string) (Command, error) {
 		return c, fmt.Errorf("unknown command %q (want alloc, free, free_requested, free_completed, empty_cache, set)", f[0])
 	}
 	return c, nil
-}
-
-var sizeUnits = map[string]uint64{
-	"": 1, "b": 1,
-	"k": KiB, "kb": KiB, "kib": KiB,
-	"m": MiB, "mb": MiB, "mib": MiB,
-	"g": GiB, "gb": GiB, "gib": GiB,
-	"t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
-}
-
-// ParseSize parses "1048576", "3MiB", "1.5GB" (units are powers of 1024,
-// case-insensitive). Fractions are rounded down to whole bytes.
-func ParseSize(s string) (uint64, error) {
-	i := 0
-	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
-		i++
-	}
-	num, unit := s[:i], strings.ToLower(strings.TrimSpace(s[i:]))
-	mult, ok := sizeUnits[unit]
-	if !ok || num == "" {
-		return 0, fmt.Errorf("bad size %q (want bytes or a number with B, KiB, MiB, GiB)", s)
-	}
-	if !strings.Contains(num, ".") {
-		v, err := strconv.ParseUint(num, 10, 64)
-		if err != nil || (v != 0 && mult > math.MaxUint64/v) {
-			return 0, fmt.Errorf("bad size %q", s)
-		}
-		return v * mult, nil
-	}
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || f*float64(mult) >= math.MaxUint64 {
-		return 0, fmt.Errorf("bad size %q", s)
-	}
-	return uint64(f * float64(mult)), nil
 }
 
 // Step is the outcome of one script command.

@@ -5,25 +5,6 @@ import (
 	"testing"
 )
 
-func TestParseSize(t *testing.T) {
-	tests := []struct {
-		in   string
-		want uint64
-		ok   bool
-	}{
-		{"1048576", MiB, true}, {"512B", 512, true}, {"3MiB", 3 * MiB, true}, {"3MB", 3 * MiB, true},
-		{"3mb", 3 * MiB, true}, {"2KiB", 2048, true}, {"2KB", 2048, true}, {"1.5GiB", 1536 * MiB, true},
-		{"1GB", GiB, true}, {"0", 0, true}, {"", 0, false}, {"MiB", 0, false}, {"3XB", 0, false},
-		{"-1", 0, false}, {"99999999999999999999", 0, false}, {"20000000000TiB", 0, false},
-	}
-	for _, tt := range tests {
-		got, err := ParseSize(tt.in)
-		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d ok=%v", tt.in, got, err, tt.want, tt.ok)
-		}
-	}
-}
-
 func TestParseScriptErrors(t *testing.T) {
 	tests := []struct{ script, want string }{
 		{"alloc a", "line 1: usage: alloc NAME SIZE [stream=N]"},

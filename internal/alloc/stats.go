@@ -1,7 +1,6 @@
 package alloc
 
 import (
-	"fmt"
 	"sort"
 )
 
@@ -132,19 +131,4 @@ func StatKeys() []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// FormatSize is c10's format_size, used in OOM messages: bytes up to 1 KiB,
-// then KiB, MiB, GiB with two decimals.
-func FormatSize(n uint64) string {
-	switch {
-	case n <= 1024:
-		return fmt.Sprintf("%d bytes", n)
-	case n <= 1048576:
-		return fmt.Sprintf("%.2f KiB", float64(n)/1024)
-	case n <= 1073741824:
-		return fmt.Sprintf("%.2f MiB", float64(n)/1048576)
-	default:
-		return fmt.Sprintf("%.2f GiB", float64(n)/1073741824)
-	}
 }

@@ -2,6 +2,7 @@ package alloc
 
 import (
 	"fmt"
+	"github.com/gpumem/gpumem/internal/units"
 	"sort"
 	"strings"
 
@@ -79,7 +80,7 @@ func Sweep(s *snapshot.Snapshot, dev int, o SweepOptions) ([]SweepRow, error) {
 		if cfgs[k].MemoryFraction > 0 {
 			capacity = gcCap
 			// Show the fraction as the size it allows.
-			rows[k].Name = fmt.Sprintf("%s (fraction of %s)", strings.TrimSuffix(SweepConfigs[k], ",per_process_memory_fraction:1.0"), FormatSize(capacity))
+			rows[k].Name = fmt.Sprintf("%s (fraction of %s)", strings.TrimSuffix(SweepConfigs[k], ",per_process_memory_fraction:1.0"), units.C10(capacity))
 		}
 		opts[k-1] = ReplayOptions{Config: &cfgs[k], Capacity: capacity, FromEmpty: o.FromEmpty}
 	}

@@ -44,20 +44,20 @@ func TestHTMLCommand(t *testing.T) {
 	}
 }
 
-func TestParseByteSize(t *testing.T) {
+func TestParseMaxUpload(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want int64
 	}{
-		{"4GiB", 4 << 30}, {"512MiB", 512 << 20}, {"100MB", 100e6}, {"1048576", 1 << 20}, {"1.5 GiB", 3 << 29}, {"2K", 2048},
+		{"4GiB", 4 << 30}, {"512MiB", 512 << 20}, {"100MB", 100 << 20}, {"1048576", 1 << 20}, {"1.5 GiB", 3 << 29}, {"2K", 2048},
 	} {
-		if got, err := parseByteSize(tc.in); err != nil || got != tc.want {
-			t.Errorf("parseByteSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		if got, err := parseMaxUpload(tc.in); err != nil || got != tc.want {
+			t.Errorf("parseMaxUpload(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"", "x", "-1GiB", "0", "GiB"} {
-		if _, err := parseByteSize(bad); err == nil {
-			t.Errorf("parseByteSize(%q) succeeded", bad)
+	for _, bad := range []string{"", "x", "-1GiB", "0", "GiB", "2TiB"} {
+		if _, err := parseMaxUpload(bad); err == nil {
+			t.Errorf("parseMaxUpload(%q) succeeded", bad)
 		}
 	}
 }

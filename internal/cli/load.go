@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/units"
 	"io"
 	"os"
 	"strings"
@@ -158,9 +159,9 @@ func (p *progressBar) update(done, total int64) {
 		return
 	}
 	p.last = now
-	line := "loading " + p.name + ": " + formatMiB(done)
+	line := "loading " + p.name + ": " + units.Progress(done)
 	if total > 0 {
-		line += fmt.Sprintf(" of %s (%d%%)", formatMiB(total), done*100/total)
+		line += fmt.Sprintf(" of %s (%d%%)", units.Progress(total), done*100/total)
 	}
 	pad := ""
 	if n := p.width - len(line); n > 0 {
@@ -174,11 +175,4 @@ func (p *progressBar) clear() {
 	if p.width > 0 {
 		fmt.Fprint(p.w, "\r"+strings.Repeat(" ", p.width)+"\r")
 	}
-}
-
-func formatMiB(n int64) string {
-	if n >= 1<<30 {
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	}
-	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }

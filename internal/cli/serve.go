@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/units"
 	"net"
 	"net/http"
 	"os"
@@ -11,8 +12,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -48,7 +47,7 @@ func runServe(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	limit, err := parseByteSize(*maxUpload)
+	limit, err := parseMaxUpload(*maxUpload)
 	if err != nil {
 		return usageError(fs, env.Stderr, "-max-upload: "+err.Error())
 	}
@@ -166,22 +165,15 @@ func openBrowser(env *Env, url string) {
 	go func() { _ = cmd.Wait() }()
 }
 
-// parseByteSize reads "4GiB", "512MiB", "100MB", "1048576".
-func parseByteSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		m      int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.m
-			break
-		}
+// parseMaxUpload reads --max-upload: a positive size of at most 1 TiB (the
+// decoder's budget is eight times it, which must fit an int64).
+func parseMaxUpload(s string) (int64, error) {
+	n, err := units.Parse(s)
+	if err != nil {
+		return 0, err
 	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("bad size %q", s)
+	if n == 0 || n > units.TiB {
+		return 0, fmt.Errorf("size %q out of range (want 1 byte to 1TiB)", s)
 	}
-	return int64(v * float64(mult)), nil
+	return int64(n), nil
 }

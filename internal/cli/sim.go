@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/units"
 	"io"
 	"os"
 	"path/filepath"
@@ -94,7 +95,7 @@ func runSim(env *Env, args []string) error {
 	if f.capacity == "oom" {
 		f.capacityOOM = true
 	} else if f.capacity != "" {
-		c, err := alloc.ParseSize(f.capacity)
+		c, err := units.Parse(f.capacity)
 		if err != nil {
 			return fmt.Errorf("--capacity: %v", err)
 		}
@@ -201,7 +202,7 @@ func simScript(env *Env, f simFlags, capacity uint64) error {
 	w := env.Stdout
 	fmt.Fprintf(w, "config: %s", cfg.String())
 	if capacity > 0 {
-		fmt.Fprintf(w, ", capacity %s", alloc.FormatSize(capacity))
+		fmt.Fprintf(w, ", capacity %s", units.C10(capacity))
 	}
 	fmt.Fprintln(w)
 	for i := range steps {
@@ -212,33 +213,33 @@ func simScript(env *Env, f simFlags, capacity uint64) error {
 		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "          requested %s  allocated %s  reserved %s",
-			signedSize(st.Delta(func(s *alloc.Stats) *alloc.StatArray { return &s.RequestedBytes })),
-			signedSize(st.Delta(func(s *alloc.Stats) *alloc.StatArray { return &s.AllocatedBytes })),
-			signedSize(st.Delta(func(s *alloc.Stats) *alloc.StatArray { return &s.ReservedBytes })))
+			units.HumanSigned(st.Delta(func(s *alloc.Stats) *alloc.StatArray { return &s.RequestedBytes })),
+			units.HumanSigned(st.Delta(func(s *alloc.Stats) *alloc.StatArray { return &s.AllocatedBytes })),
+			units.HumanSigned(st.Delta(func(s *alloc.Stats) *alloc.StatArray { return &s.ReservedBytes })))
 		if strings.HasPrefix(st.Op, "alloc") && st.Error == "" && st.Addr != 0 {
 			fmt.Fprintf(&b, "  at %#x", st.Addr)
 		}
 		switch {
 		case st.NewSegment:
-			fmt.Fprintf(&b, "  new %s-pool segment of %s", poolName(st.Small), humanSize(st.SegmentSize))
+			fmt.Fprintf(&b, "  new %s-pool segment of %s", poolName(st.Small), units.Human(st.SegmentSize))
 		case st.MappedBytes > 0:
-			fmt.Fprintf(&b, "  mapped %s of %s-pool pages", humanSize(st.MappedBytes), poolName(st.Small))
+			fmt.Fprintf(&b, "  mapped %s of %s-pool pages", units.Human(st.MappedBytes), poolName(st.Small))
 		case strings.HasPrefix(st.Op, "alloc") && st.Error == "" && st.Addr != 0:
 			b.WriteString("  reused a cached block")
 		}
 		fmt.Fprintln(w, b.String())
 		s := &st.Stats
 		fmt.Fprintf(w, "          totals: requested %s  allocated %s  reserved %s  segments %d  inactive split %s\n",
-			humanSize(uint64(s.RequestedBytes[alloc.PoolAll].Current)),
-			humanSize(uint64(s.AllocatedBytes[alloc.PoolAll].Current)),
-			humanSize(uint64(s.ReservedBytes[alloc.PoolAll].Current)),
+			units.Human(uint64(s.RequestedBytes[alloc.PoolAll].Current)),
+			units.Human(uint64(s.AllocatedBytes[alloc.PoolAll].Current)),
+			units.Human(uint64(s.ReservedBytes[alloc.PoolAll].Current)),
 			s.Segment[alloc.PoolAll].Current,
-			humanSize(uint64(s.InactiveSplitBytes[alloc.PoolAll].Current)))
+			units.Human(uint64(s.InactiveSplitBytes[alloc.PoolAll].Current)))
 	}
 	st := a.Stats()
 	fmt.Fprintf(w, "peak: allocated %s  reserved %s  requested %s; cudaMalloc %d, cudaFree %d, OOMs %d\n",
-		humanSize(uint64(st.AllocatedBytes[alloc.PoolAll].Peak)), humanSize(uint64(st.ReservedBytes[alloc.PoolAll].Peak)),
-		humanSize(uint64(st.RequestedBytes[alloc.PoolAll].Peak)), st.NumDeviceAlloc, st.NumDeviceFree, st.NumOOMs)
+		units.Human(uint64(st.AllocatedBytes[alloc.PoolAll].Peak)), units.Human(uint64(st.ReservedBytes[alloc.PoolAll].Peak)),
+		units.Human(uint64(st.RequestedBytes[alloc.PoolAll].Peak)), st.NumDeviceAlloc, st.NumDeviceFree, st.NumOOMs)
 	return runErr
 }
 
@@ -247,35 +248,6 @@ func poolName(small bool) string {
 		return "small"
 	}
 	return "large"
-}
-
-// humanSize prints bytes exactly when short, else with a binary unit.
-func humanSize(n uint64) string {
-	switch {
-	case n < 10*alloc.KiB:
-		return fmt.Sprintf("%d B", n)
-	case n < alloc.MiB:
-		return trimUnit(float64(n)/alloc.KiB, "KiB")
-	case n < alloc.GiB:
-		return trimUnit(float64(n)/alloc.MiB, "MiB")
-	default:
-		return trimUnit(float64(n)/alloc.GiB, "GiB")
-	}
-}
-
-func trimUnit(v float64, unit string) string {
-	s := strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
-	return s + " " + unit
-}
-
-func signedSize(d int64) string {
-	switch {
-	case d > 0:
-		return "+" + humanSize(uint64(d))
-	case d < 0:
-		return "-" + humanSize(uint64(-d))
-	}
-	return "0"
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -470,7 +442,7 @@ func simSnapshot(env *Env, f simFlags, path string, capacity uint64) error {
 		whatIf := f.sweep || cfg != nil || oomCap != nil || fromEmpty
 		if whatIf && start.Segments > 0 && !f.json {
 			fmt.Fprintf(env.Stdout, "%s device %d: the trace starts with %s reserved in %d segments made before recording; under the recorded layout no setting can change them.\n",
-				filepath.Base(path), d, humanSize(start.Reserved), start.Segments)
+				filepath.Base(path), d, units.Human(start.Reserved), start.Segments)
 			if fromEmpty {
 				fmt.Fprintf(env.Stdout, "  Replaying from an empty allocator: the %d blocks live at trace start are allocated first, in address order, under each setting.\n", start.Blocks)
 			} else {
@@ -564,7 +536,7 @@ func printReplay(w io.Writer, path string, s *snapshot.Snapshot, r *alloc.Replay
 		fmt.Fprintf(w, "%s device %d: what-if %s (recorded with %s)\n", name, r.Device, r.Config.String(), own.String())
 	}
 	fmt.Fprintf(w, "  trace: %d events; state at trace start: %d segments, %d live blocks, %s reserved\n",
-		r.Events, r.InitialSegments, r.InitialBlocks, humanSize(r.InitialReserved))
+		r.Events, r.InitialSegments, r.InitialBlocks, units.Human(r.InitialReserved))
 	if r.Validation {
 		fmt.Fprintf(w, "  alloc addresses predicted:   %d/%d (%s)\n", r.AllocAddrsMatched, r.AllocAddrsTotal, pct(r.AllocAddrsMatched, r.AllocAddrsTotal))
 		fmt.Fprintf(w, "  segment_alloc/map predicted: %d/%d (%s)\n", r.SegEventsMatched, r.SegEventsTotal, pct(r.SegEventsMatched, r.SegEventsTotal))
@@ -574,7 +546,7 @@ func printReplay(w io.Writer, path string, s *snapshot.Snapshot, r *alloc.Replay
 			fmt.Fprintf(w, "  final segments and blocks:   DIFFER from the snapshot\n")
 		}
 		fmt.Fprintf(w, "  peak reserved %s (trace %s), peak allocated %s\n",
-			humanSize(r.PeakReserved), humanSize(r.RecordedPeakReserved), humanSize(r.PeakAllocated))
+			units.Human(r.PeakReserved), units.Human(r.RecordedPeakReserved), units.Human(r.PeakAllocated))
 		if r.MismatchCount > 0 {
 			fmt.Fprintf(w, "  %d mismatches; first %d:\n", r.MismatchCount, len(r.Mismatches))
 			for _, m := range r.Mismatches {
@@ -588,26 +560,26 @@ func printReplay(w io.Writer, path string, s *snapshot.Snapshot, r *alloc.Replay
 	if r.RecordedPeakReserved > 0 {
 		rel = fmt.Sprintf(", %+.1f%%", 100*float64(delta)/float64(r.RecordedPeakReserved))
 	}
-	fmt.Fprintf(w, "  peak reserved:   %s (recorded %s: %s%s)\n", humanSize(r.PeakReserved), humanSize(r.RecordedPeakReserved), signedSize(delta), rel)
-	fmt.Fprintf(w, "  peak allocated:  %s\n", humanSize(r.PeakAllocated))
+	fmt.Fprintf(w, "  peak reserved:   %s (recorded %s: %s%s)\n", units.Human(r.PeakReserved), units.Human(r.RecordedPeakReserved), units.HumanSigned(delta), rel)
+	fmt.Fprintf(w, "  peak allocated:  %s\n", units.Human(r.PeakAllocated))
 	fmt.Fprintf(w, "  cudaMalloc/map:  %d (recorded %d); cudaFree/unmap: %d (recorded %d)\n",
 		r.CudaMallocs, r.RecordedCudaMallocs, r.CudaFrees, r.RecordedCudaFrees)
 	fmt.Fprintf(w, "  fragmentation at peak reserved: %.1f%% of reserved memory not allocated\n", 100*r.FragmentationAtPeak)
 	for _, o := range r.RecordedOOMs {
 		switch {
 		case capacity == 0:
-			fmt.Fprintf(w, "  recorded OOM at event %d (%s): give --capacity to test whether it still happens\n", o.Event, humanSize(o.Size))
+			fmt.Fprintf(w, "  recorded OOM at event %d (%s): give --capacity to test whether it still happens\n", o.Event, units.Human(o.Size))
 		case o.StillOOM:
-			fmt.Fprintf(w, "  recorded OOM at event %d (%s): still out of memory at %s\n", o.Event, humanSize(o.Size), humanSize(capacity))
+			fmt.Fprintf(w, "  recorded OOM at event %d (%s): still out of memory at %s\n", o.Event, units.Human(o.Size), units.Human(capacity))
 		default:
-			fmt.Fprintf(w, "  recorded OOM at event %d (%s): would fit at %s\n", o.Event, humanSize(o.Size), humanSize(capacity))
+			fmt.Fprintf(w, "  recorded OOM at event %d (%s): would fit at %s\n", o.Event, units.Human(o.Size), units.Human(capacity))
 		}
 	}
 	if len(r.ModelOOMs) > 0 {
 		o := r.ModelOOMs[0]
-		fmt.Fprintf(w, "  the model runs out of memory %d times, first at event %d (%s)\n", len(r.ModelOOMs), o.Event, humanSize(o.Size))
+		fmt.Fprintf(w, "  the model runs out of memory %d times, first at event %d (%s)\n", len(r.ModelOOMs), o.Event, units.Human(o.Size))
 	} else if capacity > 0 {
-		fmt.Fprintf(w, "  no allocation fails at %s\n", humanSize(capacity))
+		fmt.Fprintf(w, "  no allocation fails at %s\n", units.Human(capacity))
 	}
 }
 
@@ -629,27 +601,27 @@ func printSweep(w io.Writer, path string, dev int, rows []alloc.SweepRow, fromEm
 		r := row.Result
 		rel := "-"
 		if base != nil && base.Result.PeakReserved > 0 && row.Name != "default" {
-			rel = fmt.Sprintf("%s (%+.1f%%)", signedSize(row.DeltaReserved), 100*float64(row.DeltaReserved)/float64(base.Result.PeakReserved))
+			rel = fmt.Sprintf("%s (%+.1f%%)", units.HumanSigned(row.DeltaReserved), 100*float64(row.DeltaReserved)/float64(base.Result.PeakReserved))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f%%\t%d\t%d\t%d\n", row.Name, humanSize(r.PeakReserved), rel,
-			humanSize(r.PeakAllocated), 100*r.FragmentationAtPeak, r.CudaMallocs, r.CudaFrees, len(r.ModelOOMs))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f%%\t%d\t%d\t%d\n", row.Name, units.Human(r.PeakReserved), rel,
+			units.Human(r.PeakAllocated), 100*r.FragmentationAtPeak, r.CudaMallocs, r.CudaFrees, len(r.ModelOOMs))
 	}
 	tw.Flush()
 	best := rows[0]
 	switch {
 	case base == nil:
 	case best.Name == "default" || best.DeltaReserved >= 0:
-		fmt.Fprintf(w, "No setting lowers peak reserved below the default (%s).\n", humanSize(base.Result.PeakReserved))
+		fmt.Fprintf(w, "No setting lowers peak reserved below the default (%s).\n", units.Human(base.Result.PeakReserved))
 	default:
 		fmt.Fprintf(w, "Best: %s lowers peak reserved by %s (%.1f%%) versus the default %s.\n", best.Name,
-			humanSize(uint64(-best.DeltaReserved)), -100*float64(best.DeltaReserved)/float64(base.Result.PeakReserved),
-			humanSize(base.Result.PeakReserved))
+			units.Human(uint64(-best.DeltaReserved)), -100*float64(best.DeltaReserved)/float64(base.Result.PeakReserved),
+			units.Human(base.Result.PeakReserved))
 	}
 }
 
 func printOOMWhatIf(w io.Writer, path string, dev int, s *snapshot.Snapshot, c alloc.OOMCapacity, res []alloc.OOMOutcome) {
 	fmt.Fprintf(w, "%s device %d: recorded OOM at event %d (%s); capacity it implies: %s reserved + %s free = %s\n",
-		filepath.Base(path), dev, c.Event, humanSize(c.Size), humanSize(c.Reserved), humanSize(c.DeviceFree), humanSize(c.Capacity))
+		filepath.Base(path), dev, c.Event, units.Human(c.Size), units.Human(c.Reserved), units.Human(c.DeviceFree), units.Human(c.Capacity))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "config\trecorded OOM\tfirst OOM of the model\tpeak reserved")
 	fits := 0
@@ -670,14 +642,14 @@ func printOOMWhatIf(w io.Writer, path string, dev int, s *snapshot.Snapshot, c a
 		case o.OOMAtStart:
 			first = "at trace start"
 		default:
-			first = fmt.Sprintf("event %d (%s)", o.FirstOOM, humanSize(o.FirstOOMSize))
+			first = fmt.Sprintf("event %d (%s)", o.FirstOOM, units.Human(o.FirstOOMSize))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, verdict, first, humanSize(o.Result.PeakReserved))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, verdict, first, units.Human(o.Result.PeakReserved))
 	}
 	tw.Flush()
 	if fits == 0 {
-		fmt.Fprintf(w, "No setting avoids the OOM at %s.\n", humanSize(c.Capacity))
+		fmt.Fprintf(w, "No setting avoids the OOM at %s.\n", units.Human(c.Capacity))
 	} else {
-		fmt.Fprintf(w, "%d of %d settings serve the request that ran out of memory at %s.\n", fits, len(res), humanSize(c.Capacity))
+		fmt.Fprintf(w, "%d of %d settings serve the request that ran out of memory at %s.\n", fits, len(res), units.Human(c.Capacity))
 	}
 }

@@ -3,10 +3,9 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/units"
 	"io"
-	"math"
 	"strconv"
-	"strings"
 
 	"github.com/gpumem/gpumem/internal/synth"
 	"github.com/gpumem/gpumem/snapshot"
@@ -86,7 +85,7 @@ func runSynth(env *Env, args []string) error {
 	}
 	var capBytes uint64
 	if *capacity != "" {
-		if capBytes, err = synthParseSize(*capacity); err != nil {
+		if capBytes, err = units.Parse(*capacity); err != nil {
 			return fmt.Errorf("--capacity: %v", err)
 		}
 	}
@@ -131,38 +130,9 @@ func printSynthSummary(w io.Writer, out string, n int64, asJSON bool, res *synth
 	fmt.Fprintf(w, "steps completed: %d of %d; trace entries: %d; cudaMalloc calls: %d\n",
 		res.StepsDone, res.Workload.Steps, res.Events, st.NumDeviceAlloc)
 	fmt.Fprintf(w, "peak allocated: %s; peak reserved: %s; at dump: %s allocated, %s reserved\n",
-		synthBytes(st.AllocatedBytes[0].Peak), synthBytes(st.ReservedBytes[0].Peak),
-		synthBytes(st.AllocatedBytes[0].Current), synthBytes(st.ReservedBytes[0].Current))
+		units.PythonBytes(uint64(st.AllocatedBytes[0].Peak)), units.PythonBytes(uint64(st.ReservedBytes[0].Peak)),
+		units.PythonBytes(uint64(st.AllocatedBytes[0].Current)), units.PythonBytes(uint64(st.ReservedBytes[0].Current)))
 	if res.OOM != nil {
 		fmt.Fprintf(w, "stopped at OOM (recorded as the last trace entry): %s\n", res.OOM.Error())
 	}
-}
-
-// synthBytes prints n as memory_viz does (one decimal, KiB/MiB/GiB) plus bytes.
-func synthBytes(n int64) string {
-	f := float64(n)
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	u := 0
-	for math.Abs(f) >= 1024 && u < len(units)-1 {
-		f /= 1024
-		u++
-	}
-	return fmt.Sprintf("%.1f%s (%d bytes)", f, units[u], n)
-}
-
-// synthParseSize parses "80GiB", "24GB", "1.5TiB", "1048576" (units are
-// powers of 1024; KB/MB/GB mean the same as KiB/MiB/GiB).
-func synthParseSize(s string) (uint64, error) {
-	t := strings.TrimSpace(s)
-	i := 0
-	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
-		i++
-	}
-	mult := map[string]float64{"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
-		"g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}[strings.ToLower(strings.TrimSpace(t[i:]))]
-	v, err := strconv.ParseFloat(t[:i], 64)
-	if err != nil || mult == 0 || v <= 0 || v*mult >= 1<<62 {
-		return 0, fmt.Errorf("bad size %q (want e.g. 24GiB or a byte count)", s)
-	}
-	return uint64(v * mult), nil
 }

@@ -371,12 +371,6 @@ func (h *History) Event(i int) EventInfo { return h.event(i) }
 // them); blocks from the dump keep their real size.
 func (h *History) StateAt(idx int) *State { return h.stateAt(idx) }
 
-// FormatSize formats bytes as memory_viz's formatSize: "1.5KiB (1536 bytes)".
-func FormatSize(n uint64) string { return formatSize(float64(n), true) }
-
-// FormatSizeShort is formatSize(n, false): "1.5KiB".
-func FormatSizeShort(n uint64) string { return formatSize(float64(n), false) }
-
 // FormatAddr is memory_viz's formatAddr: s'hex_ver for segment events,
 // b'hex_ver otherwise.
 func FormatAddr(segment bool, addr uint64, version int32) string {

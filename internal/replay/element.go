@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"github.com/gpumem/gpumem/internal/units"
 	"runtime"
 	"slices"
 	"strconv"
@@ -95,12 +96,12 @@ func (t *Timeline) contextWith(i int, frames func(snapshot.StackID) string) stri
 		return ""
 	}
 	if e.Envelope {
-		return "Private Pool (" + e.PoolKey + "): capacity " + FormatSize(e.Size)
+		return "Private Pool (" + e.PoolKey + "): capacity " + units.Viz(e.Size)
 	}
 	var b strings.Builder
 	b.WriteString("Addr: " + e.Addr)
-	b.WriteString(", Size: " + FormatSize(e.Size) + " allocation")
-	b.WriteString(", Total memory used after allocation: " + FormatSize(e.TotalAfter))
+	b.WriteString(", Size: " + units.Viz(e.Size) + " allocation")
+	b.WriteString(", Total memory used after allocation: " + units.Viz(e.TotalAfter))
 	ctx := e.CompileContext
 	if ctx == "" {
 		ctx = "None"
@@ -286,16 +287,16 @@ func (hb *headerBuilder) header(i int) string {
 		b = appendLower(b, "private pool (")
 		b = appendLower(b, e.PoolKey)
 		b = appendLower(b, "): capacity ")
-		b = appendSizeLower(b, e.Size)
+		b = units.AppendVizLower(b, e.Size)
 		hb.buf = b
 		return unsafeString(b)
 	}
 	b = append(b, "addr: "...)
 	b = appendLower(b, e.Addr)
 	b = append(b, ", size: "...)
-	b = appendSizeLower(b, e.Size)
+	b = units.AppendVizLower(b, e.Size)
 	b = append(b, " allocation, total memory used after allocation: "...)
-	b = appendSizeLower(b, e.TotalAfter)
+	b = units.AppendVizLower(b, e.TotalAfter)
 	b = append(b, ", compile context: "...)
 	if e.CompileContext == "" {
 		b = append(b, "none"...)
@@ -364,27 +365,3 @@ func appendLower(b []byte, s string) []byte {
 // unsafeString views b as a string without copying; the caller must not
 // keep it past the next write to b.
 func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
-// appendSizeLower appends strings.ToLower(FormatSize(n)). Below 2^53
-// bytes (exact in float64, as FormatSize computes) it rounds the one
-// decimal as JavaScript's toFixed does, half up on the exact value, in
-// integers: FormatFloat is most of the cost of a search header.
-func appendSizeLower(b []byte, n uint64) []byte {
-	if n >= 1<<53 {
-		return appendLower(b, FormatSize(n))
-	}
-	units := [...]string{"b", "kib", "mib", "gib", "tib", "pib"}
-	k := 0
-	for k+1 < len(units) && n>>(10*(k+1)) > 0 && n >= 1024<<(10*k) {
-		k++
-	}
-	shift := uint(10 * k)
-	tenths := (20*n + 1<<shift) >> (shift + 1) // round(10n / 2^shift), half up
-	b = strconv.AppendUint(b, tenths/10, 10)
-	b = append(b, '.')
-	b = append(b, byte('0'+tenths%10))
-	b = append(b, units[k]...)
-	b = append(b, " ("...)
-	b = strconv.AppendUint(b, n, 10)
-	return append(b, " bytes)"...)
-}

@@ -2,47 +2,11 @@ package replay
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
 	"github.com/gpumem/gpumem/snapshot"
 )
-
-// formatSize mirrors memory_viz's formatSize, including JavaScript's
-// toFixed(1) rounding.
-func formatSize(num float64, showBytes bool) string {
-	orig := num
-	for _, unit := range []string{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi"} {
-		if math.Abs(num) < 1024 {
-			if showBytes {
-				return toFixed1(num) + unit + "B (" + strconv.FormatFloat(orig, 'f', -1, 64) + " bytes)"
-			}
-			return toFixed1(num) + unit + "B"
-		}
-		num /= 1024
-	}
-	return toFixed1(num) + "YiB"
-}
-
-// toFixed1 is Number.prototype.toFixed(1): round half away from zero on
-// the exact binary value (strconv rounds half to even on the exact value,
-// which differs only for exact ties such as 0.25).
-func toFixed1(x float64) string {
-	s := strconv.FormatFloat(x, 'f', 1, 64)
-	// Exact ties are values whose decimal expansion ends in 5 at the second
-	// decimal; with 'f', -1 we can see them.
-	exact := strconv.FormatFloat(x, 'f', -1, 64)
-	if i := strings.IndexByte(exact, '.'); i >= 0 && len(exact) == i+3 && exact[i+2] == '5' {
-		r := math.Abs(x) * 10
-		r = math.Floor(r) + 1
-		if x < 0 {
-			r = -r
-		}
-		s = strconv.FormatFloat(r/10, 'f', 1, 64)
-	}
-	return s
-}
 
 func formatAddr(segment bool, addr uint64, version int32) string {
 	prefix := "b'"

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"cmp"
+	"github.com/gpumem/gpumem/internal/units"
 	"maps"
 	"slices"
 	"strings"
@@ -613,11 +614,11 @@ func (h *History) event(i int) EventInfo {
 	stream := "\n              (stream " + itoa(int64(e.Stream)) + ")"
 	switch a {
 	case snapshot.ActionOOM:
-		info.Text = "OOM (requested " + FormatSize(e.Size) + ", Device has " + FormatSize(e.Addr) + " memory free)" + stream
+		info.Text = "OOM (requested " + units.Viz(e.Size) + ", Device has " + units.Viz(e.Addr) + " memory free)" + stream
 	case snapshot.ActionSnapshot:
 		info.Text = "snapshot"
 	default:
-		info.Text = padEnd(a.String(), 14) + " " + padEnd(info.Addr, 18) + " " + FormatSize(e.Size) + stream
+		info.Text = padEnd(a.String(), 14) + " " + padEnd(info.Addr, 18) + " " + units.Viz(e.Size) + stream
 	}
 	return info
 }
@@ -628,7 +629,7 @@ func (h *History) EventStack(i int, st *State) string {
 	e := h.event(i)
 	var b strings.Builder
 	if st != nil {
-		b.WriteString("(" + FormatSize(st.Allocated) + " allocated / " + FormatSize(st.Reserved) + " reserved)\n")
+		b.WriteString("(" + units.Viz(st.Allocated) + " allocated / " + units.Viz(st.Reserved) + " reserved)\n")
 	}
 	b.WriteString(e.Text + "\n")
 	if md := userMetadataText(e.UserMetadata); md != "" {

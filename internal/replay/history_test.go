@@ -96,22 +96,7 @@ func TestHistoryCheckpointsMatchNaive(t *testing.T) {
 	}
 }
 
-func TestFormatSize(t *testing.T) {
-	cases := []struct {
-		n    uint64
-		want string
-	}{
-		{0, "0.0B (0 bytes)"}, {1536, "1.5KiB (1536 bytes)"}, {1023, "1023.0B (1023 bytes)"},
-		{10 << 20, "10.0MiB (10485760 bytes)"}, {7575726912, "7.1GiB (7575726912 bytes)"},
-	}
-	for _, c := range cases {
-		if got := FormatSize(c.n); got != c.want {
-			t.Errorf("FormatSize(%d) = %q, want %q", c.n, got, c.want)
-		}
-	}
-	if got := FormatSizeShort(1536); got != "1.5KiB" {
-		t.Errorf("short = %q", got)
-	}
+func TestFormatAddr(t *testing.T) {
 	if got := FormatAddr(false, 0x7f4c00000, 3); got != "b'7f4c00000_3" {
 		t.Errorf("addr %q", got)
 	}

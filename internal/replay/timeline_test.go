@@ -460,23 +460,3 @@ func TestSearchHeader(t *testing.T) {
 		}
 	}
 }
-
-// TestAppendSizeLower checks the integer size text against FormatSize,
-// ties (x.x5 exactly) and unit boundaries included.
-func TestAppendSizeLower(t *testing.T) {
-	r := rand.New(rand.NewSource(9))
-	vals := []uint64{0, 1, 511, 1023, 1024, 1025, 1536, 1075, 1126, 1048575, 1048576, 1<<30 - 1, 1 << 40, 1<<53 - 1, 1 << 53, 1<<63 + 12345}
-	for k := 0; k < 20000; k++ {
-		vals = append(vals, r.Uint64()>>uint(r.Intn(64)))
-	}
-	for shift := uint(0); shift < 50; shift += 10 {
-		for tenth := uint64(0); tenth < 10240; tenth += 7 {
-			vals = append(vals, (tenth<<shift)/10+(1<<shift)/20) // near ties
-		}
-	}
-	for _, n := range vals {
-		if got, want := string(appendSizeLower(nil, n)), strings.ToLower(FormatSize(n)); got != want {
-			t.Fatalf("appendSizeLower(%d) = %q, FormatSize %q", n, got, want)
-		}
-	}
-}

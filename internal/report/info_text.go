@@ -3,6 +3,7 @@ package report
 import (
 	"bufio"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/units"
 	"io"
 	"strconv"
 	"strings"
@@ -20,9 +21,9 @@ func WriteInfo(w io.Writer, in *Info) error {
 		enc = "pickle protocol " + strconv.Itoa(in.Protocol)
 	}
 	if in.Compression != "" {
-		enc += ", " + in.Compression + "-compressed (" + Size(uint64(in.DecodedBytes)) + " decompressed)"
+		enc += ", " + in.Compression + "-compressed (" + units.PythonBytes(uint64(in.DecodedBytes)) + " decompressed)"
 	}
-	kv("size", "%s, %s", Size(uint64(max(in.FileBytes, 0))), enc)
+	kv("size", "%s, %s", units.PythonBytes(uint64(max(in.FileBytes, 0))), enc)
 	kv("format", "%s: %s (written by PyTorch %s)", in.Generation, in.Format, in.PyTorch)
 	devs := make([]string, len(in.Devices))
 	for i, d := range in.Devices {
@@ -55,21 +56,21 @@ func WriteInfo(w io.Writer, in *Info) error {
 
 	for _, d := range in.Devices {
 		fmt.Fprintf(bw, "\ndevice %d\n", d.Device)
-		kv("  peak active", "%s  (memory_viz Active Memory Timeline)", Size(d.ActiveTimelinePeakBytes))
-		kv("  peak reserved", "%s  (memory_viz Active Cached Segment Timeline)", Size(d.SegmentTimelinePeakBytes))
+		kv("  peak active", "%s  (memory_viz Active Memory Timeline)", units.PythonBytes(d.ActiveTimelinePeakBytes))
+		kv("  peak reserved", "%s  (memory_viz Active Cached Segment Timeline)", units.PythonBytes(d.SegmentTimelinePeakBytes))
 		segs := fmt.Sprintf("%d", d.Segments)
 		if d.ExpandableSegments > 0 {
 			segs += fmt.Sprintf(" (%d expandable)", d.ExpandableSegments)
 		}
 		kv("  segments", "%s, %d blocks", segs, d.Blocks)
-		kv("  reserved", "%s", Size(d.ReservedBytes))
-		kv("  allocated", "%s", Size(d.AllocatedBytes))
-		kv("  active", "%s", Size(d.ActiveBytes))
-		kv("  requested", "%s", Size(d.RequestedBytes))
+		kv("  reserved", "%s", units.PythonBytes(d.ReservedBytes))
+		kv("  allocated", "%s", units.PythonBytes(d.AllocatedBytes))
+		kv("  active", "%s", units.PythonBytes(d.ActiveBytes))
+		kv("  requested", "%s", units.PythonBytes(d.RequestedBytes))
 		if d.Blocks > 0 {
 			rows := [][]string{{"state", "blocks", "size", "bytes"}}
 			for _, st := range d.BlockStates {
-				rows = append(rows, []string{st.State, strconv.Itoa(st.Blocks), BytesU(st.Bytes), strconv.FormatUint(st.Bytes, 10)})
+				rows = append(rows, []string{st.State, strconv.Itoa(st.Blocks), units.PythonU(st.Bytes), strconv.FormatUint(st.Bytes, 10)})
 			}
 			writeTable(bw, "    ", "lrrr", rows)
 		}
@@ -81,7 +82,7 @@ func WriteInfo(w io.Writer, in *Info) error {
 					id = fmt.Sprintf("(%d,%d)", p.PoolID[0], p.PoolID[1])
 				}
 				rows = append(rows, []string{id, p.Type, strconv.Itoa(p.Segments), strconv.Itoa(p.Blocks),
-					BytesU(p.ReservedBytes), BytesU(p.AllocatedBytes), BytesU(p.ActiveBytes)})
+					units.PythonU(p.ReservedBytes), units.PythonU(p.AllocatedBytes), units.PythonU(p.ActiveBytes)})
 			}
 			writeTable(bw, "    ", "llrrrrr", rows)
 		}
@@ -117,7 +118,7 @@ func WriteInfo(w io.Writer, in *Info) error {
 		if as.MaxSplitSize < 0 {
 			kv("  max_split_size", "unlimited")
 		} else {
-			kv("  max_split_size", "%s", Size(uint64(as.MaxSplitSize)))
+			kv("  max_split_size", "%s", units.PythonBytes(uint64(as.MaxSplitSize)))
 		}
 		kv("  expandable", "%t", as.ExpandableSegments)
 		if as.GarbageCollectionThreshold == 0 {

@@ -13,37 +13,6 @@ import (
 
 const mib = 1 << 20
 
-func TestBytes(t *testing.T) {
-	// Expected strings are what Python's _memory_viz._format_size prints.
-	tests := []struct {
-		n    int64
-		want string
-	}{
-		{0, "0.0B"},
-		{7, "7.0B"},
-		{512, "512.0B"},
-		{1023, "1023.0B"},
-		{1024, "1.0KiB"},
-		{1126, "1.1KiB"},
-		{1280, "1.2KiB"}, // 1.25 rounds half to even
-		{1792, "1.8KiB"}, // 1.75 rounds half to even
-		{1536, "1.5KiB"},
-		{10 * mib, "10.0MiB"},
-		{1024*mib - 1, "1024.0MiB"},
-		{3 << 30, "3.0GiB"},
-		{-2048, "-2.0KiB"},
-		{1 << 62, "4.0EiB"},
-	}
-	for _, tt := range tests {
-		if got := Bytes(tt.n); got != tt.want {
-			t.Errorf("Bytes(%d) = %q, want %q", tt.n, got, tt.want)
-		}
-	}
-	if got := BytesU(1<<64 - 1); got != "16.0EiB" {
-		t.Errorf("BytesU(max) = %q", got)
-	}
-}
-
 // builder assembles small snapshots for tests.
 type builder struct{ s *snapshot.Snapshot }
 

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"github.com/gpumem/gpumem/internal/units"
 	"io"
 	"sort"
 	"strconv"
@@ -143,7 +144,7 @@ func Stats(w io.Writer, s *snapshot.Snapshot) error {
 		bw.WriteByte('[')
 		bw.Write(occupied)
 		bw.WriteString("] ")
-		bw.WriteString(Bytes(total))
+		bw.WriteString(units.Python(total))
 		bw.WriteString(" allocated, ")
 		bw.WriteString(reportFree(segExternal, segInternal))
 		bw.WriteString(" free")
@@ -154,8 +155,8 @@ func Stats(w io.Writer, s *snapshot.Snapshot) error {
 		bw.WriteByte('\n')
 	}
 	bw.WriteString("segments: " + strconv.Itoa(len(s.Segments)) + "\n")
-	bw.WriteString("total_reserved: " + Bytes(totalReserved) + "\n")
-	bw.WriteString("total_allocated: " + Bytes(totalAllocated) + "\n")
+	bw.WriteString("total_reserved: " + units.Python(totalReserved) + "\n")
+	bw.WriteString("total_allocated: " + units.Python(totalAllocated) + "\n")
 	bw.WriteString("total_free: " + reportFree(freeExternal, freeInternal) + "\n")
 	bw.WriteString(statsLegend)
 	// The CLI print()s segsum's string, which already ends in a newline.
@@ -166,7 +167,7 @@ func Stats(w io.Writer, s *snapshot.Snapshot) error {
 // reportFree is _memory_viz._report_free.
 func reportFree(external, internal int64) string {
 	total := external + internal
-	out := Bytes(total)
+	out := units.Python(total)
 	if total != 0 {
 		pct := float64(internal) / float64(total) * 100
 		out += " (" + strconv.FormatFloat(pct, 'f', 1, 64) + "% internal)"

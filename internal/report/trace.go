@@ -3,6 +3,7 @@ package report
 import (
 	"bufio"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/units"
 	"io"
 	"sort"
 	"strconv"
@@ -157,7 +158,7 @@ func writeDeviceTrace(bw *bufio.Writer, s *snapshot.Snapshot, device int) {
 				line = strconv.AppendUint(line, e.Addr, 10)
 			}
 			line = append(line, ':')
-			line = append(line, BytesU(e.Size)...)
+			line = append(line, units.PythonU(e.Size)...)
 			line = append(line, "]\n"...)
 			bw.Write(line)
 			allocName[e.Addr] = n
@@ -165,7 +166,7 @@ func writeDeviceTrace(bw *bufio.Writer, s *snapshot.Snapshot, device int) {
 		case snapshot.ActionFreeRequested:
 			n, ok := freeName(e.Addr)
 			line = append(append(append(line[:0], "del "...), n...), " # "...)
-			line = append(line, BytesU(e.Size)...)
+			line = append(line, units.PythonU(e.Size)...)
 			if !ok {
 				line = append(line, ", allocated before the trace began"...)
 				preTraceDel[e.Addr] = true
@@ -174,7 +175,7 @@ func writeDeviceTrace(bw *bufio.Writer, s *snapshot.Snapshot, device int) {
 		case snapshot.ActionFreeCompleted:
 			n, ok := freeName(e.Addr)
 			line = append(append(line[:0], "# free completed for "...), n...)
-			line = append(append(line, ' '), BytesU(e.Size)...)
+			line = append(append(line, ' '), units.PythonU(e.Size)...)
 			if !ok && !preTraceDel[e.Addr] {
 				line = append(line, ", allocated before the trace began"...)
 			}
@@ -184,28 +185,28 @@ func writeDeviceTrace(bw *bufio.Writer, s *snapshot.Snapshot, device int) {
 			delete(allocSize, e.Addr)
 		case snapshot.ActionSegmentAlloc:
 			n := namer.name()
-			fmt.Fprintf(bw, "%s = cudaMalloc(%d, %s)\n", n, e.Addr, BytesU(e.Size))
+			fmt.Fprintf(bw, "%s = cudaMalloc(%d, %s)\n", n, e.Addr, units.PythonU(e.Size))
 			live.add(traceSegment{n, e.Addr, e.Size})
 		case snapshot.ActionSegmentFree:
 			if l, ok := live.removeAt(e.Addr); ok {
 				n := l.name
-				fmt.Fprintf(bw, "cudaFree(%s) # %s\n", n, BytesU(e.Size))
+				fmt.Fprintf(bw, "cudaFree(%s) # %s\n", n, units.PythonU(e.Size))
 			} else {
-				fmt.Fprintf(bw, "cudaFree(%d) # %s, allocated before the trace began\n", e.Addr, BytesU(e.Size))
+				fmt.Fprintf(bw, "cudaFree(%d) # %s, allocated before the trace began\n", e.Addr, units.PythonU(e.Size))
 			}
 		case snapshot.ActionSegmentMap:
 			n := namer.name()
-			fmt.Fprintf(bw, "%s = cuMemMap(%d, %s) # expandable segment grows\n", n, e.Addr, BytesU(e.Size))
+			fmt.Fprintf(bw, "%s = cuMemMap(%d, %s) # expandable segment grows\n", n, e.Addr, units.PythonU(e.Size))
 			live.add(traceSegment{n, e.Addr, e.Size})
 		case snapshot.ActionSegmentUnmap:
 			live.removeRange(e.Addr, e.Size)
-			fmt.Fprintf(bw, "cuMemUnmap(%d, %s) # expandable segment shrinks\n", e.Addr, BytesU(e.Size))
+			fmt.Fprintf(bw, "cuMemUnmap(%d, %s) # expandable segment shrinks\n", e.Addr, units.PythonU(e.Size))
 		case snapshot.ActionSnapshot:
-			fmt.Fprintf(bw, "# snapshot taken: %s active\n", BytesU(e.Size))
+			fmt.Fprintf(bw, "# snapshot taken: %s active\n", units.PythonU(e.Size))
 		case snapshot.ActionOOM:
-			fmt.Fprintf(bw, "raise OutOfMemoryError # %s requested, %s free in CUDA\n", BytesU(e.Size), BytesU(e.Addr))
+			fmt.Fprintf(bw, "raise OutOfMemoryError # %s requested, %s free in CUDA\n", units.PythonU(e.Size), units.PythonU(e.Addr))
 		default:
-			fmt.Fprintf(bw, "# unknown action %s at %d, size %s\n", unknownAction(s, e), e.Addr, BytesU(e.Size))
+			fmt.Fprintf(bw, "# unknown action %s at %d, size %s\n", unknownAction(s, e), e.Addr, units.PythonU(e.Size))
 		}
 	}
 
@@ -225,7 +226,7 @@ func writeDeviceTrace(bw *bufio.Writer, s *snapshot.Snapshot, device int) {
 		liveBytes += sz
 	}
 	fmt.Fprintf(bw, "TOTAL MEM: %s # allocated at dump time; %s of this trace still live (%s requested)\n",
-		BytesU(allocated), plural(len(allocSize), "allocation"), BytesU(liveBytes))
+		units.PythonU(allocated), plural(len(allocSize), "allocation"), units.PythonU(liveBytes))
 }
 
 // plural returns "1 thing" or "N things" ("entry" becomes "entries").

@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/binary"
+	"github.com/gpumem/gpumem/internal/units"
 	"math"
 	"sort"
 	"sync"
@@ -117,7 +118,7 @@ func (d *deviceData) markers(tl *timeline) []marker {
 		e := &d.events[r]
 		switch e.Action {
 		case snapshot.ActionOOM:
-			out = append(out, marker{float64(tl.vizStep[i]), float64(e.TimeUS), "oom", "OOM: requested " + replay.FormatSizeShort(e.Size)})
+			out = append(out, marker{float64(tl.vizStep[i]), float64(e.TimeUS), "oom", "OOM: requested " + units.VizShort(e.Size)})
 		case snapshot.ActionSnapshot:
 			out = append(out, marker{float64(tl.vizStep[i]), float64(e.TimeUS), "snapshot", "snapshot"})
 		}

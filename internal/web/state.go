@@ -1,6 +1,7 @@
 package web
 
 import (
+	"github.com/gpumem/gpumem/internal/units"
 	"sort"
 	"strings"
 
@@ -88,7 +89,7 @@ func (h *stateHistory) stateJSON(idx int) *stateJSON {
 	if st.FreeBytes > 0 {
 		out.Frag = 1 - float64(st.LargestFree)/float64(st.FreeBytes)
 	}
-	out.Text = "(" + replay.FormatSize(st.Allocated) + " allocated / " + replay.FormatSize(st.Reserved) + " reserved)"
+	out.Text = "(" + units.Viz(st.Allocated) + " allocated / " + units.Viz(st.Reserved) + " reserved)"
 	return out
 }
 

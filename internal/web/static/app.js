@@ -13,6 +13,8 @@ function formatCount(n) {
   return String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
+// formatSize is memory_viz's formatSize; it mirrors internal/units.Viz
+// exactly (browsertests TestFormatSizeMirrorsUnits checks it).
 function formatSize(num, showBytes = true) {
   const orig = num;
   for (const unit of ['', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei', 'Zi']) {
