@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/units"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/gpumem/gpumem/internal/replay"
+	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/internal/web"
 	"github.com/gpumem/gpumem/snapshot"
 )

@@ -10,9 +10,9 @@ package alloc
 
 import (
 	"fmt"
-	"github.com/gpumem/gpumem/internal/units"
 	"sort"
 
+	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 

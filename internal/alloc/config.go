@@ -2,12 +2,12 @@ package alloc
 
 import (
 	"fmt"
-	"github.com/gpumem/gpumem/internal/units"
 	"math"
 	"math/bits"
 	"strconv"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 

@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/units"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/gpumem/gpumem/internal/units"
 )
 
 // A script drives the allocator one command a line:

@@ -2,10 +2,10 @@ package alloc
 
 import (
 	"fmt"
-	"github.com/gpumem/gpumem/internal/units"
 	"sort"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/units"
 	"io"
 	"os"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gpumem/gpumem/internal/demo"
+	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 

@@ -3,11 +3,11 @@ package cli
 import (
 	"flag"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/units"
 	"io"
 	"strconv"
 
 	"github.com/gpumem/gpumem/internal/synth"
+	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"github.com/gpumem/gpumem/internal/units"
 	"runtime"
 	"slices"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 

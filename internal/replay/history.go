@@ -2,11 +2,11 @@ package replay
 
 import (
 	"cmp"
-	"github.com/gpumem/gpumem/internal/units"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 

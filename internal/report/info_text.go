@@ -3,10 +3,11 @@ package report
 import (
 	"bufio"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/units"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/gpumem/gpumem/internal/units"
 )
 
 // WriteInfo writes the text form of "gpumem info".

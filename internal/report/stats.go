@@ -2,11 +2,11 @@ package report
 
 import (
 	"bufio"
-	"github.com/gpumem/gpumem/internal/units"
 	"io"
 	"sort"
 	"strconv"
 
+	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 

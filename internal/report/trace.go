@@ -3,12 +3,12 @@ package report
 import (
 	"bufio"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/units"
 	"io"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 

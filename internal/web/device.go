@@ -2,12 +2,12 @@ package web
 
 import (
 	"encoding/binary"
-	"github.com/gpumem/gpumem/internal/units"
 	"math"
 	"sort"
 	"sync"
 
 	"github.com/gpumem/gpumem/internal/replay"
+	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 

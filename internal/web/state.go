@@ -1,11 +1,11 @@
 package web
 
 import (
-	"github.com/gpumem/gpumem/internal/units"
 	"sort"
 	"strings"
 
 	"github.com/gpumem/gpumem/internal/replay"
+	"github.com/gpumem/gpumem/internal/units"
 )
 
 // stateHistory answers "what did the allocator hold after event i" with
