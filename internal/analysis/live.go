@@ -1,0 +1,103 @@
+package analysis
+
+import (
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// Allocation is one allocation of the Active Memory Timeline with what is
+// known about it.
+type Allocation struct {
+	// Item indexes Device.Active.Items.
+	Item int32
+	// Bytes is the requested size (what the timeline plots).
+	Bytes  uint64
+	Stack  snapshot.StackID
+	Stream snapshot.StreamID
+	// Pool is the segment_pool_id of the dump segment holding the address
+	// (PoolKnown false when no dump segment does).
+	Pool      [2]int64
+	PoolKnown bool
+	Category  Category
+}
+
+// Allocation describes item i of d.Active.
+func (d *Device) Allocation(i int) Allocation {
+	it := &d.Active.Items[i]
+	a := Allocation{Item: int32(i), Bytes: it.Size}
+	ev := d.Events()
+	var addr uint64
+	switch {
+	case it.Alloc >= 0:
+		e := &ev[it.Alloc]
+		a.Stack, a.Stream, addr = e.Stack, e.Stream, e.Addr
+	case it.Dump >= 0:
+		b := &d.S.Blocks[it.Dump]
+		a.Stack, addr = blockStack(d.S, b), b.Addr
+		a.Stream = -1 // filled from the segment below
+	case it.Free >= 0:
+		// Allocated before the trace: with context "alloc" the free
+		// entry carries the allocation's stack.
+		e := &ev[it.Free]
+		a.Stack, a.Stream, addr = e.Stack, e.Stream, e.Addr
+	}
+	if si := d.segmentAt(addr); si >= 0 {
+		seg := &d.S.Segments[si]
+		a.Pool, a.PoolKnown = seg.PoolID, seg.HasPoolID
+		if a.Stream < 0 {
+			a.Stream = seg.Stream
+		}
+	}
+	if a.Stream < 0 {
+		a.Stream = 0
+	}
+	return a
+}
+
+// blockStack is the stack memory_viz shows for a dump block (legacy blocks
+// keep it in their first history item).
+func blockStack(s *snapshot.Snapshot, b *snapshot.Block) snapshot.StackID {
+	if b.NumHistory > 0 && b.Stack == snapshot.NoStack {
+		if h := &s.History[b.FirstHistory]; h.HasStack {
+			return h.Stack
+		}
+	}
+	return b.Stack
+}
+
+// segmentAt is the dump segment of the device containing addr, or -1.
+func (d *Device) segmentAt(addr uint64) int32 {
+	lo, hi := 0, len(d.segs)-1
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		seg := &d.S.Segments[d.segs[mid]]
+		switch {
+		case addr < seg.Address:
+			hi = mid - 1
+		case addr >= seg.Address+seg.TotalSize:
+			lo = mid + 1
+		default:
+			return d.segs[mid]
+		}
+	}
+	return -1
+}
+
+// LiveAt returns the allocations live at moment m, in timeline order
+// (the order they were pushed on the Active Memory Timeline's stack is not
+// kept; items are in element order).
+func (d *Device) LiveAt(m Moment) []Allocation {
+	var out []Allocation
+	d.Active.Live(m.Action, func(i int) { out = append(out, d.Allocation(i)) })
+	return out
+}
+
+// LiveProfile is LiveAt folded into a Profile with one sample per distinct
+// (stack, category, stream, pool).
+func (d *Device) LiveProfile(m Moment) *Profile {
+	p := NewProfile(d.S, d.Index)
+	d.Active.Live(m.Action, func(i int) {
+		a := d.Allocation(i)
+		p.Add(a.Stack, 1, a.Bytes, Labels{Category: a.Category, Stream: a.Stream, Pool: a.Pool})
+	})
+	return p
+}

@@ -1,0 +1,105 @@
+package analysis
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const mb = 1 << 20
+
+// liveSnap: a 20 MiB segment made before the trace with one block a
+// (4 MiB, no stack) still live; the trace allocates b (2 MiB) and c
+// (3 MiB) from two call sites that share their innermost user frame,
+// d (1 MiB) from a third, then frees c. Peak: a+b+c+d = 10 MiB after d.
+func liveSnap(t *testing.T) *Device {
+	lib := "/usr/lib/python3.11/site-packages/torch/nn/functional.py:10:linear"
+	s := build(t, []seg{{addr: 0x1000000, blocks: []blk{
+		{size: 4 * mb, req: 4 * mb, state: "active_allocated"},
+		{size: 2 * mb, req: 2 * mb, state: "active_allocated"},
+		{size: 1 * mb, req: 1 * mb, state: "active_allocated"},
+		{size: 13 * mb, req: 0, state: "inactive"},
+	}}}, []ev{
+		{action: "alloc", addr: 0x1000000 + 4*mb, size: 2 * mb, time: 1000, frames: []string{lib, "model.py:5:forward", "train.py:1:main"}},
+		{action: "alloc", addr: 0x1000000 + 7*mb, size: 3 * mb, time: 2000, frames: []string{lib, "model.py:5:forward", "train.py:2:main"}},
+		{action: "alloc", addr: 0x1000000 + 6*mb, size: 1 * mb, time: 3000, frames: []string{"model.py:9:loss", "train.py:3:main"}},
+		{action: "free_requested", addr: 0x1000000 + 7*mb, size: 3 * mb, time: 4000},
+		{action: "free_completed", addr: 0x1000000 + 7*mb, size: 3 * mb, time: 4000},
+	})
+	return NewDevice(s, 0)
+}
+
+func TestResolve(t *testing.T) {
+	d := liveSnap(t)
+	for _, tt := range []struct {
+		spec      string
+		event     int
+		live      uint64
+		errSubstr string
+	}{
+		{"peak", 2, 10 * mb, ""},
+		{"", 2, 10 * mb, ""},
+		{"end", 4, 7 * mb, ""},
+		{"e0", 0, 6 * mb, ""},
+		{"e3", 3, 7 * mb, ""}, // a free_requested merged with its free_completed pops at once
+		{"1ms", 1, 9 * mb, ""},
+		{"1500us", 1, 9 * mb, ""},
+		{"3s", 0, 0, "valid events are e0..e4, valid times 0us..3000us"},
+		{"e5", 0, 0, "outside device 0's trace: valid events are e0..e4"},
+		{"x", 0, 0, "want peak, reserved-peak, end, eN"},
+	} {
+		m, err := d.Resolve(tt.spec)
+		if tt.errSubstr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.errSubstr) {
+				t.Errorf("%q: err %v, want %q", tt.spec, err, tt.errSubstr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tt.spec, err)
+		}
+		p := d.LiveProfile(m)
+		if m.Event != tt.event || p.Bytes != tt.live {
+			t.Errorf("%q: event %d live %d, want %d %d", tt.spec, m.Event, p.Bytes, tt.event, tt.live)
+		}
+	}
+	if d.Active.PeakBytes != 10*mb {
+		t.Errorf("peak %d", d.Active.PeakBytes)
+	}
+}
+
+func TestFold(t *testing.T) {
+	d := liveSnap(t)
+	m, _ := d.Resolve("peak")
+	p := d.LiveProfile(m)
+	if len(p.Samples) != 4 || p.Count != 4 {
+		t.Fatalf("unfolded: %d samples, %d allocations", len(p.Samples), p.Count)
+	}
+	q := p.Fold(1, 0)
+	q.Sort()
+	type row struct {
+		key   string
+		count int
+		bytes uint64
+	}
+	var got []row
+	for i := range q.Samples {
+		got = append(got, row{q.Key(&q.Samples[i]), q.Samples[i].Count, q.Samples[i].Bytes})
+	}
+	want := []row{
+		{"model.py:5:forward", 2, 5 * mb}, // torch's own frame skipped, b and c share it
+		{"", 1, 4 * mb},                   // the pre-trace block has no stack
+		{"model.py:9:loss", 1, 1 * mb},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("folded depth 1:\n got %v\nwant %v", got, want)
+	}
+	q2 := p.Fold(2, 0)
+	q2.Sort()
+	if len(q2.Samples) != 4 || q2.Key(&q2.Samples[1]) != "model.py:5:forward;train.py:2:main" {
+		t.Errorf("folded depth 2: %d samples, second %q", len(q2.Samples), q2.Key(&q2.Samples[1]))
+	}
+	if q.Bytes != p.Bytes || q.Count != p.Count {
+		t.Errorf("fold changed totals")
+	}
+}

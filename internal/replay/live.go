@@ -1,0 +1,136 @@
+package replay
+
+import (
+	"sort"
+
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// Lifetimes lists the elements of one memory_viz timeline (allocations of
+// the Active Memory Timeline, or segments of the Active Cached Segment
+// Timeline) with the actions between which each is live, so that "what is
+// live after action k" is answered without building a Timeline.
+//
+// Actions are memory_viz's: the viz events that push or pop an element
+// (alloc and free/free_completed, or segment_alloc and segment_free), in
+// order. An element is live after action k when Born <= k < Died; Born ==
+// -1 means live before the first action (a block allocated before the
+// trace), Died == len(Events) means live at the end.
+type Lifetimes struct {
+	Kind  Kind
+	Items []Lifetime
+	// Events[k] is the raw trace event index (into Trace.Events) of
+	// action k, in increasing order.
+	Events []int32
+	// Timesteps[k] is memory_viz's timestep of action k with every element
+	// drawn (the viewer's x axis).
+	Timesteps []int32
+	// PeakBytes is max(max_at_time), the number ComputeStats reports as
+	// PeakBytes; PeakAction is the first action after which the live total
+	// equals it (-1: before the first action).
+	PeakBytes  uint64
+	PeakAction int
+}
+
+// Lifetime is one timeline element.
+type Lifetime struct {
+	// Size is the plotted size: the requested bytes of an allocation, the
+	// total size of a segment.
+	Size uint64
+	// Alloc and Free are raw trace event indices, -1 when not in the trace.
+	Alloc, Free int32
+	// Dump is the index into Snapshot.Blocks (allocations) or
+	// Snapshot.Segments (segments) of the dump entry this element comes
+	// from when its allocation is not in the trace; -1 otherwise.
+	Dump       int32
+	Born, Died int32
+}
+
+// NewLifetimes computes the lifetimes of the elements of a device's
+// timeline of kind KindActive or KindSegments (KindActiveWithPools is
+// treated as KindActive: the same allocations). O(n) after the element
+// list that ComputeStats builds too.
+func NewLifetimes(s *snapshot.Snapshot, device int, kind Kind) *Lifetimes {
+	if kind == KindActiveWithPools {
+		kind = KindActive
+	}
+	l := buildElements(s, device, kind == KindSegments)
+	n := len(l.actions)
+	lt := &Lifetimes{
+		Kind:      kind,
+		Items:     make([]Lifetime, len(l.elems)),
+		Events:    make([]int32, n),
+		Timesteps: make([]int32, n),
+	}
+	for i := range l.elems {
+		e := &l.elems[i]
+		it := Lifetime{Size: e.size, Alloc: -1, Free: e.free, Dump: -1, Born: -1, Died: int32(n)}
+		switch e.kind {
+		case srcAlloc:
+			it.Alloc = e.ref
+		case srcGhostBlock, srcDumpSeg:
+			it.Dump = e.ref
+		}
+		lt.Items[i] = it
+	}
+	live := newLiveStack(len(l.elems))
+	pos := make([]int32, len(l.elems)) // stack position+1 while live
+	var total uint64
+	for _, id := range l.initial {
+		pos[id] = int32(len(live.down) + 1)
+		live.push()
+		total += l.elems[id].size
+	}
+	lt.PeakBytes, lt.PeakAction = total, -1
+	if n == 0 {
+		lt.PeakBytes = 0 // memory_viz counts the initial stack only at an action
+	}
+	timestep := int32(0)
+	for k, id := range l.actions {
+		it := &lt.Items[id]
+		lt.Timesteps[k] = timestep
+		if pos[id] == 0 { // an alloc: pushed on top
+			it.Born = int32(k)
+			pos[id] = int32(len(live.down) + 1)
+			live.push()
+			total += it.Size
+			lt.Events[k] = it.Alloc // -1 only for a dump block popped into an empty trace's actions
+			if total > lt.PeakBytes {
+				lt.PeakBytes, lt.PeakAction = total, k
+			}
+			timestep++
+			continue
+		}
+		// a free
+		it.Died = int32(k)
+		lt.Events[k] = l.elems[id].free
+		timestep++
+		if live.free(pos[id] - 1) {
+			timestep += 3
+		}
+		pos[id] = 0
+		total -= it.Size
+	}
+	return lt
+}
+
+// ActionAtEvent returns the last action whose raw event index is at most
+// raw (-1 when none is): the state "after raw trace event raw".
+func (lt *Lifetimes) ActionAtEvent(raw int) int {
+	return sort.Search(len(lt.Events), func(k int) bool { return int(lt.Events[k]) > raw }) - 1
+}
+
+// Live calls f for every element live after action k (k == -1: before
+// the first action). O(elements).
+func (lt *Lifetimes) Live(k int, f func(i int)) {
+	for i := range lt.Items {
+		it := &lt.Items[i]
+		if int(it.Born) <= k && k < int(it.Died) {
+			f(i)
+		}
+	}
+}
+
+// KeepFrame reports whether memory_viz shows a frame (its frameFilter
+// hides interpreter and dispatcher internals).
+func KeepFrame(f *snapshot.Frame) bool { return keepFrame(f) }
