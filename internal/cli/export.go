@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/gpumem/gpumem/internal/alloc"
+	"github.com/gpumem/gpumem/internal/export"
+)
+
+func init() {
+	Register(&Command{
+		Name:    "export",
+		Summary: "write a snapshot for other tools: perfetto (Chrome trace JSON), json (normalised model), pprof",
+		Run:     runExport,
+	})
+}
+
+const exportAbout = `
+Writes the snapshot in another tool's format:
+  perfetto  Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing:
+            per device counter tracks of allocated, reserved, active and
+            requested bytes, allocations of at least --min-slice as slices on
+            per-stream lanes (smaller ones summed in one counter), instants
+            for OOMs, snapshot events and annotations; time from time_us.
+  json      the normalised model (segments, blocks, events, frames and
+            stacks interned) of any snapshot generation; schema in README.
+  pprof     a gzipped pprof profile of one device (go tool pprof reads it):
+            inuse_space/objects (live at the dump), alloc_space/objects
+            (every alloc of the trace), peak_space/objects (live at the
+            Active Memory Timeline's peak).
+Without -o the output goes to standard output; with -o it is written
+atomically (temporary file, then rename).`
+
+func runExport(env *Env, args []string) error {
+	fs := newFlagSet(env, "export", "perfetto|json|pprof [-o OUT] [--device N] [--demo] FILE", exportAbout)
+	out := fs.String("o", "", "write to `FILE` (default standard output)")
+	device := fs.String("device", "", "export only device `N` (pprof: default the device with the highest peak)")
+	minSlice := fs.String("min-slice", "1MiB", "perfetto: least `SIZE` of an allocation drawn as its own slice")
+	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usageError(fs, env.Stderr, "want a format: perfetto, json or pprof")
+	}
+	format, files := pos[0], pos[1:]
+	if len(files)+boolInt(*useDemo) != 1 {
+		return usageError(fs, env.Stderr, "want exactly one snapshot")
+	}
+	dev, err := parseDeviceFlag(fs, env, *device)
+	if err != nil {
+		return err
+	}
+	var write func(w io.Writer) error
+	s, err := loadOne(env, files, *useDemo)
+	if err != nil {
+		return err
+	}
+	switch format {
+	case "perfetto":
+		n, err := alloc.ParseSize(*minSlice)
+		if err != nil {
+			return usageError(fs, env.Stderr, fmt.Sprintf("--min-slice: %v", err))
+		}
+		write = func(w io.Writer) error {
+			return export.WritePerfetto(w, s, export.PerfettoOptions{Device: dev, MinSliceBytes: max(n, 1)})
+		}
+	case "json":
+		write = func(w io.Writer) error { return export.WriteJSON(w, s, dev) }
+	default:
+		return usageError(fs, env.Stderr, fmt.Sprintf("unknown format %q: want perfetto, json or pprof", format))
+	}
+	return writeOutput(env, *out, write)
+}
+
+// parseDeviceFlag turns a --device value into a device number, -1 when
+// the flag was not given.
+func parseDeviceFlag(fs *flag.FlagSet, env *Env, v string) (int, error) {
+	if v == "" {
+		return -1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, usageError(fs, env.Stderr, fmt.Sprintf("--device %q: want a device number (0, 1, ...)", v))
+	}
+	return n, nil
+}
+
+// writeOutput runs write on standard output when path is "" or "-", else
+// on a file written atomically.
+func writeOutput(env *Env, path string, write func(w io.Writer) error) error {
+	if path == "" || path == "-" {
+		return writeStdout(env, write)
+	}
+	return writeHTMLFileAtomic(path, func(f *os.File) error {
+		w := bufio.NewWriterSize(f, 1<<20)
+		if err := write(w); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
+}

@@ -1,0 +1,180 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpumem/gpumem/internal/demo"
+	"github.com/gpumem/gpumem/internal/replay"
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// traceFile is the part of the Chrome trace format the tests read.
+type traceFile struct {
+	TraceEvents []struct {
+		Ph   string                     `json:"ph"`
+		Name string                     `json:"name"`
+		Pid  int                        `json:"pid"`
+		Tid  int                        `json:"tid"`
+		Ts   int64                      `json:"ts"`
+		Dur  int64                      `json:"dur"`
+		Args map[string]json.RawMessage `json:"args"`
+	} `json:"traceEvents"`
+}
+
+func perfetto(t *testing.T, s *snapshot.Snapshot, o PerfettoOptions) *traceFile {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WritePerfetto(&buf, s, o); err != nil {
+		t.Fatal(err)
+	}
+	var tf traceFile
+	if err := json.Unmarshal(buf.Bytes(), &tf); err != nil {
+		t.Fatalf("%s: perfetto JSON does not parse: %v", s.Source.Name, err)
+	}
+	return &tf
+}
+
+// counterMax returns, per device (pid) and counter name, the largest value.
+func counterMax(t *testing.T, tf *traceFile) map[int]map[string]uint64 {
+	out := map[int]map[string]uint64{}
+	for _, e := range tf.TraceEvents {
+		if e.Ph != "C" {
+			continue
+		}
+		var v uint64
+		if err := json.Unmarshal(e.Args["bytes"], &v); err != nil {
+			t.Fatalf("counter %q: %v", e.Name, err)
+		}
+		if out[e.Pid] == nil {
+			out[e.Pid] = map[string]uint64{}
+		}
+		out[e.Pid][e.Name] = max(out[e.Pid][e.Name], v)
+	}
+	return out
+}
+
+// TestPerfettoPeaksCorpus: on every real snapshot the reserved counter's
+// maximum is info's "peak reserved" and the requested counter's maximum
+// is info's "peak active" (both memory_viz's), per device.
+func TestPerfettoPeaksCorpus(t *testing.T) {
+	for _, path := range corpus(t) {
+		s := load(t, path)
+		tf := perfetto(t, s, PerfettoOptions{Device: -1})
+		mx := counterMax(t, tf)
+		for _, d := range s.Devices() {
+			active, segs := replay.Peaks(s, d)
+			got := mx[d]
+			if got[CounterReserved] != segs {
+				t.Errorf("%s device %d: reserved counter max %d, info peak reserved %d", filepath.Base(path), d, got[CounterReserved], segs)
+			}
+			if got[CounterRequested] != active && !hasPendingFree(s, d) {
+				t.Errorf("%s device %d: requested counter max %d, info peak active %d", filepath.Base(path), d, got[CounterRequested], active)
+			}
+		}
+	}
+}
+
+// hasPendingFree reports whether the dump has active_pending_free blocks
+// on device d: memory_viz leaves them out of the Active Memory Timeline
+// while the requested counter, like torch.cuda.memory_stats, counts them
+// until their free completes.
+func hasPendingFree(s *snapshot.Snapshot, d int) bool {
+	for i := range s.Segments {
+		if int(s.Segments[i].Device) != d {
+			continue
+		}
+		for _, b := range s.SegmentBlocks(i) {
+			if b.State == snapshot.BlockActivePendingFree {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestPerfettoTracks(t *testing.T) {
+	s, err := demo.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf := perfetto(t, s, PerfettoOptions{Device: 0})
+	counters := map[string]int{}
+	slices, instants := 0, 0
+	small := uint64(0)
+	lanes := map[int][][2]int64{}
+	for _, e := range tf.TraceEvents {
+		switch e.Ph {
+		case "C":
+			counters[e.Name]++
+		case "X":
+			slices++
+			var b uint64
+			json.Unmarshal(e.Args["bytes"], &b)
+			if b < 1<<20 {
+				small++
+			}
+			lanes[e.Tid] = append(lanes[e.Tid], [2]int64{e.Ts, e.Ts + e.Dur})
+		case "i":
+			instants++
+		}
+	}
+	for _, name := range []string{CounterAllocated, CounterReserved, CounterActive, CounterRequested, CounterSmall} {
+		if counters[name] < 2 {
+			t.Errorf("counter %q has %d samples", name, counters[name])
+		}
+	}
+	allocs := 0
+	for _, e := range s.Traces[0].Events {
+		if e.Action == snapshot.ActionAlloc && e.Size >= 1<<20 {
+			allocs++
+		}
+	}
+	if slices != allocs || small != 0 {
+		t.Errorf("%d slices (%d under 1 MiB), want one per alloc of >= 1 MiB: %d", slices, small, allocs)
+	}
+	// Slices on one lane never overlap (Chrome's JSON importer needs that).
+	for tid, l := range lanes {
+		for i := 1; i < len(l); i++ {
+			if l[i][0] < l[i-1][1] {
+				t.Fatalf("lane %d: slice at %d starts before the previous ends (%d)", tid, l[i][0], l[i-1][1])
+			}
+		}
+	}
+	// The demo has 3 ProfilerStep annotations, START and END each.
+	if instants < 6 {
+		t.Errorf("%d instant events, want the demo's annotations", instants)
+	}
+}
+
+func TestPerfettoNoTime(t *testing.T) {
+	// D2 (PyTorch 2.1): no time_us; the clock is the event index.
+	s := load(t, realFile("select_n__snapshot__5a601013.pickle"))
+	tf := perfetto(t, s, PerfettoOptions{Device: -1})
+	last := int64(-1)
+	for _, e := range tf.TraceEvents {
+		if e.Ph == "C" {
+			last = max(last, e.Ts)
+		}
+	}
+	if want := int64(len(s.Traces[0].Events) - 1); last != want {
+		t.Errorf("last counter at ts %d, want event index %d", last, want)
+	}
+}
+
+func TestJSONQuote(t *testing.T) {
+	for _, in := range []string{"", "plain", `q"b\`, "tab\tnl\n\x01", "héllo", "bad\xffutf8"} {
+		got := appendJSONString(nil, in)
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatalf("%q -> %s: %v", in, got, err)
+		}
+		want := strings.ToValidUTF8(in, "\ufffd")
+		if back != want {
+			t.Errorf("%q -> %s -> %q", in, got, back)
+		}
+	}
+}
