@@ -8,8 +8,8 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/gpumem/gpumem/internal/alloc"
 	"github.com/gpumem/gpumem/internal/export"
+	"github.com/gpumem/gpumem/internal/units"
 )
 
 func init() {
@@ -64,7 +64,7 @@ func runExport(env *Env, args []string) error {
 	}
 	switch format {
 	case "perfetto":
-		n, err := alloc.ParseSize(*minSlice)
+		n, err := units.Parse(*minSlice)
 		if err != nil {
 			return usageError(fs, env.Stderr, fmt.Sprintf("--min-slice: %v", err))
 		}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/gpumem/gpumem/internal/replay"
+	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -313,7 +314,7 @@ func (p *perfettoWriter) slices(pid, d int, events []snapshot.Event, ts func(int
 // sliceName is the innermost frame's function and the size, or the size
 // alone for an allocation recorded without a stack.
 func sliceName(frames []*snapshot.Frame, size uint64) string {
-	sz := replay.FormatSizeShort(size)
+	sz := units.VizShort(size)
 	if len(frames) == 0 {
 		return sz
 	}

@@ -384,8 +384,3 @@ func FormatAddr(segment bool, addr uint64, version int32) string {
 func FormatFrames(s *snapshot.Snapshot, stack snapshot.StackID) []string {
 	return formatFrames(s, stack)
 }
-
-// KeepFrame is memory_viz's frameFilter (also _memory_viz.py's
-// _frame_filter): false for interpreter and dispatcher frames that every
-// stack shares.
-func KeepFrame(f *snapshot.Frame) bool { return keepFrame(f) }
