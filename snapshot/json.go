@@ -53,7 +53,7 @@ type jsonScanner struct {
 }
 
 func (sc *jsonScanner) errorf(format string, args ...any) error {
-	return fmt.Errorf("json at byte %d: %s", sc.i, fmt.Sprintf(format, args...))
+	return &jsonError{off: int64(sc.i), msg: fmt.Sprintf(format, args...)}
 }
 
 func (sc *jsonScanner) skipSpace() {

@@ -34,7 +34,7 @@ func decodeMapped(f *os.File, name string, size int64, opt *Options) (s *Snapsho
 			if _, fault := p.(interface{ Addr() uintptr }); !fault {
 				panic(p)
 			}
-			s, ok, err = nil, true, fmt.Errorf("%s: the file changed while it was read (%v)", name, p)
+			s, ok, err = nil, true, decodeError(name, fmt.Errorf("the file changed while it was read (%v)", p))
 		}
 	}()
 	if sniff(data[:512]) != "pickle" {

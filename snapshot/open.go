@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -53,15 +54,43 @@ func versioned(s *Snapshot, err error, opt *Options) (*Snapshot, error) {
 	return s, nil
 }
 
+// eagerGCMin is the input size from which a decode collects eagerly.
+var eagerGCMin int64 = 64 << 20
+
 // eagerGC makes the collector run more often (GOGC 25) while a big input
 // (over 64 MB) is decoded, so that peak memory stays near the size of the
-// typed model; it returns what restores the setting.
+// typed model; it returns what restores the setting. The setting is the
+// process's: concurrent decodes (a server loading one file while another
+// is uploaded) share it, and the last one to finish restores the value the
+// first one found.
 func eagerGC(size int64) (restore func()) {
-	if size <= 64<<20 {
+	if size <= eagerGCMin {
 		return func() {}
 	}
-	old := debug.SetGCPercent(25)
-	return func() { debug.SetGCPercent(old) }
+	gcState.Lock()
+	if gcState.users == 0 {
+		gcState.saved = debug.SetGCPercent(25)
+	}
+	gcState.users++
+	gcState.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			gcState.Lock()
+			defer gcState.Unlock()
+			if gcState.users--; gcState.users == 0 {
+				debug.SetGCPercent(gcState.saved)
+			}
+		})
+	}
+}
+
+// gcState counts the decodes running under eagerGC and keeps the GC
+// percentage they replaced.
+var gcState struct {
+	sync.Mutex
+	users int
+	saved int
 }
 
 // Open reads and decodes the snapshot at path ("-" = standard input).
@@ -105,7 +134,7 @@ func DecodeBytes(b []byte, name string, opt *Options) (*Snapshot, error) {
 	switch kind {
 	case "pickle":
 		if opt.MaxBytes > 0 && int64(len(b)) > opt.MaxBytes {
-			return nil, fmt.Errorf("%s: input is %d bytes, more than the %d-byte limit", name, len(b), opt.MaxBytes)
+			return nil, decodeError(name, fmt.Errorf("input is %d bytes, more than the %d-byte limit", len(b), opt.MaxBytes))
 		}
 		s, err := decodePickleBytes(b, name, nil)
 		if err != nil {
@@ -136,7 +165,7 @@ func decodePickleBytes(b []byte, name string, progress func(off int64)) (*Snapsh
 		d.SetProgress(mapWindow, progress)
 	}
 	if err := decodePickle(d, b2); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, decodeError(name, err)
 	}
 	return s, nil
 }
@@ -182,7 +211,7 @@ func decode(r io.Reader, name string, size int64, opt *Options) (*Snapshot, erro
 	cr := &countingReader{r: r, total: size, progress: opt.Progress}
 	s, err := decodeStream(cr, name, size, opt)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, decodeError(name, err)
 	}
 	s.Source.Name = name
 	if size >= 0 {

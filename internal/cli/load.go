@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -120,18 +121,27 @@ func writeStdout(env *Env, write func(w io.Writer) error) error {
 	return w.Flush()
 }
 
-// prefixError puts the file name in front of a load error unless the
-// decoder already did.
+// prefixError puts the file name in front of a load error; the decoder's
+// errors (*snapshot.DecodeError) carry it already.
 func prefixError(path string, err error) error {
-	msg := err.Error()
-	if os.IsNotExist(err) {
-		return fmt.Errorf("%s: no such file", path)
-	}
-	if strings.HasPrefix(msg, path) || strings.HasPrefix(msg, baseName(path)+":") {
+	var de *snapshot.DecodeError
+	switch {
+	case errors.As(err, &de):
 		return err
+	case errors.Is(err, fs.ErrNotExist):
+		return &noSuchFile{path, err}
 	}
 	return fmt.Errorf("%s: %w", path, err)
 }
+
+// noSuchFile is a missing input: "PATH: no such file".
+type noSuchFile struct {
+	path string
+	err  error
+}
+
+func (e *noSuchFile) Error() string { return e.path + ": no such file" }
+func (e *noSuchFile) Unwrap() error { return e.err }
 
 func baseName(path string) string {
 	if i := strings.LastIndexAny(path, `/\`); i >= 0 && i+1 < len(path) {

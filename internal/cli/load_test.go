@@ -3,9 +3,12 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 func TestProgressBar(t *testing.T) {
@@ -36,14 +39,18 @@ func TestPrefixError(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"a/b.pickle", errors.New("offset 12: bad opcode"), "a/b.pickle: offset 12: bad opcode"},
-		{"a/b.pickle", errors.New("a/b.pickle: offset 12: bad opcode"), "a/b.pickle: offset 12: bad opcode"},
-		{"a/b.pickle", errors.New("b.pickle: offset 12: bad opcode"), "b.pickle: offset 12: bad opcode"},
+		{"a/b.pickle", errors.New("permission denied"), "a/b.pickle: permission denied"},
+		{"a/b.pickle", &snapshot.DecodeError{File: "a/b.pickle", Offset: 12, Err: errors.New("pickle: bad opcode at byte 12")}, "a/b.pickle: pickle: bad opcode at byte 12"},
+		{"a/b.pickle", fmt.Errorf("wrapped: %w", &snapshot.DecodeError{File: "b.pickle", Offset: -1, Err: errors.New("empty input")}), "wrapped: b.pickle: empty input"},
 		{"a/b.pickle", &os.PathError{Op: "open", Path: "a/b.pickle", Err: os.ErrNotExist}, "a/b.pickle: no such file"},
 	}
 	for _, tt := range tests {
-		if got := prefixError(tt.path, tt.err).Error(); got != tt.want {
+		err := prefixError(tt.path, tt.err)
+		if got := err.Error(); got != tt.want {
 			t.Errorf("prefixError(%q, %q) = %q, want %q", tt.path, tt.err, got, tt.want)
+		}
+		if !errors.Is(err, tt.err) {
+			t.Errorf("prefixError(%q, %q) lost the error's chain", tt.path, tt.err)
 		}
 	}
 }

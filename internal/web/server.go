@@ -554,11 +554,11 @@ func computeFileInfo(f *file) fileInfo {
 
 // loadErrText is a load error as one line that starts with the file name.
 func loadErrText(name string, err error) string {
-	msg := err.Error()
-	if !strings.HasPrefix(msg, name+":") {
-		msg = name + ": " + msg
+	var de *snapshot.DecodeError
+	if errors.As(err, &de) {
+		return err.Error() // names the file already
 	}
-	return msg
+	return name + ": " + err.Error()
 }
 
 // handleFiles lists the files. A file still being decoded is listed with
