@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/export"
 	"github.com/gpumem/gpumem/internal/units"
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 func init() {
@@ -73,6 +76,14 @@ func runExport(env *Env, args []string) error {
 		}
 	case "json":
 		write = func(w io.Writer) error { return export.WriteJSON(w, s, dev) }
+	case "pprof":
+		if dev < 0 {
+			dev = export.HighestPeakDevice(s)
+		} else if !hasDevice(s, dev) {
+			return fmt.Errorf("%s: no device %d (devices: %v)", s.Source.Name, dev, s.Devices())
+		}
+		d := analysis.NewDevice(s, dev)
+		write = func(w io.Writer) error { return export.WritePprof(w, d) }
 	default:
 		return usageError(fs, env.Stderr, fmt.Sprintf("unknown format %q: want perfetto, json or pprof", format))
 	}
@@ -90,6 +101,11 @@ func parseDeviceFlag(fs *flag.FlagSet, env *Env, v string) (int, error) {
 		return 0, usageError(fs, env.Stderr, fmt.Sprintf("--device %q: want a device number (0, 1, ...)", v))
 	}
 	return n, nil
+}
+
+// hasDevice reports whether s has a trace or a segment on device d.
+func hasDevice(s *snapshot.Snapshot, d int) bool {
+	return slices.Contains(s.Devices(), d)
 }
 
 // writeOutput runs write on standard output when path is "" or "-", else
