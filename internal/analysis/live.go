@@ -24,22 +24,8 @@ type Allocation struct {
 func (d *Device) Allocation(i int) Allocation {
 	it := &d.Active.Items[i]
 	a := Allocation{Item: int32(i), Bytes: it.Size}
-	ev := d.Events()
 	var addr uint64
-	switch {
-	case it.Alloc >= 0:
-		e := &ev[it.Alloc]
-		a.Stack, a.Stream, addr = e.Stack, e.Stream, e.Addr
-	case it.Dump >= 0:
-		b := &d.S.Blocks[it.Dump]
-		a.Stack, addr = blockStack(d.S, b), b.Addr
-		a.Stream = -1 // filled from the segment below
-	case it.Free >= 0:
-		// Allocated before the trace: with context "alloc" the free
-		// entry carries the allocation's stack.
-		e := &ev[it.Free]
-		a.Stack, a.Stream, addr = e.Stack, e.Stream, e.Addr
-	}
+	a.Stack, a.Stream, addr = d.itemSource(i)
 	if si := d.segmentAt(addr); si >= 0 {
 		seg := &d.S.Segments[si]
 		a.Pool, a.PoolKnown = seg.PoolID, seg.HasPoolID
@@ -50,7 +36,35 @@ func (d *Device) Allocation(i int) Allocation {
 	if a.Stream < 0 {
 		a.Stream = 0
 	}
+	a.Category = d.Category(i)
 	return a
+}
+
+// itemSource is the stack, stream and address of item i of d.Active;
+// stream -1 when only the dump segment knows it.
+func (d *Device) itemSource(i int) (snapshot.StackID, snapshot.StreamID, uint64) {
+	it := &d.Active.Items[i]
+	ev := d.Events()
+	switch {
+	case it.Alloc >= 0:
+		e := &ev[it.Alloc]
+		return e.Stack, e.Stream, e.Addr
+	case it.Dump >= 0:
+		b := &d.S.Blocks[it.Dump]
+		return blockStack(d.S, b), -1, b.Addr
+	case it.Free >= 0:
+		// Allocated before the trace: with context "alloc" the free
+		// entry carries the allocation's stack (with "all", the free's).
+		e := &ev[it.Free]
+		return e.Stack, e.Stream, e.Addr
+	}
+	return snapshot.NoStack, -1, 0
+}
+
+// itemStack is the stack of item i of d.Active.
+func (d *Device) itemStack(i int) snapshot.StackID {
+	st, _, _ := d.itemSource(i)
+	return st
 }
 
 // blockStack is the stack memory_viz shows for a dump block (legacy blocks

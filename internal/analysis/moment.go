@@ -25,6 +25,7 @@ type Device struct {
 	Segments *replay.Lifetimes
 
 	segs []int32 // the device's dump segments by address
+	cats []Category
 }
 
 // NewDevice replays device d of s. O(n) for n trace events after the
