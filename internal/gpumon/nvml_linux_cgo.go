@@ -1,0 +1,141 @@
+//go:build linux && cgo
+
+package gpumon
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// nvmlBackend reads devices through NVML, which go-nvml loads with dlopen
+// at Init: the binary builds and starts without a driver and Init fails
+// cleanly (ERROR_LIBRARY_NOT_FOUND) where there is none.
+type nvmlBackend struct {
+	devs     []nvmlDev
+	interval time.Duration
+	next     time.Time
+}
+
+type nvmlDev struct {
+	h    nvml.Device
+	info Device // identity: index, UUID, name, bus id, MIG instance
+	// migParent marks a GPU in MIG mode: its processes are listed under
+	// its MIG devices, not twice.
+	migParent bool
+}
+
+func openNVML(interval time.Duration) (Backend, error) {
+	if ret := nvml.Init(); ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("NVML: %s", nvml.ErrorString(ret))
+	}
+	n, ret := nvml.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		nvml.Shutdown()
+		return nil, fmt.Errorf("NVML: device count: %s", nvml.ErrorString(ret))
+	}
+	if n == 0 {
+		nvml.Shutdown()
+		return nil, fmt.Errorf("NVML: no GPUs")
+	}
+	b := &nvmlBackend{interval: interval, next: time.Now()}
+	for i := 0; i < n; i++ {
+		h, ret := nvml.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			nvml.Shutdown()
+			return nil, fmt.Errorf("NVML: device %d: %s", i, nvml.ErrorString(ret))
+		}
+		d := Device{Index: i, MIG: -1}
+		d.UUID, _ = h.GetUUID()
+		d.Name, _ = h.GetName()
+		if pci, ret := h.GetPciInfo(); ret == nvml.SUCCESS {
+			d.PCIBusID = cString(pci.BusId[:])
+		}
+		// A GPU in MIG mode: its memory and processes are per instance,
+		// so each MIG device is listed too (as dcgm-exporter does).
+		cur, _, ret := h.GetMigMode()
+		mig := ret == nvml.SUCCESS && cur == nvml.DEVICE_MIG_ENABLE
+		b.devs = append(b.devs, nvmlDev{h: h, info: d, migParent: mig})
+		if mig {
+			nmig, _ := h.GetMaxMigDeviceCount()
+			for j := 0; j < nmig; j++ {
+				mh, ret := h.GetMigDeviceHandleByIndex(j)
+				if ret != nvml.SUCCESS {
+					continue
+				}
+				md := Device{Index: i, PCIBusID: d.PCIBusID, MIG: -1}
+				md.UUID, _ = mh.GetUUID()
+				md.Name, _ = mh.GetName()
+				if gi, ret := mh.GetGpuInstanceId(); ret == nvml.SUCCESS {
+					md.MIG = gi
+				}
+				b.devs = append(b.devs, nvmlDev{h: mh, info: md})
+			}
+		}
+	}
+	return b, nil
+}
+
+func cString(b []int8) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
+}
+
+func (b *nvmlBackend) Name() string { return "nvml" }
+
+// Sample waits for the next tick, then polls every device.
+func (b *nvmlBackend) Sample() (Sample, error) {
+	if wait := time.Until(b.next); wait > 0 {
+		time.Sleep(wait)
+	}
+	b.next = b.next.Add(b.interval)
+	if late := time.Since(b.next); late > 0 {
+		b.next = b.next.Add(late.Truncate(b.interval) + b.interval) // skip ticks missed while the host was busy
+	}
+	s := Sample{Time: time.Now()}
+	for _, nd := range b.devs {
+		d := nd.info
+		d.Util = -1
+		if m, ret := nd.h.GetMemoryInfo(); ret == nvml.SUCCESS {
+			d.Total, d.Free, d.Used, d.MemKnown = m.Total, m.Free, m.Used, true
+		} else if ret == nvml.ERROR_GPU_IS_LOST {
+			return Sample{}, fmt.Errorf("NVML: GPU %d: %s", d.Index, nvml.ErrorString(ret))
+		}
+		if u, ret := nd.h.GetUtilizationRates(); ret == nvml.SUCCESS {
+			d.Util = int(u.Gpu)
+		}
+		s.Devices = append(s.Devices, d)
+		if nd.migParent {
+			continue
+		}
+		procs, ret := nd.h.GetComputeRunningProcesses()
+		if ret != nvml.SUCCESS {
+			continue
+		}
+		for _, p := range procs {
+			used := int64(p.UsedGpuMemory)
+			// NVML_VALUE_NOT_AVAILABLE (all ones) where the driver
+			// withholds the figure (MIG without privileges, WDDM).
+			if p.UsedGpuMemory == ^uint64(0) {
+				used = -1
+			}
+			s.Procs = append(s.Procs, Process{Device: d.Index, UUID: d.UUID, PID: int(p.Pid), Used: used,
+				Command: processCommand(int(p.Pid), fmt.Sprintf("pid %d", p.Pid))})
+		}
+	}
+	return s, nil
+}
+
+func (b *nvmlBackend) Close() error {
+	if ret := nvml.Shutdown(); ret != nvml.SUCCESS {
+		return fmt.Errorf("NVML: %s", nvml.ErrorString(ret))
+	}
+	return nil
+}
