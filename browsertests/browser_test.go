@@ -453,7 +453,7 @@ func TestHTMLExportOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	activePeak, _ := replay.Peaks(s, web.DefaultDevice(s))
+	activePeak, _ := replay.Peaks(s, s.DefaultDevice())
 	for _, view := range []string{"active", "segments", "state"} {
 		t.Run(view, func(t *testing.T) {
 			canvas := "plot"

@@ -407,3 +407,22 @@ func (s *Snapshot) Devices() []int {
 	}
 	return out
 }
+
+// DefaultDevice is the device a one-device view or export shows when none
+// is chosen: memory_viz's choice, the device with the longest trace, else
+// the first device with segments (0 for an empty snapshot).
+func (s *Snapshot) DefaultDevice() int {
+	best, n := -1, -1
+	for d := range s.Traces {
+		if len(s.Traces[d].Events) > n {
+			best, n = d, len(s.Traces[d].Events)
+		}
+	}
+	if n > 0 {
+		return best
+	}
+	if devs := s.Devices(); len(devs) > 0 {
+		return devs[0]
+	}
+	return 0
+}

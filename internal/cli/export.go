@@ -2,17 +2,13 @@ package cli
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strconv"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/export"
 	"github.com/gpumem/gpumem/internal/units"
-	"github.com/gpumem/gpumem/snapshot"
 )
 
 func init() {
@@ -42,7 +38,7 @@ atomically (temporary file, then rename).`
 func runExport(env *Env, args []string) error {
 	fs := newFlagSet(env, "export", "perfetto|json|pprof [-o OUT] [--device N] [--demo] FILE", exportAbout)
 	out := fs.String("o", "", "write to `FILE` (default standard output)")
-	device := fs.String("device", "", "export only device `N` (pprof: default the device with the highest peak)")
+	device := deviceFlag(fs, "export only device")
 	minSlice := fs.String("min-slice", "1MiB", "perfetto: least `SIZE` of an allocation drawn as its own slice")
 	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")
 	pos, err := parseInterspersed(fs, args)
@@ -56,10 +52,7 @@ func runExport(env *Env, args []string) error {
 	if len(files)+boolInt(*useDemo) != 1 {
 		return usageError(fs, env.Stderr, "want exactly one snapshot")
 	}
-	dev, err := parseDeviceFlag(fs, env, *device)
-	if err != nil {
-		return err
-	}
+	dev := *device
 	var write func(w io.Writer) error
 	s, err := loadOne(env, files, *useDemo)
 	if err != nil {
@@ -77,10 +70,9 @@ func runExport(env *Env, args []string) error {
 	case "json":
 		write = func(w io.Writer) error { return export.WriteJSON(w, s, dev) }
 	case "pprof":
-		if dev < 0 {
-			dev = export.HighestPeakDevice(s)
-		} else if !hasDevice(s, dev) {
-			return fmt.Errorf("%s: no device %d (devices: %v)", s.Source.Name, dev, s.Devices())
+		dev, err := oneDevice(s, dev)
+		if err != nil {
+			return err
 		}
 		d := analysis.NewDevice(s, dev)
 		write = func(w io.Writer) error { return export.WritePprof(w, d) }
@@ -88,24 +80,6 @@ func runExport(env *Env, args []string) error {
 		return usageError(fs, env.Stderr, fmt.Sprintf("unknown format %q: want perfetto, json or pprof", format))
 	}
 	return writeOutput(env, *out, write)
-}
-
-// parseDeviceFlag turns a --device value into a device number, -1 when
-// the flag was not given.
-func parseDeviceFlag(fs *flag.FlagSet, env *Env, v string) (int, error) {
-	if v == "" {
-		return -1, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, usageError(fs, env.Stderr, fmt.Sprintf("--device %q: want a device number (0, 1, ...)", v))
-	}
-	return n, nil
-}
-
-// hasDevice reports whether s has a trace or a segment on device d.
-func hasDevice(s *snapshot.Snapshot, d int) bool {
-	return slices.Contains(s.Devices(), d)
 }
 
 // writeOutput runs write on standard output when path is "" or "-", else

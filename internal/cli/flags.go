@@ -1,10 +1,15 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 // parseInterspersed parses args with fs, allowing flags after positional
@@ -77,4 +82,48 @@ func usageError(fs *flag.FlagSet, w io.Writer, msg string) error {
 	fmt.Fprintf(w, "gpumem %s: %s\n", fs.Name(), msg)
 	fs.Usage()
 	return ErrUsage
+}
+
+// deviceFlag registers --device N on fs, the one way every command takes a
+// device; the value is -1 when the flag is not given, and means the same
+// in every command: commands that report or export every device cover each
+// device with data, and commands that show one device take the snapshot's
+// DefaultDevice (the device with the longest trace, memory_viz's choice).
+// what says what the device selects, e.g. "list only device".
+func deviceFlag(fs *flag.FlagSet, what string) *int {
+	n := -1
+	fs.Var(deviceValue{&n}, "device", what+" `N` (a device number 0, 1, ...)")
+	return &n
+}
+
+// deviceValue is a device number that rejects what is not one.
+type deviceValue struct{ n *int }
+
+func (v deviceValue) String() string {
+	if v.n == nil || *v.n < 0 {
+		return ""
+	}
+	return strconv.Itoa(*v.n)
+}
+
+func (v deviceValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return errors.New("want a device number (0, 1, ...)")
+	}
+	*v.n = n
+	return nil
+}
+
+// oneDevice is the device a one-device command shows: dev from --device,
+// or the snapshot's DefaultDevice when it was not given. A device the
+// snapshot does not have is an error naming the ones it has.
+func oneDevice(s *snapshot.Snapshot, dev int) (int, error) {
+	if dev < 0 {
+		return s.DefaultDevice(), nil
+	}
+	if !slices.Contains(s.Devices(), dev) {
+		return 0, fmt.Errorf("%s: no device %d (devices: %v)", s.Source.Name, dev, s.Devices())
+	}
+	return dev, nil
 }

@@ -28,7 +28,7 @@ func runHTML(env *Env, args []string) error {
 	fs := newFlagSet(env, "html", "[flags] FILE -o OUT.html", htmlAbout)
 	out := fs.String("o", "", "output `file` (required)")
 	view := fs.String("view", "", "view to embed and open: active|timeline, private, segments, state, settings (default: all)")
-	device := fs.Int("device", -1, "device `N` (default: the device with the longest trace)")
+	device := deviceFlag(fs, "show device")
 	detail := fs.Int("detail", web.DefaultDetail, "most polygons drawn per timeline (largest first; the rest is the grey total band)")
 	width := fs.Int("width", 4000, "pixel columns precomputed per timeline")
 	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")
@@ -72,7 +72,7 @@ func writeHTMLFileAtomic(path string, write func(*os.File) error) error {
 	defer os.Remove(tmp.Name())
 	if err := write(tmp); err != nil {
 		tmp.Close()
-		return fmt.Errorf("%s: %v", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {
 		return err

@@ -37,21 +37,40 @@ allocated/reserved/active curves and OOM/snapshot/annotation markers.
 Drop another snapshot file onto the page to open it. Press ? in the page for
 the keys. Stop with Ctrl-C.`
 
-func runServe(env *Env, args []string) error {
+// serveArgs is serve's command line.
+type serveArgs struct {
+	addr      string
+	noBrowser bool
+	demo      bool
+	maxUpload int64
+	files     []string
+}
+
+func parseServeArgs(env *Env, args []string) (*serveArgs, error) {
+	a := &serveArgs{}
 	fs := newFlagSet(env, "serve", "[flags] [--demo] FILE...", serveAbout)
-	addr := fs.String("http", "127.0.0.1:0", "`host:port` to listen on (port 0 picks a free port)")
-	noBrowser := fs.Bool("no-browser", false, "do not open a browser")
-	useDemo := fs.Bool("demo", false, "also open the embedded demo snapshot")
+	fs.StringVar(&a.addr, "http", "127.0.0.1:0", "`host:port` to listen on (port 0 picks a free port)")
+	fs.BoolVar(&a.noBrowser, "no-browser", false, "do not open a browser")
+	fs.BoolVar(&a.demo, "demo", false, "also open the embedded demo snapshot")
 	maxUpload := fs.String("max-upload", "4GiB", "largest snapshot the page may upload (`size`, e.g. 512MiB)")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
+		return nil, err
+	}
+	a.files = files
+	if a.maxUpload, err = parseMaxUpload(*maxUpload); err != nil {
+		return nil, usageError(fs, env.Stderr, "-max-upload: "+err.Error())
+	}
+	return a, nil
+}
+
+func runServe(env *Env, args []string) error {
+	a, err := parseServeArgs(env, args)
+	if err != nil {
 		return err
 	}
-	limit, err := parseMaxUpload(*maxUpload)
-	if err != nil {
-		return usageError(fs, env.Stderr, "-max-upload: "+err.Error())
-	}
-	if len(files) == 0 && !*useDemo {
+	files, limit := a.files, a.maxUpload
+	if len(files) == 0 && !a.demo {
 		return errNoSnapshot
 	}
 	// Missing files fail here, before a server starts or a browser opens;
@@ -69,7 +88,7 @@ func runServe(env *Env, args []string) error {
 			return snapshot.DecodeBytes(data, name, &snapshot.Options{MaxBytes: limit * 8})
 		},
 	})
-	if *useDemo {
+	if a.demo {
 		s, err := demo.Open()
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
@@ -92,16 +111,16 @@ func runServe(env *Env, args []string) error {
 		loads = append(loads, done)
 	}
 	srv.Warm(0) // the page opens the first file
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", a.addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %v", *addr, err)
+		return fmt.Errorf("listen on %s: %w", a.addr, err)
 	}
 	bound := ln.Addr().String()
 	srv.SetAddr(bound)
 	url := "http://" + bound + "/"
-	fmt.Fprintf(env.Stdout, "gpumem: serving %d snapshot(s) at %s (Ctrl-C to stop)\n", len(files)+boolInt(*useDemo), url)
+	fmt.Fprintf(env.Stdout, "gpumem: serving %d snapshot(s) at %s (Ctrl-C to stop)\n", len(files)+boolInt(a.demo), url)
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	if !*noBrowser {
+	if !a.noBrowser {
 		openBrowser(env, url)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

@@ -55,52 +55,68 @@ Runs a faithful model of PyTorch's CUDA caching allocator.
 CONFIG uses PYTORCH_CUDA_ALLOC_CONF syntax, e.g.
 "expandable_segments:True,max_split_size_mb:128".`
 
-type simFlags struct {
-	script   string
-	config   string
-	capacity string
-	fraction float64
-	json     bool
-	device   int
-	sweep    bool
-	// fromEmpty is set by --from-empty; fromEmptySet tells whether the
-	// flag was given at all (a sweep chooses by itself otherwise).
-	fromEmpty    bool
-	fromEmptySet bool
-	capacityOOM  bool // --capacity oom
-}
-
-func runSim(env *Env, args []string) error {
-	var f simFlags
-	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+// simFlagSet makes sim's flag set and the flags it fills in.
+func simFlagSet(env *Env) (*simFlags, *flag.FlagSet) {
+	f := &simFlags{}
+	fs := newFlagSet(env, "sim", "[--script FILE | FILE | --demo] [flags]", simAbout)
 	fs.StringVar(&f.script, "script", "", "run a script `FILE` (- for stdin)")
 	fs.StringVar(&f.config, "config", "", "allocator settings `STR` (PYTORCH_CUDA_ALLOC_CONF syntax)")
 	fs.StringVar(&f.capacity, "capacity", "", "device memory `SIZE` (e.g. 80GiB), or oom for what the recorded OOM implies; default unlimited")
 	fs.Float64Var(&f.fraction, "fraction", 0, "per-process memory `fraction` of --capacity (enables garbage_collection_threshold)")
 	fs.BoolVar(&f.json, "json", false, "print JSON")
-	fs.IntVar(&f.device, "device", -1, "replay only device `N` (default: every device with alloc events)")
+	f.devicePtr = deviceFlag(fs, "replay only device")
 	fs.BoolVar(&f.sweep, "sweep", false, "compare common settings on the snapshot")
 	fs.BoolVar(&f.fromEmpty, "from-empty", false, "what-if from an empty allocator (blocks live at trace start allocated first)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: gpumem sim [--script FILE | FILE] [flags]\n%s\n\nflags:\n", simAbout)
-		fs.PrintDefaults()
-	}
+	fs.BoolVar(&f.demo, "demo", false, "use the embedded demo snapshot")
+	return f, fs
+}
+
+type simFlags struct {
+	devicePtr *int
+	demo      bool
+	script    string
+	config    string
+	capacity  string
+	fraction  float64
+	json      bool
+	device    int
+	sweep     bool
+	// fromEmpty is set by --from-empty; fromEmptySet tells whether the
+	// flag was given at all (a sweep chooses by itself otherwise).
+	fromEmpty     bool
+	fromEmptySet  bool
+	capacityOOM   bool   // --capacity oom
+	capacityBytes uint64 // --capacity SIZE
+}
+
+// parseSimArgs parses sim's command line: the flags, with --capacity
+// read into bytes, and the positional arguments.
+func parseSimArgs(env *Env, args []string) (*simFlags, []string, error) {
+	f, fs := simFlagSet(env)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	fs.Visit(func(fl *flag.Flag) { f.fromEmptySet = f.fromEmptySet || fl.Name == "from-empty" })
-	var capacity uint64
+	f.device = *f.devicePtr
 	if f.capacity == "oom" {
 		f.capacityOOM = true
 	} else if f.capacity != "" {
 		c, err := units.Parse(f.capacity)
 		if err != nil {
-			return fmt.Errorf("--capacity: %v", err)
+			return nil, nil, fmt.Errorf("--capacity: %w", err)
 		}
-		capacity = c
+		f.capacityBytes = c
 	}
+	return f, pos, nil
+}
+
+func runSim(env *Env, args []string) error {
+	f, pos, err := parseSimArgs(env, args)
+	if err != nil {
+		return err
+	}
+	capacity := f.capacityBytes
 	if f.fraction < 0 || f.fraction > 1 {
 		return fmt.Errorf("--fraction must be in [0, 1], got %g", f.fraction)
 	}
@@ -109,7 +125,7 @@ func runSim(env *Env, args []string) error {
 	}
 	switch {
 	case f.script != "":
-		if len(pos) > 0 {
+		if len(pos) > 0 || f.demo {
 			fmt.Fprintln(env.Stderr, "gpumem sim: give either --script FILE or a snapshot FILE, not both")
 			return ErrUsage
 		}
@@ -117,11 +133,10 @@ func runSim(env *Env, args []string) error {
 			return errors.New("--capacity oom needs a snapshot with a recorded OOM, not a script")
 		}
 		return simScript(env, f, capacity)
-	case len(pos) == 1:
-		return simSnapshot(env, f, pos[0], capacity)
+	case len(pos)+boolInt(f.demo) == 1:
+		return simSnapshot(env, f, pos, capacity)
 	default:
-		fmt.Fprintln(env.Stderr, "gpumem sim: need --script FILE or one snapshot FILE")
-		fs.Usage()
+		fmt.Fprintln(env.Stderr, "gpumem sim: need --script FILE or one snapshot FILE (or --demo); see gpumem help sim")
 		return ErrUsage
 	}
 }
@@ -147,7 +162,7 @@ type scriptStepJSON struct {
 	Stats       map[string]int64 `json:"stats"`
 }
 
-func simScript(env *Env, f simFlags, capacity uint64) error {
+func simScript(env *Env, f *simFlags, capacity uint64) error {
 	var r io.Reader
 	name := f.script
 	if f.script == "-" {
@@ -165,7 +180,7 @@ func simScript(env *Env, f simFlags, capacity uint64) error {
 	}
 	cmds, err := alloc.ParseScript(r)
 	if err != nil {
-		return fmt.Errorf("%s: %v", name, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	cfg, err := simConfig(f.config)
 	if err != nil {
@@ -173,7 +188,7 @@ func simScript(env *Env, f simFlags, capacity uint64) error {
 	}
 	steps, a, runErr := alloc.RunScript(cmds, cfg, alloc.Options{Capacity: capacity, MemoryFraction: f.fraction})
 	if runErr != nil {
-		runErr = fmt.Errorf("%s: %v", name, runErr)
+		runErr = fmt.Errorf("%s: %w", name, runErr)
 	}
 	if f.json {
 		out := struct {
@@ -257,28 +272,6 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // ---- snapshots ----
-
-func simLoad(env *Env, path string) (*snapshot.Snapshot, error) {
-	var (
-		s   *snapshot.Snapshot
-		err error
-	)
-	if path == "-" {
-		s, err = snapshot.Decode(env.Stdin, "-", nil)
-	} else {
-		s, err = snapshot.Open(path, nil)
-	}
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, fmt.Errorf("%s: no such file", path)
-		}
-		if !strings.Contains(err.Error(), path) {
-			return nil, fmt.Errorf("%s: %v", path, err)
-		}
-		return nil, err
-	}
-	return s, nil
-}
 
 type validationJSON struct {
 	AllocAddressesMatched int  `json:"alloc_addresses_matched"`
@@ -389,10 +382,14 @@ func toDeviceJSON(r *alloc.ReplayResult, capacity uint64) deviceJSON {
 	return d
 }
 
-func simSnapshot(env *Env, f simFlags, path string, capacity uint64) error {
-	s, err := simLoad(env, path)
+func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
+	s, err := loadOne(env, files, f.demo)
 	if err != nil {
 		return err
+	}
+	path := "demo"
+	if len(files) == 1 {
+		path = files[0]
 	}
 	devs := alloc.Replayable(s)
 	if f.device >= 0 {
@@ -423,14 +420,14 @@ func simSnapshot(env *Env, f simFlags, path string, capacity uint64) error {
 	for _, d := range devs {
 		start, err := alloc.StartOf(s, d)
 		if err != nil {
-			return fmt.Errorf("%s: %v", path, err)
+			return fmt.Errorf("%s: %w", path, err)
 		}
 		devCap := capacity
 		var oomCap *alloc.OOMCapacity
 		if f.capacityOOM {
 			c, err := alloc.ImpliedCapacity(s, d)
 			if err != nil {
-				return fmt.Errorf("%s: --capacity oom: %v", path, err)
+				return fmt.Errorf("%s: --capacity oom: %w", path, err)
 			}
 			oomCap = &c
 			devCap = c.Capacity
@@ -454,7 +451,7 @@ func simSnapshot(env *Env, f simFlags, path string, capacity uint64) error {
 		case f.sweep:
 			rows, err := alloc.Sweep(s, d, alloc.SweepOptions{Capacity: devCap, FromEmpty: fromEmpty})
 			if err != nil {
-				return fmt.Errorf("%s: %v", path, err)
+				return fmt.Errorf("%s: %w", path, err)
 			}
 			if !f.json {
 				printSweep(env.Stdout, path, d, rows, fromEmpty)
@@ -470,7 +467,7 @@ func simSnapshot(env *Env, f simFlags, path string, capacity uint64) error {
 			configs := append([]string{"recorded"}, alloc.SweepConfigs...)
 			res, err := alloc.WhatIfOOM(s, d, oomCap.Capacity, oomCap.Event, configs, fromEmpty)
 			if err != nil {
-				return fmt.Errorf("%s: %v", path, err)
+				return fmt.Errorf("%s: %w", path, err)
 			}
 			if !f.json {
 				printOOMWhatIf(env.Stdout, path, d, s, *oomCap, res)
@@ -485,7 +482,7 @@ func simSnapshot(env *Env, f simFlags, path string, capacity uint64) error {
 			opt := alloc.ReplayOptions{Config: cfg, Capacity: devCap, FromEmpty: fromEmpty}
 			r, err := alloc.Replay(s, d, opt)
 			if err != nil {
-				return fmt.Errorf("%s: %v", path, err)
+				return fmt.Errorf("%s: %w", path, err)
 			}
 			if !f.json {
 				printReplay(env.Stdout, path, s, r, devCap)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -19,8 +18,7 @@ func init() {
 	})
 }
 
-const synthUsage = `Usage: gpumem synth [flags] -o OUT.pickle
-
+const synthAbout = `
 Writes the snapshot torch.cuda.memory._dump_snapshot() would give after a
 synthetic training run: the model's training loop (forward, backward, AdamW
 with lazily created states, zero_grad(set_to_none)) runs through gpumem's
@@ -34,17 +32,19 @@ Examples:
   gpumem synth --model mlp --layers 8 --hidden 8192 --dtype bf16 --capacity 24GiB -o oom.pickle
   gpumem synth --config expandable_segments:True --json -o run.json
   gpumem synth --target-mb 250 -o big.pickle
+Without --device the run is recorded as device 0.`
 
-Flags:
-`
+// synthArgs is synth's command line, read into a workload.
+type synthArgs struct {
+	workload synth.Workload
+	opt      synth.Options
+	json     bool
+	targetMB float64
+	out      string
+}
 
-func runSynth(env *Env, args []string) error {
-	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() {
-		fmt.Fprint(env.Stderr, synthUsage)
-		fs.PrintDefaults()
-	}
+func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
+	fs := newFlagSet(env, "synth", "[flags] -o OUT.pickle", synthAbout)
 	model := fs.String("model", "transformer", "workload: mlp or transformer")
 	layers := fs.Int("layers", 0, "layers (default 4)")
 	hidden := fs.Int("hidden", 0, "mlp width (default 4096)")
@@ -58,63 +58,66 @@ func runSynth(env *Env, args []string) error {
 	seed := fs.Int64("seed", 0, "seed for timing jitter")
 	config := fs.String("config", "", "PYTORCH_CUDA_ALLOC_CONF for the allocator model, e.g. expandable_segments:True")
 	capacity := fs.String("capacity", "", "device memory, e.g. 24GiB (default unlimited); the run stops at the first OOM and records it")
-	device := fs.Int("device", 0, "CUDA device ordinal of the run")
-	asJSON := fs.Bool("json", false, "write JSON (which memory_viz also reads) instead of a pickle")
-	targetMB := fs.Float64("target-mb", 0, "choose --steps so the file is about this many MB (10^6 bytes)")
-	out := fs.String("o", "", "output file (- for stdout)")
-	fs.StringVar(out, "output", "", "same as -o")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
-		return ErrUsage
+	device := deviceFlag(fs, "record the run as device")
+	a := &synthArgs{}
+	fs.BoolVar(&a.json, "json", false, "write JSON (which memory_viz also reads) instead of a pickle")
+	fs.Float64Var(&a.targetMB, "target-mb", 0, "choose --steps so the file is about this many MB (10^6 bytes)")
+	fs.StringVar(&a.out, "o", "", "output file (- for stdout)")
+	fs.StringVar(&a.out, "output", "", "same as -o")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, err
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(env.Stderr, "gpumem synth: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return ErrUsage
+	if len(pos) > 0 {
+		return nil, usageError(fs, env.Stderr, fmt.Sprintf("unexpected argument %q", pos[0]))
 	}
-	if *out == "" {
-		fmt.Fprintln(env.Stderr, "gpumem synth: -o OUT is required")
-		fs.Usage()
-		return ErrUsage
+	if a.out == "" {
+		return nil, usageError(fs, env.Stderr, "-o OUT is required")
 	}
 	dt, err := synth.ParseDType(*dtype)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var capBytes uint64
 	if *capacity != "" {
 		if capBytes, err = units.Parse(*capacity); err != nil {
-			return fmt.Errorf("--capacity: %v", err)
+			return nil, fmt.Errorf("--capacity: %w", err)
 		}
 	}
-	w := synth.Workload{Model: *model, Layers: *layers, Hidden: *hidden, DModel: *dModel, Heads: *heads,
+	a.workload = synth.Workload{Model: *model, Layers: *layers, Hidden: *hidden, DModel: *dModel, Heads: *heads,
 		Seq: *seq, Vocab: *vocab, Batch: *batch, Steps: *steps, DType: dt, Seed: *seed}
-	opt := synth.Options{Config: *config, Capacity: capBytes, Device: *device}
+	a.opt = synth.Options{Config: *config, Capacity: capBytes, Device: max(*device, 0)}
+	return a, nil
+}
 
+func runSynth(env *Env, args []string) error {
+	a, err := parseSynthArgs(env, args)
+	if err != nil {
+		return err
+	}
+	w, opt := a.workload, a.opt
 	var snap *snapshot.Snapshot
 	var res *synth.Result
-	if *targetMB > 0 {
-		if *targetMB > 1e6 {
-			return fmt.Errorf("--target-mb %g too large", *targetMB)
+	if a.targetMB > 0 {
+		if a.targetMB > 1e6 {
+			return fmt.Errorf("--target-mb %g too large", a.targetMB)
 		}
-		snap, res, err = synth.GenerateSize(w, opt, int64(*targetMB*1e6), *asJSON)
+		snap, res, err = synth.GenerateSize(w, opt, int64(a.targetMB*1e6), a.json)
 	} else {
 		snap, res, err = synth.Generate(w, opt)
 	}
 	if err != nil {
 		return err
 	}
-	n, err := synth.WriteFile(*out, snap, *asJSON)
+	n, err := synth.WriteFile(a.out, snap, a.json)
 	if err != nil {
-		return fmt.Errorf("writing %s: %v", *out, err)
+		return fmt.Errorf("writing %s: %w", a.out, err)
 	}
 	report := env.Stdout
-	if *out == "-" {
+	if a.out == "-" {
 		report = env.Stderr
 	}
-	printSynthSummary(report, *out, n, *asJSON, res)
+	printSynthSummary(report, a.out, n, a.json, res)
 	return nil
 }
 

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"fmt"
 	"io"
-	"strconv"
 
 	"github.com/gpumem/gpumem/internal/report"
 )
@@ -34,25 +32,17 @@ the memory allocated on the device at dump time.`
 
 func runTrace(env *Env, args []string) error {
 	fs := newFlagSet(env, "trace", "[--device N] [--demo] FILE", traceAbout)
-	deviceFlag := fs.String("device", "", "list only device `N` (default: every device with entries)")
+	device := deviceFlag(fs, "list only device")
 	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")
 	files, err := parseOneSnapshot(env, fs, args, useDemo)
 	if err != nil {
 		return err
-	}
-	device := -1
-	if *deviceFlag != "" {
-		n, err := strconv.Atoi(*deviceFlag)
-		if err != nil || n < 0 {
-			return usageError(fs, env.Stderr, fmt.Sprintf("--device %q: want a device number (0, 1, ...)", *deviceFlag))
-		}
-		device = n
 	}
 	s, err := loadOne(env, files, *useDemo)
 	if err != nil {
 		return err
 	}
 	return writeStdout(env, func(w io.Writer) error {
-		return report.Trace(w, s, report.TraceOptions{Device: device})
+		return report.Trace(w, s, report.TraceOptions{Device: *device})
 	})
 }

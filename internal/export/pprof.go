@@ -226,16 +226,3 @@ func WritePprof(w io.Writer, d *analysis.Device) error {
 	}
 	return p.Write(w)
 }
-
-// HighestPeakDevice is the device of s whose Active Memory Timeline peak
-// is highest (the first such; 0 for a snapshot with no device).
-func HighestPeakDevice(s *snapshot.Snapshot) int {
-	best, bestPeak := 0, uint64(0)
-	for i, d := range s.Devices() {
-		a, _ := replay.Peaks(s, d)
-		if i == 0 || a > bestPeak {
-			best, bestPeak = d, a
-		}
-	}
-	return best
-}

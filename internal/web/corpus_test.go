@@ -245,7 +245,7 @@ func TestShownBeforeVersions(t *testing.T) {
 	}
 	// An element whose address version is not 0, so that a missing
 	// version would show.
-	d := defaultDevice(full)
+	d := full.DefaultDevice()
 	ref := replay.NewTimeline(full, d, replay.KindActive)
 	elem := -1
 	for i := ref.Len() - 1; i >= 0 && elem < 0; i-- {

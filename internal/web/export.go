@@ -38,7 +38,7 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 	}
 	device := opt.Device
 	if device < 0 {
-		device = defaultDevice(snap)
+		device = snap.DefaultDevice()
 	}
 	switch opt.View {
 	case "", ViewActive, ViewPrivate, ViewSegments, ViewState, ViewSettings:

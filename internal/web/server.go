@@ -228,7 +228,7 @@ func (s *Server) Warm(id int) {
 	go func() {
 		defer func() { _ = recover() }() // a request for it will report the failure
 		if f.waitShown(context.Background()) == nil {
-			f.timeline(defaultDevice(f.Snap), ViewActive)
+			f.timeline(f.Snap.DefaultDevice(), ViewActive)
 		}
 	}()
 }
@@ -245,7 +245,7 @@ func (f *file) showEarly(snap *snapshot.Snapshot) {
 	close(f.shown)
 	if f.warm.Load() {
 		defer func() { _ = recover() }() // as in Warm
-		f.timelineOf(snap, defaultDevice(snap), ViewActive)
+		f.timelineOf(snap, snap.DefaultDevice(), ViewActive)
 	}
 }
 
@@ -425,7 +425,7 @@ func (s *Server) paramsWhen(w http.ResponseWriter, r *http.Request, versions boo
 			return nil, false
 		}
 	} else {
-		p.device = defaultDevice(f.Snap)
+		p.device = f.Snap.DefaultDevice()
 	}
 	if v := q.Get("detail"); v != "" {
 		p.detail, err = strconv.Atoi(v)
@@ -472,28 +472,6 @@ func intParam(r *http.Request, name string, def int) int {
 	return v
 }
 
-// DefaultDevice is the device the viewer opens first: memory_viz's choice,
-// the device with the longest trace.
-func DefaultDevice(s *snapshot.Snapshot) int { return defaultDevice(s) }
-
-// defaultDevice is memory_viz's: the device with the longest trace, else
-// the first device with segments.
-func defaultDevice(s *snapshot.Snapshot) int {
-	best, n := -1, -1
-	for d := range s.Traces {
-		if len(s.Traces[d].Events) > n {
-			best, n = d, len(s.Traces[d].Events)
-		}
-	}
-	if n > 0 {
-		return best
-	}
-	if devs := s.Devices(); len(devs) > 0 {
-		return devs[0]
-	}
-	return 0
-}
-
 type deviceInfo struct {
 	Device   int  `json:"device"`
 	Events   int  `json:"events"`
@@ -525,7 +503,7 @@ func fileInfoOf(f *file) fileInfo {
 func computeFileInfo(f *file) fileInfo {
 	s := f.Snap
 	fi := fileInfo{ID: f.ID, Name: f.Name, Generation: string(s.Source.Generation), Size: s.Source.FileSize,
-		DefaultDevice: defaultDevice(s), HasSettings: s.AllocatorSettings != nil, Devices: []deviceInfo{}}
+		DefaultDevice: s.DefaultDevice(), HasSettings: s.AllocatorSettings != nil, Devices: []deviceInfo{}}
 	devs := s.Devices()
 	if len(devs) == 0 {
 		devs = []int{0}
