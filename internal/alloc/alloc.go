@@ -27,6 +27,11 @@ type Options struct {
 	// MemoryFraction is torch.cuda.set_per_process_memory_fraction (0 =
 	// not set). It needs Capacity. It enables garbage_collection_threshold.
 	MemoryFraction float64
+	// TotalMemory is the GPU's total memory (totalGlobalMem), which sizes
+	// expandable reservations (1⅛ of it); 0 means Capacity, or 1 TiB when
+	// that is 0 too. Replays set it large: the capacity a what-if gives is
+	// what PyTorch could use, less than the GPU the trace ran on.
+	TotalMemory uint64
 	// Device is the device ordinal (used in messages and snapshots).
 	Device int
 	// Record keeps a trace of allocator events (Trace).
@@ -99,6 +104,9 @@ type Allocator struct {
 	// reserveAddr likewise places a new expandable segment's reservation.
 	reserveAddr func(size uint64) (addr uint64, ok bool)
 
+	// off switches rules off, for the tests that show each one matters.
+	off rule
+
 	// last describes the most recent Malloc for the script runner.
 	last opInfo
 	seq  uint64
@@ -111,6 +119,19 @@ type opInfo struct {
 	small      bool
 	mapped     uint64
 }
+
+// rule names an expandable-segment rule of the C++ code that tests can
+// switch off (ablation) to show that a fixture depends on it.
+type rule uint
+
+const (
+	ruleTraceBase       rule = 1 << iota // a new reservation starts where the trace maps
+	ruleExpandableFit                    // best fit on size + unmapped space after
+	ruleExpandableSplit                  // split when >= 512 bytes remain, both pools
+	ruleMergeBeforeTail                  // map behind the free block before the unmapped tail
+	ruleStreamReserve                    // one reservation per stream (and pool)
+	ruleUnmapFreePages                   // release unmaps the whole free pages
+)
 
 // maxRequest bounds a request so that rounding cannot overflow (1 EiB).
 const maxRequest = 1 << 60
@@ -270,7 +291,7 @@ func (a *Allocator) deviceFree() uint64 {
 // shouldSplit is should_split.
 func (a *Allocator) shouldSplit(b *block, size uint64) bool {
 	remaining := b.size - size
-	if b.pool.small || a.cfg.ExpandableSegments {
+	if b.pool.small || (a.cfg.ExpandableSegments && a.off&ruleExpandableSplit == 0) {
 		return remaining >= kMinBlockSize
 	}
 	return size < a.cfg.MaxSplitSize && remaining > kSmallSize
@@ -288,7 +309,7 @@ func (a *Allocator) getFreeBlock(p *allocParams) bool {
 		return false
 	}
 	if items[i].exp != nil {
-		if a.cfg.ExpandableSegments {
+		if a.cfg.ExpandableSegments && a.off&ruleExpandableFit == 0 {
 			// Best fit counts the unmapped space after a block as part of it.
 			expSize := func(b *block) uint64 {
 				if b.next != nil && !b.next.mapped {
@@ -302,7 +323,7 @@ func (a *Allocator) getFreeBlock(p *allocParams) bool {
 				i = next
 				next++
 			}
-		} else {
+		} else if !a.cfg.ExpandableSegments {
 			// Expandable segments were switched off: skip their blocks.
 			i++
 			for i < len(items) && items[i].exp != nil && items[i].stream == p.stream {
@@ -559,7 +580,7 @@ func (a *Allocator) deviceHas(size uint64) bool {
 // around it, sized from a guess of the GPU's memory, are made to end
 // where the trace shows the next one begins.
 func (a *Allocator) newReservationAddr(size, page uint64) (uint64, uint64) {
-	if a.reserveAddr != nil {
+	if a.reserveAddr != nil && a.off&ruleTraceBase == 0 {
 		if addr, ok := a.reserveAddr(size); ok {
 			if got, ok := a.placeReservation(addr, size, page); ok {
 				return addr, got
@@ -580,7 +601,7 @@ func (a *Allocator) placeReservation(addr, size, page uint64) (uint64, bool) {
 		switch {
 		case es.base <= addr && addr < esEnd:
 			keep := (addr - es.base) / es.pageSize
-			if keep == 0 || keep < uint64(len(es.mapped)) || es.base+keep*es.pageSize != addr {
+			if keep == 0 || keep < uint64(len(es.mapped)) {
 				return 0, false
 			}
 			a.truncateReservation(es, keep)
@@ -790,9 +811,13 @@ func (a *Allocator) findExpandableBlock(stream uint64, pool *blockPool, size uin
 		}
 		return n >= size
 	}
-	for i := pool.unmapped.lowerBound(stream, 0); i < len(pool.unmapped.items) && pool.unmapped.items[i].stream == stream; i++ {
+	first, sameStream := pool.unmapped.lowerBound(stream, 0), func(b *block) bool { return b.stream == stream }
+	if a.off&ruleStreamReserve != 0 {
+		first, sameStream = 0, func(*block) bool { return true }
+	}
+	for i := first; i < len(pool.unmapped.items) && sameStream(pool.unmapped.items[i]); i++ {
 		c := pool.unmapped.items[i]
-		if allocatable(c.prev) {
+		if allocatable(c.prev) && a.off&ruleMergeBeforeTail == 0 {
 			c = c.prev
 		}
 		if hasSpace(c) {
@@ -803,17 +828,26 @@ func (a *Allocator) findExpandableBlock(stream uint64, pool *blockPool, size uin
 	if !pool.small {
 		page = a.cfg.LargeSegmentSize
 	}
-	capacity := a.opt.Capacity
-	if capacity == 0 {
-		capacity = 1 << 40 // unlimited: reserve 1 TiB of address space
-	}
-	space := capacity + capacity/8
-	base, size := a.newReservationAddr((space+page-1)/page*page, page)
+	base, size := a.newReservationAddr(a.reservationSize(page), page)
 	es := &expandableSegment{base: base, pageSize: page, maxPages: size / page, stream: stream}
 	a.expSegs = append(a.expSegs, es)
 	c := &block{stream: stream, size: es.size(), ptr: es.base, pool: pool, exp: es}
 	pool.unmapped.insert(c)
 	return c
+}
+
+// reservationSize is the address space of a new expandable segment:
+// 1⅛ of the GPU's memory in whole pages.
+func (a *Allocator) reservationSize(page uint64) uint64 {
+	total := a.opt.TotalMemory
+	if total == 0 {
+		total = a.opt.Capacity
+	}
+	if total == 0 {
+		total = 1 << 40 // unlimited: reserve 1⅛ TiB of address space
+	}
+	space := total + total/8
+	return (space + page - 1) / page * page
 }
 
 // mapBlock is map_block: map whole pages covering size bytes at the start
@@ -868,7 +902,7 @@ func (a *Allocator) unmapBlock(b *block) {
 	es := b.exp
 	begin := es.pageRight(b.ptr)
 	end := es.pageLeft(b.ptr + b.size)
-	if begin >= end {
+	if begin >= end || a.off&ruleUnmapFreePages != 0 {
 		return
 	}
 	for i := begin; i < end; i++ {

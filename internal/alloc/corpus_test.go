@@ -26,8 +26,9 @@ func realSnapshots(t *testing.T) []string {
 
 // TestCorpusReplay is the acceptance test: for every device trace with
 // alloc events, the free-running replay with the snapshot's own settings
-// predicts >= 99% of alloc addresses and every segment_alloc/segment_map,
-// and ends on the snapshot's final layout. It prints a per-trace table.
+// predicts every alloc address and segment_alloc/segment_map, applies
+// every segment_free/unmap, and ends on the snapshot's final layout. It
+// prints a per-trace table.
 func TestCorpusReplay(t *testing.T) {
 	files := realSnapshots(t)
 	var table strings.Builder
@@ -58,11 +59,10 @@ func TestCorpusReplay(t *testing.T) {
 			if msg := statsMismatch(s, d, &r.Stats); msg != "" {
 				t.Errorf("%s device %d: model memory_stats differ from the snapshot: %s", filepath.Base(f), d, msg)
 			}
-			ok := r.AllocAddrsMatched*100 >= r.AllocAddrsTotal*99 && r.SegEventsMatched == r.SegEventsTotal && r.FinalStateMatches
-			if !ok {
-				t.Errorf("%s device %d: allocs %d/%d, segment events %d/%d, final state %v; first mismatches: %s",
+			if !exact(r) {
+				t.Errorf("%s device %d: allocs %d/%d, segment events %d/%d, releases %d/%d, final state %v; first mismatches: %s",
 					filepath.Base(f), d, r.AllocAddrsMatched, r.AllocAddrsTotal, r.SegEventsMatched, r.SegEventsTotal,
-					r.FinalStateMatches, strings.Join(r.Mismatches[:min(5, len(r.Mismatches))], "; "))
+					r.ReleasesMatched, r.ReleasesTotal, r.FinalStateMatches, strings.Join(r.Mismatches[:min(5, len(r.Mismatches))], "; "))
 			}
 		}
 	}

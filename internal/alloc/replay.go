@@ -34,6 +34,8 @@ type ReplayOptions struct {
 	// address order, under the replay's settings (a what-if even without
 	// Config). Segments made before recording then follow the setting too.
 	FromEmpty bool
+	// off switches model rules off (ablation tests).
+	off rule
 }
 
 // ReplayResult is the outcome of replaying one device's trace.
@@ -50,6 +52,10 @@ type ReplayResult struct {
 	AllocAddrsTotal   int
 	SegEventsMatched  int // recorded segment_alloc/segment_map the model also made
 	SegEventsTotal    int
+	// Recorded segment_free/segment_unmap the model could apply exactly
+	// (an entirely free segment, or whole free pages of one free block).
+	ReleasesMatched   int
+	ReleasesTotal     int
 	FinalStateMatches bool
 	// Mismatches explains the first differences (capped); MismatchCount
 	// counts all of them.
@@ -124,7 +130,10 @@ func Replay(s *snapshot.Snapshot, dev int, o ReplayOptions) (*ReplayResult, erro
 	if err != nil {
 		return nil, err
 	}
-	rp.a = New(cfg, Options{Capacity: o.Capacity, Device: dev, Record: true})
+	// The GPU the trace ran on is unknown; its expandable reservations
+	// are sized large and end where the trace shows the next one.
+	rp.a = New(cfg, Options{Capacity: o.Capacity, TotalMemory: 1 << 40, Device: dev, Record: true})
+	rp.a.off = o.off
 	if o.FromEmpty {
 		rp.loadFromEmpty(init)
 	} else {
@@ -527,16 +536,12 @@ func (rp *replayer) load(st *initState) {
 	}
 	// Expandable segments: one reservation per (stream, pool) holding the
 	// mapped runs, with unmapped blocks between and after them.
-	capacity := a.opt.Capacity
-	if capacity == 0 {
-		capacity = 1 << 40
-	}
 	for gi, g := range st.exps {
 		page := uint64(kSmallBuffer)
 		if !g.small {
 			page = a.cfg.LargeSegmentSize
 		}
-		size := (capacity + capacity/8 + page - 1) / page * page
+		size := a.reservationSize(page)
 		size = max(size, (g.end-g.base+page-1)/page*page)
 		if gi+1 < len(st.exps) && st.exps[gi+1].base > g.base {
 			// Do not run into the next reservation.
@@ -665,12 +670,14 @@ func (rp *replayer) run() {
 			r.RecordedCudaFrees++
 			recReserved -= min(recReserved, e.Size)
 			if r.Validation {
-				if e.Action == snapshot.ActionSegmentUnmap {
-					if !rp.unmapAt(e.Addr, e.Size) {
-						rp.mismatch("event %d segment_unmap %#x (%s): the model has no such free pages", i, e.Addr, units.C10(e.Size))
-					}
-				} else if !rp.releaseSegmentAt(e.Addr, e.Size) {
+				r.ReleasesTotal++
+				switch {
+				case e.Action == snapshot.ActionSegmentUnmap && !rp.unmapAt(e.Addr, e.Size):
+					rp.mismatch("event %d segment_unmap %#x (%s): the model has no such free pages", i, e.Addr, units.C10(e.Size))
+				case e.Action == snapshot.ActionSegmentFree && !rp.releaseSegmentAt(e.Addr, e.Size):
 					rp.mismatch("event %d segment_free %#x (%s): the model has no entirely free segment there", i, e.Addr, units.C10(e.Size))
+				default:
+					r.ReleasesMatched++
 				}
 			} else {
 				// A what-if honours the release as an empty_cache; with a
@@ -680,7 +687,10 @@ func (rp *replayer) run() {
 				for j+1 < len(ev) && (ev[j+1].Action == snapshot.ActionSegmentFree || ev[j+1].Action == snapshot.ActionSegmentUnmap) {
 					j++
 				}
-				retry := j+1 < len(ev) && (ev[j+1].Action == snapshot.ActionSegmentAlloc || ev[j+1].Action == snapshot.ActionSegmentMap)
+				// Releases right before a new segment or an OOM entry are a
+				// failing malloc's retry.
+				retry := j+1 < len(ev) && (ev[j+1].Action == snapshot.ActionSegmentAlloc ||
+					ev[j+1].Action == snapshot.ActionSegmentMap || ev[j+1].Action == snapshot.ActionOOM)
 				if !(retry && a.opt.Capacity > 0) {
 					a.EmptyCache()
 				}
