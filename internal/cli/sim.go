@@ -278,6 +278,8 @@ type validationJSON struct {
 	AllocAddressesTotal   int  `json:"alloc_addresses_total"`
 	SegmentEventsMatched  int  `json:"segment_events_matched"`
 	SegmentEventsTotal    int  `json:"segment_events_total"`
+	ReleasesMatched       int  `json:"segment_releases_matched"`
+	ReleasesTotal         int  `json:"segment_releases_total"`
 	FinalStateMatches     bool `json:"final_state_matches"`
 }
 
@@ -376,7 +378,8 @@ func toDeviceJSON(r *alloc.ReplayResult, capacity uint64) deviceJSON {
 			CudaFrees: r.RecordedCudaFrees, OOMs: oomsJSON(r.RecordedOOMs, !r.Validation && capacity > 0)},
 	}
 	if r.Validation {
-		d.Validation = &validationJSON{r.AllocAddrsMatched, r.AllocAddrsTotal, r.SegEventsMatched, r.SegEventsTotal, r.FinalStateMatches}
+		d.Validation = &validationJSON{r.AllocAddrsMatched, r.AllocAddrsTotal, r.SegEventsMatched, r.SegEventsTotal,
+			r.ReleasesMatched, r.ReleasesTotal, r.FinalStateMatches}
 		d.Mismatches = r.Mismatches
 	}
 	return d
@@ -441,7 +444,7 @@ func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
 			fmt.Fprintf(env.Stdout, "%s device %d: the trace starts with %s reserved in %d segments made before recording; under the recorded layout no setting can change them.\n",
 				filepath.Base(path), d, units.Human(start.Reserved), start.Segments)
 			if fromEmpty {
-				fmt.Fprintf(env.Stdout, "  Replaying from an empty allocator: the %d blocks live at trace start are allocated first, in address order, under each setting.\n", start.Blocks)
+				fmt.Fprintf(env.Stdout, "  Replaying from an empty allocator: the %d blocks live at trace start are allocated first, in address order, under the setting.\n", start.Blocks)
 			} else {
 				fmt.Fprintf(env.Stdout, "  Add --from-empty to allocate the %d blocks live at trace start into an empty allocator under the setting first.\n", start.Blocks)
 			}
@@ -537,6 +540,7 @@ func printReplay(w io.Writer, path string, s *snapshot.Snapshot, r *alloc.Replay
 	if r.Validation {
 		fmt.Fprintf(w, "  alloc addresses predicted:   %d/%d (%s)\n", r.AllocAddrsMatched, r.AllocAddrsTotal, pct(r.AllocAddrsMatched, r.AllocAddrsTotal))
 		fmt.Fprintf(w, "  segment_alloc/map predicted: %d/%d (%s)\n", r.SegEventsMatched, r.SegEventsTotal, pct(r.SegEventsMatched, r.SegEventsTotal))
+		fmt.Fprintf(w, "  segment_free/unmap applied:  %d/%d (%s)\n", r.ReleasesMatched, r.ReleasesTotal, pct(r.ReleasesMatched, r.ReleasesTotal))
 		if r.FinalStateMatches {
 			fmt.Fprintf(w, "  final segments and blocks:   identical to the snapshot\n")
 		} else {

@@ -122,3 +122,92 @@ func TestSimReplay(t *testing.T) {
 	}
 	simGolden(t, "sweep.txt", out)
 }
+
+// TestSimFromEmpty: cs336-notHanmin's trace starts with 999 segments
+// (22.2 GiB) reserved. The sweep says so and replays from empty, where the
+// settings give different peaks; under the recorded layout they cannot.
+func TestSimFromEmpty(t *testing.T) {
+	p := filepath.Join(sharedDir(t), "real", "cs336-notHanmin__memory_snapshot.pickle")
+	code, out, errs := runMain(t, nil, "sim", p, "--sweep")
+	if code != 0 {
+		t.Fatalf("sweep: %d %s", code, errs)
+	}
+	for _, want := range []string{"trace starts with 22.21 GiB reserved in 999 segments made before recording; under the recorded layout no setting can change them",
+		"replayed from an empty allocator under 11 settings"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("sweep output lacks %q:\n%s", want, out)
+		}
+	}
+	peaks := func(args ...string) map[uint64]bool {
+		t.Helper()
+		code, out, errs := runMain(t, nil, append([]string{"sim", p, "--sweep", "--json"}, args...)...)
+		var doc struct {
+			FromEmpty bool `json:"from_empty"`
+			Sweep     []struct {
+				Peak uint64 `json:"peak_reserved_bytes"`
+			} `json:"sweep"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Sweep) != 11 {
+			t.Fatalf("sweep --json %v: %d %s %s", args, code, errs, out)
+		}
+		if doc.FromEmpty != (len(args) == 0) {
+			t.Errorf("sweep --json %v: from_empty %v", args, doc.FromEmpty)
+		}
+		m := map[uint64]bool{}
+		for _, r := range doc.Sweep {
+			m[r.Peak] = true
+		}
+		return m
+	}
+	if n := len(peaks()); n < 3 {
+		t.Errorf("from empty, the 11 settings give only %d different peaks", n)
+	}
+	if n := len(peaks("--from-empty=false")); n > 2 {
+		t.Errorf("under the recorded layout the settings give %d different peaks; expected them frozen", n)
+	}
+}
+
+// TestSimCapacityOOM: a synth run that stopped at an OOM on a 3 GiB device;
+// --capacity oom recovers 3 GiB and the recorded settings OOM again at the
+// recorded event.
+func TestSimCapacityOOM(t *testing.T) {
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "oom.pickle")
+	if code, _, errs := runMain(t, nil, "synth", "--model", "mlp", "--layers", "8", "--hidden", "8192", "--capacity", "3GiB", "-o", snap); code != 0 {
+		t.Fatalf("synth: %s", errs)
+	}
+	code, out, errs := runMain(t, nil, "sim", snap, "--capacity", "oom", "--json")
+	if code != 0 {
+		t.Fatalf("sim --capacity oom: %d %s", code, errs)
+	}
+	var doc struct {
+		Events   int `json:"events"`
+		Capacity struct {
+			Event    int    `json:"event"`
+			Capacity uint64 `json:"capacity_bytes"`
+		} `json:"capacity_from_oom"`
+		WhatIf []struct {
+			Config   string `json:"config"`
+			StillOOM bool   `json:"still_oom"`
+			First    int    `json:"first_oom_event"`
+		} `json:"oom_what_if"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Capacity.Capacity != 3<<30 || doc.Capacity.Event != doc.Events-1 {
+		t.Errorf("capacity from the OOM: %+v, want 3 GiB at the last event %d", doc.Capacity, doc.Events-1)
+	}
+	if len(doc.WhatIf) != 12 || doc.WhatIf[0].Config != "recorded" || !doc.WhatIf[0].StillOOM || doc.WhatIf[0].First != doc.Capacity.Event {
+		t.Errorf("what-if rows: %+v", doc.WhatIf)
+	}
+	code, out, _ = runMain(t, nil, "sim", snap, "--capacity", "oom")
+	if code != 0 || !strings.Contains(out, "capacity it implies: 2.83 GiB reserved + 170 MiB free = 3 GiB") ||
+		!strings.Contains(out, "recorded (default)") {
+		t.Errorf("text: %s", out)
+	}
+	p := filepath.Join(sharedDir(t), "real", "cs336-silmont2000__mem_snapshot.pickle")
+	if code, _, errs := runMain(t, nil, "sim", p, "--capacity", "oom"); code != 1 || !strings.Contains(errs, "records no out-of-memory") {
+		t.Errorf("no OOM in the trace: exit %d, %q", code, errs)
+	}
+}
