@@ -59,9 +59,9 @@ func (b *builder) event(device int, a snapshot.Action, addr, size uint64, timeUS
 }
 
 var (
-	alloc    = snapshot.BlockActiveAllocated
-	pending  = snapshot.BlockActivePendingFree
-	inactive = snapshot.BlockInactive
+	allocated = snapshot.BlockActiveAllocated
+	pending   = snapshot.BlockActivePendingFree
+	inactive  = snapshot.BlockInactive
 )
 
 func TestStats(t *testing.T) {
@@ -74,7 +74,7 @@ func TestStats(t *testing.T) {
 			// The example output in the spec, verified against PyTorch.
 			name: "two pages",
 			build: func(b *builder) {
-				b.segment(0, 1<<32, 0, true, blk{20 * mib, 20 * mib, alloc}, blk{10 * mib, 10 * mib, alloc}, blk{10 * mib, 0, inactive})
+				b.segment(0, 1<<32, 0, true, blk{20 * mib, 20 * mib, allocated}, blk{10 * mib, 10 * mib, allocated}, blk{10 * mib, 0, inactive})
 				b.segment(0, 1<<33, 0, false, blk{2 * mib, 0, inactive})
 			},
 			want: `Summary of segments >= 20.0MiB in size
@@ -93,8 +93,8 @@ total_free: 12.0MiB (0.0% internal)
 			name: "shared page and stream",
 			build: func(b *builder) {
 				b.s.Streams = append(b.s.Streams, 94251832147200)
-				b.segment(0, 1<<34, 1, true, blk{5 * mib, 4 * mib, alloc}, blk{6 * mib, 6 * mib, alloc}, blk{4 * mib, 4 * mib, pending}, blk{25 * mib, 0, inactive})
-				b.segment(0, 1<<33, 0, true, blk{20 * mib, 20 * mib, alloc})
+				b.segment(0, 1<<34, 1, true, blk{5 * mib, 4 * mib, allocated}, blk{6 * mib, 6 * mib, allocated}, blk{4 * mib, 4 * mib, pending}, blk{25 * mib, 0, inactive})
+				b.segment(0, 1<<33, 0, true, blk{20 * mib, 20 * mib, allocated})
 			},
 			want: `Summary of segments >= 20.0MiB in size
 [a] 20.0MiB allocated, 0.0B free
@@ -119,7 +119,7 @@ total_free: 0.0B
 			// Legacy blocks: history[0].real_size, else requested_size, else size.
 			name: "legacy",
 			build: func(b *builder) {
-				b.segment(0, 1<<32, 0, true, blk{20 * mib, 0, alloc}, blk{2 * mib, 0, alloc}, blk{2 * mib, 0, inactive})
+				b.segment(0, 1<<32, 0, true, blk{20 * mib, 0, allocated}, blk{2 * mib, 0, allocated}, blk{2 * mib, 0, inactive})
 				b.s.History = []snapshot.HistoryItem{{Addr: 1 << 32, RealSize: 19 * mib}}
 				b.s.Blocks[0].NumHistory = 1
 				b.s.Blocks[1].HasRequestedSize = false
@@ -151,7 +151,7 @@ total_free: 3.0MiB (33.3% internal)
 func TestTrace(t *testing.T) {
 	b := newBuilder()
 	seg := uint64(1 << 40)
-	b.segment(0, seg, 0, true, blk{4 * mib, 4 * mib, alloc}, blk{16 * mib, 0, inactive})
+	b.segment(0, seg, 0, true, blk{4 * mib, 4 * mib, allocated}, blk{16 * mib, 0, inactive})
 	b.segment(1, 1<<41, 0, true, blk{20 * mib, 0, inactive})
 	b.event(0, snapshot.ActionFreeRequested, 1<<30, 512, 1)      // allocated before the trace
 	b.event(0, snapshot.ActionFreeCompleted, 1<<30, 512, 2)      //
@@ -229,7 +229,7 @@ TOTAL MEM: 0.0B # allocated at dump time; 1 allocation of this trace still live 
 func TestBuildInfo(t *testing.T) {
 	b := newBuilder()
 	b.s.Streams = append(b.s.Streams, 1234)
-	b.segment(0, 1<<40, 0, true, blk{4 * mib, 3 * mib, alloc}, blk{16 * mib, 0, inactive})
+	b.segment(0, 1<<40, 0, true, blk{4 * mib, 3 * mib, allocated}, blk{16 * mib, 0, inactive})
 	b.segment(0, 1<<41, 1, false, blk{mib, 512, pending}, blk{mib, 0, inactive})
 	b.event(0, snapshot.ActionFreeRequested, 1<<30, 512, 1000)
 	b.event(0, snapshot.ActionFreeCompleted, 1<<30, 512, 2000)
