@@ -32,6 +32,9 @@ type Options struct {
 	// that is 0 too. Replays set it large: the capacity a what-if gives is
 	// what PyTorch could use, less than the GPU the trace ran on.
 	TotalMemory uint64
+	// AddressBase is where made-up device addresses (new segments and
+	// reservations) start; 0 means 0x7f0000000000.
+	AddressBase uint64
 	// Device is the device ordinal (used in messages and snapshots).
 	Device int
 	// Record keeps a trace of allocator events (Trace).
@@ -148,6 +151,9 @@ func New(cfg Config, opt Options) *Allocator {
 		active: map[uint64]*block{},
 		record: opt.Record,
 		va:     vaSpace{base: fakeBase},
+	}
+	if opt.AddressBase != 0 {
+		a.va.base = opt.AddressBase
 	}
 	a.large.small = false
 	a.small.small = true

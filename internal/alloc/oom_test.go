@@ -1,6 +1,7 @@
 package alloc_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -59,5 +60,40 @@ func TestImpliedCapacityNeedsAnOOM(t *testing.T) {
 	}
 	if _, err := alloc.WhatIfOOM(s, 0, 1<<30, 0, []string{"max_split_size_mb:10"}, false); err == nil {
 		t.Error("an invalid config was accepted")
+	}
+}
+
+// TestSynthExpandableReplay: synth runs with expandable segments on
+// several devices and seeds sit at different bases; with and without a
+// capacity (reservations then sized from it) they replay exactly.
+func TestSynthExpandableReplay(t *testing.T) {
+	bases := map[uint64]string{}
+	for _, tc := range []struct {
+		seed     int64
+		dev      int
+		capacity uint64
+	}{{1, 0, 0}, {2, 1, 0}, {3, 2, 0}, {4, 1, 4 << 30}, {5, 3, 3 << 30}} {
+		w := synth.Workload{Model: "transformer", Layers: 2, Steps: 2, Seed: tc.seed}
+		s, _, err := synth.Generate(w, synth.Options{Config: "expandable_segments:True", Device: tc.dev, Capacity: tc.capacity})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("seed %d device %d capacity %d", tc.seed, tc.dev, tc.capacity)
+		base := s.Segments[0].Address
+		if other, ok := bases[base]; ok {
+			t.Errorf("%s: base %#x is also that of %s", name, base, other)
+		}
+		bases[base] = name
+		r, err := alloc.Replay(s, tc.dev, alloc.ReplayOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: base %#x, %d allocs, %d maps, %d unmaps", name, base, r.AllocAddrsTotal, r.SegEventsTotal, r.ReleasesTotal)
+		if r.AllocAddrsTotal == 0 || r.AllocAddrsMatched != r.AllocAddrsTotal || r.SegEventsMatched != r.SegEventsTotal ||
+			r.ReleasesMatched != r.ReleasesTotal || !r.FinalStateMatches {
+			t.Errorf("%s (base %#x): addresses %d/%d, maps %d/%d, unmaps %d/%d, final %v: %v", name, base,
+				r.AllocAddrsMatched, r.AllocAddrsTotal, r.SegEventsMatched, r.SegEventsTotal,
+				r.ReleasesMatched, r.ReleasesTotal, r.FinalStateMatches, r.Mismatches)
+		}
 	}
 }

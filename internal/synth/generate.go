@@ -54,7 +54,13 @@ func Generate(w Workload, opt Options) (*snapshot.Snapshot, *Result, error) {
 	if opt.Device < 0 || opt.Device > 1024 {
 		return nil, nil, fmt.Errorf("bad device %d", opt.Device)
 	}
-	a := alloc.New(cfg, alloc.Options{Capacity: opt.Capacity, Device: opt.Device, Record: true})
+	ao := alloc.Options{Capacity: opt.Capacity, Device: opt.Device, Record: true}
+	if cfg.ExpandableSegments {
+		// Runs with the default allocator (the embedded demo among them)
+		// keep the addresses they always had.
+		ao.AddressBase = addressBase(w.Seed, opt.Device)
+	}
+	a := alloc.New(cfg, ao)
 	s := &allocSink{a: a, blockStack: map[uint64]snapshot.StackID{}, segStack: map[uint64]snapshot.StackID{}}
 	p := newProgram(w, s)
 	runErr := p.run()
@@ -67,6 +73,15 @@ func Generate(w Workload, opt Options) (*snapshot.Snapshot, *Result, error) {
 		res.OOM = oom
 	}
 	return s.snapshot(p.st, opt.Device, cfg), res, nil
+}
+
+// addressBase places an expandable-segment run's reservations as real
+// processes do, at an address that differs by device and seed (so that a
+// replay must take them from the trace): 0x7f0000000000 less up to 1023
+// GiB, in GiB steps; seed 0 on device 0 keeps 0x7f0000000000.
+func addressBase(seed int64, device int) uint64 {
+	k := (uint64(seed)*0x9e3779b97f4a7c15 + uint64(device)*0xbf58476d1ce4e5b9) >> 54
+	return 0x7f0000000000 - k<<30
 }
 
 // allocSink feeds the program's calls to the simulator and turns the
