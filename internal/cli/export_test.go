@@ -3,8 +3,10 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -54,5 +56,52 @@ func TestExportCLI(t *testing.T) {
 	}
 	if got := strings.Join(names, " "); got != "bad.pickle m.json p.json" {
 		t.Errorf("directory holds %q", got)
+	}
+}
+
+func TestFlameAndDiffCLI(t *testing.T) {
+	dir := t.TempDir()
+	for _, kind := range []string{"memory", "segments", "peak", "diff"} {
+		svg := filepath.Join(dir, kind+".svg")
+		if code, _, stderr := runCLI("flame", kind, "--demo", "-o", svg); code != 0 {
+			t.Fatalf("flame %s: exit %d: %s", kind, code, stderr)
+		}
+		code, folded, stderr := runCLI("flame", kind, "--demo", "--collapsed")
+		if code != 0 {
+			t.Fatalf("flame %s --collapsed: exit %d: %s", kind, code, stderr)
+		}
+		b, _ := os.ReadFile(svg)
+		var root int64
+		if _, err := fmt.Sscanf(string(b[bytes.Index(b, []byte(`<g class="f" data-o="0" data-v="`))+len(`<g class="f" data-o="0" data-v="`):]), "%d", &root); err != nil {
+			t.Fatalf("%s: no root frame in the SVG: %v", kind, err)
+		}
+		var sum int64
+		for _, line := range strings.Split(strings.TrimSpace(folded), "\n") {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseInt(f[len(f)-1], 10, 64)
+			sum += v
+		}
+		if sum != root || root == 0 {
+			t.Errorf("flame %s: --collapsed sums to %d, SVG root %d", kind, sum, root)
+		}
+	}
+	code, out, stderr := runCLI("diff", "--demo", "--json")
+	if code != 0 {
+		t.Fatalf("diff --json: exit %d: %s", code, stderr)
+	}
+	var r map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "b", "categories_delta", "sites", "settings"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("diff --json lacks %q", k)
+		}
+	}
+	if code, out, _ := runCLI("diff", "--demo", "--segments"); code != 0 || out != "only_before = []\nonly_after = []\n" {
+		t.Errorf("diff --segments of the demo with itself: exit %d, %q", code, out)
+	}
+	if code, _, stderr := runCLI("flame", "peak", "--demo", "--at", "e999999"); code != 1 || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("flame --at out of range: exit %d, %q", code, stderr)
 	}
 }

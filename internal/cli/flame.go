@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/export"
+	"github.com/gpumem/gpumem/internal/units"
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+func init() {
+	Register(&Command{
+		Name:    "flame",
+		Summary: "flamegraph SVG (or folded stacks) of memory by stack: memory, segments, peak, diff",
+		Run:     runFlame,
+	})
+}
+
+const flameAbout = `
+Draws a flamegraph of memory by call stack as one self-contained SVG (hover
+for bytes, click to zoom, Search or Ctrl-F to highlight, Reset Zoom or Esc;
+no network), or with --collapsed the folded stacks ("frame;frame;... BYTES")
+that flamegraph.pl, inferno and speedscope read.
+  memory FILE     every block of the dump by stream, state and stack, as
+                  _memory_viz.py memory (requested bytes; the rest <gaps>)
+  segments FILE   the same under each segment, as _memory_viz.py segments
+  peak FILE       allocations live at the Active Memory Timeline's peak (or
+                  --at), by category and stack
+  diff A B        live at each run's peak (or --at) by category and stack:
+                  widths are B's bytes, red grew, blue shrank; --collapsed
+                  writes "stack A_BYTES B_BYTES" lines (difffolded.pl's)`
+
+func runFlame(env *Env, args []string) error {
+	fs := newFlagSet(env, "flame", "memory|segments|peak|diff [-o OUT.svg] [--collapsed] [--device N] [--at MOMENT] [--demo] FILE [FILE]", flameAbout)
+	out := fs.String("o", "", "write to `FILE` (default standard output)")
+	collapsed := fs.Bool("collapsed", false, "write folded stacks instead of SVG")
+	device := fs.String("device", "", "device `N` (memory, segments: default all; peak, diff: default the highest peak)")
+	at := fs.String("at", "peak", "peak, diff: the `MOMENT` (peak, reserved-peak, end, eN, or a time such as 12.5ms)")
+	width := fs.Int("width", 1200, "SVG width in `pixels`")
+	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot (diff: as A and B)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usageError(fs, env.Stderr, "want a kind: memory, segments, peak or diff")
+	}
+	kind, files := pos[0], pos[1:]
+	want := 1
+	if kind == "diff" {
+		want = 2
+	}
+	if *useDemo && len(files) == 0 {
+		for range want {
+			files = append(files, demoArg)
+		}
+	}
+	if len(files) != want {
+		return usageError(fs, env.Stderr, fmt.Sprintf("flame %s wants %d snapshot(s)", kind, want))
+	}
+	dev, err := parseDeviceFlag(fs, env, *device)
+	if err != nil {
+		return err
+	}
+	var f *export.Flame
+	var title, sub string
+	switch kind {
+	case "memory", "segments":
+		s, err := loadDemoOr(env, files[0])
+		if err != nil {
+			return err
+		}
+		if kind == "memory" {
+			f = export.MemoryFlame(s, dev)
+		} else {
+			f = export.SegmentsFlame(s, dev)
+		}
+		title = fmt.Sprintf("%s: %s by stack at the dump", baseName(s.Source.Name), kind)
+		sub = fmt.Sprintf("%s reserved in %s", units.Human(uint64(f.Root.Value)), devicesText(dev))
+	case "peak":
+		lv, err := liveProfile(env, files[0], dev, *at)
+		if err != nil {
+			return err
+		}
+		f = export.ProfileFlame(lv.prof)
+		title = fmt.Sprintf("%s: live at %s", baseName(lv.s.Source.Name), lv.at)
+		sub = fmt.Sprintf("%s in %d allocations on cuda:%d (requested bytes, by category and stack)", units.Human(lv.prof.Bytes), lv.prof.Count, lv.device)
+	case "diff":
+		a, err := liveProfile(env, files[0], dev, *at)
+		if err != nil {
+			return err
+		}
+		b, err := liveProfile(env, files[1], dev, *at)
+		if err != nil {
+			return err
+		}
+		f = export.DiffFlame(a.prof, b.prof)
+		title = fmt.Sprintf("%s → %s: live at %s", baseName(a.s.Source.Name), baseName(b.s.Source.Name), *at)
+		sub = fmt.Sprintf("widths: B (%s); red grew, blue shrank (A: %s; change %s)", units.Human(b.prof.Bytes), units.Human(a.prof.Bytes), units.HumanSigned(int64(b.prof.Bytes)-int64(a.prof.Bytes)))
+	default:
+		return usageError(fs, env.Stderr, fmt.Sprintf("unknown kind %q: want memory, segments, peak or diff", kind))
+	}
+	return writeOutput(env, *out, func(w io.Writer) error {
+		if *collapsed {
+			return export.WriteFolded(w, f)
+		}
+		return export.WriteFlameSVG(w, f, export.FlameOptions{Title: title, Subtitle: sub, Width: *width})
+	})
+}
+
+// demoArg stands for the embedded demo in a file list.
+const demoArg = "\x00demo"
+
+// loadDemoOr loads path, or the demo for demoArg.
+func loadDemoOr(env *Env, path string) (*snapshot.Snapshot, error) {
+	if path == demoArg {
+		return loadOne(env, nil, true)
+	}
+	return LoadFile(env, path)
+}
+
+func devicesText(d int) string {
+	if d < 0 {
+		return "every device"
+	}
+	return fmt.Sprintf("cuda:%d", d)
+}
+
+// live is what was live on one device of one snapshot at a moment.
+type live struct {
+	s      *snapshot.Snapshot
+	dv     *analysis.Device
+	device int
+	at     string
+	m      analysis.Moment
+	prof   *analysis.Profile
+}
+
+// liveProfile loads path and profiles what is live at the moment spec on
+// device dev (-1: the device with the highest peak).
+func liveProfile(env *Env, path string, dev int, spec string) (*live, error) {
+	s, err := loadDemoOr(env, path)
+	if err != nil {
+		return nil, err
+	}
+	if dev < 0 {
+		dev = export.HighestPeakDevice(s)
+	} else if !hasDevice(s, dev) {
+		return nil, fmt.Errorf("%s: no device %d (devices: %v)", s.Source.Name, dev, s.Devices())
+	}
+	dv := analysis.NewDevice(s, dev)
+	m, err := dv.Resolve(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", s.Source.Name, err)
+	}
+	at := m.Spec
+	if m.Event >= 0 {
+		at += fmt.Sprintf(" (event %d)", m.Event)
+	}
+	return &live{s: s, dv: dv, device: dev, at: at, m: m, prof: dv.LiveProfile(m)}, nil
+}
