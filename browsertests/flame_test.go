@@ -46,7 +46,7 @@ func consoleErrors(ctx context.Context) func() []string {
 // change the drawing.
 func TestFlameSVG(t *testing.T) {
 	_, s := loadReal(t)
-	dv := analysis.NewDevice(s, export.HighestPeakDevice(s))
+	dv := analysis.NewDevice(s, s.DefaultDevice())
 	m, err := dv.Resolve("peak")
 	if err != nil {
 		t.Fatal(err)

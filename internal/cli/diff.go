@@ -33,7 +33,7 @@ sorted by the size of the change; each run's Active Memory Timeline peak
 reserved") and their change; allocations and bytes allocated over each
 trace; the allocator settings that differ. Works across snapshot
 generations; --device-a/--device-b pick devices that differ (default each
-file's device with the highest peak).
+file's device with the longest trace).
 
 --segments prints _memory_viz.py compare's output instead (fixed: it
 crashes on every snapshot written since PyTorch 2.0): the addresses of the
@@ -84,9 +84,10 @@ func runDiff(env *Env, args []string) error {
 	segments := fs.Bool("segments", false, "_memory_viz.py compare: segments only in A / only in B")
 	out := fs.String("o", "", "--segments: write the flamegraph SVG to `FILE`")
 	collapsed := fs.Bool("collapsed", false, "--segments: write folded stacks instead of SVG")
-	devA := fs.String("device-a", "", "device `N` of A")
-	devB := fs.String("device-b", "", "device `N` of B")
-	device := fs.String("device", "", "device `N` of both")
+	da, db := -1, -1
+	fs.Var(deviceValue{&da}, "device-a", "device `N` of A")
+	fs.Var(deviceValue{&db}, "device-b", "device `N` of B")
+	device := deviceFlag(fs, "device of A and B")
 	depth := fs.Int("depth", 2, "frames per allocation site (innermost user frames)")
 	top := fs.Int("top", 15, "sites to print (text)")
 	useDemo := fs.Bool("demo", false, "use the embedded demo for a missing A or B")
@@ -100,21 +101,11 @@ func runDiff(env *Env, args []string) error {
 	if len(files) != 2 {
 		return usageError(fs, env.Stderr, "want two snapshots A and B")
 	}
-	if *device != "" {
-		if *devA == "" {
-			*devA = *device
-		}
-		if *devB == "" {
-			*devB = *device
-		}
+	if da < 0 {
+		da = *device
 	}
-	da, err := parseDeviceFlag(fs, env, *devA)
-	if err != nil {
-		return err
-	}
-	db, err := parseDeviceFlag(fs, env, *devB)
-	if err != nil {
-		return err
+	if db < 0 {
+		db = *device
 	}
 	if *segments {
 		return runCompareSegments(env, files, da, db, *out, *collapsed)

@@ -36,7 +36,7 @@ func runFlame(env *Env, args []string) error {
 	fs := newFlagSet(env, "flame", "memory|segments|peak|diff [-o OUT.svg] [--collapsed] [--device N] [--at MOMENT] [--demo] FILE [FILE]", flameAbout)
 	out := fs.String("o", "", "write to `FILE` (default standard output)")
 	collapsed := fs.Bool("collapsed", false, "write folded stacks instead of SVG")
-	device := fs.String("device", "", "device `N` (memory, segments: default all; peak, diff: default the highest peak)")
+	device := deviceFlag(fs, "memory, segments: only device (default all); peak, diff: device")
 	at := fs.String("at", "peak", "peak, diff: the `MOMENT` (peak, reserved-peak, end, eN, or a time such as 12.5ms)")
 	width := fs.Int("width", 1200, "SVG width in `pixels`")
 	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot (diff: as A and B)")
@@ -60,10 +60,7 @@ func runFlame(env *Env, args []string) error {
 	if len(files) != want {
 		return usageError(fs, env.Stderr, fmt.Sprintf("flame %s wants %d snapshot(s)", kind, want))
 	}
-	dev, err := parseDeviceFlag(fs, env, *device)
-	if err != nil {
-		return err
-	}
+	dev := *device
 	var f *export.Flame
 	var title, sub string
 	switch kind {
@@ -139,16 +136,15 @@ type live struct {
 }
 
 // liveProfile loads path and profiles what is live at the moment spec on
-// device dev (-1: the device with the highest peak).
+// device dev (-1: the snapshot's DefaultDevice).
 func liveProfile(env *Env, path string, dev int, spec string) (*live, error) {
 	s, err := loadDemoOr(env, path)
 	if err != nil {
 		return nil, err
 	}
-	if dev < 0 {
-		dev = export.HighestPeakDevice(s)
-	} else if !hasDevice(s, dev) {
-		return nil, fmt.Errorf("%s: no device %d (devices: %v)", s.Source.Name, dev, s.Devices())
+	dev, err = oneDevice(s, dev)
+	if err != nil {
+		return nil, err
 	}
 	dv := analysis.NewDevice(s, dev)
 	m, err := dv.Resolve(spec)
