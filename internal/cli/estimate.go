@@ -1,0 +1,279 @@
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/gpumem/gpumem/internal/demo"
+	"github.com/gpumem/gpumem/internal/estimate"
+	"github.com/gpumem/gpumem/internal/replay"
+)
+
+func init() {
+	Register(&Command{
+		Name:    "estimate",
+		Summary: "before the run: will a training or inference job fit, and the largest batch that does",
+		Run:     runEstimate,
+	})
+}
+
+const estimateAbout = `
+Estimates the GPU memory of a training step (or, with --inference, of a
+forward pass with a KV cache) per GPU, term by term with the formula of
+each: parameters, gradients, optimizer state, optimizer intermediates,
+activations saved for backward (from the architecture, with the Hugging Face
+blog's linear heuristic beside it), CUDA context and allocator overhead; the
+memory at the end of the forward, the backward and the optimizer step; the
+peak = parameters + optimizer state + max(gradients + optimizer
+intermediates, activations).
+
+The model comes from a Hugging Face config.json (--config; families: llama,
+mistral, mixtral, qwen2, gemma, gemma2, phi, phi3, gpt2, gpt_neox, opt,
+falcon), from --layers/--hidden/--heads/--kv-heads/--intermediate/--vocab
+(a Llama-style block), or from --params alone (then the activations come
+from the heuristic). --gpu H100 (or a size: 80GiB) says whether it fits and
+the largest batch that does. --check SNAPSHOT puts the estimate beside what
+a snapshot of the same run measured.`
+
+// archFlags are the --arch flags: a Llama-style model given by its shape.
+type archFlags struct {
+	layers, hidden, heads, kvHeads, headDim, intermediate, vocab int
+	tied, plainMLP                                               bool
+}
+
+func (a *archFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&a.layers, "layers", 0, "arch: transformer blocks")
+	fs.IntVar(&a.hidden, "hidden", 0, "arch: hidden size")
+	fs.IntVar(&a.heads, "heads", 0, "arch: attention heads")
+	fs.IntVar(&a.kvHeads, "kv-heads", 0, "arch: key/value heads (default: --heads; 1 = multi-query)")
+	fs.IntVar(&a.headDim, "head-dim", 0, "arch: head dimension (default: hidden / heads)")
+	fs.IntVar(&a.intermediate, "intermediate", 0, "arch: MLP width")
+	fs.IntVar(&a.vocab, "vocab", 0, "arch: vocabulary size")
+	fs.BoolVar(&a.tied, "tied", false, "arch: the LM head shares the embedding")
+	fs.BoolVar(&a.plainMLP, "plain-mlp", false, "arch: two-matrix MLP (GELU) instead of gated (SwiGLU)")
+}
+
+func (a *archFlags) given() bool {
+	return a.layers != 0 || a.hidden != 0 || a.heads != 0 || a.intermediate != 0 || a.vocab != 0
+}
+
+func (a *archFlags) model() (*estimate.Model, error) {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"layers", a.layers}, {"hidden", a.hidden}, {"heads", a.heads}, {"intermediate", a.intermediate}, {"vocab", a.vocab}} {
+		if f.v <= 0 {
+			return nil, fmt.Errorf("--arch flags: --%s is missing (give --layers, --hidden, --heads, --intermediate and --vocab)", f.name)
+		}
+	}
+	m := &estimate.Model{
+		Family: "arch", Layers: a.layers, Hidden: a.hidden, Heads: a.heads, KVHeads: a.kvHeads,
+		HeadDim: a.headDim, Intermediate: a.intermediate, Vocab: a.vocab, Tied: a.tied,
+		Gated: !a.plainMLP, Norm: estimate.RMSNorm, NormsPerLayer: 2, FinalNorm: true,
+	}
+	if m.KVHeads == 0 {
+		m.KVHeads = m.Heads
+	}
+	if m.HeadDim == 0 {
+		m.HeadDim = m.Hidden / max(m.Heads, 1)
+	}
+	return m, nil
+}
+
+// parseCount reads a parameter count: 6738415616, 6.7e9, 7B, 350M.
+func parseCount(s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToUpper(s))
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(t, "B"):
+		mult, t = 1e9, strings.TrimSuffix(t, "B")
+	case strings.HasSuffix(t, "M"):
+		mult, t = 1e6, strings.TrimSuffix(t, "M")
+	case strings.HasSuffix(t, "K"):
+		mult, t = 1e3, strings.TrimSuffix(t, "K")
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f <= 0 || f*mult > 1e15 {
+		return 0, fmt.Errorf("--params %q: want a count such as 6738415616, 6.7e9 or 7B", s)
+	}
+	return int64(f*mult + 0.5), nil
+}
+
+func runEstimate(env *Env, args []string) error {
+	fs := newFlagSet(env, "estimate", "(--config config.json | --layers ... | --params N) [flags]", estimateAbout)
+	configPath := fs.String("config", "", "Hugging Face `config.json` of the model")
+	var arch archFlags
+	arch.register(fs)
+	params := fs.String("params", "", "parameter count when no architecture is given (7B, 6.7e9)")
+	o := estimate.Options{}
+	fs.StringVar(&o.Dtype, "dtype", "bf16", "fp32, bf16 or fp16: weights, gradients, activations")
+	fs.BoolVar(&o.MixedPrecision, "mixed-precision", false, "16-bit weights and gradients with fp32 master weights in the optimizer")
+	fs.StringVar(&o.Optimizer, "optimizer", "adamw", strings.Join(estimate.Optimizers(), ", "))
+	fs.BoolVar(&o.OptimizerLoop, "optimizer-loop", false, "the optimizer updates one parameter at a time (foreach=False, or hand-written)")
+	fs.IntVar(&o.Batch, "batch", 1, "micro-batch per GPU")
+	fs.IntVar(&o.Seq, "seq", 2048, "sequence length")
+	fs.BoolVar(&o.GradCheckpointing, "grad-checkpointing", false, "recompute each block in backward (keep only block inputs)")
+	fs.BoolVar(&o.FlashAttention, "flash-attention", false, "fused attention: no L×L probabilities kept")
+	fs.IntVar(&o.ZeRO, "zero", 0, "ZeRO stage 0-3 over --gpus (1: optimizer state, 2: + gradients, 3: + parameters)")
+	fsdp := fs.Bool("fsdp", false, "FSDP full sharding over --gpus (same as --zero 3)")
+	fs.IntVar(&o.GPUs, "gpus", 1, "data-parallel GPUs the ZeRO stages shard over")
+	fs.IntVar(&o.LoRARank, "lora-rank", 0, "train only rank-R LoRA adapters on every block projection")
+	fs.BoolVar(&o.Inference, "inference", false, "inference: weights + KV cache for batch × seq + one forward")
+	gpuName := fs.String("gpu", "", "GPU name (H100, A100-40GB, ...) or size (80GiB): does it fit, and the largest batch")
+	maxBatch := fs.Bool("max-batch", false, "print only the largest batch that fits on --gpu")
+	ctx := fs.String("cuda-context", "512MiB", "memory of the CUDA context outside the allocator")
+	fs.Float64Var(&o.CacheOverhead, "allocator-overhead", estimate.DefaultCacheOverhead, "reserved-but-free memory as a fraction of the peak")
+	asJSON := fs.Bool("json", false, "print JSON")
+	checkPath := fs.String("check", "", "compare with what the snapshot `FILE` of the same run measured")
+	device := deviceFlag(fs, "with --check: compare with")
+	useDemo := fs.Bool("demo", false, "estimate the embedded demo's model (with --check: against the demo snapshot)")
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usageError(fs, env.Stderr, fmt.Sprintf("unexpected argument %q (the model comes from --config, --arch flags or --params)", rest[0]))
+	}
+	if *fsdp {
+		o.ZeRO = 3
+	}
+	if o.CUDAContext, err = estimate.ParseSize(*ctx); err != nil {
+		return fmt.Errorf("--cuda-context: %v", err)
+	}
+
+	sources := boolInt(*configPath != "") + boolInt(arch.given()) + boolInt(*params != "") + boolInt(*useDemo)
+	switch {
+	case sources == 0:
+		return usageError(fs, env.Stderr, "no model: give --config, --arch flags (--layers ...) or --params")
+	case sources > 1:
+		return usageError(fs, env.Stderr, "give only one of --config, --arch flags, --params and --demo")
+	case *configPath != "":
+		data, err := os.ReadFile(*configPath)
+		if err != nil {
+			return err
+		}
+		if o.Model, err = estimate.ParseConfig(data); err != nil {
+			return fmt.Errorf("%s: %v", *configPath, err)
+		}
+	case arch.given():
+		if o.Model, err = arch.model(); err != nil {
+			return err
+		}
+	case *params != "":
+		if o.Params, err = parseCount(*params); err != nil {
+			return err
+		}
+	case *useDemo:
+		demoOptions(&o, fs)
+	}
+
+	res, err := estimate.Estimate(o)
+	if err != nil {
+		return err
+	}
+	var verdict *estimate.Verdict
+	if *gpuName != "" {
+		gpu, err := estimate.ParseGPU(*gpuName)
+		if err != nil {
+			return err
+		}
+		mb, err := estimate.MaxBatch(o, gpu.Bytes)
+		if err != nil {
+			return err
+		}
+		verdict = &estimate.Verdict{GPU: gpu, Fits: res.Fits(gpu.Bytes), MaxBatch: mb}
+	} else if *maxBatch {
+		return usageError(fs, env.Stderr, "--max-batch needs --gpu")
+	}
+
+	var chk *estimate.Check
+	if *checkPath != "" || (*useDemo && *checkPath == "") {
+		if chk, err = checkSnapshot(env, res, *checkPath, *useDemo, *device); err != nil {
+			return err
+		}
+	}
+	return writeStdout(env, func(bw io.Writer) error {
+		switch {
+		case *maxBatch && !*asJSON:
+			fmt.Fprintln(bw, verdict.MaxBatch)
+		case *asJSON:
+			j := res.ToJSON(verdict)
+			var v any = j
+			if chk != nil {
+				v = struct {
+					estimate.JSON
+					Check *estimate.CheckJSON `json:"check"`
+				}{j, chk.ToJSON()}
+			}
+			enc := json.NewEncoder(bw)
+			enc.SetIndent("", "  ")
+			return enc.Encode(v)
+		default:
+			if err := res.Write(bw, verdict); err != nil {
+				return err
+			}
+			if chk != nil {
+				fmt.Fprintln(bw)
+				return chk.Write(bw)
+			}
+		}
+		return nil
+	})
+}
+
+// demoOptions sets the model and run of the embedded demo snapshot (a
+// GPT-style block: LayerNorm, fused qkv and 4x GELU MLP with biases, untied
+// head, flash attention, fp32, AdamW) for the flags the user left unset.
+func demoOptions(o *estimate.Options, fs *flag.FlagSet) {
+	w := demo.Workload
+	o.Model = &estimate.Model{
+		Family: "demo", Layers: w.Layers, Hidden: w.DModel, Heads: w.Heads, KVHeads: w.Heads,
+		HeadDim: w.DModel / w.Heads, Intermediate: 4 * w.DModel, Vocab: w.Vocab,
+		QKVBias: true, OutBias: true, MLPBias: true, Norm: estimate.LayerNorm, NormsPerLayer: 2, FinalNorm: true,
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["dtype"] {
+		o.Dtype = "fp32"
+	}
+	if !set["batch"] {
+		o.Batch = w.Batch
+	}
+	if !set["seq"] {
+		o.Seq = w.Seq
+	}
+	if !set["flash-attention"] {
+		o.FlashAttention = true
+	}
+}
+
+// checkSnapshot measures the snapshot of the run (the demo's with --demo
+// and no file) and sets the estimate beside it.
+func checkSnapshot(env *Env, res *estimate.Result, path string, useDemo bool, device int) (*estimate.Check, error) {
+	var files []string
+	if path != "" {
+		files, useDemo = []string{path}, false
+	}
+	s, err := loadOne(env, files, useDemo)
+	if err != nil {
+		return nil, err
+	}
+	if device, err = oneDevice(s, device); err != nil {
+		return nil, err
+	}
+	active, reserved := replay.Peaks(s, device)
+	m := estimate.Measured{
+		Source: "demo", Peak: int64(active), PeakReserved: int64(reserved),
+		Parameters: -1, Gradients: -1, OptimizerState: -1, Activations: -1,
+		Categories: "peak only (per-category measurement not wired yet)",
+	}
+	if path != "" {
+		m.Source = baseName(path)
+	}
+	return estimate.Compare(res, m), nil
+}

@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func estimateConfig(name string) string {
+	return filepath.Join("..", "estimate", "testdata", "configs", name)
+}
+
+// TestEstimateJSON checks the keys a script reads and that --max-batch
+// prints the same batch as the JSON's max_batch.
+func TestEstimateJSON(t *testing.T) {
+	args := []string{"estimate", "--config", estimateConfig("llama-2-7b.json"), "--dtype", "bf16", "--mixed-precision",
+		"--zero", "2", "--gpus", "8", "--batch", "2", "--seq", "4096", "--flash-attention", "--gpu", "H100", "--json"}
+	code, out, errOut := runMain(t, nil, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var j struct {
+		Parameters int64            `json:"parameters"`
+		PeakBytes  int64            `json:"peak_bytes"`
+		Terms      map[string]int64 `json:"terms"`
+		Fits       *bool            `json:"fits"`
+		MaxBatch   *int             `json:"max_batch"`
+	}
+	if err := json.Unmarshal([]byte(out), &j); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if j.Parameters != 6_738_415_616 || j.PeakBytes <= 0 || j.Fits == nil || j.MaxBatch == nil {
+		t.Fatalf("json: %+v", j)
+	}
+	for _, k := range []string{"parameters", "gradients", "optimizer_state", "optimizer_intermediates", "activations", "cuda_context", "allocator_overhead"} {
+		if _, ok := j.Terms[k]; !ok {
+			t.Errorf("terms lack %q: %v", k, j.Terms)
+		}
+	}
+	// ZeRO-2 over 8: bf16 weights whole, gradients and fp32 state an eighth.
+	if j.Terms["parameters"] != 2*6_738_415_616 || j.Terms["gradients"] != 2*6_738_415_616/8 || j.Terms["optimizer_state"] != 12*6_738_415_616/8 {
+		t.Errorf("zero-2 terms: %v", j.Terms)
+	}
+	code, out, _ = runMain(t, nil, append(args[:len(args)-1], "--max-batch")...)
+	if n, err := strconv.Atoi(strings.TrimSpace(out)); code != 0 || err != nil || n != *j.MaxBatch {
+		t.Errorf("--max-batch printed %q (exit %d), json max_batch %d", out, code, *j.MaxBatch)
+	}
+}
+
+// TestEstimateText checks the text output has a formula line per term and
+// the GPU verdict.
+func TestEstimateText(t *testing.T) {
+	code, out, errOut := runMain(t, nil, "estimate", "--config", estimateConfig("mistral-7b-v0.1.json"), "--inference",
+		"--batch", "8", "--seq", "4096", "--gpu", "A100-40GB")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"mistral: 7,241,732,096 parameters",
+		"KV cache", "2 (K,V) × 32 layers × 8 kv-heads × 128 head-dim × B 8 × L 4096 × 2 B",
+		"A100-40GB", "max batch",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestEstimateErrors: bad input is one line naming the field, exit 1;
+// flag mistakes exit 2.
+func TestEstimateErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	bert := write("bert.json", `{"model_type": "bert", "hidden_size": 768}`)
+	noInter := write("llama.json", `{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000}`)
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"estimate", "--config", bert}, 1, `"model_type" "bert" is not a family gpumem counts`},
+		{[]string{"estimate", "--config", noInter}, 1, `llama config has no "intermediate_size" field`},
+		{[]string{"estimate", "--config", filepath.Join(dir, "missing.json")}, 1, "missing.json"},
+		{[]string{"estimate", "--layers", "32", "--hidden", "4096", "--heads", "32", "--vocab", "32000"}, 1, "--intermediate is missing"},
+		{[]string{"estimate", "--params", "seven"}, 1, `--params "seven"`},
+		{[]string{"estimate", "--params", "7B", "--gpu", "Z80"}, 1, "not a known GPU"},
+		{[]string{"estimate", "--params", "7B", "--inference"}, 1, "--inference needs the architecture"},
+		{[]string{"estimate"}, 2, "no model"},
+		{[]string{"estimate", "--params", "7B", "--max-batch"}, 2, "--max-batch needs --gpu"},
+	} {
+		code, _, stderr := runMain(t, nil, tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d mentioning %q", tc.args, code, stderr, tc.code, tc.msg)
+		}
+		if tc.code == 1 && strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: error is more than one line: %q", tc.args, stderr)
+		}
+	}
+}

@@ -1,0 +1,389 @@
+package estimate
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func loadConfig(t *testing.T, name string) *Model {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "configs", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ParseConfig(data)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return m
+}
+
+// TestPublishedSizes checks the counts from real config.json files against
+// the sizes their publishers state (testdata/README.md cites each file and
+// figure). exact: the publisher prints the full count; otherwise the
+// figure is rounded and the count must be within 0.5% of it.
+func TestPublishedSizes(t *testing.T) {
+	for _, tc := range []struct {
+		file      string
+		published float64
+		exact     bool
+	}{
+		{"llama-2-7b.json", 6_738_415_616, true},
+		{"llama-2-70b.json", 68_976_648_192, true},
+		{"llama-3.2-1b.json", 1_235_814_400, true},
+		{"mistral-7b-v0.1.json", 7_241_732_096, true},
+		{"mixtral-8x7b-v0.1.json", 46_702_792_704, true},
+		{"qwen2-1.5b.json", 1.54e9, false},
+		{"qwen2-7b.json", 7.62e9, false},
+		{"gemma-2b.json", 2_506_172_416, true},
+		{"gemma-2-2b.json", 2_614_341_888, true},
+		{"gemma-2-9b.json", 9_241_705_984, true},
+		{"phi-3.5-mini.json", 3.82e9, false},
+		{"phi-2.json", 2_779_683_840, true},
+		{"gpt2.json", 124_439_808, true},
+		{"gpt2-medium.json", 354_823_168, true},
+		{"opt-125m.json", 125_239_296, true},
+		{"redpajama-incite-3b.json", 2.78e9, false},
+	} {
+		got := loadConfig(t, tc.file).Params().Total()
+		if tc.exact {
+			if float64(got) != tc.published {
+				t.Errorf("%s: %d parameters, published %.0f", tc.file, got, tc.published)
+			}
+			continue
+		}
+		if d := math.Abs(float64(got)-tc.published) / tc.published; d > 0.005 {
+			t.Errorf("%s: %d parameters, %.2f%% from the published %.3g", tc.file, got, d*100, tc.published)
+		}
+	}
+}
+
+// TestFamilyStructure pins the parts where families differ: tying, GQA/MQA,
+// biases, norms per layer, MoE.
+func TestFamilyStructure(t *testing.T) {
+	for _, tc := range []struct {
+		file                   string
+		tied                   bool
+		kv, norms, experts     int
+		qkvBias, outBias, gate bool
+	}{
+		{"llama-2-70b.json", false, 8, 2, 0, false, false, true},
+		{"llama-3.2-1b.json", true, 8, 2, 0, false, false, true},
+		{"mixtral-8x7b-v0.1.json", false, 8, 2, 8, false, false, true},
+		{"qwen2-1.5b.json", true, 2, 2, 0, true, false, true},
+		{"gemma-2b.json", true, 1, 2, 0, false, false, true},
+		{"gemma-2-2b.json", true, 4, 4, 0, false, false, true},
+		{"phi-2.json", false, 32, 1, 0, true, true, false},
+		{"gpt2.json", true, 12, 2, 0, true, true, false},
+		{"falcon-40b-instruct.json", true, 8, 2, 0, false, false, false},
+		{"opt-125m.json", true, 12, 2, 0, true, true, false},
+	} {
+		m := loadConfig(t, tc.file)
+		if m.Tied != tc.tied || m.KVHeads != tc.kv || m.NormsPerLayer != tc.norms || m.Experts != tc.experts ||
+			m.QKVBias != tc.qkvBias || m.OutBias != tc.outBias || m.Gated != tc.gate {
+			t.Errorf("%s: got %+v", tc.file, *m)
+		}
+	}
+	// Falcon-40B by its modules: per layer ln_attn and ln_mlp (weight+bias),
+	// fused qkv 8192 x (128+2*8)*64, dense 8192², 4x MLP; tied head.
+	layer := int64(4*8192 + 8192*(128+16)*64 + 8192*8192 + 2*8192*4*8192)
+	want := 60*layer + 65024*8192 + 2*8192
+	if got := loadConfig(t, "falcon-40b-instruct.json").Params().Total(); got != want {
+		t.Errorf("falcon-40b: %d, want %d", got, want)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	for _, tc := range []struct{ json, want string }{
+		{`{"model_type": "bert", "hidden_size": 768}`, `"model_type" "bert" is not a family`},
+		{`{"hidden_size": 768}`, `no "model_type" field`},
+		{`{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000}`, `llama config has no "intermediate_size" field`},
+		{`{"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100}`, `mixtral config has no "num_local_experts" field`},
+		{`{"model_type": "gpt2", "n_embd": "768", "n_layer": 12, "n_head": 12, "vocab_size": 50257, "n_positions": 1024}`, `"n_embd" is "768", want an integer`},
+		{`{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 3, "intermediate_size": 128, "vocab_size": 100}`, `multiple of kv-heads`},
+		{`{"model_type": "opt", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "ffn_dim": 128, "vocab_size": 100, "tie_word_embeddings": "yes", "max_position_embeddings": 16}`, `"tie_word_embeddings" is "yes", want true or false`},
+		{`[1, 2]`, `not a JSON object`},
+	} {
+		_, err := ParseConfig([]byte(tc.json))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.json, err, tc.want)
+		}
+	}
+}
+
+// tiny is a two-layer GQA model small enough to work every term out by
+// hand (the comments in TestTermsExactBytes).
+func tiny() *Model {
+	return &Model{Family: "arch", Layers: 2, Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 16, Intermediate: 128,
+		Vocab: 1000, Gated: true, Norm: RMSNorm, NormsPerLayer: 2, FinalNorm: true}
+}
+
+func tinyOptions() Options {
+	return Options{Model: tiny(), Dtype: "bf16", Optimizer: "adamw", Batch: 2, Seq: 8, GPUs: 1,
+		CUDAContext: DefaultCUDAContext, CacheOverhead: 0.10}
+}
+
+func mustEstimate(t *testing.T, o Options) *Result {
+	t.Helper()
+	r, err := Estimate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestTermsExactBytes pins every formula on the tiny model. Parameters:
+// embedding 1000×64 = 64,000; per layer q 64×64 + k,v 2×64×32 + o 64×64 =
+// 12,288, MLP 3×64×128 = 24,576, norms 2×64 → 36,992; two layers 73,984;
+// final norm 64; untied head 64,000: N = 202,048.
+func TestTermsExactBytes(t *testing.T) {
+	if n := tiny().Params().Total(); n != 202_048 {
+		t.Fatalf("tiny has %d parameters, want 202,048", n)
+	}
+	type terms map[string]int64
+	for _, tc := range []struct {
+		name   string
+		change func(o *Options)
+		want   terms
+		peak   int64
+	}{
+		// bf16 AdamW: P = 2 B. Activations per layer and token: norms 2×2×64
+		// = 256, attention q 4×16 + k,v 2×2×16 + o-input 64 = 192, MLP 4×128
+		// = 512 → 960 × 16 tokens × 2 B = 30,720, softmax 4 heads × 8² × 2
+		// sequences × 2 B = 1,024; two layers 63,488; head 16 × (2×64 +
+		// 2×1000) × 2 B = 68,096 → 131,584.
+		{"bf16 adamw", nil, terms{
+			TermParameters: 404_096, TermGradients: 404_096, TermOptimizerState: 808_192,
+			TermOptimizerIntermediates: 404_096, TermActivations: 131_584, TermCUDAContext: 536_870_912,
+			TermAllocatorOverhead: 202_048,
+		}, 404_096 + 808_192 + 404_096 + 404_096},
+		// Flash attention: no softmax; the kernel's output 64 more per token
+		// (+2,048 B per layer) and its fp32 log-sum-exp 4 heads × 8 × 2 × 4 B
+		// = 256 per layer: 2 × (30,720 + 2,048 + 256) + 68,096 = 134,144.
+		{"flash", func(o *Options) { o.FlashAttention = true }, terms{TermActivations: 134_144}, 0},
+		// Checkpointing: 2 layer inputs 16 × 64 × 2 B = 4,096 + one layer
+		// 31,744 + head 68,096.
+		{"checkpointing", func(o *Options) { o.GradCheckpointing = true }, terms{TermActivations: 103_936}, 0},
+		// Mixed precision over ZeRO-2 on 4 GPUs: bf16 weights whole, bf16
+		// gradients / 4, fp32 state 2×4 + master 4 = 12 B × N / 4,
+		// intermediates (sqrt 4 B + fp32 gradient copy 4 B) × N / 4.
+		{"mixed zero-2", func(o *Options) { o.MixedPrecision, o.ZeRO, o.GPUs = true, 2, 4 }, terms{
+			TermParameters: 404_096, TermGradients: 101_024, TermOptimizerState: 606_144,
+			TermOptimizerIntermediates: 404_096,
+		}, 0},
+		// ZeRO-3: weights / 4 plus two gathered layers 2 × 36,992 × 2 B.
+		{"zero-3", func(o *Options) { o.ZeRO, o.GPUs = 3, 4 }, terms{
+			TermParameters: 101_024 + 147_968, TermGradients: 101_024, TermOptimizerState: 202_048,
+			TermOptimizerIntermediates: 101_024,
+		}, 0},
+		// LoRA rank 4 on every block projection: 4 × (rows + cols) summed
+		// = 8,192 adapters; only they have gradients and state.
+		{"lora", func(o *Options) { o.LoRARank = 4 }, terms{
+			TermParameters: 420_480, TermGradients: 16_384, TermOptimizerState: 32_768,
+			TermOptimizerIntermediates: 16_384,
+		}, 0},
+		{"sgd", func(o *Options) { o.Optimizer = "sgd" }, terms{TermOptimizerState: 0, TermOptimizerIntermediates: 0}, 0},
+		{"sgd-momentum", func(o *Options) { o.Optimizer = "sgd-momentum" }, terms{TermOptimizerState: 404_096}, 0},
+		// Adafactor: Σ(rows + cols) = 4,176 over the matrices + 320 norm
+		// weights = 4,496 × 2 B; the loop's 2 temporaries of the 64,000-element
+		// embedding × 2 B.
+		{"adafactor", func(o *Options) { o.Optimizer = "adafactor" }, terms{
+			TermOptimizerState: 8_992, TermOptimizerIntermediates: 256_000,
+		}, 0},
+		// 8-bit AdamW: 2 × 1 B per parameter + 2 × ceil(N/256) = 1,580 blocks × 4 B.
+		{"adamw-8bit", func(o *Options) { o.Optimizer = "adamw-8bit" }, terms{
+			TermOptimizerState: 2*202_048 + 4*1_580, TermOptimizerIntermediates: 0,
+		}, 0},
+		// Per-parameter loop: 2 temporaries of the largest tensor.
+		{"adamw loop", func(o *Options) { o.OptimizerLoop = true }, terms{TermOptimizerIntermediates: 256_000}, 0},
+		// fp32: everything doubles, activations included.
+		{"fp32", func(o *Options) { o.Dtype = "fp32" }, terms{TermParameters: 808_192, TermActivations: 263_168}, 0},
+		// Inference: weights; KV 2 × 2 layers × 2 heads × 16 × 16 tokens ×
+		// 2 B = 4,096; forward: residual 2×64×16×2 = 4,096 + max(attention
+		// (192 × 16 × 2 = 6,144) + scores and probabilities 2 × 2 × 4 × 64 × 2
+		// = 2,048, MLP 3 × 128 × 16 × 2 = 12,288) + logits 1000 × 16 × 2 =
+		// 32,000.
+		{"inference", func(o *Options) { o.Inference = true }, terms{
+			TermParameters: 404_096, TermKVCache: 4_096, TermActivations: 48_384, TermGradients: 0,
+		}, 456_576},
+	} {
+		o := tinyOptions()
+		if tc.change != nil {
+			tc.change(&o)
+		}
+		r := mustEstimate(t, o)
+		for k, want := range tc.want {
+			if got := r.Term(k); got != want {
+				t.Errorf("%s: %s = %d, want %d", tc.name, k, got, want)
+			}
+		}
+		if tc.peak != 0 && r.PeakBytes != tc.peak {
+			t.Errorf("%s: peak %d, want %d", tc.name, r.PeakBytes, tc.peak)
+		}
+		if want := r.PeakBytes + r.Term(TermAllocatorOverhead) + r.Term(TermCUDAContext); r.TotalBytes != want {
+			t.Errorf("%s: total %d, want peak + overhead + context = %d", tc.name, r.TotalBytes, want)
+		}
+	}
+}
+
+// TestPhases pins the three phases and the blog peak on the tiny model.
+func TestPhases(t *testing.T) {
+	r := mustEstimate(t, tinyOptions())
+	M, O, G, I, A := int64(404_096), int64(808_192), int64(404_096), int64(404_096), int64(131_584)
+	logitsGrad := int64(1000 * 16 * 2)
+	want := map[string]int64{"forward": M + O + A, "backward": M + O + max(A, G) + logitsGrad, "optimizer step": M + O + G + I}
+	for _, p := range r.Phases {
+		if p.Bytes != want[p.Name] {
+			t.Errorf("%s: %d, want %d", p.Name, p.Bytes, want[p.Name])
+		}
+	}
+	if blog := M + O + max(G+I, A); r.BlogPeak != blog {
+		t.Errorf("blog peak %d, want %d", r.BlogPeak, blog)
+	}
+}
+
+// TestBlogWorkedFigures reproduces the Hugging Face blog's Qwen2.5-1.5B
+// numbers (../shared/seeds/hf-blog-visualize-and-understand-gpu-memory.md).
+func TestBlogWorkedFigures(t *testing.T) {
+	m := loadConfig(t, "qwen2-1.5b.json") // Qwen2-1.5B: the same shapes as Qwen2.5-1.5B
+	N := m.Params().Total()
+	// "1.5 billion parameters": the model card's 1.54B.
+	if N != 1_543_714_304 {
+		t.Fatalf("Qwen 1.5B: %d parameters", N)
+	}
+	// The blog's forward hook sums 5,065,216 "activations per input token"
+	// in fp32: it is bytes, 1,266,304 elements.
+	elems, err := m.HookOutputsPerToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if elems*4 != 5_065_216 {
+		t.Errorf("hook outputs: %d elements = %d fp32 bytes, the blog printed 5,065,216", elems, elems*4)
+	}
+	// "Model Memory = 1.5e9 × 4 bytes = 6 GB", optimizer state 2 × N × P,
+	// gradients and intermediates N × P, with the blog's N.
+	r := mustEstimate(t, Options{Params: 1_500_000_000, Dtype: "fp32", Optimizer: "adamw", Batch: 16, Seq: 256,
+		GPUs: 1, CacheOverhead: 0})
+	for k, want := range map[string]int64{TermParameters: 6e9, TermOptimizerState: 12e9, TermGradients: 6e9, TermOptimizerIntermediates: 6e9} {
+		if got := r.Term(k); got != want {
+			t.Errorf("blog %s: %d, want %d", k, got, want)
+		}
+	}
+	// The heuristic, read as 16-bit bytes per token (README: the blog's
+	// "×10^4" must be ×10^-4 for N in parameters), lands 1.6% above the
+	// hook's figure in 16-bit bytes; neither other reading comes close.
+	a := blogActivationsPerToken(N)
+	if d := a/float64(2*elems) - 1; d < 0 || d > 0.02 {
+		t.Errorf("heuristic %.0f vs hook %d 16-bit bytes: %+.2f%%", a, 2*elems, d*100)
+	}
+	if billions := 4.6894e4*float64(N)/1e9 + 1.8494e6; math.Abs(billions/float64(2*elems)-1) < 0.2 || math.Abs(billions/float64(elems)-1) < 0.2 {
+		t.Errorf("N in billions gives %.0f, unexpectedly close to the hook's figure", billions)
+	}
+	// The batch of the worked example: A/2 × B 16 × L 256 × 4 B.
+	if want := int64(math.Round(blogActivationsPerToken(1_500_000_000) / 2 * 16 * 256 * 4)); r.Heuristic == nil || r.Heuristic.Bytes != want {
+		t.Errorf("heuristic term %+v, want %d bytes", r.Heuristic, want)
+	}
+	// The blog's peak at batch 16: model + state + max(grads + intermediates, activations).
+	if want := int64(6e9+12e9) + max(int64(12e9), r.Term(TermActivations)); r.BlogPeak != want {
+		t.Errorf("blog peak %d, want %d", r.BlogPeak, want)
+	}
+}
+
+// TestMaxBatchMatchesSearch compares MaxBatch with trying every batch.
+func TestMaxBatchMatchesSearch(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		gpu  string
+		opt  func(o *Options)
+	}{
+		{"llama-2-7b.json", "H100", func(o *Options) { o.ZeRO, o.GPUs, o.MixedPrecision, o.FlashAttention = 3, 8, true, true }},
+		{"qwen2-1.5b.json", "A100-40GB", func(o *Options) { o.GradCheckpointing = true }},
+		{"gpt2.json", "24GiB", func(o *Options) { o.Dtype = "fp32" }},
+		{"mistral-7b-v0.1.json", "H100", func(o *Options) { o.Inference = true }},
+		{"llama-2-70b.json", "H100", nil},
+	} {
+		o := Options{Model: loadConfig(t, tc.file), Dtype: "bf16", Optimizer: "adamw", Batch: 1, Seq: 1024, GPUs: 1,
+			CUDAContext: DefaultCUDAContext, CacheOverhead: DefaultCacheOverhead}
+		if tc.opt != nil {
+			tc.opt(&o)
+		}
+		gpu, err := ParseGPU(tc.gpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := MaxBatch(o, gpu.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		for b := 1; b <= 4096; b++ {
+			o.Batch = b
+			if !mustEstimate(t, o).Fits(gpu.Bytes) {
+				break
+			}
+			want = b
+		}
+		if got != want {
+			t.Errorf("%s on %s: MaxBatch %d, search %d", tc.file, tc.gpu, got, want)
+		}
+	}
+}
+
+func TestParseGPU(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{
+		{"H100", 81559 << 20}, {"a100-40gb", 40960 << 20}, {"80GiB", 80 << 30}, {"24GB", 24 << 30}, {"16000MiB", 16000 << 20},
+	} {
+		g, err := ParseGPU(tc.in)
+		if err != nil || g.Bytes != tc.want {
+			t.Errorf("%s: %v %v, want %d", tc.in, g, err, tc.want)
+		}
+	}
+	if _, err := ParseGPU("B200-ish"); err == nil || !strings.Contains(err.Error(), "not a known GPU") {
+		t.Errorf("unknown GPU: %v", err)
+	}
+}
+
+func TestOptionErrors(t *testing.T) {
+	for _, tc := range []struct {
+		change func(o *Options)
+		want   string
+	}{
+		{func(o *Options) { o.Dtype = "fp8" }, `dtype "fp8"`},
+		{func(o *Options) { o.Dtype, o.MixedPrecision = "fp32", true }, "--mixed-precision needs"},
+		{func(o *Options) { o.Optimizer = "lion" }, `optimizer "lion"`},
+		{func(o *Options) { o.Model, o.Params, o.Inference = nil, 7e9, true }, "--inference needs the architecture"},
+		{func(o *Options) { o.Model, o.Params, o.Optimizer = nil, 7e9, "adafactor" }, "adafactor's state"},
+		{func(o *Options) { o.ZeRO = 4 }, "zero stage 4"},
+		{func(o *Options) { o.Batch = 0 }, "batch and seq must be positive"},
+	} {
+		o := tinyOptions()
+		tc.change(&o)
+		if _, err := Estimate(o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want %q", err, tc.want)
+		}
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "configs", "*.json"))
+	for _, p := range files {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseConfig(data)
+		if err != nil {
+			return
+		}
+		if m.Params().Total() <= 0 && m.Layers < 1<<20 {
+			t.Errorf("non-positive count for %+v", *m)
+		}
+	})
+}
