@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/internal/web"
@@ -86,15 +86,6 @@ func newBrowser(t testing.TB) context.Context {
 	return ctx
 }
 
-func sharedDir(t testing.TB) string {
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "shared", "snapshots", "real")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("no real snapshots at %s (../shared is absent)", dir)
-	}
-	return dir
-}
-
 // candidates are real snapshots with traces, settings and annotations; the
 // first that decodes is used.
 var candidates = []string{
@@ -106,7 +97,7 @@ var candidates = []string{
 
 func loadReal(t testing.TB) (string, *snapshot.Snapshot) {
 	t.Helper()
-	dir := sharedDir(t)
+	dir := corpus.Dir(t)
 	var errs []string
 	for _, name := range candidates {
 		s, err := snapshot.Open(filepath.Join(dir, name), nil)
@@ -512,7 +503,7 @@ const dropFile = `(() => {
 
 func TestDropUpload(t *testing.T) {
 	ctx, url, _ := serveReal(t)
-	good, err := os.ReadFile(filepath.Join(sharedDir(t), "DocuBox__dump_snapshot.pickle"))
+	good, err := os.ReadFile(filepath.Join(corpus.Dir(t), "DocuBox__dump_snapshot.pickle"))
 	if err != nil {
 		t.Skipf("small snapshot missing: %v", err)
 	}
@@ -546,7 +537,7 @@ func TestDropUpload(t *testing.T) {
 // TestNoTraceSnapshot opens a snapshot without trace events: the timeline
 // shows the blocks alive at dump time and says so.
 func TestNoTraceSnapshot(t *testing.T) {
-	dir := sharedDir(t)
+	dir := corpus.Dir(t)
 	s, err := snapshot.Open(filepath.Join(dir, "DocuBox__dump_snapshot.pickle"), nil)
 	if err != nil {
 		t.Fatal(err)

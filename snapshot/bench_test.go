@@ -2,8 +2,9 @@ package snapshot
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/gpumem/gpumem/internal/corpus"
 )
 
 // benchFile is the file the benchmarks decode: the largest real snapshot,
@@ -12,7 +13,7 @@ func benchFile(b *testing.B) string {
 	if path := os.Getenv("GPUMEM_BENCH_FILE"); path != "" {
 		return path
 	}
-	return filepath.Join(corpusDir(b), "cs336-notHanmin__memory_snapshot.pickle")
+	return corpus.File(b, "cs336-notHanmin__memory_snapshot.pickle")
 }
 
 // BenchmarkDecode decodes benchFile from memory.

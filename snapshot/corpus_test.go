@@ -5,29 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gpumem/gpumem/internal/corpus"
 )
-
-// corpusDir returns ../shared/snapshots/real, skipping when absent.
-func corpusDir(t testing.TB) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "snapshots", "real")
-	if _, err := os.Stat(filepath.Join(dir, "SOURCES.json")); err != nil {
-		t.Skipf("real snapshot corpus not found at %s (needs ../shared next to the repo)", dir)
-	}
-	return dir
-}
-
-// corpusFiles returns the real snapshots' paths, skipping when there are
-// none.
-func corpusFiles(t testing.TB) []string {
-	t.Helper()
-	dir := corpusDir(t)
-	files, err := filepath.Glob(filepath.Join(dir, "*.pickle"))
-	if err != nil || len(files) == 0 {
-		t.Skipf("no snapshots in %s", dir)
-	}
-	return files
-}
 
 type sourceInfo struct {
 	Name                  string         `json:"name"`
@@ -114,7 +94,7 @@ func loadSources(t testing.TB, dir string) []sourceInfo {
 
 // TestCorpus checks every real snapshot against SOURCES.json/SOURCES.md.
 func TestCorpus(t *testing.T) {
-	dir := corpusDir(t)
+	dir := corpus.Dir(t)
 	gens := corpusGenerations(t, dir)
 	srcs := loadSources(t, dir)
 	if len(srcs) != len(gens) || len(srcs) == 0 {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gpumem/gpumem/internal/corpus"
 )
 
 // pythonCheck loads each pickle with CPython, re-dumps it with
@@ -68,7 +70,7 @@ func cpythonCheck(t *testing.T, snaps map[string]*Snapshot) {
 // TestCPythonIdentical re-encodes real snapshots of every generation, plus
 // one with unknown keys, and checks the bytes against CPython's.
 func TestCPythonIdentical(t *testing.T) {
-	dir := corpusDir(t)
+	dir := corpus.Dir(t)
 	files, _ := filepath.Glob(filepath.Join(dir, "*.pickle"))
 	// Smallest file of each generation keeps the test fast.
 	best := map[Generation]string{}

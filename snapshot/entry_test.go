@@ -7,13 +7,15 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gpumem/gpumem/internal/corpus"
 )
 
 // TestEntryReader decodes every real snapshot with and without the
 // trace-entry reader: the models must be identical.
 func TestEntryReader(t *testing.T) {
 	taken := 0
-	for _, f := range corpusFiles(t) {
+	for _, f := range corpus.Files(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			raw, err := os.ReadFile(f)
 			if err != nil {

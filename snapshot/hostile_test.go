@@ -12,12 +12,14 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/gpumem/gpumem/internal/corpus"
 )
 
 // smallSnapshot returns a small real snapshot (skipping without the corpus).
 func smallSnapshot(t testing.TB) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(corpusDir(t), "cs336-silmont2000__mem_snapshot.pickle"))
+	b, err := os.ReadFile(filepath.Join(corpus.Dir(t), "cs336-silmont2000__mem_snapshot.pickle"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +200,7 @@ func equalInt32(a, b []int32) bool {
 }
 
 func FuzzSnapshot(f *testing.F) {
-	dir := filepath.Join("..", "..", "shared", "snapshots", "real")
+	dir := corpus.Path("snapshots", "real")
 	// Small seeds only: the fuzzer minimizes every new input, which takes
 	// minutes for a 70 KB one.
 	for _, name := range []string{"text-to-SQL__dump_snapshot__27df9f5b.pickle", "HitsBE__my_snapshot.pickle", "DocuBox__dump_snapshot.pickle", "voxelflex__dump_snapshot__e8335e9c.pickle"} {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/gpumem/gpumem/internal/corpus"
 )
 
 // bigSnapshot writes a snapshot of several decoder windows to a temporary
@@ -14,7 +16,7 @@ func bigSnapshot(t *testing.T) string {
 	t.Helper()
 	var biggest string
 	var size int64
-	for _, f := range corpusFiles(t) {
+	for _, f := range corpus.Files(t) {
 		if st, err := os.Stat(f); err == nil && st.Size() > size {
 			biggest, size = f, st.Size()
 		}
@@ -54,7 +56,7 @@ func bigSnapshot(t *testing.T) string {
 // as a stream, and expects the same model and progress reports that only
 // grow and end at the file size.
 func TestMappedMatchesStream(t *testing.T) {
-	files := append(corpusFiles(t), bigSnapshot(t))
+	files := append(corpus.Files(t), bigSnapshot(t))
 	for _, path := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			st, err := os.Stat(path)
@@ -99,7 +101,7 @@ func TestMappedMatchesStream(t *testing.T) {
 // the merged frees (Viz) and block addresses done but no version yet, and
 // the snapshot returned afterwards has the versions Annotate computes.
 func TestEarly(t *testing.T) {
-	for _, path := range corpusFiles(t) {
+	for _, path := range corpus.Files(t) {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

@@ -8,12 +8,14 @@ import (
 	"reflect"
 	"sort"
 	"testing"
+
+	"github.com/gpumem/gpumem/internal/corpus"
 )
 
 // TestRoundTrip decodes every real snapshot, writes it as pickle and as
 // JSON, decodes those and expects the same model.
 func TestRoundTrip(t *testing.T) {
-	for _, f := range corpusFiles(t) {
+	for _, f := range corpus.Files(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			orig, err := Open(f, nil)
 			if err != nil {

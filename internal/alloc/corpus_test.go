@@ -4,25 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/snapshot"
 )
-
-// realSnapshots returns the real snapshot pickles of ../shared, or skips.
-func realSnapshots(t *testing.T) []string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	dir := filepath.Join(root, "..", "shared", "snapshots", "real")
-	files, _ := filepath.Glob(filepath.Join(dir, "*.pickle"))
-	if len(files) == 0 {
-		t.Skipf("no real snapshots in %s (the shared corpus is absent)", dir)
-	}
-	return files
-}
 
 // TestCorpusReplay is the acceptance test: for every device trace with
 // alloc events, the free-running replay with the snapshot's own settings
@@ -30,7 +17,7 @@ func realSnapshots(t *testing.T) []string {
 // every segment_free/unmap, and ends on the snapshot's final layout. It
 // prints a per-trace table.
 func TestCorpusReplay(t *testing.T) {
-	files := realSnapshots(t)
+	files := corpus.Files(t)
 	var table strings.Builder
 	fmt.Fprintf(&table, "%-72s %3s %6s %13s %11s %5s\n", "snapshot", "dev", "events", "alloc addrs", "seg events", "final")
 	var totA, totAM, totS, totSM, traces, finals int

@@ -1,27 +1,13 @@
 package analysis
 
 import (
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/snapshot"
 )
-
-// realDir is ../shared/snapshots/real beside the repository; tests that
-// need it skip without it.
-func realDir(t testing.TB) string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "snapshots", "real"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "SOURCES.md")); err != nil {
-		t.Skipf("real snapshots not available (%v); they live in ../shared next to the repository", err)
-	}
-	return dir
-}
 
 var (
 	openedMu sync.Mutex
@@ -31,7 +17,7 @@ var (
 // openReal decodes a real snapshot once per test binary.
 func openReal(t testing.TB, name string) *snapshot.Snapshot {
 	t.Helper()
-	path := filepath.Join(realDir(t), name)
+	path := filepath.Join(corpus.Dir(t), name)
 	openedMu.Lock()
 	defer openedMu.Unlock()
 	if s, ok := opened[path]; ok {

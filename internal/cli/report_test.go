@@ -6,30 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/gpumem/gpumem/internal/corpus"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// sharedSnapshots is ../shared/snapshots next to the repository root.
-func sharedSnapshots() string {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	return filepath.Join(root, "..", "shared", "snapshots")
-}
-
-// sharedDir returns sharedSnapshots, skipping the test when the real
-// snapshots are absent.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir := sharedSnapshots()
-	if _, err := os.Stat(filepath.Join(dir, "real")); err != nil {
-		t.Skipf("real snapshots not found at %s (they live outside the repository): %v", dir, err)
-	}
-	return dir
-}
 
 // runMain runs cli.Main and turns a panic into a test failure.
 func runMain(t *testing.T, stdin []byte, args ...string) (code int, stdout, stderr string) {
@@ -50,7 +33,7 @@ func runMain(t *testing.T, stdin []byte, args ...string) (code int, stdout, stde
 // TestStatsCorpus checks "gpumem stats" against the output of PyTorch's
 // own "python -m torch.cuda._memory_viz stats" for every real snapshot.
 func TestStatsCorpus(t *testing.T) {
-	dir := sharedDir(t)
+	dir := corpus.Snapshots(t)
 	want, err := filepath.Glob(filepath.Join(dir, "expected", "stats", "*.txt"))
 	if err != nil || len(want) == 0 {
 		t.Skipf("no expected stats outputs in %s", dir)
@@ -108,7 +91,7 @@ var goldenSnapshots = []string{
 }
 
 func TestTraceGolden(t *testing.T) {
-	dir := sharedDir(t)
+	dir := corpus.Snapshots(t)
 	for _, name := range goldenSnapshots {
 		if name == "select_n__snapshot__5a601013" || name == "BlockZero__cuda_snapshot" {
 			continue // long listings; info covers them
@@ -125,7 +108,7 @@ func TestTraceGolden(t *testing.T) {
 }
 
 func TestInfoGolden(t *testing.T) {
-	dir := sharedDir(t)
+	dir := corpus.Snapshots(t)
 	for _, name := range goldenSnapshots {
 		for _, mode := range []string{"txt", "json"} {
 			t.Run(name+"."+mode, func(t *testing.T) {
@@ -169,7 +152,7 @@ func checkGolden(t *testing.T, path, got string) {
 // memory_viz itself computed (expected/timeline.jsonl); internal/replay's
 // tests check the peaks of every file, this checks the wiring on one.
 func TestInfoJSONFields(t *testing.T) {
-	dir := sharedDir(t)
+	dir := corpus.Snapshots(t)
 	code, out, errOut := runMain(t, nil, "info", "--json", filepath.Join(dir, "real", "DocuBox__dump_snapshot.pickle"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -195,7 +178,7 @@ func TestHostileInputs(t *testing.T) {
 		"badsegaddr.pickle": []byte("\x80\x04\x95#\x00\x00\x00\x00\x00\x00\x00}\x94\x8c\x08segments\x94]\x94}\x94\x8c\x07address\x94\x8c\x01x\x94sas."),
 		"truncated.pickle":  []byte("\x80\x04\x95#\x00\x00\x00\x00\x00\x00\x00}\x94\x8c\x08segments\x94]\x94}\x94\x8c\x07add"),
 	}
-	if b, err := os.ReadFile(filepath.Join(sharedSnapshots(), "real", "MLSys-Experiments__model_memory_usage_profile_grad.pickle")); err == nil {
+	if b, err := os.ReadFile(filepath.Join(corpus.Path("snapshots"), "real", "MLSys-Experiments__model_memory_usage_profile_grad.pickle")); err == nil {
 		files["real-truncated.pickle"] = b[:len(b)/2]
 	}
 	var paths []string

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpumem/gpumem/internal/corpus"
 )
 
 // simGolden compares got with testdata/sim/NAME (go test -update rewrites it).
@@ -83,7 +85,7 @@ func TestSimErrors(t *testing.T) {
 }
 
 func TestSimReplay(t *testing.T) {
-	p := filepath.Join(sharedDir(t), "real", "cs336-silmont2000__mem_snapshot.pickle")
+	p := filepath.Join(corpus.Snapshots(t), "real", "cs336-silmont2000__mem_snapshot.pickle")
 	code, out, errs := runMain(t, nil, "sim", p)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -127,7 +129,7 @@ func TestSimReplay(t *testing.T) {
 // (22.2 GiB) reserved. The sweep says so and replays from empty, where the
 // settings give different peaks; under the recorded layout they cannot.
 func TestSimFromEmpty(t *testing.T) {
-	p := filepath.Join(sharedDir(t), "real", "cs336-notHanmin__memory_snapshot.pickle")
+	p := filepath.Join(corpus.Snapshots(t), "real", "cs336-notHanmin__memory_snapshot.pickle")
 	code, out, errs := runMain(t, nil, "sim", p, "--sweep")
 	if code != 0 {
 		t.Fatalf("sweep: %d %s", code, errs)
@@ -206,7 +208,7 @@ func TestSimCapacityOOM(t *testing.T) {
 		!strings.Contains(out, "recorded (default)") {
 		t.Errorf("text: %s", out)
 	}
-	p := filepath.Join(sharedDir(t), "real", "cs336-silmont2000__mem_snapshot.pickle")
+	p := filepath.Join(corpus.Snapshots(t), "real", "cs336-silmont2000__mem_snapshot.pickle")
 	if code, _, errs := runMain(t, nil, "sim", p, "--capacity", "oom"); code != 1 || !strings.Contains(errs, "records no out-of-memory") {
 		t.Errorf("no OOM in the trace: exit %d, %q", code, errs)
 	}

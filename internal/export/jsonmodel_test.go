@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -77,7 +78,7 @@ type JSONModel struct {
 // TestJSONCorpus exports every real snapshot and reads it back: the same
 // segments, blocks, events, frames and stacks as the decoded snapshot.
 func TestJSONCorpus(t *testing.T) {
-	for _, path := range corpus(t) {
+	for _, path := range corpus.Files(t) {
 		s := load(t, path)
 		var buf bytes.Buffer
 		if err := WriteJSON(&buf, s, -1); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
@@ -61,7 +62,7 @@ func counterMax(t *testing.T, tf *traceFile) map[int]map[string]uint64 {
 // maximum is info's "peak reserved" and the requested counter's maximum
 // is info's "peak active" (both memory_viz's), per device.
 func TestPerfettoPeaksCorpus(t *testing.T) {
-	for _, path := range corpus(t) {
+	for _, path := range corpus.Files(t) {
 		s := load(t, path)
 		tf := perfetto(t, s, PerfettoOptions{Device: -1})
 		mx := counterMax(t, tf)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/internal/report"
 )
@@ -31,7 +32,7 @@ func pprofTotals(p *profile.Profile) map[string]int64 {
 // active_allocated block count, alloc_objects the trace's alloc count and
 // peak_space info's peak active.
 func TestPprofCorpus(t *testing.T) {
-	for _, path := range corpus(t) {
+	for _, path := range corpus.Files(t) {
 		s := load(t, path)
 		in := report.BuildInfo(s, replay.Peaks)
 		for _, di := range in.Devices {

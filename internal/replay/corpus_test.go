@@ -12,21 +12,9 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/snapshot"
 )
-
-// sharedDir is ../shared next to the repository root.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "shared"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "snapshots", "expected", "timeline.jsonl")); err != nil {
-		t.Skipf("real snapshots not available (%v); they live in ../shared next to the repository", err)
-	}
-	return dir
-}
 
 type expectedView struct {
 	PeakBytes uint64 `json:"peak_bytes"`
@@ -65,7 +53,7 @@ func loadExpected(t testing.TB, dir string) []expectedFile {
 // timelines against memory_viz's own output for every real snapshot, and
 // that a full Timeline agrees with ComputeStats.
 func TestCorpusPeaks(t *testing.T) {
-	dir := sharedDir(t)
+	dir := corpus.Shared(t)
 	files := loadExpected(t, dir)
 	if len(files) == 0 {
 		t.Fatal("timeline.jsonl is empty")
@@ -103,7 +91,7 @@ func TestCorpusPeaks(t *testing.T) {
 // corpusFiles opens the real snapshots whose devices have traces, largest
 // traces first, at most limit of them.
 func corpusSnapshots(t *testing.T, limit int) map[string]*snapshot.Snapshot {
-	dir := sharedDir(t)
+	dir := corpus.Shared(t)
 	out := map[string]*snapshot.Snapshot{}
 	type cand struct {
 		name string
@@ -245,7 +233,7 @@ func openCached(t testing.TB, path string) *snapshot.Snapshot {
 
 // corpusSnapshotsAll opens every real snapshot.
 func corpusSnapshotsAll(t *testing.T) []*snapshot.Snapshot {
-	dir := sharedDir(t)
+	dir := corpus.Shared(t)
 	var out []*snapshot.Snapshot
 	for _, ef := range loadExpected(t, dir) {
 		out = append(out, openCached(t, filepath.Join(dir, "snapshots", "real", ef.File)))
@@ -294,7 +282,7 @@ func TestCorpusCurvesAgreeWithHistory(t *testing.T) {
 // PyTorch's peak there is 24,996,909,904 (the Active Memory Timeline's is
 // 24,886,778,000).
 func TestCorpusPoolsTimeline(t *testing.T) {
-	dir := sharedDir(t)
+	dir := corpus.Shared(t)
 	data, err := os.ReadFile(filepath.Join("testdata", "pools_memoryviz.jsonl"))
 	if err != nil {
 		t.Fatal(err)

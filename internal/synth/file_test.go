@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -115,7 +116,7 @@ func TestMemoryVizReads(t *testing.T) {
 		t.Skip("node not found; skipping the memory_viz check")
 	}
 	root, _ := filepath.Abs(filepath.Join("..", ".."))
-	tool := filepath.Join(root, "..", "shared", "tools", "memoryviz_bench.mjs")
+	tool := corpus.Path("tools", "memoryviz_bench.mjs")
 	viz := filepath.Join(root, ".cache", "pytorch")
 	for _, p := range []string{tool, filepath.Join(viz, "MemoryViz.js"), filepath.Join(viz, "process_alloc_data.js")} {
 		if _, err := os.Stat(p); err != nil {

@@ -8,24 +8,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
 )
-
-// sharedDir is ../shared next to the repository root.
-func sharedDir(t testing.TB) string {
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared")
-	if _, err := os.Stat(filepath.Join(dir, "snapshots", "real")); err != nil {
-		t.Skipf("no real snapshots at %s (../shared is absent): %v", dir, err)
-	}
-	return dir
-}
 
 type expectedView struct {
 	Peak      float64 `json:"peak_bytes"`
@@ -39,7 +29,7 @@ type expectedView struct {
 // compares the peaks it serves with PyTorch's process_alloc_data
 // (timeline.jsonl) and with replay.Peaks (what gpumem info reports).
 func TestServedPeaksMatchMemoryViz(t *testing.T) {
-	dir := sharedDir(t)
+	dir := corpus.Shared(t)
 	f, err := os.Open(filepath.Join(dir, "snapshots", "expected", "timeline.jsonl"))
 	if err != nil {
 		t.Skipf("no expected timelines: %v", err)
@@ -98,7 +88,7 @@ func TestServedPeaksMatchMemoryViz(t *testing.T) {
 // element's alloc event maps to its start timestep and its free event to
 // one before its end, and the time axis never goes backwards.
 func TestAxes(t *testing.T) {
-	dir := sharedDir(t)
+	dir := corpus.Shared(t)
 	paths, _ := filepath.Glob(filepath.Join(dir, "snapshots", "real", "*.pickle"))
 	if testing.Short() && len(paths) > 8 {
 		paths = paths[:8]
@@ -153,7 +143,7 @@ func TestAxes(t *testing.T) {
 // TestStateAgreesWithUndo checks the state history's totals against a
 // naive undo on every real snapshot.
 func TestStateAgreesWithUndo(t *testing.T) {
-	dir := sharedDir(t)
+	dir := corpus.Shared(t)
 	paths, _ := filepath.Glob(filepath.Join(dir, "snapshots", "real", "*.pickle"))
 	if len(paths) == 0 {
 		t.Skip("no real snapshots")
@@ -238,7 +228,7 @@ func naiveTotals(s *snapshot.Snapshot, dev, idx int) (allocated, reserved float6
 // what a fully decoded snapshot gives. Run with -race, it also checks
 // that nothing the early requests read is being written meanwhile.
 func TestShownBeforeVersions(t *testing.T) {
-	path := filepath.Join(sharedDir(t), "snapshots", "real", "cs336-kkaitlyn111__memory_files_memory_ctx256_fullstep_.pickle")
+	path := filepath.Join(corpus.Shared(t), "snapshots", "real", "cs336-kkaitlyn111__memory_files_memory_ctx256_fullstep_.pickle")
 	full, err := snapshot.Open(path, nil)
 	if err != nil {
 		t.Skip(err)
