@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -55,7 +56,7 @@ func reserved(s *snapshot.Snapshot) (n int64) {
 // snapshot; memory and segments cover the reserved bytes exactly (blocks
 // tile their segments) except for PyTorch 2.0's history records.
 func TestFlameCorpus(t *testing.T) {
-	for i, path := range corpus(t) {
+	for i, path := range corpus.Files(t) {
 		s := load(t, path)
 		name := filepath.Base(path)
 		parse := i%8 == 0
