@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -48,6 +49,9 @@ type DeviceInfo struct {
 	Device                   int    `json:"device"`
 	ActiveTimelinePeakBytes  uint64 `json:"active_timeline_peak_bytes"`
 	SegmentTimelinePeakBytes uint64 `json:"segment_timeline_peak_bytes"`
+	// Fragmentation is the cache at dump time (the headline figure with
+	// its parts; see gpumem peak).
+	Fragmentation analysis.Fragmentation `json:"fragmentation"`
 
 	Segments           int    `json:"segments"`
 	ExpandableSegments int    `json:"expandable_segments"`
@@ -210,6 +214,7 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 				peakErrs = append(peakErrs, fmt.Sprintf("device %d: timeline peaks unavailable: %v", d, err))
 			}
 		}
+		di.Fragmentation = analysis.DumpFragmentation(s, d)
 		states := [3]StateCount{
 			{State: snapshot.BlockActiveAllocated.String()},
 			{State: snapshot.BlockActivePendingFree.String()},

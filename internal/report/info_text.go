@@ -68,6 +68,9 @@ func WriteInfo(w io.Writer, in *Info) error {
 		kv("  allocated", "%s", units.PythonBytes(d.AllocatedBytes))
 		kv("  active", "%s", units.PythonBytes(d.ActiveBytes))
 		kv("  requested", "%s", units.PythonBytes(d.RequestedBytes))
+		if f := &d.Fragmentation; d.Segments > 0 {
+			kv("  fragmentation", "%.3f  (1 − largest free block %s / free cached %s)", f.Headline, units.Human(f.LargestFreeBlock), units.Human(f.Free))
+		}
 		if d.Blocks > 0 {
 			rows := [][]string{{"state", "blocks", "size", "bytes"}}
 			for _, st := range d.BlockStates {

@@ -1,0 +1,321 @@
+package analysis
+
+import (
+	"fmt"
+
+	"github.com/gpumem/gpumem/internal/alloc"
+	"github.com/gpumem/gpumem/internal/units"
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// The verdicts of an OOM answer.
+const (
+	VerdictShortage      = "shortage"
+	VerdictFragmentation = "fragmentation"
+	VerdictOutside       = "outside_allocator"
+	VerdictNoOOM         = "no_oom"
+)
+
+// OOM is the answer for one out-of-memory of a trace (or, with verdict
+// no_oom, for the peak of a trace without one).
+type OOM struct {
+	Verdict string `json:"verdict"`
+	// Arithmetic shows how the verdict follows from the figures, one line
+	// per step.
+	Arithmetic []string `json:"arithmetic"`
+	At         At       `json:"at"`
+	// RequestedBytes is the failed request as the allocator rounded it
+	// (the oom entry's size); SegmentBytes what a new cudaMalloc for it
+	// would have needed.
+	RequestedBytes uint64 `json:"requested_bytes"`
+	SegmentBytes   uint64 `json:"segment_bytes"`
+	// DeviceFreeBytes is what cudaMemGetInfo reported free at the OOM.
+	DeviceFreeBytes uint64 `json:"device_free_bytes"`
+	ReservedBytes   uint64 `json:"reserved_bytes"`
+	AllocatedBytes  uint64 `json:"allocated_bytes"`
+	// ReservedUnallocatedBytes = ReservedBytes − AllocatedBytes.
+	ReservedUnallocatedBytes uint64 `json:"reserved_unallocated_bytes"`
+	// LargestFreeBlockBytes is the largest free cached block of the
+	// request's stream and pool (small ≤ 1 MiB, large otherwise).
+	LargestFreeBlockBytes uint64 `json:"largest_free_block_bytes"`
+	Stream                int64  `json:"stream"`
+	Pool                  string `json:"pool"`
+	// CapacityBytes is the device's memory when known (--capacity,
+	// --gpu); OutsideAllocatorBytes = capacity − reserved − CUDA free:
+	// the CUDA context, NCCL, cuBLAS workspaces and other processes.
+	CapacityBytes         *uint64 `json:"capacity_bytes"`
+	OutsideAllocatorBytes *uint64 `json:"outside_allocator_bytes"`
+	// ShortBytes is how much more free memory the request needed
+	// (0 for fragmentation: the total was enough).
+	ShortBytes    uint64            `json:"short_bytes"`
+	Categories    map[string]uint64 `json:"categories"`
+	Sites         []Site            `json:"sites"`
+	Fragmentation Fragmentation     `json:"fragmentation"`
+	// Settings are the allocator settings replayed at the capacity the
+	// OOM implies (ReservedBytes + DeviceFreeBytes) and whether each
+	// avoids it.
+	Settings    []SettingOutcome `json:"settings"`
+	Suggestions []Suggestion     `json:"suggestions"`
+}
+
+// SettingOutcome is one allocator setting replayed through internal/alloc.
+type SettingOutcome struct {
+	Config         string `json:"config"`
+	CapacityBytes  uint64 `json:"capacity_bytes"`
+	AvoidsOOM      bool   `json:"avoids_oom"`
+	PeakReserved   uint64 `json:"peak_reserved_bytes"`
+	FirstOOMEvent  int    `json:"first_oom_event"` // -1: the replay never runs out
+	ReplayDeclined string `json:"replay_error,omitempty"`
+}
+
+// Suggestion is one thing to try, with the amount it needs or frees.
+type Suggestion struct {
+	// Kind is smaller_batch, activation_checkpointing, free_site,
+	// allocator_setting, free_outside_memory or none_avoids.
+	Kind  string `json:"kind"`
+	Text  string `json:"text"`
+	Bytes uint64 `json:"bytes"`
+}
+
+// OOMAnswer is `gpumem oom` for one device: the first OOM's fields at the
+// top level, every OOM in OOMs.
+type OOMAnswer struct {
+	File   string `json:"file"`
+	Device int    `json:"device"`
+	OOM
+	OOMs []OOM `json:"ooms"`
+	// Headroom is set for no_oom: how far the peak was from the capacity.
+	Headroom *Headroom `json:"headroom"`
+}
+
+// Headroom is the margin of a run without OOM.
+type Headroom struct {
+	PeakAllocatedBytes uint64  `json:"peak_allocated_bytes"`
+	PeakReservedBytes  uint64  `json:"peak_reserved_bytes"`
+	CapacityBytes      *uint64 `json:"capacity_bytes"`
+	// HeadroomBytes = capacity − peak reserved (null without capacity).
+	HeadroomBytes *int64 `json:"headroom_bytes"`
+}
+
+// OOMOptions tune OOMAnswer.
+type OOMOptions struct {
+	// Capacity is the device's total memory, 0 when unknown.
+	Capacity uint64
+	Depth    int // user frames per site (default 3)
+	Top      int // sites listed (0: all)
+	// NoReplay skips the allocator-settings replays.
+	NoReplay bool
+}
+
+// OOMAnswer answers `gpumem oom` for the device.
+func (d *Device) OOMAnswer(o OOMOptions) (*OOMAnswer, error) {
+	ev := d.Events()
+	ans := &OOMAnswer{Device: d.Index}
+	ooms := eventsOf(ev, snapshot.ActionOOM)
+	if len(ooms) == 0 {
+		m, err := d.Resolve("peak")
+		if err != nil {
+			return nil, err
+		}
+		live := d.LiveAnswer(m, LiveOptions{Depth: o.Depth, Top: o.Top})
+		h := &Headroom{PeakAllocatedBytes: d.Active.PeakBytes, PeakReservedBytes: d.Segments.PeakBytes}
+		ans.OOM = OOM{Verdict: VerdictNoOOM, At: live.At, Categories: live.Categories, Sites: live.Sites,
+			Fragmentation: live.Fragmentation, ReservedBytes: live.Fragmentation.Reserved,
+			AllocatedBytes: live.Fragmentation.Allocated, ReservedUnallocatedBytes: live.Fragmentation.ReservedUnallocated,
+			LargestFreeBlockBytes: live.Fragmentation.LargestFreeBlock}
+		ans.Arithmetic = []string{"the trace records no out-of-memory"}
+		if o.Capacity > 0 {
+			c := o.Capacity
+			hb := int64(c) - int64(h.PeakReservedBytes)
+			h.CapacityBytes, h.HeadroomBytes = &c, &hb
+			ans.CapacityBytes = &c
+			ans.Arithmetic = append(ans.Arithmetic, fmt.Sprintf("headroom = capacity %s − peak reserved %s = %s",
+				sz(c), sz(h.PeakReservedBytes), units.HumanSigned(hb)))
+		} else {
+			ans.Arithmetic = append(ans.Arithmetic, fmt.Sprintf("peak reserved %s, peak allocated %s; give --capacity or --gpu for the headroom",
+				sz(h.PeakReservedBytes), sz(h.PeakAllocatedBytes)))
+		}
+		ans.Headroom = h
+		ans.OOMs = []OOM{}
+		ans.Settings, ans.Suggestions = []SettingOutcome{}, []Suggestion{}
+		return ans, nil
+	}
+	for _, e := range ooms {
+		one, err := d.oomAt(e, o)
+		if err != nil {
+			return nil, err
+		}
+		ans.OOMs = append(ans.OOMs, *one)
+	}
+	ans.OOM = ans.OOMs[0]
+	return ans, nil
+}
+
+// sz prints a size for arithmetic lines: "1.5 GiB (1610612736 B)".
+func sz(n uint64) string {
+	return fmt.Sprintf("%s (%d B)", units.Human(n), n)
+}
+
+// segmentSize is the cudaMalloc size the allocator asks for a rounded
+// request (PyTorch's get_allocation_size): 2 MiB for the small pool,
+// 20 MiB up to 10 MiB, else rounded up to 2 MiB.
+func segmentSize(size uint64) uint64 {
+	const mib = 1 << 20
+	switch {
+	case size <= mib:
+		return 2 * mib
+	case size < 10*mib:
+		return 20 * mib
+	}
+	return (size + 2*mib - 1) / (2 * mib) * (2 * mib)
+}
+
+func (d *Device) oomAt(raw int, o OOMOptions) (*OOM, error) {
+	e := &d.Events()[raw]
+	m, err := d.Resolve(fmt.Sprintf("e%d", raw))
+	if err != nil {
+		return nil, err
+	}
+	live := d.LiveAnswer(m, LiveOptions{Depth: o.Depth, Top: o.Top})
+	frag, free := fragmentationOf(d.StateAt(m))
+	r := &OOM{
+		At: live.At, RequestedBytes: e.Size, SegmentBytes: segmentSize(e.Size), DeviceFreeBytes: e.Addr,
+		ReservedBytes: frag.Reserved, AllocatedBytes: frag.Allocated, ReservedUnallocatedBytes: frag.ReservedUnallocated,
+		Stream: d.S.RawStream(e.Stream), Pool: "large",
+		Categories: live.Categories, Sites: live.Sites, Fragmentation: frag,
+	}
+	small := e.Size <= 1<<20
+	if small {
+		r.Pool = "small"
+	}
+	for _, f := range free {
+		if f.stream == e.Stream && f.small == small && f.pool == [2]int64{} {
+			r.LargestFreeBlockBytes = max(r.LargestFreeBlockBytes, f.size)
+		}
+	}
+	if o.Capacity > 0 {
+		c := o.Capacity
+		r.CapacityBytes = &c
+		var x uint64
+		if c > r.ReservedBytes+r.DeviceFreeBytes {
+			x = c - r.ReservedBytes - r.DeviceFreeBytes
+		}
+		r.OutsideAllocatorBytes = &x
+	}
+	r.verdict()
+	r.Settings = []SettingOutcome{}
+	if !o.NoReplay {
+		r.replaySettings(d, raw)
+	}
+	r.suggest(live)
+	return r, nil
+}
+
+// verdict decides and explains: with R the request, C the free cached
+// bytes (reserved − allocated), F CUDA's free memory and X the memory
+// outside the allocator (known capacity only): R > C + F is a shortage,
+// or outside_allocator when R <= C + F + X; otherwise no free block or
+// device range was big enough: fragmentation.
+func (r *OOM) verdict() {
+	R, C, F := r.RequestedBytes, r.ReservedUnallocatedBytes, r.DeviceFreeBytes
+	r.Arithmetic = append(r.Arithmetic, fmt.Sprintf("request R = %s; cached free C = reserved %s − allocated %s = %s; CUDA free F = %s",
+		sz(R), sz(r.ReservedBytes), sz(r.AllocatedBytes), sz(C), sz(F)))
+	if R <= C+F {
+		r.Verdict = VerdictFragmentation
+		r.Arithmetic = append(r.Arithmetic,
+			fmt.Sprintf("R <= C + F = %s: the total would have held it", sz(C+F)),
+			fmt.Sprintf("but the largest free block of stream %d's %s pool is %s < R, and F < %s, the segment a new cudaMalloc needs",
+				r.Stream, r.Pool, sz(r.LargestFreeBlockBytes), sz(r.SegmentBytes)))
+		if r.LargestFreeBlockBytes >= R || F >= r.SegmentBytes {
+			r.Arithmetic[len(r.Arithmetic)-1] = fmt.Sprintf("largest free block of stream %d's %s pool %s, F %s: by these figures a block or range was big enough; the request was likely limited by a memory fraction or another pool",
+				r.Stream, r.Pool, sz(r.LargestFreeBlockBytes), sz(F))
+		}
+		return
+	}
+	r.ShortBytes = R - (C + F)
+	r.Arithmetic = append(r.Arithmetic, fmt.Sprintf("R > C + F = %s: short by %s", sz(C+F), sz(r.ShortBytes)))
+	if r.OutsideAllocatorBytes != nil {
+		x := *r.OutsideAllocatorBytes
+		line := fmt.Sprintf("outside the allocator X = capacity %s − reserved %s − F = %s", sz(*r.CapacityBytes), sz(r.ReservedBytes), sz(x))
+		if R <= C+F+x {
+			r.Verdict = VerdictOutside
+			r.Arithmetic = append(r.Arithmetic, line, fmt.Sprintf("R <= C + F + X = %s: the memory held outside PyTorch's allocator made the difference", sz(C+F+x)))
+			return
+		}
+		r.Arithmetic = append(r.Arithmetic, line, fmt.Sprintf("R > C + F + X = %s: even that would not have been enough", sz(C+F+x)))
+	}
+	r.Verdict = VerdictShortage
+}
+
+// replaySettings replays the trace through internal/alloc at the capacity
+// the OOM implies under each sweep setting.
+func (r *OOM) replaySettings(d *Device, raw int) {
+	capacity := r.ReservedBytes + r.DeviceFreeBytes
+	configs := append([]string{"recorded"}, alloc.SweepConfigs...)
+	outs, err := alloc.WhatIfOOM(d.S, d.Index, capacity, raw, configs, false)
+	if err != nil {
+		r.Settings = []SettingOutcome{{Config: "all", CapacityBytes: capacity, FirstOOMEvent: -1, ReplayDeclined: err.Error()}}
+		return
+	}
+	for _, o := range outs {
+		so := SettingOutcome{Config: o.Config, CapacityBytes: capacity, AvoidsOOM: !o.StillOOM, FirstOOMEvent: o.FirstOOM}
+		if o.Result != nil {
+			so.PeakReserved = o.Result.PeakReserved
+		}
+		r.Settings = append(r.Settings, so)
+	}
+}
+
+// suggest lists what would avoid the OOM, with amounts.
+func (r *OOM) suggest(live *Live) {
+	r.Suggestions = []Suggestion{}
+	need := r.ShortBytes
+	act := live.Categories[Activation.String()]
+	if r.OutsideAllocatorBytes != nil && r.Verdict == VerdictOutside {
+		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "free_outside_memory", Bytes: need,
+			Text: fmt.Sprintf("free at least %s of the %s held outside PyTorch's allocator (other processes, NCCL buffers, cuBLAS/cuDNN workspaces)", units.Human(need), units.Human(*r.OutsideAllocatorBytes))})
+	}
+	if need > 0 && act > 0 {
+		pct := 100 * float64(need) / float64(act)
+		text := fmt.Sprintf("reduce the batch so that activations (%s live) shrink by at least %s (%.0f%%)", units.Human(act), units.Human(need), pct)
+		if pct > 100 {
+			text = fmt.Sprintf("a smaller batch cannot free enough: activations are %s, %s is needed", units.Human(act), units.Human(need))
+		}
+		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "smaller_batch", Bytes: need, Text: text})
+		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "activation_checkpointing", Bytes: act,
+			Text: fmt.Sprintf("activation checkpointing frees up to %s of activations (%s needed)", units.Human(act), units.Human(need))})
+	}
+	if need > 0 {
+		for _, st := range live.Sites {
+			if st.Category == Parameter.String() || st.Bytes < need {
+				continue
+			}
+			where := "allocations without a stack"
+			if len(st.Frames) > 0 {
+				where = st.Frames[0]
+			}
+			r.Suggestions = append(r.Suggestions, Suggestion{Kind: "free_site", Bytes: st.Bytes,
+				Text: fmt.Sprintf("free or shrink %s (%s, %d allocations, %s live) before this point", where, st.Category, st.Count, units.Human(st.Bytes))})
+			break
+		}
+	}
+	if len(r.Settings) > 0 && r.Settings[0].Config == "recorded" && r.Settings[0].AvoidsOOM {
+		// The model serves the request with the run's own settings: it
+		// disagrees with the recording, so its what-ifs prove nothing.
+		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "none_avoids", Bytes: r.Settings[0].CapacityBytes,
+			Text: "the allocator model does not reproduce this OOM with the run's own settings, so no setting is suggested"})
+		return
+	}
+	var avoid []string
+	for _, s := range r.Settings {
+		if s.AvoidsOOM && s.Config != "recorded" {
+			avoid = append(avoid, s.Config)
+			r.Suggestions = append(r.Suggestions, Suggestion{Kind: "allocator_setting", Bytes: s.CapacityBytes,
+				Text: fmt.Sprintf("PYTORCH_CUDA_ALLOC_CONF=%s avoids this OOM in a replay at %s (peak reserved %s)", s.Config, units.Human(s.CapacityBytes), units.Human(s.PeakReserved))})
+		}
+	}
+	if len(r.Settings) > 0 && len(avoid) == 0 && r.Settings[0].ReplayDeclined == "" {
+		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "none_avoids", Bytes: r.Settings[0].CapacityBytes,
+			Text: fmt.Sprintf("none of the %d allocator settings replayed at %s avoids this OOM", len(r.Settings)-1, units.Human(r.Settings[0].CapacityBytes))})
+	}
+}

@@ -1,0 +1,205 @@
+package analysis
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpumem/gpumem/internal/alloc"
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+var update = flag.Bool("update", false, "rewrite the testdata fixtures and golden files")
+
+// The OOM fixtures: allocator scripts run through internal/alloc on a
+// device of the given capacity, written out as PyTorch's JSON snapshot
+// (testdata/NAME.json, rewritten with -update) and decoded back.
+var oomFixtures = []struct {
+	name, script     string
+	capacity, extern uint64
+}{
+	// Fifteen 6 MiB blocks fill five 20 MiB segments (a 100 MiB device);
+	// freeing the first and last of every three leaves 70 MiB cached
+	// free in holes of 6 and 8 MiB: a 12 MiB request fails.
+	{"oom-fragmentation", fragScript, 100 * mb, 0},
+	// 60 MiB then 50 MiB on a 100 MiB device: nothing is cached free.
+	{"oom-shortage", "alloc a 60MiB\nalloc b 50MiB\n", 100 * mb, 0},
+	// The same on a 128 MiB device of which 28 MiB are held outside the
+	// allocator: CUDA reports 40 MiB free, as on the 100 MiB device.
+	{"oom-outside", "alloc a 60MiB\nalloc b 50MiB\n", 128 * mb, 28 * mb},
+	{"no-oom", "alloc a 60MiB\nalloc b 20MiB\nfree a\n", 100 * mb, 0},
+}
+
+var fragScript = func() string {
+	var b strings.Builder
+	for i := 0; i < 15; i++ {
+		b.WriteString("alloc x" + string(rune('a'+i)) + " 6MiB\n")
+	}
+	for i := 0; i < 15; i++ {
+		if i%3 != 1 {
+			b.WriteString("free x" + string(rune('a'+i)) + "\n")
+		}
+	}
+	b.WriteString("alloc big 12MiB\n")
+	return b.String()
+}()
+
+// fixture returns the decoded fixture snapshot.
+func fixture(t testing.TB, name string) *snapshot.Snapshot {
+	t.Helper()
+	path := filepath.Join("testdata", name+".json")
+	if *update {
+		for _, f := range oomFixtures {
+			if f.name != name {
+				continue
+			}
+			cmds, err := alloc.ParseScript(strings.NewReader(f.script))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, a, err := alloc.RunScript(cmds, alloc.DefaultConfig(), alloc.Options{Capacity: f.capacity, External: f.extern, Record: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := snapshot.WriteJSON(&buf, a.Snapshot()); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s, err := snapshot.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestOOMVerdicts(t *testing.T) {
+	for _, tt := range []struct {
+		fixture  string
+		capacity uint64
+		verdict  string
+		// R, F, reserved, allocated, largest free block, short.
+		req, free, reserved, allocated, largest, short uint64
+		outside                                        int64 // -1: no capacity
+		arith                                          string
+	}{
+		{"oom-fragmentation", 0, VerdictFragmentation, 12 * mb, 0, 100 * mb, 30 * mb, 8 * mb, 0, -1,
+			"R <= C + F = 70 MiB (73400320 B): the total would have held it"},
+		{"oom-shortage", 0, VerdictShortage, 50 * mb, 40 * mb, 60 * mb, 60 * mb, 0, 10 * mb, -1,
+			"R > C + F = 40 MiB (41943040 B): short by 10 MiB (10485760 B)"},
+		{"oom-shortage", 100 * mb, VerdictShortage, 50 * mb, 40 * mb, 60 * mb, 60 * mb, 0, 10 * mb, 0,
+			"R > C + F + X = 40 MiB (41943040 B): even that would not have been enough"},
+		{"oom-outside", 128 * mb, VerdictOutside, 50 * mb, 40 * mb, 60 * mb, 60 * mb, 0, 10 * mb, 28 * mb,
+			"R <= C + F + X = 68 MiB (71303168 B): the memory held outside PyTorch's allocator made the difference"},
+		{"oom-outside", 0, VerdictShortage, 50 * mb, 40 * mb, 60 * mb, 60 * mb, 0, 10 * mb, -1, ""},
+	} {
+		t.Run(tt.fixture, func(t *testing.T) {
+			d := NewDevice(fixture(t, tt.fixture), 0)
+			a, err := d.OOMAnswer(OOMOptions{Capacity: tt.capacity, NoReplay: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Verdict != tt.verdict || a.RequestedBytes != tt.req || a.DeviceFreeBytes != tt.free ||
+				a.ReservedBytes != tt.reserved || a.AllocatedBytes != tt.allocated || a.LargestFreeBlockBytes != tt.largest ||
+				a.ShortBytes != tt.short || a.ReservedUnallocatedBytes != tt.reserved-tt.allocated {
+				t.Errorf("got %s R=%d F=%d reserved=%d allocated=%d largest=%d short=%d\n%s",
+					a.Verdict, a.RequestedBytes, a.DeviceFreeBytes, a.ReservedBytes, a.AllocatedBytes, a.LargestFreeBlockBytes, a.ShortBytes,
+					strings.Join(a.Arithmetic, "\n"))
+			}
+			if (a.OutsideAllocatorBytes == nil) != (tt.outside < 0) || a.OutsideAllocatorBytes != nil && int64(*a.OutsideAllocatorBytes) != tt.outside {
+				t.Errorf("outside allocator %v, want %d", a.OutsideAllocatorBytes, tt.outside)
+			}
+			if tt.arith != "" && !strings.Contains(strings.Join(a.Arithmetic, "\n"), tt.arith) {
+				t.Errorf("arithmetic lacks %q:\n%s", tt.arith, strings.Join(a.Arithmetic, "\n"))
+			}
+			if len(a.OOMs) != 1 {
+				t.Errorf("%d OOMs", len(a.OOMs))
+			}
+		})
+	}
+}
+
+func TestNoOOMHeadroom(t *testing.T) {
+	d := NewDevice(fixture(t, "no-oom"), 0)
+	a, err := d.OOMAnswer(OOMOptions{Capacity: 100 * mb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := a.Headroom
+	if a.Verdict != VerdictNoOOM || h == nil || h.PeakReservedBytes != 80*mb || h.PeakAllocatedBytes != 80*mb || *h.HeadroomBytes != 20*mb {
+		t.Fatalf("verdict %s headroom %+v", a.Verdict, h)
+	}
+	if len(a.OOMs) != 0 {
+		t.Errorf("ooms %v", a.OOMs)
+	}
+}
+
+// TestOOMSettingsReplay: the settings come from real replays through
+// internal/alloc at the capacity the OOM implies. Expandable segments put
+// the fragmentation fixture's blocks in one range where the freed
+// neighbours merge into 12 MiB holes; nothing can serve the shortage.
+func TestOOMSettingsReplay(t *testing.T) {
+	avoids := func(a *OOMAnswer) map[string]bool {
+		out := map[string]bool{}
+		for _, s := range a.Settings {
+			if s.ReplayDeclined != "" {
+				t.Fatalf("replay: %s", s.ReplayDeclined)
+			}
+			if s.CapacityBytes != a.ReservedBytes+a.DeviceFreeBytes {
+				t.Errorf("%s replayed at %d", s.Config, s.CapacityBytes)
+			}
+			out[s.Config] = s.AvoidsOOM
+		}
+		return out
+	}
+	frag, err := NewDevice(fixture(t, "oom-fragmentation"), 0).OOMAnswer(OOMOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := avoids(frag)
+	if got["recorded"] || !got["expandable_segments:True"] {
+		t.Errorf("fragmentation: recorded avoids=%v, expandable avoids=%v", got["recorded"], got["expandable_segments:True"])
+	}
+	found := false
+	for _, s := range frag.Suggestions {
+		found = found || s.Kind == "allocator_setting" && strings.Contains(s.Text, "expandable_segments:True")
+	}
+	if !found {
+		t.Errorf("no expandable_segments suggestion: %+v", frag.Suggestions)
+	}
+	short, err := NewDevice(fixture(t, "oom-shortage"), 0).OOMAnswer(OOMOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cfg, ok := range avoids(short) {
+		if ok {
+			t.Errorf("shortage: %s avoids it", cfg)
+		}
+	}
+	if n := len(short.Suggestions); n == 0 || short.Suggestions[n-1].Kind != "none_avoids" {
+		t.Errorf("shortage suggestions %+v", short.Suggestions)
+	}
+}
+
+func TestLookupGPU(t *testing.T) {
+	for _, tt := range []struct {
+		in, want, err string
+	}{
+		{"H100", "H100-80GB", ""},
+		{"nvidia a100-80gb", "A100-80GB", ""},
+		{"A100", "", "unknown GPU"},
+		{"TPU", "", "known: A100-40GB"},
+	} {
+		g, err := LookupGPU(tt.in)
+		if g.Name != tt.want || (err == nil) != (tt.err == "") || err != nil && !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%q: %v %v", tt.in, g, err)
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package analysis
+
+import (
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// At locates a moment in the JSON answers.
+type At struct {
+	// Spec is the moment as asked (peak, reserved-peak, end, eN, a time).
+	Spec string `json:"spec"`
+	// Event is the raw trace event index (-1: before the trace).
+	Event int `json:"event"`
+	// TimeUS is the event's time_us, null when the trace has none.
+	TimeUS *int64 `json:"time_us"`
+	// Timestep is memory_viz's x coordinate on the Active Memory Timeline.
+	Timestep int `json:"timestep"`
+}
+
+// Site is one allocation site: the live allocations that share their
+// innermost user frames and category.
+type Site struct {
+	// Frames are "file:line:name", innermost first (empty: no stack).
+	Frames   []string `json:"frames"`
+	Count    int      `json:"count"`
+	Bytes    uint64   `json:"bytes"`
+	Category string   `json:"category"`
+	// Share is Bytes / the live bytes.
+	Share float64 `json:"share"`
+}
+
+// SizeClass counts live allocations in one size range [Min, Max).
+type SizeClass struct {
+	Name  string `json:"name"`
+	Min   uint64 `json:"min_bytes"`
+	Max   uint64 `json:"max_bytes"` // 0: no upper bound
+	Count int    `json:"count"`
+	Bytes uint64 `json:"bytes"`
+}
+
+// sizeClasses are the ranges peak groups by: the allocator's small pool,
+// then decades.
+var sizeClasses = []SizeClass{
+	{Name: "< 1 MiB (small pool)", Max: 1 << 20},
+	{Name: "1 MiB - 10 MiB", Min: 1 << 20, Max: 10 << 20},
+	{Name: "10 MiB - 100 MiB", Min: 10 << 20, Max: 100 << 20},
+	{Name: "100 MiB - 1 GiB", Min: 100 << 20, Max: 1 << 30},
+	{Name: ">= 1 GiB", Min: 1 << 30},
+}
+
+// Live is the answer to "what is live at this moment" for one device.
+type Live struct {
+	File   string `json:"file"`
+	Device int    `json:"device"`
+	At     At     `json:"at"`
+	// PeakAllocatedBytes is the Active Memory Timeline's peak (info's
+	// active_timeline_peak_bytes); PeakReservedBytes the Active Cached
+	// Segment Timeline's (info's segment_timeline_peak_bytes).
+	PeakAllocatedBytes uint64 `json:"peak_allocated_bytes"`
+	PeakReservedBytes  uint64 `json:"peak_reserved_bytes"`
+	// LiveBytes and LiveCount: requested bytes and number of the
+	// allocations live at the moment (the timeline's height there).
+	LiveBytes uint64 `json:"live_bytes"`
+	LiveCount int    `json:"live_count"`
+	// Categories has every category name with its live bytes.
+	Categories    map[string]uint64 `json:"categories"`
+	Sites         []Site            `json:"sites"`
+	SitesOmitted  int               `json:"sites_omitted"`
+	SizeClasses   []SizeClass       `json:"size_classes"`
+	Fragmentation Fragmentation     `json:"fragmentation"`
+
+	// Profile is the live allocations folded by site (not in JSON).
+	Profile *Profile `json:"-"`
+}
+
+// LiveOptions tune LiveAnswer.
+type LiveOptions struct {
+	// Depth is how many user frames identify a site (default 3).
+	Depth int
+	// Top caps the sites listed (0: all).
+	Top int
+}
+
+// LiveAnswer answers `gpumem peak` for moment m of the device.
+func (d *Device) LiveAnswer(m Moment, o LiveOptions) *Live {
+	if o.Depth <= 0 {
+		o.Depth = 3
+	}
+	a := &Live{
+		Device:             d.Index,
+		At:                 atOf(m),
+		PeakAllocatedBytes: d.Active.PeakBytes,
+		PeakReservedBytes:  d.Segments.PeakBytes,
+		Categories:         map[string]uint64{},
+		SizeClasses:        append([]SizeClass(nil), sizeClasses...),
+	}
+	full := d.LiveProfile(m)
+	a.LiveBytes, a.LiveCount = full.Bytes, full.Count
+	var cats Totals
+	for _, smp := range full.Samples {
+		cats[smp.Labels.Category] += smp.Bytes
+	}
+	for _, c := range Categories() {
+		a.Categories[c.String()] = cats[c]
+	}
+	d.Active.Live(m.Action, func(i int) {
+		sz := d.Active.Items[i].Size
+		for k := range a.SizeClasses {
+			c := &a.SizeClasses[k]
+			if sz >= c.Min && (c.Max == 0 || sz < c.Max) {
+				c.Count++
+				c.Bytes += sz
+				break
+			}
+		}
+	})
+	a.Profile = full.Fold(o.Depth, KeepCategory)
+	a.Profile.Sort()
+	a.Sites = sitesOf(a.Profile, o.Top)
+	a.SitesOmitted = len(a.Profile.Samples) - len(a.Sites)
+	a.Fragmentation = d.FragmentationAt(m)
+	return a
+}
+
+// sitesOf lists the first top samples of a sorted profile as sites.
+func sitesOf(p *Profile, top int) []Site {
+	n := len(p.Samples)
+	if top > 0 && top < n {
+		n = top
+	}
+	out := make([]Site, 0, n)
+	for i := 0; i < n; i++ {
+		smp := &p.Samples[i]
+		st := Site{Frames: p.FrameStrings(smp), Count: smp.Count, Bytes: smp.Bytes, Category: smp.Labels.Category.String()}
+		if p.Bytes > 0 {
+			st.Share = float64(smp.Bytes) / float64(p.Bytes)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+func atOf(m Moment) At {
+	a := At{Spec: m.Spec, Event: m.Event, Timestep: m.Timestep}
+	if m.HasTime {
+		t := m.TimeUS
+		a.TimeUS = &t
+	}
+	return a
+}
+
+// TraceStartUS is the first time_us of the device's trace (ok false when
+// it has none), for printing moments relative to the start.
+func (d *Device) TraceStartUS() (int64, bool) {
+	t0, _, ok := timeSpan(d.Events())
+	return t0, ok
+}
+
+// eventsOf is a small helper for the OOM code: the events of an action.
+func eventsOf(ev []snapshot.Event, a snapshot.Action) []int {
+	var out []int
+	for i := range ev {
+		if ev[i].Action == a {
+			out = append(out, i)
+		}
+	}
+	return out
+}

@@ -1,0 +1,201 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// oomFixture is a snapshot of internal/analysis's OOM fixtures.
+func oomFixture(name string) string {
+	return filepath.Join("..", "analysis", "testdata", name+".json")
+}
+
+func TestAnswersGolden(t *testing.T) {
+	for _, tt := range []struct {
+		golden string
+		args   []string
+	}{
+		{"peak-demo.txt", []string{"peak", "--demo"}},
+		{"peak-demo-end.txt", []string{"peak", "--demo", "--at", "end", "--depth", "1", "--top", "5"}},
+		{"oom-fragmentation.txt", []string{"oom", oomFixture("oom-fragmentation")}},
+		{"oom-shortage.txt", []string{"oom", oomFixture("oom-shortage"), "--capacity", "100MiB"}},
+		{"oom-outside.txt", []string{"oom", oomFixture("oom-outside"), "--capacity", "128MiB", "--no-replay"}},
+		{"oom-none.txt", []string{"oom", "--demo", "--gpu", "T4", "--top", "3"}},
+	} {
+		t.Run(tt.golden, func(t *testing.T) {
+			code, out, errs := runMain(t, nil, tt.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			out = strings.ReplaceAll(out, filepath.Join("..", "analysis", "testdata")+string(filepath.Separator), "")
+			checkGolden(t, filepath.Join("testdata", "answers", tt.golden), out)
+		})
+	}
+}
+
+// keys returns the sorted keys of a JSON object.
+func keys(t *testing.T, raw json.RawMessage) []string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("not an object: %s", raw)
+	}
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sorted(s ...string) []string { sort.Strings(s); return s }
+
+var categoryNames = sorted("parameter", "optimizer_state", "gradient", "activation", "temporary", "input", "autograd_detail", "unknown")
+
+// TestPeakJSONShape checks the fields README documents for peak --json.
+func TestPeakJSONShape(t *testing.T) {
+	code, out, errs := runMain(t, nil, "peak", "--demo", "--json", "--at", "e100")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := sorted("file", "device", "at", "peak_allocated_bytes", "peak_reserved_bytes", "live_bytes", "live_count",
+		"categories", "sites", "sites_omitted", "size_classes", "fragmentation")
+	if got := keys(t, []byte(out)); !reflect.DeepEqual(got, want) {
+		t.Errorf("keys %v, want %v", got, want)
+	}
+	if got := keys(t, doc["at"]); !reflect.DeepEqual(got, sorted("spec", "event", "time_us", "timestep")) {
+		t.Errorf("at keys %v", got)
+	}
+	if got := keys(t, doc["categories"]); !reflect.DeepEqual(got, categoryNames) {
+		t.Errorf("category keys %v", got)
+	}
+	var sites []json.RawMessage
+	json.Unmarshal(doc["sites"], &sites)
+	if len(sites) == 0 || !reflect.DeepEqual(keys(t, sites[0]), sorted("frames", "count", "bytes", "category", "share")) {
+		t.Errorf("sites %s", doc["sites"])
+	}
+	if got := keys(t, doc["fragmentation"]); !reflect.DeepEqual(got, sorted("headline", "reserved_bytes", "allocated_bytes",
+		"requested_bytes", "reserved_unallocated_bytes", "free_bytes", "inactive_split_bytes", "rounding_waste_bytes",
+		"largest_free_block_bytes", "largest_free_share")) {
+		t.Errorf("fragmentation keys %v", got)
+	}
+	var at struct{ Event int }
+	json.Unmarshal(doc["at"], &at)
+	if at.Event != 100 {
+		t.Errorf("at.event %d", at.Event)
+	}
+}
+
+// TestOOMJSONShape checks the fields README documents for oom --json.
+func TestOOMJSONShape(t *testing.T) {
+	code, out, errs := runMain(t, nil, "oom", oomFixture("oom-shortage"), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	oomFields := []string{"verdict", "arithmetic", "at", "requested_bytes", "segment_bytes", "device_free_bytes", "reserved_bytes",
+		"allocated_bytes", "reserved_unallocated_bytes", "largest_free_block_bytes", "stream", "pool", "capacity_bytes",
+		"outside_allocator_bytes", "short_bytes", "categories", "sites", "fragmentation", "settings", "suggestions"}
+	want := sorted(append([]string{"file", "device", "ooms", "headroom"}, oomFields...)...)
+	if got := keys(t, []byte(out)); !reflect.DeepEqual(got, want) {
+		t.Errorf("keys %v\nwant %v", got, want)
+	}
+	var doc struct {
+		Verdict       string  `json:"verdict"`
+		CapacityBytes *uint64 `json:"capacity_bytes"`
+		Requested     uint64  `json:"requested_bytes"`
+		OOMs          []json.RawMessage
+		Suggestions   []struct{ Kind, Text string }
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Verdict != "shortage" || doc.CapacityBytes != nil || doc.Requested != 50<<20 || len(doc.OOMs) != 1 {
+		t.Errorf("verdict %s capacity %v requested %d ooms %d", doc.Verdict, doc.CapacityBytes, doc.Requested, len(doc.OOMs))
+	}
+	if got := keys(t, doc.OOMs[0]); !reflect.DeepEqual(got, sorted(oomFields...)) {
+		t.Errorf("ooms[0] keys %v", got)
+	}
+}
+
+func TestAnswersBadInput(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "x.png")
+	os.WriteFile(bad, []byte("\x89PNG\r\n\x1a\nnot a snapshot"), 0o644)
+	for _, tt := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"peak", bad}, 1, "not a PyTorch memory snapshot"},
+		{[]string{"oom", bad}, 1, "not a PyTorch memory snapshot"},
+		{[]string{"peak", "--demo", "--at", "e5000"}, 1, "gpumem peak: demo: --at e5000 is outside device 0's trace: valid events are e0..e1984, valid times 0us..349780us (349.78ms)"},
+		{[]string{"peak", "--demo", "--at", "soon"}, 1, "want peak, reserved-peak, end, eN"},
+		{[]string{"peak", "--demo", "--device", "3"}, 1, "demo: no device 3 (devices: 0)"},
+		{[]string{"oom", "--demo", "--gpu", "TPU"}, 1, "unknown GPU \"TPU\""},
+		{[]string{"oom", "--demo", "--capacity", "lots"}, 2, "--capacity \"lots\""},
+		{[]string{"peak"}, 2, "no snapshot given"},
+	} {
+		code, _, errs := runMain(t, nil, tt.args...)
+		first := strings.SplitN(errs, "\n", 2)[0]
+		if code != tt.code || !strings.Contains(first, tt.msg) || code == 1 && strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tt.args, code, errs, tt.code, tt.msg)
+		}
+	}
+}
+
+// TestPeakCorpus: peak --json reports info --json's
+// active_timeline_peak_bytes for every device of every real snapshot.
+func TestPeakCorpus(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(sharedDir(t), "real", "*.pickle"))
+	if len(files) == 0 {
+		t.Skip("no real snapshots")
+	}
+	for _, f := range files {
+		code, out, errs := runMain(t, nil, "info", "--json", f)
+		if code != 0 {
+			t.Fatalf("info %s: %s", f, errs)
+		}
+		var info struct {
+			Devices []struct {
+				Device int    `json:"device"`
+				Peak   uint64 `json:"active_timeline_peak_bytes"`
+			} `json:"devices"`
+		}
+		if err := json.Unmarshal([]byte(out), &info); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs = runMain(t, nil, "peak", "--json", "--top", "1", f)
+		if code != 0 {
+			t.Fatalf("peak %s: %s", f, errs)
+		}
+		var peaks []struct {
+			Device int    `json:"device"`
+			Peak   uint64 `json:"peak_allocated_bytes"`
+			Live   uint64 `json:"live_bytes"`
+		}
+		if strings.HasPrefix(out, "{") {
+			out = "[" + out + "]"
+		}
+		if err := json.Unmarshal([]byte(out), &peaks); err != nil {
+			t.Fatal(err)
+		}
+		if len(peaks) != len(info.Devices) {
+			t.Errorf("%s: peak answers %d devices, info %d", filepath.Base(f), len(peaks), len(info.Devices))
+			continue
+		}
+		for i, d := range info.Devices {
+			p := peaks[i]
+			if p.Device != d.Device || p.Peak != d.Peak || p.Live != d.Peak {
+				t.Errorf("%s device %d: peak %d (live %d at it), info %d", filepath.Base(f), d.Device, p.Peak, p.Live, d.Peak)
+			}
+		}
+	}
+}

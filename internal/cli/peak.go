@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/demo"
+	"github.com/gpumem/gpumem/internal/report"
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+func init() {
+	Register(&Command{
+		Name:    "peak",
+		Summary: "what is live at the peak (or any moment): sites, categories, size classes, fragmentation",
+		Run:     runPeak,
+	})
+}
+
+const peakAbout = `
+Answers "what is live at the peak and who allocated it": the moment of the
+Active Memory Timeline's peak (the number info prints), the allocations live
+then grouped by allocation site (their innermost user frames), by category
+(parameter, optimizer_state, gradient, activation, temporary, input,
+autograd_detail, unknown) and by size class, and how fragmented the cache is.
+--at picks another moment: peak, reserved-peak (the Active Cached Segment
+Timeline's peak), end (the dump), eN (after trace event N, 0-based) or a
+time from the first event such as 12.5ms, 800us or 2s.`
+
+// answerFlags are the flags peak and oom share.
+type answerFlags struct {
+	asJSON, useDemo bool
+	device          int
+	depth, top      int
+}
+
+func (f *answerFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.asJSON, "json", false, "print JSON")
+	fs.BoolVar(&f.useDemo, "demo", false, "include the embedded demo snapshot")
+	fs.IntVar(&f.device, "device", -1, "only device `N` (default: every device)")
+	fs.IntVar(&f.depth, "depth", 3, "user frames that identify a site (`K`)")
+	fs.IntVar(&f.top, "top", 20, "sites listed (`N`; 0 = all)")
+}
+
+func runPeak(env *Env, args []string) error {
+	fs := newFlagSet(env, "peak", "[--at peak|reserved-peak|end|eN|TIME] [--depth K] [--top N] [--device N] [--json] [--demo] FILE...", peakAbout)
+	var f answerFlags
+	f.register(fs)
+	at := fs.String("at", "peak", "the `moment`: peak, reserved-peak, end, eN or a time such as 12.5ms")
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 && !f.useDemo {
+		return usageError(fs, env.Stderr, "no snapshot given")
+	}
+	if f.depth < 1 {
+		return usageError(fs, env.Stderr, "--depth must be at least 1")
+	}
+	var out []any
+	err = eachDevice(env, files, &f, func(name string, s *snapshot.Snapshot, d *analysis.Device) error {
+		m, err := d.Resolve(*at)
+		if err != nil {
+			return fmt.Errorf("%s: %v", name, err)
+		}
+		a := d.LiveAnswer(m, analysis.LiveOptions{Depth: f.depth, Top: f.top})
+		a.File = name
+		if f.asJSON {
+			out = append(out, a)
+			return nil
+		}
+		t0, ok := d.TraceStartUS()
+		return writeSeparated(env.Stdout, len(out) > 0, func(w io.Writer) error {
+			out = append(out, nil)
+			return report.WriteLive(w, name, a, t0, ok)
+		})
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSONAnswers(env, &f, out)
+}
+
+// eachDevice loads each snapshot in turn (the demo first) and calls fn for
+// every device of it, or only --device. A snapshot without devices gets a
+// line of text (nothing in JSON).
+func eachDevice(env *Env, files []string, f *answerFlags, fn func(name string, s *snapshot.Snapshot, d *analysis.Device) error) error {
+	do := func(name string, s *snapshot.Snapshot) error {
+		devs := s.Devices()
+		if f.device >= 0 {
+			found := false
+			for _, d := range devs {
+				found = found || d == f.device
+			}
+			if !found {
+				return fmt.Errorf("%s: no device %d (devices: %s)", name, f.device, joinInts(devs))
+			}
+			devs = []int{f.device}
+		}
+		if len(devs) == 0 && !f.asJSON {
+			_, err := fmt.Fprintf(env.Stdout, "%s: the snapshot holds no segments and no trace events\n", name)
+			return err
+		}
+		for _, d := range devs {
+			if err := fn(name, s, analysis.NewDevice(s, d)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if f.useDemo {
+		s, err := demo.Open()
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		if err := do("demo", s); err != nil {
+			return err
+		}
+	}
+	for _, p := range files {
+		s, err := LoadFile(env, p)
+		if err != nil {
+			return err
+		}
+		if err := do(p, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+// writeSeparated writes one text answer, after a blank line when another
+// came before it.
+func writeSeparated(w io.Writer, after bool, write func(io.Writer) error) error {
+	if after {
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
+		}
+	}
+	return write(w)
+}
+
+// writeJSONAnswers prints the collected answers: one object, or an array
+// when there are several (files or devices).
+func writeJSONAnswers(env *Env, f *answerFlags, out []any) error {
+	if !f.asJSON {
+		return nil
+	}
+	return writeStdout(env, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if len(out) == 1 {
+			return enc.Encode(out[0])
+		}
+		if out == nil {
+			out = []any{} // no device in any file
+		}
+		return enc.Encode(out)
+	})
+}

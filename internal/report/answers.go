@@ -1,0 +1,152 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/units"
+)
+
+// size prints "1.5 GiB (1610612736 B)".
+func size(n uint64) string { return fmt.Sprintf("%s (%d B)", units.Human(n), n) }
+
+// moment prints where a moment lies: "event 1234, +12.5ms, timestep 2345".
+func moment(a analysis.At, t0 int64, hasT0 bool) string {
+	ev := "before the first event"
+	if a.Event >= 0 {
+		ev = fmt.Sprintf("after event e%d", a.Event)
+	}
+	s := ev
+	if a.TimeUS != nil && hasT0 {
+		s += ", +" + analysis.FormatDurationUS(*a.TimeUS-t0)
+	}
+	return s + fmt.Sprintf(", timestep %d", a.Timestep)
+}
+
+// WriteLive prints `gpumem peak` for one device.
+func WriteLive(w io.Writer, file string, a *analysis.Live, t0 int64, hasT0 bool) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "%s device %d at %s (%s)\n", file, a.Device, a.At.Spec, moment(a.At, t0, hasT0))
+	fmt.Fprintf(bw, "  peak allocated  %s  (Active Memory Timeline, as info)\n", size(a.PeakAllocatedBytes))
+	fmt.Fprintf(bw, "  peak reserved   %s  (Active Cached Segment Timeline)\n", size(a.PeakReservedBytes))
+	fmt.Fprintf(bw, "  live            %s in %d allocations\n", size(a.LiveBytes), a.LiveCount)
+	writeCategories(bw, a.Categories, a.LiveBytes)
+	writeSites(bw, fmt.Sprintf("sites (%d of %d, by the %d innermost user frames)", len(a.Sites), len(a.Sites)+a.SitesOmitted, a.Profile.Depth), a.Sites)
+	fmt.Fprintf(bw, "\nsize classes\n")
+	for _, c := range a.SizeClasses {
+		fmt.Fprintf(bw, "  %-22s %6d  %s\n", c.Name, c.Count, units.Human(c.Bytes))
+	}
+	writeFragmentation(bw, &a.Fragmentation)
+	return bw.Flush()
+}
+
+func writeCategories(bw *bufio.Writer, cats map[string]uint64, total uint64) {
+	fmt.Fprintf(bw, "\ncategories\n")
+	for _, c := range analysis.Categories() {
+		n := cats[c.String()]
+		fmt.Fprintf(bw, "  %-16s %12s  %5.1f%%\n", c, units.Human(n), pct(n, total))
+	}
+}
+
+func pct(n, total uint64) float64 {
+	if total == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(total)
+}
+
+func writeSites(bw *bufio.Writer, title string, sites []analysis.Site) {
+	fmt.Fprintf(bw, "\n%s\n", title)
+	fmt.Fprintf(bw, "  %10s %6s %6s  %-16s %s\n", "bytes", "share", "count", "category", "site (innermost first)")
+	for _, s := range sites {
+		where := "(no stack recorded)"
+		if len(s.Frames) > 0 {
+			where = strings.Join(s.Frames, " < ")
+		}
+		fmt.Fprintf(bw, "  %10s %5.1f%% %6d  %-16s %s\n", units.Human(s.Bytes), 100*s.Share, s.Count, s.Category, where)
+	}
+}
+
+func writeFragmentation(bw *bufio.Writer, f *analysis.Fragmentation) {
+	fmt.Fprintf(bw, "\nfragmentation %.3f  (1 − largest free block / all free cached bytes)\n", f.Headline)
+	fmt.Fprintf(bw, "  reserved               %s\n", size(f.Reserved))
+	fmt.Fprintf(bw, "  allocated              %s\n", size(f.Allocated))
+	fmt.Fprintf(bw, "  reserved − allocated   %s\n", size(f.ReservedUnallocated))
+	fmt.Fprintf(bw, "  free cached            %s\n", size(f.Free))
+	fmt.Fprintf(bw, "  inactive split         %s\n", size(f.InactiveSplit))
+	fmt.Fprintf(bw, "  rounding waste         %s  (allocated − requested)\n", size(f.RoundingWaste))
+	fmt.Fprintf(bw, "  largest free block     %s  (%.1f%% of free)\n", size(f.LargestFreeBlock), 100*f.LargestFreeShare)
+}
+
+// WriteOOM prints `gpumem oom` for one device.
+func WriteOOM(w io.Writer, file string, a *analysis.OOMAnswer, t0 int64, hasT0 bool) error {
+	bw := bufio.NewWriter(w)
+	if a.Verdict == analysis.VerdictNoOOM {
+		fmt.Fprintf(bw, "%s device %d: verdict no_oom\n", file, a.Device)
+		for _, l := range a.Arithmetic {
+			fmt.Fprintf(bw, "  %s\n", l)
+		}
+		fmt.Fprintf(bw, "\nat the peak (%s)\n", moment(a.At, t0, hasT0))
+		writeCategories(bw, a.Categories, sum(a.Categories))
+		writeSites(bw, "sites", a.Sites)
+		writeFragmentation(bw, &a.Fragmentation)
+		return bw.Flush()
+	}
+	for k := range a.OOMs {
+		o := &a.OOMs[k]
+		if k > 0 {
+			fmt.Fprintln(bw)
+		}
+		fmt.Fprintf(bw, "%s device %d: OOM %d of %d (%s): verdict %s\n", file, a.Device, k+1, len(a.OOMs), moment(o.At, t0, hasT0), o.Verdict)
+		fmt.Fprintf(bw, "  request (rounded)        %s  (a new segment would be %s)\n", size(o.RequestedBytes), units.Human(o.SegmentBytes))
+		fmt.Fprintf(bw, "  CUDA free                %s\n", size(o.DeviceFreeBytes))
+		fmt.Fprintf(bw, "  reserved                 %s\n", size(o.ReservedBytes))
+		fmt.Fprintf(bw, "  allocated                %s\n", size(o.AllocatedBytes))
+		fmt.Fprintf(bw, "  reserved − allocated     %s\n", size(o.ReservedUnallocatedBytes))
+		fmt.Fprintf(bw, "  largest free block       %s  (stream %d, %s pool)\n", size(o.LargestFreeBlockBytes), o.Stream, o.Pool)
+		if o.CapacityBytes != nil {
+			fmt.Fprintf(bw, "  capacity                 %s\n", size(*o.CapacityBytes))
+			fmt.Fprintf(bw, "  outside the allocator    %s\n", size(*o.OutsideAllocatorBytes))
+		} else {
+			fmt.Fprintf(bw, "  capacity                 unknown (give --capacity SIZE or --gpu NAME)\n")
+		}
+		fmt.Fprintf(bw, "\nwhy\n")
+		for _, l := range o.Arithmetic {
+			fmt.Fprintf(bw, "  %s\n", l)
+		}
+		writeCategories(bw, o.Categories, sum(o.Categories))
+		writeSites(bw, "sites live at the OOM", o.Sites)
+		if len(o.Settings) > 0 {
+			fmt.Fprintf(bw, "\nallocator settings replayed at %s (reserved + CUDA free)\n", size(o.Settings[0].CapacityBytes))
+			for _, s := range o.Settings {
+				switch {
+				case s.ReplayDeclined != "":
+					fmt.Fprintf(bw, "  replay not possible: %s\n", s.ReplayDeclined)
+				case s.AvoidsOOM:
+					fmt.Fprintf(bw, "  %-60s avoids it (peak reserved %s)\n", s.Config, units.Human(s.PeakReserved))
+				default:
+					fmt.Fprintf(bw, "  %-60s still OOMs\n", s.Config)
+				}
+			}
+		}
+		fmt.Fprintf(bw, "\nsuggestions\n")
+		for _, s := range o.Suggestions {
+			fmt.Fprintf(bw, "  - %s\n", s.Text)
+		}
+		if len(o.Suggestions) == 0 {
+			fmt.Fprintf(bw, "  (none: nothing live at the OOM explains the shortfall)\n")
+		}
+	}
+	return bw.Flush()
+}
+
+func sum(m map[string]uint64) uint64 {
+	var t uint64
+	for _, v := range m {
+		t += v
+	}
+	return t
+}
