@@ -47,11 +47,11 @@ func writeCategories(bw *bufio.Writer, cats map[string]uint64, total uint64) {
 	fmt.Fprintf(bw, "\ncategories\n")
 	for _, c := range analysis.Categories() {
 		n := cats[c.String()]
-		fmt.Fprintf(bw, "  %-16s %12s  %5.1f%%\n", c, units.Human(n), pct(n, total))
+		fmt.Fprintf(bw, "  %-16s %12s  %5.1f%%\n", c, units.Human(n), percentOf(n, total))
 	}
 }
 
-func pct(n, total uint64) float64 {
+func percentOf(n, total uint64) float64 {
 	if total == 0 {
 		return 0
 	}
