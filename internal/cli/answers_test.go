@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/gpumem/gpumem/internal/corpus"
 )
 
 // oomFixture is a snapshot of internal/analysis's OOM fixtures.
@@ -154,11 +156,7 @@ func TestAnswersBadInput(t *testing.T) {
 // TestPeakCorpus: peak --json reports info --json's
 // active_timeline_peak_bytes for every device of every real snapshot.
 func TestPeakCorpus(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(sharedDir(t), "real", "*.pickle"))
-	if len(files) == 0 {
-		t.Skip("no real snapshots")
-	}
-	for _, f := range files {
+	for _, f := range corpus.Files(t) {
 		code, out, errs := runMain(t, nil, "info", "--json", f)
 		if code != 0 {
 			t.Fatalf("info %s: %s", f, errs)
