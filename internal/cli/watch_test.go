@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,5 +170,57 @@ func TestWatchBackendError(t *testing.T) {
 	// The backend ending mid-interval still reports what it sampled.
 	if code != 1 || !strings.Contains(out, "peak 30.0GiB") || errOut != "gpumem watch: "+io.EOF.Error()+"\n" {
 		t.Errorf("exit %d stdout %q stderr %q", code, out, errOut)
+	}
+}
+
+func TestWatchPrometheusEndpoint(t *testing.T) {
+	f := &fakeBackend{used: fakeRun}
+	st := &watchState{}
+	st.last, _ = f.Sample()
+	var errOut strings.Builder
+	stop, err := servePrometheus(&Env{Stderr: &errOut}, "127.0.0.1:0", st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	url := strings.TrimSpace(strings.TrimPrefix(errOut.String(), "gpumem watch: Prometheus metrics at "))
+	if !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Fatalf("stderr %q", errOut.String())
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-fake-0",device="nvidia0",modelName="Fake H100",Hostname=`) ||
+		!strings.Contains(string(body), "} 10240\n") {
+		t.Errorf("status %d body:\n%s", resp.StatusCode, body)
+	}
+	// A loopback listener refuses other Host names (DNS rebinding).
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Host = "attacker.example:80"
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("foreign Host: status %d", resp.StatusCode)
+	}
+}
+
+func TestWatchJSON(t *testing.T) {
+	useFake(t, &fakeBackend{used: fakeRun})
+	code, out, errOut := runMain(t, nil, "watch", "--json", "--interval", "50ms", "--report", "200ms", "--count", "4")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lg, err := gpumon.ReadLog(strings.NewReader(out), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lg.Starts) != 1 || len(lg.Samples) != 8 || len(lg.Reports) != 2 || lg.Reports[0].Peak != 30<<30 {
+		t.Errorf("--json: %d starts %d samples %d reports %+v", len(lg.Starts), len(lg.Samples), len(lg.Reports), lg.Reports)
 	}
 }
