@@ -162,6 +162,9 @@ func watch(ctx context.Context, env *Env, b gpumon.Backend, o watchOptions) erro
 	n := 0
 	doReport := func(now time.Time) error {
 		ivs := stats.Report(now)
+		if alerter != nil {
+			alerter.NewPeriod()
+		}
 		st.mu.Lock()
 		st.prev = ivs
 		st.mu.Unlock()
@@ -345,7 +348,7 @@ func writeReportLines(w io.Writer, ivs []gpumon.Interval) {
 			fmt.Fprintf(w, "%s  GPU %d%s  no memory figures from the driver\n", iv.End.Format("15:04:05"), d.Index, migName(d.MIG))
 			continue
 		}
-		fmt.Fprintf(w, "%s  GPU %d%s  peak %s at %s  min %s  mean %s  of %s  (%d samples since %s)\n",
+		fmt.Fprintf(w, "%s  GPU %d%s  peak %s at %s  min %s  mean %s  of %s  (samples: %d since %s)\n",
 			iv.End.Format("15:04:05"), d.Index, migName(d.MIG), units.PythonU(iv.Peak), iv.PeakTime.Format("15:04:05.0"),
 			units.PythonU(iv.Min), units.PythonU(iv.Mean), units.PythonU(d.Total), iv.Samples, iv.Start.Format("15:04:05"))
 		for _, p := range iv.Procs {
@@ -411,7 +414,7 @@ func replayWatch(env *Env, path string, o watchOptions) error {
 	}
 	var groups [][]gpumon.Interval
 	for i, r := range reports {
-		if i == 0 || !r.Time.Equal(reports[i-1].Time) {
+		if i == 0 || !r.Time.Equal(reports[i-1].Time) || !r.Start.Equal(reports[i-1].Start) {
 			groups = append(groups, nil)
 		}
 		groups[len(groups)-1] = append(groups[len(groups)-1], r.Interval())

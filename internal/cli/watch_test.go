@@ -67,11 +67,11 @@ func TestWatchReportsLogAndReplay(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	wantLines := []string{
-		"14:00:00  GPU 0  peak 30.0GiB at 14:00:00.1  min 10.0GiB  mean 21.2GiB  of 80.0GiB  (4 samples since 14:00:00)",
+		"14:00:00  GPU 0  peak 30.0GiB at 14:00:00.1  min 10.0GiB  mean 21.2GiB  of 80.0GiB  (samples: 4 since 14:00:00)",
 		"          pid 4100    peak 29.5GiB   python train.py --rank 0",
-		"14:00:00  GPU 0  peak 16.0GiB at 14:00:00.3  min 11.0GiB  mean 13.2GiB  of 80.0GiB  (4 samples since 14:00:00)",
-		"14:00:00  GPU 0  peak 40.0GiB at 14:00:00.4  min 5.0GiB  mean 14.5GiB  of 80.0GiB  (4 samples since 14:00:00)",
-		"14:00:00  GPU 1  peak 75.0GiB at 14:00:00.5  min 9.0GiB  mean 26.2GiB  of 80.0GiB  (4 samples since 14:00:00)",
+		"14:00:00  GPU 0  peak 16.0GiB at 14:00:00.3  min 11.0GiB  mean 13.2GiB  of 80.0GiB  (samples: 4 since 14:00:00)",
+		"14:00:00  GPU 0  peak 40.0GiB at 14:00:00.4  min 5.0GiB  mean 14.5GiB  of 80.0GiB  (samples: 4 since 14:00:00)",
+		"14:00:00  GPU 1  peak 75.0GiB at 14:00:00.5  min 9.0GiB  mean 26.2GiB  of 80.0GiB  (samples: 4 since 14:00:00)",
 	}
 	for _, w := range wantLines {
 		if !strings.Contains(out, w+"\n") {

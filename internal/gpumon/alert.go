@@ -1,19 +1,26 @@
 package gpumon
 
 // Alerter reports a device passing a threshold (percent of its total
-// memory) once per crossing: it re-arms when the device drops below.
+// memory) when it crosses it from below, at most once per device per report
+// period: a training loop whose every step peaks above the line gives one
+// warning per period, not one per step.
 type Alerter struct {
 	Threshold float64 // percent, e.g. 90
 	above     map[string]bool
+	alerted   map[string]bool // in this period
 }
 
 // NewAlerter makes an Alerter for threshold percent.
 func NewAlerter(threshold float64) *Alerter {
-	return &Alerter{Threshold: threshold, above: map[string]bool{}}
+	return &Alerter{Threshold: threshold, above: map[string]bool{}, alerted: map[string]bool{}}
 }
 
+// NewPeriod starts a report period: each device may alert again.
+func (a *Alerter) NewPeriod() { clear(a.alerted) }
+
 // Check returns an alert for every device that is at or above the
-// threshold in s and was below it (or unseen) before.
+// threshold in s, was below it (or unseen) before and has not alerted in
+// this period.
 func (a *Alerter) Check(s Sample) []AlertRecord {
 	var out []AlertRecord
 	for _, d := range s.Devices {
@@ -26,10 +33,11 @@ func (a *Alerter) Check(s Sample) []AlertRecord {
 			a.above[k] = false
 			continue
 		}
-		if a.above[k] {
+		if a.above[k] || a.alerted[k] {
+			a.above[k] = true
 			continue
 		}
-		a.above[k] = true
+		a.above[k], a.alerted[k] = true, true
 		out = append(out, AlertRecord{Type: "alert", Time: s.Time, GPU: d.Index, MIG: migPtr(d.MIG), UUID: d.UUID,
 			Used: d.Used, Total: d.Total, Percent: pct, Threshold: a.Threshold})
 	}

@@ -95,7 +95,13 @@ func TestIntervalPeakTimeAndDevices(t *testing.T) {
 func TestAlertCrossing(t *testing.T) {
 	a := NewAlerter(90)
 	var got []float64
-	for i, used := range []float64{50, 71, 72.5, 79, 60, 73, 74} { // of 80 GiB: 90% is 72 GiB
+	// Of 80 GiB: 90% is 72 GiB. The second crossing (73) is in the same
+	// period as the first, so it is quiet; the third (76) opens a new one.
+	for i, used := range []float64{50, 71, 72.5, 79, 60, 73, 74, -1, 75, 60, 76} {
+		if used < 0 {
+			a.NewPeriod()
+			continue
+		}
 		for _, al := range a.Check(sample(i*500, used)) {
 			got = append(got, al.Percent)
 			if al.Threshold != 90 || al.GPU != 0 || al.Used != uint64(used*gib) {
@@ -103,8 +109,9 @@ func TestAlertCrossing(t *testing.T) {
 			}
 		}
 	}
-	// Alerts at 72.5 GiB (90.6%) and, after dropping below, at 73 GiB (91.25%).
-	want := []float64{100 * 72.5 / 80, 100 * 73.0 / 80}
+	// 75 after the period change is not a crossing: the device never
+	// dropped below the line in between.
+	want := []float64{100 * 72.5 / 80, 100 * 76.0 / 80}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("alerts at %v%%, want %v%%", got, want)
 	}
