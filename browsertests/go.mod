@@ -11,6 +11,7 @@ require (
 )
 
 require (
+	github.com/NVIDIA/go-nvml v0.13.3-0 // indirect
 	github.com/chromedp/sysutil v1.1.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/gobwas/httphead v0.1.0 // indirect

@@ -88,6 +88,11 @@ func runServe(env *Env, args []string) error {
 			return snapshot.DecodeBytes(data, name, &snapshot.Options{MaxBytes: limit * 8})
 		},
 	})
+	// gpumem watch logs are drawn by a page of their own.
+	files, nlogs, err := addWatchLogs(srv, files)
+	if err != nil {
+		return err
+	}
 	if a.demo {
 		s, err := demo.Open()
 		if err != nil {
@@ -118,7 +123,12 @@ func runServe(env *Env, args []string) error {
 	bound := ln.Addr().String()
 	srv.SetAddr(bound)
 	url := "http://" + bound + "/"
-	fmt.Fprintf(env.Stdout, "gpumem: serving %d snapshot(s) at %s (Ctrl-C to stop)\n", len(files)+boolInt(a.demo), url)
+	if nlogs > 0 && len(files) == 0 && !a.demo {
+		url += "watch.html"
+		fmt.Fprintf(env.Stdout, "gpumem: serving %d watch log(s) at %s (Ctrl-C to stop)\n", nlogs, url)
+	} else {
+		fmt.Fprintf(env.Stdout, "gpumem: serving %d snapshot(s) at %s (Ctrl-C to stop)\n", len(files)+boolInt(a.demo), url)
+	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	if !a.noBrowser {
 		openBrowser(env, url)

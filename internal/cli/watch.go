@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/gpumem/gpumem/internal/gpumon"
 	"github.com/gpumem/gpumem/internal/units"
+	"github.com/gpumem/gpumem/internal/web"
 	"golang.org/x/term"
 )
 
@@ -481,4 +484,42 @@ func isLoopbackHost(hostport string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
+}
+
+// addWatchLogs reads the gpumem watch logs among paths (named *.jsonl, or
+// starting with a watch record) into srv and returns the other paths.
+func addWatchLogs(srv *web.Server, paths []string) (rest []string, n int, err error) {
+	for _, path := range paths {
+		if path == "-" || !isWatchLog(path) {
+			rest = append(rest, path)
+			continue
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, 0, err
+		}
+		lg, err := gpumon.ReadLog(f, path)
+		f.Close()
+		if err != nil {
+			return nil, 0, err
+		}
+		srv.AddWatchLog(filepath.Base(path), lg)
+		n++
+	}
+	return rest, n, nil
+}
+
+func isWatchLog(path string) bool {
+	if strings.HasSuffix(strings.ToLower(path), ".jsonl") {
+		return true
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 20)
+	k, _ := io.ReadFull(f, head)
+	head = head[:k]
+	return bytes.HasPrefix(head, []byte(`{"type":"start"`)) || bytes.HasPrefix(head, []byte(`{"type":"sample"`))
 }

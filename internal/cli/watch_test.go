@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpumem/gpumem/internal/gpumon"
+	"github.com/gpumem/gpumem/internal/web"
 )
 
 var watchT0 = time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)
@@ -222,5 +223,34 @@ func TestWatchJSON(t *testing.T) {
 	}
 	if len(lg.Starts) != 1 || len(lg.Samples) != 8 || len(lg.Reports) != 2 || lg.Reports[0].Peak != 30<<30 {
 		t.Errorf("--json: %d starts %d samples %d reports %+v", len(lg.Starts), len(lg.Samples), len(lg.Reports), lg.Reports)
+	}
+}
+
+func TestServeFindsWatchLogs(t *testing.T) {
+	useFake(t, &fakeBackend{used: fakeRun})
+	dir := t.TempDir()
+	named := filepath.Join(dir, "run.jsonl")
+	unnamed := filepath.Join(dir, "run.log") // a log by its first record
+	for _, p := range []string{named, unnamed} {
+		if code, _, errOut := runMain(t, nil, "watch", "--interval", "50ms", "--report", "200ms", "--count", "4", "--log", p); code != 0 {
+			t.Fatal(errOut)
+		}
+		useFake(t, &fakeBackend{used: fakeRun})
+	}
+	snap := filepath.Join(dir, "x.pickle")
+	if err := os.WriteFile(snap, []byte("\x80\x04N."), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := web.New(web.Options{})
+	rest, n, err := addWatchLogs(srv, []string{named, snap, unnamed, "-"})
+	if err != nil || n != 2 || strings.Join(rest, ",") != snap+",-" {
+		t.Errorf("logs %d, rest %v, err %v", n, rest, err)
+	}
+	bad := filepath.Join(dir, "bad.jsonl")
+	if err := os.WriteFile(bad, []byte("{\"type\":\"start\"}\n{\"type\":\"x\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := addWatchLogs(srv, []string{bad}); err == nil || !strings.Contains(err.Error(), "bad.jsonl: line 2 (byte 17)") {
+		t.Errorf("bad log: %v", err)
 	}
 }

@@ -44,6 +44,7 @@ type Server struct {
 	// lastLoad is closed when the most recently queued Load has finished;
 	// loads run one after another so that the first file is ready first.
 	lastLoad chan struct{}
+	watch    watchLogs // gpumem watch logs, drawn by watch.html
 }
 
 // A file goes from loading to shown (decoded but for its address
@@ -316,6 +317,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/state", s.handleState)
 	mux.HandleFunc("GET /api/settings", s.handleSettings)
 	mux.HandleFunc("POST /api/upload", s.handleUpload)
+	mux.HandleFunc("GET /api/watch", s.handleWatch)
 	return s.hostCheck(mux)
 }
 
