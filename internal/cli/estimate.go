@@ -9,9 +9,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/estimate"
 	"github.com/gpumem/gpumem/internal/replay"
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 func init() {
@@ -115,6 +117,7 @@ func runEstimate(env *Env, args []string) error {
 	fs.BoolVar(&o.MixedPrecision, "mixed-precision", false, "16-bit weights and gradients with fp32 master weights in the optimizer")
 	fs.StringVar(&o.Optimizer, "optimizer", "adamw", strings.Join(estimate.Optimizers(), ", "))
 	fs.BoolVar(&o.OptimizerLoop, "optimizer-loop", false, "the optimizer updates one parameter at a time (foreach=False, or hand-written)")
+	fs.BoolVar(&o.KeepGrads, "keep-grads", false, "gradients are zeroed in place (zero_grad(set_to_none=False)), so they stay allocated through the forward")
 	fs.IntVar(&o.Batch, "batch", 1, "micro-batch per GPU")
 	fs.IntVar(&o.Seq, "seq", 2048, "sequence length")
 	fs.BoolVar(&o.GradCheckpointing, "grad-checkpointing", false, "recompute each block in backward (keep only block inputs)")
@@ -266,14 +269,69 @@ func checkSnapshot(env *Env, res *estimate.Result, path string, useDemo bool, de
 	if device, err = oneDevice(s, device); err != nil {
 		return nil, err
 	}
-	active, reserved := replay.Peaks(s, device)
-	m := estimate.Measured{
-		Source: "demo", Peak: int64(active), PeakReserved: int64(reserved),
-		Parameters: -1, Gradients: -1, OptimizerState: -1, Activations: -1,
-		Categories: "peak only (per-category measurement not wired yet)",
-	}
+	m := measureSnapshot(s, device)
+	m.Source = "demo"
 	if path != "" {
 		m.Source = baseName(path)
 	}
 	return estimate.Compare(res, m), nil
+}
+
+// measureSnapshot measures one device of a snapshot: the peaks of the
+// Active Memory and Active Cached Segment timelines, each category's
+// largest live total over the trace (categories from internal/analysis),
+// and the categories live at the allocated peak.
+func measureSnapshot(s *snapshot.Snapshot, device int) estimate.Measured {
+	d := analysis.NewDevice(s, device)
+	lt := d.Active
+	// Sweep the actions once, adding each allocation at its birth and
+	// removing it at its death, keeping every category's maximum.
+	births := make([][]int32, len(lt.Events))
+	deaths := make([][]int32, len(lt.Events))
+	var cur, most, atPeak analysis.Totals
+	for i := range lt.Items {
+		it := &lt.Items[i]
+		if it.Born < 0 {
+			cur[d.Category(i)] += it.Size
+		} else if int(it.Born) < len(births) {
+			births[it.Born] = append(births[it.Born], int32(i))
+		}
+		if it.Died >= 0 && int(it.Died) < len(deaths) {
+			deaths[it.Died] = append(deaths[it.Died], int32(i))
+		}
+	}
+	most = cur
+	if lt.PeakAction < 0 {
+		atPeak = cur
+	}
+	for k := range lt.Events {
+		for _, i := range births[k] {
+			cur[d.Category(int(i))] += lt.Items[i].Size
+		}
+		for _, i := range deaths[k] {
+			cur[d.Category(int(i))] -= lt.Items[i].Size
+		}
+		for c := range cur {
+			most[c] = max(most[c], cur[c])
+		}
+		if k == lt.PeakAction {
+			atPeak = cur
+		}
+	}
+	_, reserved := replay.Peaks(s, device)
+	m := estimate.Measured{
+		Peak:           int64(lt.PeakBytes),
+		PeakReserved:   int64(reserved),
+		Parameters:     int64(most[analysis.Parameter]),
+		Gradients:      int64(most[analysis.Gradient]),
+		OptimizerState: int64(most[analysis.OptimizerState]),
+		Activations:    int64(most[analysis.Activation]),
+		Categories:     "internal/analysis, each category's largest live total",
+	}
+	for _, c := range analysis.Categories() {
+		if atPeak[c] > 0 {
+			m.AtPeak = append(m.AtPeak, estimate.Amount{Name: c.String(), Bytes: int64(atPeak[c])})
+		}
+	}
+	return m
 }

@@ -106,3 +106,66 @@ func TestEstimateErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateCheckCS336 is the acceptance test on the real cs336 runs:
+// given each run's architecture (testdata/cs336, recognised from the
+// snapshots' parameter blocks) and its batch, the estimate's parameters,
+// gradients and optimizer state are within 5% of internal/analysis's
+// categories and the peak within 15%, and every row carries a reason.
+func TestEstimateCheckCS336(t *testing.T) {
+	real := filepath.Join(sharedDir(t), "real")
+	cfg := func(size string) string {
+		return filepath.Join("..", "estimate", "testdata", "cs336", "cs336-"+size+".json")
+	}
+	for _, tc := range []struct {
+		file string
+		args []string
+	}{
+		// 2.7B, batch 4, fp32, the course's own AdamW (a per-parameter loop).
+		{"cs336-kkaitlyn111__memory_ctx128_fullstep.pickle", []string{"--config", cfg("2.7b"), "--batch", "4", "--seq", "128"}},
+		{"cs336-kkaitlyn111__memory_files_memory_ctx128_fullstep_.pickle", []string{"--config", cfg("2.7b"), "--batch", "4", "--seq", "128"}},
+		{"cs336-kkaitlyn111__memory_files_memory_ctx256_fullstep_.pickle", []string{"--config", cfg("2.7b"), "--batch", "4", "--seq", "256"}},
+		{"cs336-kkaitlyn111__memory_files_memory_ctx512_fullstep_.pickle", []string{"--config", cfg("2.7b"), "--batch", "4", "--seq", "512"}},
+		// large, batch 4 × 256; its gradients stay allocated through the forward.
+		{"cs336-notHanmin__memory_snapshot.pickle", []string{"--config", cfg("large"), "--batch", "4", "--seq", "256", "--keep-grads"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			args := append([]string{"estimate", "--dtype", "fp32", "--optimizer-loop", "--json", "--check", filepath.Join(real, tc.file)}, tc.args...)
+			code, out, errOut := runMain(t, nil, args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var j struct {
+				Check struct {
+					Rows []struct {
+						Name      string   `json:"name"`
+						Estimated int64    `json:"estimated_bytes"`
+						Measured  *int64   `json:"measured_bytes"`
+						Diff      *float64 `json:"diff"`
+						Reason    string   `json:"reason"`
+					} `json:"rows"`
+				} `json:"check"`
+			}
+			if err := json.Unmarshal([]byte(out), &j); err != nil {
+				t.Fatal(err)
+			}
+			limits := map[string]float64{"parameters": 0.05, "gradients": 0.05, "optimizer state": 0.05, "peak (allocated)": 0.15}
+			for _, row := range j.Check.Rows {
+				if row.Reason == "" {
+					t.Errorf("%s: no reason", row.Name)
+				}
+				limit, ok := limits[row.Name]
+				if !ok {
+					continue
+				}
+				delete(limits, row.Name)
+				if row.Diff == nil || *row.Diff > limit || *row.Diff < -limit {
+					t.Errorf("%s: estimated %d, measured %v, diff %v; want within %.0f%%", row.Name, row.Estimated, row.Measured, row.Diff, limit*100)
+				}
+			}
+			if len(limits) > 0 {
+				t.Errorf("rows missing: %v", limits)
+			}
+		})
+	}
+}

@@ -16,7 +16,14 @@ type Measured struct {
 	Gradients      int64
 	OptimizerState int64
 	Activations    int64
-	Categories     string // where the categories came from, or why there are none
+	Categories     string   // where the categories came from, or why there are none
+	AtPeak         []Amount // categories live at the allocated peak
+}
+
+// Amount is bytes of one named category.
+type Amount struct {
+	Name  string
+	Bytes int64
 }
 
 // CheckRow is one quantity estimated and measured.
@@ -49,9 +56,12 @@ func Compare(r *Result, m Measured) *Check {
 	c := &Check{Measured: m}
 	add := func(name string, est, meas int64, reason func(d float64) string) {
 		row := CheckRow{Name: name, Estimated: est, Measured: meas}
-		if d := row.Diff(); !math.IsNaN(d) {
+		switch d := row.Diff(); {
+		case !math.IsNaN(d):
 			row.Reason = reason(d)
-		} else {
+		case meas == 0:
+			row.Reason = "none in the snapshot: a forward-only run, or this part of the step happened outside the trace"
+		default:
 			row.Reason = "not measured: " + m.Categories
 		}
 		c.Rows = append(c.Rows, row)
@@ -92,23 +102,35 @@ func Compare(r *Result, m Measured) *Check {
 			return "close: the saved tensors of the assumed eager blocks"
 		case d > 0:
 			return "fewer saved tensors: fused kernels (flash attention, fused norms) or checkpointing keep less than eager PyTorch"
-		default:
-			if o.FlashAttention {
-				return "more saved tensors: hand-written norms, softmax or casts keep intermediates the eager formula does not count"
-			}
-			return "more saved tensors: a hand-written softmax or RMSNorm keeps several L×L or hidden-size intermediates where eager PyTorch keeps one"
 		}
+		gap := m.Activations - r.Term(TermActivations)
+		if mod := o.Model; mod != nil && !o.FlashAttention && !o.GradCheckpointing {
+			P := dtypeBytes[o.Dtype]
+			perLayer := gap / int64(mod.Layers)
+			score := int64(o.Batch) * int64(mod.Heads) * int64(o.Seq) * int64(o.Seq) * P
+			hidden := int64(o.Batch) * int64(o.Seq) * int64(mod.Hidden) * P
+			return fmt.Sprintf("more saved tensors: %s more per layer, %.1f× the B×H×L² score tensor (%s) or %.1f× a B×L×hidden tensor (%s): "+
+				"a hand-written softmax or RMSNorm keeps several such intermediates where PyTorch's fused ops keep one",
+				Size(perLayer), float64(perLayer)/float64(score), Size(score), float64(perLayer)/float64(hidden), Size(hidden))
+		}
+		return fmt.Sprintf("more saved tensors (%s): hand-written norms, softmax or casts keep intermediates the eager formula does not count", Size(gap))
 	})
 	peakReason := func(d float64) string {
 		phase := r.peakPhase()
-		switch {
-		case math.Abs(d) <= 0.05:
+		if math.Abs(d) <= 0.05 {
 			return "close: the peak is reached at the " + phase
-		case d > 0:
-			return "measured peak lower: the snapshot's step starts without the optimizer state (first step) or ends before the " + phase
-		default:
-			return "measured peak higher: temporaries the terms leave out (casts, the loss, the allocator's rounding of many small tensors) at the " + phase
 		}
+		if !o.KeepGrads && !o.Inference && phase != "optimizer step" && atPeak(m, "gradient") > r.Term(TermGradients)/2 && atPeak(m, "activation") > 0 {
+			return fmt.Sprintf("gradients (%s) are live at the measured peak beside the activations: the run keeps them allocated "+
+				"(zeroed in place, e.g. zero_grad(set_to_none=False)) instead of freeing them; --keep-grads models that", Size(atPeak(m, "gradient")))
+		}
+		if cat, est, meas, ok := largestGapAtPeak(r, m); ok {
+			return fmt.Sprintf("at the measured peak %s is %s against %s in the estimate's peak phase (%s)", cat, Size(meas), Size(est), phase)
+		}
+		if d > 0 {
+			return "measured peak lower: the snapshot's step starts without the optimizer state (first step) or ends before the " + phase
+		}
+		return "measured peak higher: temporaries the terms leave out (casts, the loss, many small tensors) at the " + phase
 	}
 	add("peak (allocated)", r.PeakBytes, m.Peak, peakReason)
 	if m.PeakReserved > 0 {
@@ -120,6 +142,47 @@ func Compare(r *Result, m Measured) *Check {
 	}
 	c.Notes = append(c.Notes, "the CUDA context ("+Size(r.Term(TermCUDAContext))+") is outside the allocator, so no snapshot shows it")
 	return c
+}
+
+// largestGapAtPeak compares the categories live at the measured peak with
+// the estimate's terms and returns the one that differs most.
+func largestGapAtPeak(r *Result, m Measured) (cat string, est, meas int64, ok bool) {
+	terms := map[string]string{"parameter": TermParameters, "gradient": TermGradients,
+		"optimizer_state": TermOptimizerState, "activation": TermActivations}
+	var best int64
+	for _, a := range m.AtPeak {
+		k, known := terms[a.Name]
+		if !known {
+			continue
+		}
+		if g := abs(a.Bytes - r.Term(k)); g > best {
+			best, cat, est, meas, ok = g, a.Name, r.Term(k), a.Bytes, true
+		}
+	}
+	// What lives only inside a phase: backward's autograd buffers and the
+	// step's temporaries against the estimate's logits gradient or
+	// optimizer intermediates.
+	temps := atPeak(m, "autograd_detail") + atPeak(m, "temporary")
+	var estTemps int64
+	for _, p := range r.Phases {
+		if p.Name == r.peakPhase() {
+			estTemps = p.Temps
+		}
+	}
+	if g := abs(temps - estTemps); g > best {
+		cat, est, meas, ok = "autograd_detail + temporary", estTemps, temps, true
+	}
+	return cat, est, meas, ok
+}
+
+// atPeak is the measured bytes of one category at the peak.
+func atPeak(m Measured, name string) int64 {
+	for _, a := range m.AtPeak {
+		if a.Name == name {
+			return a.Bytes
+		}
+	}
+	return 0
 }
 
 // peakPhase names the phase with the most memory.
@@ -138,7 +201,14 @@ type CheckJSON struct {
 	Snapshot   string         `json:"snapshot"`
 	Categories string         `json:"categories"`
 	Rows       []CheckRowJSON `json:"rows"`
+	AtPeak     []AmountJSON   `json:"at_peak"`
 	Notes      []string       `json:"notes"`
+}
+
+// AmountJSON is one category's bytes.
+type AmountJSON struct {
+	Category string `json:"category"`
+	Bytes    int64  `json:"bytes"`
 }
 
 // CheckRowJSON is one row; measured is null and diff absent when unknown.
@@ -153,6 +223,9 @@ type CheckRowJSON struct {
 // ToJSON converts the check.
 func (c *Check) ToJSON() *CheckJSON {
 	j := &CheckJSON{Snapshot: c.Measured.Source, Categories: c.Measured.Categories, Notes: c.Notes}
+	for _, a := range c.Measured.AtPeak {
+		j.AtPeak = append(j.AtPeak, AmountJSON{a.Name, a.Bytes})
+	}
 	for _, row := range c.Rows {
 		rj := CheckRowJSON{Name: row.Name, Estimated: row.Estimated, Reason: row.Reason}
 		if row.Measured >= 0 {
@@ -180,6 +253,17 @@ func (c *Check) Write(w io.Writer) error {
 			diff = fmt.Sprintf("%+.1f%%", d*100)
 		}
 		fmt.Fprintf(w, "%-18s %10s %10s %8s  %s\n", row.Name, Size(row.Estimated), meas, diff, row.Reason)
+	}
+	if len(c.Measured.AtPeak) > 0 {
+		fmt.Fprintf(w, "at the measured peak:")
+		for i, a := range c.Measured.AtPeak {
+			sep := ","
+			if i == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(w, "%s %s %s", sep, a.Name, Size(a.Bytes))
+		}
+		fmt.Fprintln(w)
 	}
 	for _, n := range c.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)

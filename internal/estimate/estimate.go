@@ -17,6 +17,7 @@ type Options struct {
 	MixedPrecision bool   // 16-bit weights and gradients plus fp32 master weights in the optimizer
 	Optimizer      string // adamw, adam, sgd, sgd-momentum, adafactor, adamw-8bit
 	OptimizerLoop  bool   // per-parameter update loop (foreach=False, or a hand-written optimizer)
+	KeepGrads      bool   // zero_grad(set_to_none=False): gradients stay allocated through the forward
 
 	Batch, Seq        int
 	GradCheckpointing bool
@@ -66,6 +67,7 @@ type Phase struct {
 	Name    string
 	Bytes   int64
 	Formula string
+	Temps   int64 // of Bytes, what lives only inside the phase (logits gradient, optimizer intermediates)
 }
 
 // Result is an estimate for one GPU.
@@ -322,9 +324,13 @@ func (r *Result) training() {
 	M, O, Gr, I := params, state, grads, inter
 	r.BlogPeak = M + O + max(Gr+I, act)
 	r.Phases = []Phase{
-		{"forward", M + O + act, "parameters + optimizer state + activations"},
-		{"backward", M + O + max(act, Gr) + logitsGrad, "parameters + optimizer state + max(activations, gradients) + logits gradient"},
-		{"optimizer step", M + O + Gr + I, "parameters + optimizer state + gradients + intermediates"},
+		{"forward", M + O + act, "parameters + optimizer state + activations", 0},
+		{"backward", M + O + max(act, Gr) + logitsGrad, "parameters + optimizer state + max(activations, gradients) + logits gradient", logitsGrad},
+		{"optimizer step", M + O + Gr + I, "parameters + optimizer state + gradients + intermediates", I},
+	}
+	if o.KeepGrads {
+		r.Phases[0] = Phase{"forward", M + O + Gr + act, "parameters + optimizer state + kept gradients + activations", 0}
+		r.Phases[1] = Phase{"backward", M + O + Gr + act + logitsGrad, "parameters + optimizer state + kept gradients + activations + logits gradient", logitsGrad}
 	}
 	r.PeakBytes = r.BlogPeak
 	for _, p := range r.Phases {
@@ -350,7 +356,7 @@ func (r *Result) inference() {
 	}
 	r.PeakBytes = weights + kv + act
 	r.BlogPeak = r.PeakBytes
-	r.Phases = []Phase{{"forward", r.PeakBytes, "parameters + KV cache + activations of one forward"}}
+	r.Phases = []Phase{{"forward", r.PeakBytes, "parameters + KV cache + activations of one forward", 0}}
 }
 
 // blogActivationsPerToken is the blog's linear fit, read as bytes per

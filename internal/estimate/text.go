@@ -120,6 +120,9 @@ func (o *Options) Describe() string {
 		parts = append(parts, opt)
 	}
 	parts = append(parts, fmt.Sprintf("batch %d × seq %d per GPU", o.Batch, o.Seq))
+	if o.KeepGrads && !o.Inference {
+		parts = append(parts, "gradients kept through the forward")
+	}
 	if o.GradCheckpointing {
 		parts = append(parts, "gradient checkpointing")
 	}
