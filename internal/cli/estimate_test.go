@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gpumem/gpumem/internal/corpus"
 )
 
 func estimateConfig(name string) string {
@@ -113,7 +115,7 @@ func TestEstimateErrors(t *testing.T) {
 // gradients and optimizer state are within 5% of internal/analysis's
 // categories and the peak within 15%, and every row carries a reason.
 func TestEstimateCheckCS336(t *testing.T) {
-	real := filepath.Join(sharedDir(t), "real")
+	real := corpus.Dir(t)
 	cfg := func(size string) string {
 		return filepath.Join("..", "estimate", "testdata", "cs336", "cs336-"+size+".json")
 	}
