@@ -355,8 +355,8 @@ type KeyValue struct {
 // KeyValues is an ordered list of uninterpreted keys.
 type KeyValues []KeyValue
 
-// String returns the string for id ("" when out of range).
-func (s *Snapshot) String(id StringID) string {
+// Text returns the string for id ("" when out of range).
+func (s *Snapshot) Text(id StringID) string {
 	if id <= 0 || int(id) >= len(s.Strings) {
 		return ""
 	}

@@ -288,11 +288,11 @@ func walkEvent(s *Snapshot, e emitter, ev *Event, ctx, meta bool) {
 	}
 	if ctx {
 		e.key("compile_context")
-		e.str(s.String(ev.CompileContext))
+		e.str(s.Text(ev.CompileContext))
 	}
 	if meta {
 		e.key("user_metadata")
-		e.str(s.String(ev.UserMetadata))
+		e.str(s.Text(ev.UserMetadata))
 	}
 	if ev.Flags&FlagHasFrames != 0 {
 		e.key("frames")

@@ -81,7 +81,7 @@ func (e *OOMError) Error() string {
 type Allocator struct {
 	cfg   Config
 	opt   Options
-	stats Stats
+	stats MemoryStats
 
 	large, small blockPool
 	// active holds allocated and pending-free blocks by address.
@@ -190,7 +190,7 @@ func (a *Allocator) SetConfig(c Config) {
 }
 
 // Stats returns a copy of the memory_stats counters.
-func (a *Allocator) Stats() Stats { return a.stats }
+func (a *Allocator) Stats() MemoryStats { return a.stats }
 
 // Trace returns the recorded events (Options.Record), oldest first.
 func (a *Allocator) Trace() []Event { return a.trace }

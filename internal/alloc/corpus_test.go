@@ -28,7 +28,7 @@ func TestCorpusReplay(t *testing.T) {
 			continue
 		}
 		for _, d := range Replayable(s) {
-			r, err := Replay(s, d, ReplayOptions{})
+			r, err := Simulate(s, d, ReplayOptions{})
 			if err != nil {
 				t.Errorf("%s device %d: %v", filepath.Base(f), d, err)
 				continue
@@ -64,8 +64,8 @@ func TestCorpusReplay(t *testing.T) {
 // statsMismatch checks the model's current memory_stats against the values
 // PyTorch's _check_memory_stat_consistency derives from a snapshot's
 // segments (per pool): counts and byte sums of segments and blocks.
-func statsMismatch(s *snapshot.Snapshot, dev int, st *Stats) string {
-	var want Stats
+func statsMismatch(s *snapshot.Snapshot, dev int, st *MemoryStats) string {
+	var want MemoryStats
 	for i := range s.Segments {
 		sg := &s.Segments[i]
 		if int(sg.Device) != dev || (sg.HasPoolID && sg.PoolID != [2]int64{0, 0}) {

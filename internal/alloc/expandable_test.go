@@ -44,7 +44,7 @@ func exact(r *ReplayResult) bool {
 func TestExpandableFixtures(t *testing.T) {
 	for _, fx := range expandableFixtures {
 		s := openFixture(t, fx.file)
-		r, err := Replay(s, fx.dev, ReplayOptions{})
+		r, err := Simulate(s, fx.dev, ReplayOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestExpandableAblation(t *testing.T) {
 	for _, rl := range rules {
 		var broken []string
 		for _, fx := range expandableFixtures {
-			r, err := Replay(snaps[fx.file], fx.dev, ReplayOptions{off: rl.r})
+			r, err := Simulate(snaps[fx.file], fx.dev, ReplayOptions{off: rl.r})
 			if err != nil {
 				t.Fatal(err)
 			}

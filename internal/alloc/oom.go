@@ -136,7 +136,7 @@ func replayEach(s *snapshot.Snapshot, dev int, opts []ReplayOptions) ([]*ReplayR
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			res[k], errs[k] = Replay(s, dev, opts[k])
+			res[k], errs[k] = Simulate(s, dev, opts[k])
 		}(k)
 	}
 	wg.Wait()

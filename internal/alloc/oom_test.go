@@ -84,7 +84,7 @@ func TestSynthExpandableReplay(t *testing.T) {
 			t.Errorf("%s: base %#x is also that of %s", name, base, other)
 		}
 		bases[base] = name
-		r, err := alloc.Replay(s, tc.dev, alloc.ReplayOptions{})
+		r, err := alloc.Simulate(s, tc.dev, alloc.ReplayOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,7 @@ import (
 // With the snapshot's own settings it is a validation of the model; with
 // another Config it is a what-if.
 
-// ReplayOptions configure Replay.
+// ReplayOptions configure Simulate.
 type ReplayOptions struct {
 	// Config overrides the snapshot's settings (what-if); nil validates.
 	Config *Config
@@ -81,7 +81,7 @@ type ReplayResult struct {
 	InitialBlocks   int
 	InitialReserved uint64
 
-	Stats Stats
+	Stats MemoryStats
 }
 
 // ReplayOOM places an out-of-memory.
@@ -110,8 +110,9 @@ func Replayable(s *snapshot.Snapshot) []int {
 	return out
 }
 
-// Replay replays device dev of s.
-func Replay(s *snapshot.Snapshot, dev int, o ReplayOptions) (*ReplayResult, error) {
+// Simulate re-runs device dev of s through the allocator model (replays its
+// trace; package replay, by contrast, rebuilds memory_viz's views of it).
+func Simulate(s *snapshot.Snapshot, dev int, o ReplayOptions) (*ReplayResult, error) {
 	if dev < 0 || dev >= len(s.Traces) {
 		return nil, fmt.Errorf("device %d has no trace", dev)
 	}
@@ -585,7 +586,7 @@ func (rp *replayer) load(st *initState) {
 	a.stats.resetAccumulated()
 }
 
-func (s *Stats) resetAccumulated() {
+func (s *MemoryStats) resetAccumulated() {
 	for _, arr := range []*StatArray{&s.Allocation, &s.Segment, &s.Active, &s.InactiveSplit,
 		&s.AllocatedBytes, &s.ReservedBytes, &s.ActiveBytes, &s.InactiveSplitBytes, &s.RequestedBytes} {
 		for i := range arr {

@@ -105,7 +105,7 @@ func TestReplaySelf(t *testing.T) {
 				s2 := *snap
 				s2.Traces = append(s2.Traces[:0:0], snap.Traces...)
 				s2.Traces[0].Events = ev[cut:]
-				r, err := Replay(&s2, 0, ReplayOptions{})
+				r, err := Simulate(&s2, 0, ReplayOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}

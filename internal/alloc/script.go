@@ -146,12 +146,12 @@ type Step struct {
 	SegmentSize uint64
 	MappedBytes uint64
 	Small       bool
-	Before      Stats
-	Stats       Stats
+	Before      MemoryStats
+	Stats       MemoryStats
 }
 
 // Delta of a stat between Before and Stats (current values, all pools).
-func (s *Step) Delta(f func(*Stats) *StatArray) int64 {
+func (s *Step) Delta(f func(*MemoryStats) *StatArray) int64 {
 	return f(&s.Stats)[PoolAll].Current - f(&s.Before)[PoolAll].Current
 }
 

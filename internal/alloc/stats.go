@@ -54,8 +54,8 @@ func (a *StatArray) dec(small bool, n uint64) {
 	}
 }
 
-// Stats is c10's DeviceStats, what torch.cuda.memory_stats() reports.
-type Stats struct {
+// MemoryStats is c10's DeviceStats, what torch.cuda.memory_stats() reports.
+type MemoryStats struct {
 	Allocation         StatArray // allocation.*: allocated blocks
 	Segment            StatArray // segment.*: cudaMalloc'd segments
 	Active             StatArray // active.*: allocated or pending-free blocks
@@ -84,7 +84,7 @@ func (s Stat) values() [4]int64 { return [4]int64{s.Current, s.Peak, s.Allocated
 
 // Map flattens the stats with torch.cuda.memory_stats()'s key names
 // ("allocated_bytes.all.current", ...): 122 keys.
-func (s *Stats) Map() map[string]int64 {
+func (s *MemoryStats) Map() map[string]int64 {
 	m := make(map[string]int64, 122)
 	arrays := []struct {
 		name string
@@ -123,7 +123,7 @@ func (s *Stats) Map() map[string]int64 {
 
 // StatKeys returns the 122 memory_stats keys in PyTorch's (sorted) order.
 func StatKeys() []string {
-	var s Stats
+	var s MemoryStats
 	m := s.Map()
 	keys := make([]string, 0, len(m))
 	for k := range m {

@@ -63,7 +63,7 @@ func Sweep(s *snapshot.Snapshot, dev int, o SweepOptions) ([]SweepRow, error) {
 	}
 	// The default runs first: the GC rows need its peak when no capacity
 	// is given.
-	base, err := Replay(s, dev, ReplayOptions{Config: &cfgs[0], Capacity: o.Capacity, FromEmpty: o.FromEmpty})
+	base, err := Simulate(s, dev, ReplayOptions{Config: &cfgs[0], Capacity: o.Capacity, FromEmpty: o.FromEmpty})
 	if err != nil {
 		return nil, err
 	}

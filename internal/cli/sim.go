@@ -435,7 +435,7 @@ func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
 			}
 		default:
 			opt := alloc.ReplayOptions{Config: cfg, Capacity: devCap, FromEmpty: fromEmpty}
-			r, err := alloc.Replay(s, d, opt)
+			r, err := alloc.Simulate(s, d, opt)
 			if err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}

@@ -180,11 +180,11 @@ func (j *jsonWriter) event(s *snapshot.Snapshot, e *snapshot.Event) {
 		j.raw("null")
 	}
 	j.raw(`,"stack":` + itoa(int64(e.Stack)))
-	if cc := s.String(e.CompileContext); cc != "" {
+	if cc := s.Text(e.CompileContext); cc != "" {
 		j.raw(`,"compile_context":`)
 		j.str(cc)
 	}
-	if um := s.String(e.UserMetadata); um != "" {
+	if um := s.Text(e.UserMetadata); um != "" {
 		j.raw(`,"user_metadata":`)
 		j.str(um)
 	}

@@ -57,9 +57,9 @@ func (k Kind) String() string {
 // individually before the rest is summarized).
 const DefaultMaxEntries = 15000
 
-// Stats are the counts memory_viz's process_alloc_data reports for one
+// TimelineCounts are the counts memory_viz's process_alloc_data reports for one
 // timeline.
-type Stats struct {
+type TimelineCounts struct {
 	// PeakBytes is max(max_at_time): the highest stacked total, including
 	// the initial stack (ghost blocks, pre-trace frees).
 	PeakBytes uint64
@@ -221,8 +221,8 @@ type SegmentState struct {
 	X   float64
 }
 
-// BlockState is one active block in a State.
-type BlockState struct {
+// StateBlock is one active block in a State.
+type StateBlock struct {
 	Addr        uint64
 	Size        uint64 // rounded block size
 	Requested   uint64
@@ -238,7 +238,7 @@ type State struct {
 	// Segments sorted by (size, addr) as memory_viz lays them out.
 	Segments []SegmentState
 	// Blocks sorted by address.
-	Blocks []BlockState
+	Blocks []StateBlock
 	// Padding and Rows describe the layout (see SegmentState).
 	Padding float64
 	Rows    int
@@ -256,7 +256,7 @@ type State struct {
 // ComputeStats returns memory_viz's peak, element count and timestep count
 // for one view at a detail of maxEntries (DefaultMaxEntries in memory_viz;
 // <= 0 means all elements drawn). O(n log n); no Timeline is built.
-func ComputeStats(s *snapshot.Snapshot, device int, kind Kind, maxEntries int) Stats {
+func ComputeStats(s *snapshot.Snapshot, device int, kind Kind, maxEntries int) TimelineCounts {
 	return computeStats(s, device, kind, maxEntries)
 }
 

@@ -309,7 +309,7 @@ func (s *liveStack) top() int32 {
 	return -1
 }
 
-func computeStats(s *snapshot.Snapshot, device int, kind Kind, maxEntries int) Stats {
+func computeStats(s *snapshot.Snapshot, device int, kind Kind, maxEntries int) TimelineCounts {
 	if kind == KindActiveWithPools {
 		return poolStats(s, device, maxEntries)
 	}
@@ -369,5 +369,5 @@ func computeStats(s *snapshot.Snapshot, device int, kind Kind, maxEntries int) S
 		}
 		total -= size
 	}
-	return Stats{PeakBytes: peak, Elements: n, Timesteps: steps}
+	return TimelineCounts{PeakBytes: peak, Elements: n, Timesteps: steps}
 }

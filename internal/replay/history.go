@@ -466,17 +466,17 @@ func (h *History) buildState(idx int, w *work) *State {
 	// The blocks need nothing from the segments until each is placed in
 	// one: collect and sort them on another core meanwhile (a big state
 	// has a million of each).
-	blocksDone := make(chan []BlockState, 1)
+	blocksDone := make(chan []StateBlock, 1)
 	go func() {
-		bs := make([]BlockState, 0, len(w.blocks))
+		bs := make([]StateBlock, 0, len(w.blocks))
 		for _, r := range w.blocks {
 			b := h.resolve(r)
-			bs = append(bs, BlockState{
+			bs = append(bs, StateBlock{
 				Addr: b.addr, Size: b.size, Requested: b.requested, Version: b.version,
 				PendingFree: b.pending, Stack: b.stack,
 			})
 		}
-		slices.SortFunc(bs, func(a, b BlockState) int { return cmp.Compare(a.Addr, b.Addr) })
+		slices.SortFunc(bs, func(a, b StateBlock) int { return cmp.Compare(a.Addr, b.Addr) })
 		blocksDone <- bs
 	}()
 	// Segments by (size, addr), ties in address order; byAddr[k] is the
@@ -607,7 +607,7 @@ func (h *History) event(i int) EventInfo {
 		Addr:   formatAddr(a.IsSegmentAction(), e.Addr, e.Version),
 		Size:   e.Size,
 		Stream: e.Stream, TimeUS: e.TimeUS, HasTime: e.Flags&snapshot.FlagHasTime != 0,
-		UserMetadata: h.s.String(e.UserMetadata),
+		UserMetadata: h.s.Text(e.UserMetadata),
 		Stack:        e.Stack,
 		Frames:       formatFrames(h.s, e.Stack),
 	}

@@ -475,10 +475,10 @@ func runPoolReplay(s *snapshot.Snapshot, device int, maxEntries int, record bool
 }
 
 // poolStats computes Stats for KindActiveWithPools.
-func poolStats(s *snapshot.Snapshot, device int, maxEntries int) Stats {
+func poolStats(s *snapshot.Snapshot, device int, maxEntries int) TimelineCounts {
 	if !hasPrivatePools(s, device) {
 		return computeStats(s, device, KindActive, maxEntries)
 	}
 	r := runPoolReplay(s, device, maxEntries, false)
-	return Stats{PeakBytes: r.peak, Elements: len(r.l.elems), Timesteps: r.timesteps}
+	return TimelineCounts{PeakBytes: r.peak, Elements: len(r.l.elems), Timesteps: r.timesteps}
 }

@@ -21,7 +21,7 @@ func TestPoolEnvelope(t *testing.T) {
 	}
 	s := mkSnapshot(evs, segs, blocks)
 	st := ComputeStats(s, 0, KindActiveWithPools, DefaultMaxEntries)
-	if st != (Stats{PeakBytes: 2098202, Elements: 4, Timesteps: 10}) {
+	if st != (TimelineCounts{PeakBytes: 2098202, Elements: 4, Timesteps: 10}) {
 		t.Fatalf("stats %+v", st)
 	}
 	tl := NewTimeline(s, 0, KindActiveWithPools)
@@ -78,7 +78,7 @@ func TestPoolReplayWithoutPools(t *testing.T) {
 		for _, me := range []int{0, 10, 50} {
 			a := runPoolReplay(s, 0, me, false)
 			b := computeStats(s, 0, KindActive, me)
-			if got := (Stats{a.peak, len(a.l.elems), a.timesteps}); got != b {
+			if got := (TimelineCounts{a.peak, len(a.l.elems), a.timesteps}); got != b {
 				t.Fatalf("iter %d max_entries %d: pool replay %+v, default %+v", iter, me, got, b)
 			}
 		}

@@ -311,10 +311,10 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 						allocsWithStack++
 					}
 				}
-				if c := s.String(e.CompileContext); c != "" && c != "N/A" {
+				if c := s.Text(e.CompileContext); c != "" && c != "N/A" {
 					compile[c]++
 				}
-				if m := s.String(e.UserMetadata); m != "" {
+				if m := s.Text(e.UserMetadata); m != "" {
 					meta[m]++
 				}
 			}

@@ -14,7 +14,7 @@ import (
 // SimScript writes the text of "gpumem sim --script": the settings, then
 // per command its line, the change of the totals and what the allocator
 // did, then the peaks (final: the allocator's statistics at the end).
-func SimScript(w io.Writer, cfg alloc.Config, capacity uint64, steps []alloc.Step, final alloc.Stats) {
+func SimScript(w io.Writer, cfg alloc.Config, capacity uint64, steps []alloc.Step, final alloc.MemoryStats) {
 	fmt.Fprintf(w, "config: %s", cfg.String())
 	if capacity > 0 {
 		fmt.Fprintf(w, ", capacity %s", units.C10(capacity))
@@ -28,9 +28,9 @@ func SimScript(w io.Writer, cfg alloc.Config, capacity uint64, steps []alloc.Ste
 		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "          requested %s  allocated %s  reserved %s",
-			units.HumanSigned(st.Delta(func(s *alloc.Stats) *alloc.StatArray { return &s.RequestedBytes })),
-			units.HumanSigned(st.Delta(func(s *alloc.Stats) *alloc.StatArray { return &s.AllocatedBytes })),
-			units.HumanSigned(st.Delta(func(s *alloc.Stats) *alloc.StatArray { return &s.ReservedBytes })))
+			units.HumanSigned(st.Delta(func(s *alloc.MemoryStats) *alloc.StatArray { return &s.RequestedBytes })),
+			units.HumanSigned(st.Delta(func(s *alloc.MemoryStats) *alloc.StatArray { return &s.AllocatedBytes })),
+			units.HumanSigned(st.Delta(func(s *alloc.MemoryStats) *alloc.StatArray { return &s.ReservedBytes })))
 		if strings.HasPrefix(st.Op, "alloc") && st.Error == "" && st.Addr != 0 {
 			fmt.Fprintf(&b, "  at %#x", st.Addr)
 		}

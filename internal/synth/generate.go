@@ -30,7 +30,7 @@ type Result struct {
 	Events    int      // trace entries
 	// OOM is non-nil when the run stopped at an out-of-memory error.
 	OOM   *alloc.OOMError
-	Stats alloc.Stats
+	Stats alloc.MemoryStats
 }
 
 // Generate runs the workload's training loop through the caching-allocator
