@@ -87,8 +87,8 @@ type Frame struct {
 	Y0, Y1        float64 // window in bytes
 	Width, Height int     // pixels
 
-	// IDs are the elements drawn as polygons (at least MinPixels tall and
-	// one pixel wide), largest first. Element i's polygon is
+	// IDs are the elements drawn as polygons: the largest Detail of those
+	// that intersect the window, however thin, largest first. Element i's polygon is
 	// Points[2*Starts[i] : 2*Starts[i+1]]: x,y pairs along the bottom edge
 	// left to right, then the top edge right to left.
 	IDs    []int32
@@ -97,23 +97,27 @@ type Frame struct {
 
 	// Per pixel column c (len Width), in bytes: the lowest and highest
 	// stacked total of all elements during the column. Everything between
-	// the drawn polygons and ColMax is elements too small (or too short) to
-	// draw at this resolution: draw the area under ColMax as one band first.
+	// the drawn polygons and ColMax is the elements past Detail (and, at
+	// a column's edges, the slides of the stack): draw the area under
+	// ColMax as one band first.
 	ColMin []float64
 	ColMax []float64
 
-	// Truncated says polygons were dropped (smallest first) to respect
-	// MaxPolygons.
+	// Truncated says intersecting elements were left out (smallest
+	// first) to respect Detail.
 	Truncated bool
+	// Summarized counts the elements that intersect the window but are
+	// not drawn; SummaryExact is false when, to bound the work, it is an
+	// upper bound (elements overlapping the window in time only).
+	Summarized   int
+	SummaryExact bool
 }
 
 // QueryOptions tunes Query; the zero value means the defaults.
 type QueryOptions struct {
-	// MinPixels is the least height in pixels an element needs to get its
-	// own polygon (default 1).
-	MinPixels float64
-	// MaxPolygons caps the number of polygons (default 20000).
-	MaxPolygons int
+	// Detail is how many of the largest intersecting elements get their
+	// own polygon, as memory_viz's max_entries (default 15000).
+	Detail int
 }
 
 // ElementInfo describes one timeline element for hover and click.
@@ -288,10 +292,11 @@ func (t *Timeline) Timesteps() int { return t.timesteps }
 func (t *Timeline) PeakBytes() uint64 { return t.peak }
 
 // Query returns what is visible in the window [t0, t1] x [y0, y1]
-// (timesteps x bytes) drawn at widthPx x heightPx: elements at least one
-// pixel tall and one pixel wide as polygons, the rest as the band under
-// ColMax. Cost is about O(B log n + V log V + F log V + V·widthPx + D) for
-// B non-empty (size, duration) classes, V drawn elements, F frees inside
+// (timesteps x bytes) drawn at widthPx x heightPx: the largest Detail
+// elements that intersect it as polygons, however thin, the rest as the
+// band under ColMax. Cost is about O(B log n + C log C + F log V +
+// V·widthPx + D) for B non-empty (size, duration) classes, C elements of
+// the size classes needed to fill Detail, V drawn elements, F frees inside
 // the window that slide the stack and D elements alive at t0 and t1 —
 // never a pass over the whole trace. For KindActiveWithPools with private
 // pools the polygons are memory_viz's own, sampled per column.

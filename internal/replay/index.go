@@ -59,6 +59,31 @@ func (t *maxTree) walk(node, lo, hi, limit int, above int32, fn func(int)) {
 	t.walk(2*node+1, mid, hi, limit, above, fn)
 }
 
+// count returns how many leaves i < limit have a value > above, as each
+// would list them; neg is the tree of the negated values, whose maxima
+// let it count a whole subtree at once.
+func (t *maxTree) count(neg *maxTree, limit int, above int32) int {
+	limit = min(limit, t.n)
+	if limit <= 0 {
+		return 0
+	}
+	return t.countWalk(neg, 1, 0, t.size, limit, above)
+}
+
+func (t *maxTree) countWalk(neg *maxTree, node, lo, hi, limit int, above int32) int {
+	if lo >= limit || t.v[node] <= above {
+		return 0
+	}
+	if hi <= limit && -int64(neg.v[node]) > int64(above) {
+		return min(hi, t.n) - lo
+	}
+	if hi-lo == 1 {
+		return 1
+	}
+	mid := (lo + hi) / 2
+	return t.countWalk(neg, 2*node, lo, mid, limit, above) + t.countWalk(neg, 2*node+1, mid, hi, limit, above)
+}
+
 // blockMinMax is a segment tree of per-block minima and maxima: the
 // shared part of rangeMinMax and compactRuns, which differ in how a
 // block's values are read.

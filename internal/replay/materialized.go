@@ -112,19 +112,21 @@ func (t *Timeline) hitTestMaterialized(x, y float64) (int, bool) {
 	return env, env >= 0
 }
 
-// polygonsMaterialized fills f with the visible items' polygons sampled at
-// the pixel columns.
-func (t *Timeline) polygonsMaterialized(f *Frame, vis []int32, t0, t1, tpp, bpp float64) {
-	sort.Slice(vis, func(a, b int) bool {
-		sa, sb := t.itemSize(vis[a]), t.itemSize(vis[b])
-		if sa != sb {
-			return sa > sb
-		}
-		return vis[a] < vis[b]
-	})
+// polygonsMaterialized fills f with the polygons, sampled at the pixel
+// columns, of the first detail items of vis (largest first) that are
+// inside the window, and counts the rest as summarised: an upper bound,
+// as the items past Detail are not checked against y.
+func (t *Timeline) polygonsMaterialized(f *Frame, vis []int32, t0, t1, tpp, bpp float64, detail int) {
+	f.SummaryExact = true
 	px := func(x float64) float32 { return float32((x - t0) / tpp) }
 	py := func(bytes float64) float32 { return float32((f.Y1 - bytes) / bpp) }
-	for _, id := range vis {
+	for n, id := range vis {
+		if len(f.IDs) >= max(detail, 0) {
+			f.Summarized = len(vis) - n
+			f.SummaryExact = false
+			f.Truncated = true
+			return
+		}
 		a, b := max(t0, float64(t.start[id])), min(t1, float64(t.end[id]))
 		var xs []float64
 		xs = append(xs, a)

@@ -12,86 +12,25 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		f.ColMin, f.ColMax = make([]float64, f.Width), make([]float64, f.Width)
 		return f
 	}
-	if o.MinPixels <= 0 {
-		o.MinPixels = 1
-	}
-	if o.MaxPolygons <= 0 {
-		o.MaxPolygons = 20000
+	if o.Detail == 0 {
+		o.Detail = 15000
 	}
 	tpp := (t1 - t0) / float64(w) // timesteps per pixel
 	bpp := (y1 - y0) / float64(h) // bytes per pixel
 	f.ColMin, f.ColMax = t.columns(t0, tpp, w)
 
-	// 1. Candidates: tall and wide enough, overlapping [t0, t1] in time.
-	minSize := o.MinPixels * bpp
-	minDur := tpp
-	var vis []int32
-	for bi := range t.buckets {
-		b := &t.buckets[bi]
-		if math.Ldexp(1, b.sizeClass)-1 < minSize || math.Ldexp(1, b.durClass)-1 < minDur {
-			continue
-		}
-		limit := sort.Search(len(b.starts), func(i int) bool { return float64(b.starts[i]) > t1 })
-		above := int32(math.Ceil(t0)) - 1 // end >= t0
-		b.ends.each(limit, above, func(i int) {
-			id := b.ids[i]
-			if float64(t.itemSize(id)) >= minSize && float64(t.end[id]-t.start[id]) >= minDur {
-				vis = append(vis, id)
-			}
-		})
-	}
-	truncate := func(vis []int32) []int32 {
-		if len(vis) <= o.MaxPolygons {
-			return vis
-		}
-		sort.Slice(vis, func(a, b int) bool {
-			sa, sb := t.itemSize(vis[a]), t.itemSize(vis[b])
-			if sa != sb {
-				return sa > sb
-			}
-			return vis[a] < vis[b]
-		})
-		f.Truncated = true
-		return vis[:o.MaxPolygons]
-	}
-	if len(vis) == 0 {
+	if t.ser != nil {
+		t.polygonsMaterialized(f, t.selectMaterialized(t0, t1), t0, t1, tpp, bpp, o.Detail)
 		return f
 	}
-	if t.ser != nil {
-		t.polygonsMaterialized(f, truncate(vis), t0, t1, tpp, bpp)
+	// 1-2. The largest Detail elements that intersect the window, and the
+	// bottom edge of each at its first sample.
+	vis, baseOf := t.selectWindow(f, t0, t1, y0, y1, o.Detail)
+	if len(vis) == 0 {
 		return f
 	}
 	byPos := func(vis []int32) {
 		sort.Slice(vis, func(a, b int) bool { return t.pos[vis[a]] < t.pos[vis[b]] })
-	}
-
-	// 2. Bottom edges at each element's first sample: pushed inside the
-	// window → its push offset; alive at t0 → the stack below it at t0.
-	// Offsets never grow, so an element whose top starts below y0, or
-	// whose bottom ends above y1, stays outside the window: drop it before
-	// sampling.
-	byPos(vis)
-	first := t.offsetsAt(t0, vis, func(id int32) bool { return float64(t.start[id]) < t0 })
-	last := t.offsetsAt(t1, vis, func(id int32) bool { return float64(t.start[id]) < t1 && float64(t.end[id]) >= t1 })
-	kept := vis[:0]
-	baseOf := map[int32]float64{}
-	for k, id := range vis {
-		b := first[k]
-		if float64(t.start[id]) >= t0 {
-			b = float64(t.off0[id])
-		}
-		if b+float64(t.src[id].size) < y0 {
-			continue
-		}
-		if float64(t.start[id]) < t1 && float64(t.end[id]) >= t1 && last[k] > y1 {
-			continue
-		}
-		baseOf[id] = b
-		kept = append(kept, id)
-	}
-	vis = truncate(kept)
-	if len(vis) == 0 {
-		return f
 	}
 	byPos(vis)
 	nv := len(vis)

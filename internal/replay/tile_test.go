@@ -72,6 +72,19 @@ func TestTile(t *testing.T) {
 	res2 = tl.Search("b'7f0", "")
 	t.Logf("search: first %v (%d hits, builds the index), another address %v (%d hits)", el, len(res), time.Since(start), len(res2))
 
+	// The viewer bench's zooms: 8 steps in (both axes, around the
+	// centre), Detail 15,000, 1600x600 pixels.
+	T, P := float64(tl.Timesteps()), float64(tl.PeakBytes())*1.04
+	x0, x1, y0, y1 := 0.0, T, 0.0, P
+	for k := 0; k <= 8; k++ {
+		start = time.Now()
+		f := tl.Query(x0, x1, 1600, 600, y0, y1)
+		t.Logf("window %d [%.0f,%.0f]x[%.3g,%.3g]: %v, %d polygons, %d points, %d summarised (exact %v)",
+			k, x0, x1, y0, y1, time.Since(start), len(f.IDs), len(f.Points)/2, f.Summarized, f.SummaryExact)
+		cx, cy := (x0+x1)/2, (y0+y1)/2
+		x0, x1, y0, y1 = cx-(x1-x0)/3, cx+(x1-x0)/3, cy-(y1-y0)/3, cy+(y1-y0)/3
+	}
+
 	if os.Getenv("GPUMEM_TILE_HISTORY") != "" {
 		start = time.Now()
 		h := NewHistory(s, dev)
@@ -112,7 +125,7 @@ func timelineBytes(t *Timeline) map[string]int {
 		m["runIdx"] = 8 * (cap(t.runIdx.min) + cap(t.runIdx.max))
 	}
 	for _, b := range t.buckets {
-		m["buckets"] += 4*(cap(b.ids)+cap(b.starts)+cap(b.ends.v)) + 64
+		m["buckets"] += 4*(cap(b.ids)+cap(b.starts)+cap(b.ends.v)+cap(b.negEnds.v)) + 64
 	}
 	return m
 }

@@ -49,6 +49,9 @@ type Timeline struct {
 	cruns    *compactRuns
 
 	buckets []bucket
+	// bySize lists the buckets by size class, largest first: a window's
+	// largest elements come from its first buckets.
+	bySize []int32
 
 	// Materialized polygons, used for KindActiveWithPools when the device
 	// has private pools: items are the elements, then one envelope per pool.
@@ -69,6 +72,7 @@ type bucket struct {
 	ids                 []int32
 	starts              []int32
 	ends                maxTree
+	negEnds             maxTree // the ends negated: minima, to count fast
 }
 
 func newTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
@@ -236,7 +240,13 @@ func (t *Timeline) buildBuckets(order []int32) {
 		at = hi
 		b.ids, b.starts = ids[lo:hi:hi], starts[lo:hi:hi]
 		b.ends = newMaxTreeOf(len(b.ids), func(j int) int32 { return t.end[b.ids[j]] })
+		b.negEnds = newMaxTreeOf(len(b.ids), func(j int) int32 { return -t.end[b.ids[j]] })
 	}
+	t.bySize = make([]int32, len(t.buckets))
+	for bi := range t.bySize {
+		t.bySize[bi] = int32(bi)
+	}
+	slices.SortFunc(t.bySize, func(a, b int32) int { return t.buckets[b].sizeClass - t.buckets[a].sizeClass })
 }
 
 // weight is how much of element j's size still lies under the elements

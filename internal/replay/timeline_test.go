@@ -1,9 +1,11 @@
 package replay
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -347,7 +349,9 @@ func TestQueryMatchesBruteForce(t *testing.T) {
 }
 
 // checkRandomQuery compares one random window's Frame with the naive
-// polygons: bottom edges, the visible set and the column maxima.
+// polygons: bottom edges, the drawn set (exactly the largest Detail of the
+// elements that intersect the window), the summary count and the column
+// maxima.
 func checkRandomQuery(t *testing.T, tl *Timeline, nv *naiveSeries, r *rand.Rand) {
 	t.Helper()
 	T := float64(tl.Timesteps())
@@ -356,8 +360,13 @@ func checkRandomQuery(t *testing.T, tl *Timeline, nv *naiveSeries, r *rand.Rand)
 	t1 := t0 + (T-t0)*(0.05+0.95*r.Float64())
 	y0 := r.Float64() * P * 0.5
 	y1 := y0 + (P-y0)*(0.1+0.9*r.Float64())
+	if r.Intn(4) == 0 { // the whole height
+		y0, y1 = 0, P*1.04
+	}
 	w, h := 50+r.Intn(400), 50+r.Intn(300)
-	f := tl.Query(t0, t1, w, h, y0, y1)
+	detail := 1 + r.Intn(80)
+	f := tl.QueryWith(t0, t1, w, h, y0, y1, QueryOptions{Detail: detail})
+	where := fmt.Sprintf("window [%v,%v]x[%v,%v] detail %d", t0, t1, y0, y1, detail)
 	tpp, bpp := (t1-t0)/float64(w), (y1-y0)/float64(h)
 	got := map[int32]bool{}
 	for k, id := range f.IDs {
@@ -369,35 +378,60 @@ func checkRandomQuery(t *testing.T, tl *Timeline, nv *naiveSeries, r *rand.Rand)
 			yb := y1 - float64(pts[2*j+1])*bpp
 			want := nv.at(int(id), x)
 			if math.Abs(yb-want) > 0.01*bpp+1e-3*math.Abs(want) {
-				t.Fatalf("window [%v,%v]x[%v,%v]: elem %d bottom at x=%v is %v, naive %v (bpp %v)", t0, t1, y0, y1, id, x, yb, want, bpp)
+				t.Fatalf("%s: elem %d bottom at x=%v is %v, naive %v (bpp %v)", where, id, x, yb, want, bpp)
 			}
 		}
 	}
-	// Brute force visible set: tall, wide, overlapping, inside y.
+	// Brute force: the elements overlapping the window in time whose
+	// bottom at their last sample is below y1 and top at their first
+	// above y0 (offsets never grow). Those within a hair of an edge are
+	// ambiguous and left out of the exact checks.
+	var inside []int32
+	ambiguous := 0
+	eps := 1e-6 * P
 	for i := 0; i < tl.Len(); i++ {
 		sz := float64(tl.src[i].size)
 		st, en := float64(tl.start[i]), float64(tl.end[i])
-		if sz < bpp || en-st < tpp || en < t0 || st > t1 {
+		if !(st < t1 && en > t0) {
 			if got[int32(i)] {
-				t.Fatalf("elem %d drawn but too small/outside", i)
+				t.Fatalf("%s: elem %d drawn but outside in time", where, i)
 			}
 			continue
 		}
-		lo, hi := math.Inf(1), math.Inf(-1)
-		a, b := math.Max(t0, st), math.Min(t1, en)
-		for k := 0; k <= 400; k++ {
-			x := a + (b-a)*float64(k)/400
-			o := nv.at(i, x)
-			lo, hi = math.Min(lo, o), math.Max(hi, o+sz)
+		lo := nv.at(i, math.Min(t1, en))
+		hi := nv.at(i, math.Max(t0, st)) + sz
+		if sz == 0 || math.Abs(lo-y1) < eps || math.Abs(hi-y0) < eps {
+			ambiguous++
+			continue
 		}
-		inside := hi > y0+bpp && lo < y1-bpp
-		outside := hi < y0-bpp || lo > y1+bpp
-		if inside && !got[int32(i)] && !f.Truncated {
-			t.Fatalf("window [%v,%v]x[%v,%v]: elem %d visible (y %v..%v) but not drawn", t0, t1, y0, y1, i, lo, hi)
+		if lo < y1 && hi > y0 {
+			inside = append(inside, int32(i))
+		} else if got[int32(i)] {
+			t.Fatalf("%s: elem %d drawn but outside in bytes (%v..%v)", where, i, lo, hi)
 		}
-		if outside && got[int32(i)] {
-			t.Fatalf("elem %d drawn but outside y", i)
+	}
+	if ambiguous > 0 {
+		return
+	}
+	sort.Slice(inside, func(a, b int) bool {
+		sa, sb := tl.src[inside[a]].size, tl.src[inside[b]].size
+		if sa != sb {
+			return sa > sb
 		}
+		return inside[a] < inside[b]
+	})
+	want := inside[:min(detail, len(inside))]
+	if len(f.IDs) != len(want) {
+		t.Fatalf("%s: %d drawn, want the largest %d of %d intersecting", where, len(f.IDs), len(want), len(inside))
+	}
+	for k, id := range want {
+		if f.IDs[k] != id {
+			t.Fatalf("%s: drawn[%d] = %d, want %d (largest first)", where, k, f.IDs[k], id)
+		}
+	}
+	rest := len(inside) - len(want)
+	if f.SummaryExact && f.Summarized != rest || f.Summarized < rest {
+		t.Fatalf("%s: summarized %d (exact %v), want %d", where, f.Summarized, f.SummaryExact, rest)
 	}
 	for c := 0; c < w; c++ {
 		a := int(math.Floor(t0 + float64(c)*tpp))
@@ -458,5 +492,25 @@ func TestSearchHeader(t *testing.T) {
 				check(name, NewTimeline(s, d, k))
 			}
 		}
+	}
+}
+
+// TestQueryInsideOneElement: a window strictly inside one element's
+// rectangle answers that element, even when Detail is 1 and larger
+// elements overlap the window in time.
+func TestQueryInsideOneElement(t *testing.T) {
+	var evs []ev
+	evs = append(evs, ev{aAlloc, 0x1000, 1000}, ev{aAlloc, 0x2000, 10}, ev{aAlloc, 0x3000, 5000})
+	s := mkSnapshot(evs, nil, nil)
+	tl := NewTimeline(s, 0, KindActive)
+	// Element 1 (10 bytes) lies on [1000, 1010) from timestep 1 on.
+	f := tl.QueryWith(1.5, 2.5, 100, 100, 1002, 1008, QueryOptions{Detail: 1})
+	if len(f.IDs) != 1 || f.IDs[0] != 1 || f.Summarized != 0 || !f.SummaryExact {
+		t.Fatalf("ids %v summarized %d exact %v, want [1] 0 true", f.IDs, f.Summarized, f.SummaryExact)
+	}
+	// The whole view with Detail 2: the two largest, the third summarised.
+	f = tl.QueryWith(0, float64(tl.Timesteps()), 100, 100, 0, float64(tl.PeakBytes()), QueryOptions{Detail: 2})
+	if !reflect.DeepEqual(f.IDs, []int32{2, 0}) || f.Summarized != 1 || !f.Truncated {
+		t.Fatalf("ids %v summarized %d, want [2 0] 1", f.IDs, f.Summarized)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 
 	"github.com/gpumem/gpumem/snapshot"
@@ -104,7 +103,7 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 		for _, mode := range modes {
 			p.mode = mode
 			lo, hi := tl.xRange(mode)
-			win := tl.window(windowQuery{X0: lo, X1: hi, W: opt.Width, H: 1000, Mode: mode, MaxPolygons: opt.Detail})
+			win := tl.window(windowQuery{X0: lo, X1: hi, W: opt.Width, H: 1000, Mode: mode, Detail: opt.Detail})
 			dd := f.device(device)
 			m := srv.meta(p)
 			vd := &viewData{Meta: m, Window: base64.StdEncoding.EncodeToString(win), Elems: map[int][2]any{},
@@ -113,9 +112,9 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 					"data": base64.StdEncoding.EncodeToString(dd.curvesWindow(tl, lo, hi, opt.Width, mode))}}
 			// Details for every polygon the page can show; identical texts
 			// (same stack and sizes) are stored once.
-			nS := int(math.Float64frombits(binary.LittleEndian.Uint64(win[24:32])))
+			nS := windowPolygons(win)
 			for i := 0; i < nS; i++ {
-				id := int(int32(binary.LittleEndian.Uint32(win[64+4*i:])))
+				id := int(int32(binary.LittleEndian.Uint32(win[windowHeader+4*i:])))
 				if _, ok := vd.Elems[id]; ok {
 					continue
 				}

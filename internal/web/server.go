@@ -633,7 +633,7 @@ func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
 	}
 	lo, hi := tl.xRange(p.mode)
 	q := windowQuery{X0: floatParam(r, "x0", lo), X1: floatParam(r, "x1", hi), W: intParam(r, "w", 1000),
-		H: intParam(r, "h", 500), YMax: floatParam(r, "ymax", 0), Mode: p.mode, MaxPolygons: p.detail}
+		H: intParam(r, "h", 500), Y0: floatParam(r, "y0", 0), Y1: floatParam(r, "y1", 0), Mode: p.mode, Detail: p.detail}
 	writeBin(w, tl.window(q))
 }
 

@@ -130,7 +130,9 @@ func decodeJSON(t *testing.T, w *httptest.ResponseRecorder, v any) {
 
 // decodedWindow is the /api/window answer read back from its arrays.
 type decodedWindow struct {
-	x0, x1, yMax, peak   float64
+	x0, x1, y0, y1, peak float64
+	summarized           int
+	truncated, exact     bool
 	ids, kinds, counts   []int32
 	xs, ys               []float32
 	colX, colMax, colMin []float32
@@ -148,15 +150,15 @@ func (d *decodedWindow) polygon(i int) (xs, ys []float32) {
 
 func readWindow(t *testing.T, b []byte) decodedWindow {
 	t.Helper()
-	if len(b) < 64 {
+	if len(b) < windowHeader {
 		t.Fatalf("window answer is %d bytes", len(b))
 	}
 	f64 := func(i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])) }
-	nS, nP, w := int(f64(3)), int(f64(4)), int(f64(5))
-	if want := 64 + 12*nS + 8*nP + 4*(3*w+1); len(b) != want {
+	nS, nP, w := int(f64(4)), int(f64(5)), int(f64(6))
+	if want := windowHeader + 12*nS + 8*nP + 4*(3*w+1); len(b) != want {
 		t.Fatalf("window answer is %d bytes, header says %d", len(b), want)
 	}
-	off := 64
+	off := windowHeader
 	i32 := func(n int) []int32 {
 		out := make([]int32, n)
 		for i := range out {
@@ -173,7 +175,9 @@ func readWindow(t *testing.T, b []byte) decodedWindow {
 		}
 		return out
 	}
-	d := decodedWindow{x0: f64(0), x1: f64(1), yMax: f64(2), peak: f64(6)}
+	flags := int(f64(9))
+	d := decodedWindow{x0: f64(0), x1: f64(1), y0: f64(2), y1: f64(3), peak: f64(7),
+		summarized: int(f64(8)), truncated: flags&1 != 0, exact: flags&2 != 0}
 	d.ids, d.kinds, d.counts = i32(nS), i32(nS), i32(nS)
 	d.xs, d.ys = f32(nP), f32(nP)
 	d.colX, d.colMax, d.colMin = f32(w+1), f32(w), f32(w)
@@ -224,15 +228,20 @@ func TestWindowAndMeta(t *testing.T) {
 	if _, hi := minMax(d.colMax); hi != 1512 || d.colX[0] != 0 || d.colX[120] != 6 {
 		t.Errorf("columns: max %v, edges %v..%v; want 1512, 0..6", hi, d.colX[0], d.colX[120])
 	}
-	// A 2-pixel-high window only draws what is at least a pixel tall.
+	// However thin at this size, both are drawn.
 	w = get(t, h, "localhost:8123", "/api/window?file=0&device=0&view=active&x0=0&x1=6&w=100&h=2")
-	if d := readWindow(t, w.Body.Bytes()); len(d.ids) != 1 || d.ids[0] != 1 {
-		t.Errorf("2-pixel-high window has polygons %v, want just [1]", d.ids)
+	if d := readWindow(t, w.Body.Bytes()); len(d.ids) != 2 || d.summarized != 0 {
+		t.Errorf("2-pixel-high window has polygons %v (%d summarised), want both", d.ids, d.summarized)
 	}
-	// Detail caps the polygons, largest first.
+	// A band of bytes: only B crosses [600, 1000].
+	w = get(t, h, "localhost:8123", "/api/window?file=0&device=0&view=active&x0=0&x1=6&y0=600&y1=1000&w=100&h=100")
+	if d := readWindow(t, w.Body.Bytes()); len(d.ids) != 1 || d.ids[0] != 1 || d.y0 != 600 || d.y1 != 1000 || d.summarized != 0 || !d.exact {
+		t.Errorf("band window: polygons %v, y %v..%v, %d summarised (exact %v); want [1], 600..1000, 0", d.ids, d.y0, d.y1, d.summarized, d.exact)
+	}
+	// Detail caps the polygons, largest first; the rest is counted.
 	w = get(t, h, "localhost:8123", "/api/window?file=0&device=0&view=active&w=100&h=100&detail=1")
-	if d := readWindow(t, w.Body.Bytes()); len(d.ids) != 1 || d.ids[0] != 1 {
-		t.Errorf("detail=1 window has polygons %v, want just [1]", d.ids)
+	if d := readWindow(t, w.Body.Bytes()); len(d.ids) != 1 || d.ids[0] != 1 || d.summarized != 1 || !d.truncated || !d.exact {
+		t.Errorf("detail=1 window has polygons %v, %d summarised; want just [1], 1", d.ids, d.summarized)
 	}
 	// The time axis: x in time_us.
 	decodeJSON(t, get(t, h, "localhost:8123", "/api/meta?view=segments&mode=time"), &m)

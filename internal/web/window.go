@@ -7,21 +7,33 @@ import (
 	"github.com/gpumem/gpumem/internal/replay"
 )
 
+// windowHeader is the size of a window answer's header (Float64[10]).
+const windowHeader = 80
+
+// windowPolygons reads the polygon count from a window answer's header.
+func windowPolygons(win []byte) int {
+	return int(math.Float64frombits(binary.LittleEndian.Uint64(win[32:40])))
+}
+
 // windowQuery is a request for the visible part of a timeline.
 type windowQuery struct {
 	X0, X1 float64 // visible x range, in mode units
+	Y0, Y1 float64 // visible byte range; Y1 <= Y0: the whole height
 	W, H   int     // canvas size in pixels
-	YMax   float64 // 0: fit the window's peak
 	Mode   string  // "event" (timesteps) or "time" (time_us)
-	// MaxPolygons caps the polygons (the page's Detail control).
-	MaxPolygons int
+	// Detail is how many of the largest allocations intersecting the
+	// window get their own polygon (the page's Detail control); the rest
+	// are summarised. 0 draws none.
+	Detail int
 }
 
 // window answers q with replay's Query and encodes the frame as
 // little-endian arrays, in data units so that the page can re-project
 // them while the next window loads:
 //
-//	Float64[8]     x0, x1, yMax, nPolygons, nPoints, w, peakInWindow, truncated
+//	Float64[10]    x0, x1, y0, y1, nPolygons, nPoints, w, peakInWindow,
+//	               summarized, flags (1: some intersecting allocations
+//	               are summarised, 2: summarized is exact, else a bound)
 //	Int32[nPoly]   element id (ids >= elements are private-pool envelopes)
 //	Int32[nPoly]   kind (0 allocation or segment, 2 pool envelope)
 //	Int32[nPoly]   point count of the polygon
@@ -32,8 +44,8 @@ type windowQuery struct {
 //	Float32[w]     per-column lowest total (bytes)
 //
 // Each polygon runs along its bottom edge left to right, then its top
-// edge right to left. Allocations too small to get a polygon lie in the
-// grey band under the per-column highest total.
+// edge right to left. The summarised allocations lie in the grey band
+// under the per-column highest total.
 func (t *timeline) window(q windowQuery) []byte {
 	q.W = min(max(q.W, 1), 16384)
 	q.H = min(max(q.H, 1), 16384)
@@ -45,33 +57,28 @@ func (t *timeline) window(q windowQuery) []byte {
 	if !(t1 > t0) {
 		t1 = t0 + 1e-6
 	}
-	opt := replay.QueryOptions{MaxPolygons: q.MaxPolygons}
-	full := float64(max(t.tl.PeakBytes(), 1))
-	yMax := q.YMax
-	if yMax <= 0 {
-		yMax = full
+	if !(q.Y1 > q.Y0) || math.IsNaN(q.Y0) || math.IsInf(q.Y0, 0) || math.IsInf(q.Y1, 0) {
+		q.Y0, q.Y1 = 0, float64(max(t.tl.PeakBytes(), 1))
 	}
-	f := t.tl.QueryWith(t0, t1, q.W, q.H, 0, yMax, opt)
+	detail := q.Detail
+	if detail <= 0 {
+		detail = -1 // replay's 0 is its default
+	}
+	f := t.tl.QueryWith(t0, t1, q.W, q.H, q.Y0, q.Y1, replay.QueryOptions{Detail: detail})
 	peak := 0.0
 	for _, v := range f.ColMax {
 		peak = max(peak, v)
 	}
-	if q.YMax <= 0 && peak > 0 && peak < 0.7*yMax {
-		// Zoomed into a low region: ask again at the window's own scale so
-		// that allocations that are now a pixel tall get polygons.
-		yMax = peak
-		f = t.tl.QueryWith(t0, t1, q.W, q.H, 0, yMax, opt)
-	}
-	if q.YMax <= 0 && peak > 0 {
-		yMax = peak
-	}
 	nPoly, nPts := len(f.IDs), len(f.Points)/2
-	out := make([]byte, 0, 64+12*nPoly+8*nPts+12*q.W+4)
-	trunc := 0.0
+	out := make([]byte, 0, windowHeader+12*nPoly+8*nPts+12*q.W+4)
+	flags := 0.0
 	if f.Truncated {
-		trunc = 1
+		flags++
 	}
-	for _, v := range []float64{q.X0, q.X1, yMax, float64(nPoly), float64(nPts), float64(q.W), peak, trunc} {
+	if f.SummaryExact {
+		flags += 2
+	}
+	for _, v := range []float64{q.X0, q.X1, q.Y0, q.Y1, float64(nPoly), float64(nPts), float64(q.W), peak, float64(f.Summarized), flags} {
 		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(v))
 	}
 	n := t.tl.Len()

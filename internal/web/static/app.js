@@ -66,18 +66,38 @@ function b64ToBuffer(s) {
 
 // decodeWindow reads the little-endian arrays of /api/window: polygons
 // (bottom edge left to right, then top edge right to left) in data units,
-// and per pixel column the lowest and highest total.
+// largest first, and per pixel column the lowest and highest total.
 function decodeWindow(buf) {
-  const h = new Float64Array(buf, 0, 8);
-  const [x0, x1, yMax, nS, nP, w, peak, truncated] = h;
-  let off = 64;
+  const h = new Float64Array(buf, 0, 10);
+  const [x0, x1, y0, y1, nS, nP, w, peak, summarized, flags] = h;
+  let off = 80;
   const i32 = (n) => { const a = new Int32Array(buf, off, n); off += 4 * n; return a; };
   const f32 = (n) => { const a = new Float32Array(buf, off, n); off += 4 * n; return a; };
   const ids = i32(nS), kinds = i32(nS), counts = i32(nS);
   const xs = f32(nP), ys = f32(nP), colX = f32(w + 1), colMax = f32(w), colMin = f32(w);
   const starts = new Int32Array(nS + 1);
   for (let i = 0; i < nS; i++) starts[i + 1] = starts[i] + counts[i];
-  return { x0, x1, yMax, peak, truncated: !!truncated, n: nS, w, ids, kinds, counts, starts, xs, ys, colX, colMax, colMin };
+  return {
+    x0, x1, y0, y1, peak, summarized, truncated: (flags & 1) !== 0, exact: (flags & 2) !== 0,
+    n: nS, w, ids, kinds, counts, starts, xs, ys, colX, colMax, colMin, boxes: polygonBoxes(nS, starts, xs, ys),
+  };
+}
+
+// polygonBoxes returns each polygon's bounding box (x0, x1, y0, y1 in
+// data units, x relative to the window's x0), for hit tests.
+function polygonBoxes(n, starts, xs, ys) {
+  const b = new Float32Array(4 * n);
+  for (let i = 0; i < n; i++) {
+    let a = Infinity, c = -Infinity, d = Infinity, e = -Infinity;
+    for (let k = starts[i]; k < starts[i + 1]; k++) {
+      if (xs[k] < a) a = xs[k];
+      if (xs[k] > c) c = xs[k];
+      if (ys[k] < d) d = ys[k];
+      if (ys[k] > e) e = ys[k];
+    }
+    b[4 * i] = a; b[4 * i + 1] = c; b[4 * i + 2] = d; b[4 * i + 3] = e;
+  }
+  return b;
 }
 
 // decodeCurves reads /api/curves: n, then x - x0, allocated, reserved, active.
@@ -112,8 +132,8 @@ async function getJSON(url) {
 const serverAPI = {
   files: () => getJSON('api/files'),
   meta: (p) => getJSON('api/meta?' + q(p)),
-  async window(p, x0, x1, w, h) {
-    const r = await fetch('api/window?' + q(p, { x0, x1, w, h }));
+  async window(p, x0, x1, w, h, y0, y1, detail) {
+    const r = await fetch('api/window?' + q(p, { x0, x1, w, h, y0, y1, detail }));
     if (!r.ok) throw new Error((await r.json()).error);
     return decodeWindow(await r.arrayBuffer());
   },
@@ -130,8 +150,9 @@ const serverAPI = {
   settings: (p) => getJSON('api/settings?' + q(p)),
 };
 
-// The embedded bundle holds one precomputed full-range window per view;
-// zooming re-scales it instead of asking a server.
+// The embedded bundle holds one precomputed full-range window per view
+// (every allocation up to Detail, in data units); zooming, in x and y,
+// re-projects it instead of asking a server.
 function embeddedAPI(data) {
   const key = (p) => `${p.view}|${p.device}|${p.mode}`;
   const cache = {};
@@ -152,14 +173,8 @@ function embeddedAPI(data) {
       if (!v) throw new Error(`This file was exported without the ${p.view} view for device ${p.device}`);
       return v.meta;
     },
-    async window(p, x0, x1) {
-      const full = win(p);
-      let yMax = 0;
-      for (let c = 0; c < full.w; c++) {
-        const cx0 = full.x0 + full.colX[c], cx1 = full.x0 + full.colX[c + 1];
-        if (cx1 >= x0 && cx0 <= x1 && full.colMax[c] > yMax) yMax = full.colMax[c];
-      }
-      return { ...full, yMax: yMax || full.yMax, shared: true };
+    async window(p) {
+      return win(p);
     },
     async curves(p) {
       const c = view(p).curves;
@@ -263,6 +278,8 @@ const api = embedded ? embeddedAPI(embedded) : serverAPI;
 const S = {
   files: [], p: { file: 0, device: 0, view: 'active', detail: 15000, mode: 'event' },
   meta: null, win: null, curves: null, full: null, x0: 0, x1: 1, lo: 0, hi: 1,
+  // The visible bytes: [y0, y1], or the whole height while yAuto.
+  y0: 0, y1: 1, yAuto: true,
   hoverId: -1, selId: -1, elemCache: new Map(), addrMatch: new Set(), frameMatch: new Set(),
   seq: 0, stateIdx: -1, eventsTotal: 0, eventPages: new Map(), layoutPlot: null, stateLayout: null,
 };
@@ -290,6 +307,7 @@ function writeHash() {
   if (S.p.mode !== 'event') h.set('mode', S.p.mode);
   if (isTimeline()) {
     if (S.x0 !== S.lo || S.x1 !== S.hi) { h.set('x0', +S.x0.toPrecision(12)); h.set('x1', +S.x1.toPrecision(12)); }
+    if (!S.yAuto) { h.set('y0', Math.round(S.y0)); h.set('y1', Math.round(S.y1)); }
     if (S.selId >= 0) h.set('sel', S.selId);
   }
   if (S.p.view === 'state' && S.stateIdx >= 0) h.set('event', S.stateIdx);
@@ -310,8 +328,9 @@ async function init() {
     $('timeline-view').hidden = false;
     const p = { ...S.p, device: h.has('device') ? S.p.device : null };
     const x = h.has('x0') && h.has('x1') && +h.get('x1') > +h.get('x0') ? { x0: +h.get('x0'), x1: +h.get('x1') } : {};
+    const y = h.has('y0') && h.has('y1') && +h.get('y1') > +h.get('y0') ? { y0: +h.get('y0'), y1: +h.get('y1') } : {};
     const { w, h: hgt } = plotSize();
-    S.prefetch = { device: p.device, mode: p.mode, view: p.view, x, meta: api.meta(p), win: api.window(p, x.x0, x.x1, w, hgt) };
+    S.prefetch = { device: p.device, mode: p.mode, view: p.view, x, meta: api.meta(p), win: api.window(p, x.x0, x.x1, w, hgt, y.y0, y.y1) };
     S.prefetch.meta.catch(() => {}); S.prefetch.win.catch(() => {});
     drawPlaceholder();
   }
@@ -428,6 +447,11 @@ async function openTimeline(h) {
     const a = +h.get('x0'), b = +h.get('x1');
     if (b > a) { S.x0 = Math.max(lo, a); S.x1 = Math.min(hi, b); }
   }
+  S.yAuto = true; S.y0 = 0; S.y1 = yFull();
+  if (h && h.has('y0') && h.has('y1')) {
+    const a = +h.get('y0'), b = +h.get('y1');
+    if (b > a) { S.yAuto = false; S.y0 = Math.max(0, a); S.y1 = b; }
+  }
   if (h && h.has('sel')) S.selId = +h.get('sel');
   renderSummary();
   renderLegend();
@@ -438,7 +462,7 @@ async function openTimeline(h) {
   if (seq !== S.seq - 1) return;
   // The minimap shows the whole range: the first window when it is the
   // whole range, else one more request. Markers come after the first paint.
-  S.full = whole && S.win ? S.win : await api.window(S.p, lo, hi, Math.max(200, $('minimap').clientWidth), 50);
+  S.full = whole && S.yAuto && S.win ? S.win : await api.window(S.p, lo, hi, Math.max(200, $('minimap').clientWidth), 50, 0, 0, 0);
   drawMinimap();
   if (S.selId >= 0) showElem(S.selId, true);
   runSearch();
@@ -455,7 +479,7 @@ function renderSummary() {
     ...(m.events === 0 ? ['<i>no trace events: showing the blocks alive when the snapshot was taken</i>'] : []),
     `${formatCount(m.elements)} ${S.p.view === 'segments' ? 'segments' : 'allocations'}` +
       (m.envelopes ? ` + ${m.envelopes} private pools` : ''),
-    `Detail: at most ${formatCount(m.detail)} polygons per window` + (S.win && S.win.truncated ? ' (<b>reached</b>: the smallest visible ones are in the grey band)' : '')];
+    `Detail: the largest ${formatCount(m.detail)} allocations in view are drawn`];
   $('summary').innerHTML = parts.join(' &middot; ');
 }
 
@@ -464,7 +488,7 @@ function renderLegend() {
     S.p.view === 'segments'
       ? ['sw', tableau10[0], 'Segment (one cudaMalloc; colour by segment)']
       : ['sw', tableau10[0], 'Allocation (colour by allocation; requested size)'],
-    ['sw', '#d3d7dc', 'Smaller allocations (summarised) and total memory'],
+    ['sw', '#d3d7dc', summaryLabel()],
   ];
   if (S.p.view === 'private') items.push(['sw', tableau10[9], 'Private pool (capacity; stripes are its blocks)']);
   if ($('totals').checked) {
@@ -473,6 +497,15 @@ function renderLegend() {
   items.push(['ln', '#d1242f', 'OOM'], ['ln', '#8250df', 'snapshot'], ['ln', '#bf8700', 'annotation']);
   $('legend').innerHTML = items.map(([k, c, t]) =>
     k === 'sw' ? `<span><i class="sw" style="background:${c}"></i>${t}</span>` : `<span><i class="ln" style="border-color:${c}"></i>${t}</span>`).join('');
+}
+
+// summaryLabel says what the grey band holds in the current window: the
+// allocations past Detail (memory_viz's summarised band).
+function summaryLabel() {
+  const win = S.win;
+  if (!win || !win.summarized) return '<span id="summarized">Summarised: none — every allocation in view is drawn</span>';
+  const n = formatCount(win.summarized);
+  return `<span id="summarized">Summarised: ${win.exact ? '' : 'at most '}${n} allocation${win.summarized === 1 ? '' : 's'} in view past Detail ${formatCount(S.p.detail)} (zoom in or raise Detail to draw them)</span>`;
 }
 
 function escapeHTML(s) {
@@ -522,15 +555,16 @@ async function refreshWindow(first, pending) {
   const { w, h: hgt } = plotSize();
   const t0 = performance.now();
   const x0 = S.x0, x1 = S.x1;
+  const [y0, y1] = yWindow();
   if (!$('totals').checked) S.curves = null;
   const loadCurves = () => { if ($('totals').checked) requestCurves(x0, x1, w); };
   // On the first load the curves (built on first use) wait for the first
   // window so that they do not compete with it for the CPU.
   if (!first) loadCurves();
-  const win = await (pending || api.window(S.p, x0, x1, w, hgt));
+  const win = await (pending || api.window(S.p, x0, x1, w, hgt, y0, y1));
   if (seq !== S.seq) return;
   S.win = win;
-  if (first && win.truncated) renderSummary(); // its Detail note
+  renderLegend(); // its summary count
   drawPlot();
   drawMinimap();
   window.gpumem.lastQueryMs = performance.now() - t0;
@@ -567,12 +601,19 @@ function setupCanvas(c, opaque = false) {
   return { ctx, w, h };
 }
 
-function plotYMax() {
-  let y = S.win ? S.win.yMax : 1;
+// yFull is the top of the whole-height view: the peak, or the highest
+// totals curve once they are shown, with a little headroom.
+function yFull() {
+  let y = S.meta ? S.meta.peak : 1;
   if (S.curves) {
     for (const arr of S.curves.v) for (let i = 0; i < arr.length; i++) if (arr[i] > y) y = arr[i];
   }
   return y * 1.04 || 1;
+}
+
+// yWindow is the visible byte range.
+function yWindow() {
+  return S.yAuto ? [0, yFull()] : [S.y0, S.y1];
 }
 
 // drawPlaceholder draws the empty plot frame while the snapshot loads: the
@@ -619,10 +660,10 @@ function drawPlot() {
   const win = S.win;
   if (!win || !S.meta) return;
   const pw = w - PAD.l - PAD.r, ph = h - PAD.t - PAD.b;
-  const yMax = plotYMax();
+  const [vy0, vy1] = yWindow();
   const X = (x) => PAD.l + (x - S.x0) / (S.x1 - S.x0) * pw;
-  const Y = (v) => PAD.t + ph - v / yMax * ph;
-  S.layoutPlot = { X, Y, pw, ph, yMax };
+  const Y = (v) => PAD.t + ph - (v - vy0) / (vy1 - vy0) * ph;
+  S.layoutPlot = { X, Y, pw, ph, y0: vy0, y1: vy1 };
   ctx.save();
   ctx.beginPath(); ctx.rect(PAD.l, PAD.t, pw, ph); ctx.clip();
   // Total memory per column: everything too small for a polygon lies in
@@ -630,6 +671,7 @@ function drawPlot() {
   // fills several times faster than a rectangle per column).
   ctx.fillStyle = '#d3d7dc';
   const base = win.x0, y0 = Y(0);
+  let drawn = 0;
   ctx.beginPath();
   let lastX = null;
   for (let c2 = 0; c2 < win.w; c2++) {
@@ -645,9 +687,13 @@ function drawPlot() {
   // Polygons, largest first. While a search is active, polygons that do
   // not match are dimmed.
   const searching = S.addrMatch.size > 0 || S.frameMatch.size > 0;
+  const bx0 = S.x0 - base, bx1 = S.x1 - base;
   for (let i = 0; i < win.n; i++) {
     const s = win.starts[i], e = win.starts[i + 1];
     if (e - s < 2) continue;
+    const bb = win.boxes;
+    if (bb[4 * i + 1] < bx0 || bb[4 * i] > bx1 || bb[4 * i + 3] < vy0 || bb[4 * i + 2] > vy1) continue;
+    drawn++;
     const kind = win.kinds[i];
     ctx.beginPath();
     ctx.moveTo(X(base + win.xs[s]), Y(win.ys[s]));
@@ -704,21 +750,39 @@ function drawPlot() {
     }
   }
   ctx.restore();
-  drawAxes(ctx, w, h, pw, ph, yMax, X, Y);
+  window.gpumem.drawn = drawn;
+  drawAxes(ctx, w, h, pw, ph, vy0, vy1, X, Y);
+  drawBox(ctx);
 }
 
-function drawAxes(ctx, w, h, pw, ph, yMax, X, Y) {
+// drawBox outlines the box being dragged out for a box zoom.
+function drawBox(ctx) {
+  const b = S.box;
+  if (!b) return;
+  ctx.strokeStyle = '#1f6feb'; ctx.lineWidth = 1; ctx.setLineDash([4, 3]);
+  ctx.fillStyle = 'rgba(31,111,235,0.08)';
+  const x = Math.min(b.px0, b.px1), y = Math.min(b.py0, b.py1), w = Math.abs(b.px1 - b.px0), h = Math.abs(b.py1 - b.py0);
+  ctx.fillRect(x, y, w, h); ctx.strokeRect(x + 0.5, y + 0.5, w, h);
+  ctx.setLineDash([]);
+}
+
+function drawAxes(ctx, w, h, pw, ph, vy0, vy1, X, Y) {
   ctx.strokeStyle = '#9aa4ae'; ctx.lineWidth = 1; ctx.fillStyle = '#4a545e';
   ctx.font = '11px system-ui, sans-serif';
   ctx.beginPath();
   ctx.moveTo(PAD.l - 0.5, PAD.t); ctx.lineTo(PAD.l - 0.5, PAD.t + ph + 0.5); ctx.lineTo(PAD.l + pw, PAD.t + ph + 0.5);
   ctx.stroke();
   ctx.textAlign = 'right'; ctx.textBaseline = 'middle';
-  for (const v of niceTicks(0, yMax, 6, true)) {
+  // The y labels follow the visible band of bytes.
+  const yLabels = [];
+  for (const v of niceTicks(vy0, vy1, 6, true)) {
+    if (v < 0) continue;
+    yLabels.push(formatSize(v, false));
     const y = Math.round(Y(v)) + 0.5;
     ctx.strokeStyle = '#eef0f2'; ctx.beginPath(); ctx.moveTo(PAD.l, y); ctx.lineTo(PAD.l + pw, y); ctx.stroke();
     ctx.fillText(formatSize(v, false), PAD.l - 6, y);
   }
+  window.gpumem.yLabels = yLabels;
   ctx.textAlign = 'center'; ctx.textBaseline = 'top';
   const time = S.p.mode === 'time';
   const origin = time ? S.lo : 0;
@@ -731,6 +795,8 @@ function drawAxes(ctx, w, h, pw, ph, yMax, X, Y) {
   ctx.fillText(time ? 'time since first event' : 'timestep', PAD.l + pw - 120, PAD.t + ph + 17);
 }
 
+// drawMinimap draws the whole range's totals and, as a rectangle, the
+// visible window in x and y.
 function drawMinimap() {
   const c = $('minimap');
   const { ctx, w, h } = setupCanvas(c);
@@ -738,134 +804,207 @@ function drawMinimap() {
   const f = S.full;
   if (!f) return;
   const span = S.hi - S.lo;
-  let m = 0;
-  for (let i = 0; i < f.w; i++) if (f.colMax[i] > m) m = f.colMax[i];
-  m = m || 1;
+  const m = yFull();
+  const my = (v) => h - v / m * (h - 2);
   ctx.fillStyle = '#8fa6bf';
   for (let i = 0; i < f.w; i++) {
     const v = f.colMax[i];
     if (!(v > 0)) continue;
     const xa = (f.x0 + f.colX[i] - S.lo) / span * w, xb = (f.x0 + f.colX[i + 1] - S.lo) / span * w;
-    ctx.fillRect(xa, h - v / m * (h - 4), xb - xa + 0.5, v / m * (h - 4));
+    ctx.fillRect(xa, my(v), xb - xa + 0.5, h - my(v));
   }
+  const [y0, y1] = yWindow();
   const bx0 = (S.x0 - S.lo) / span * w, bx1 = (S.x1 - S.lo) / span * w;
+  const by0 = Math.max(0, my(y1)), by1 = Math.min(h, my(y0));
+  const bw = Math.max(bx1 - bx0, 2), bh = Math.max(by1 - by0, 2);
   ctx.fillStyle = 'rgba(31,111,235,0.15)';
-  ctx.fillRect(bx0, 0, Math.max(bx1 - bx0, 2), h);
+  ctx.fillRect(bx0, by0, bw, bh);
   ctx.strokeStyle = '#1f6feb'; ctx.lineWidth = 1.5;
-  ctx.strokeRect(bx0 + 0.5, 0.5, Math.max(bx1 - bx0, 2) - 1, h - 1);
+  ctx.strokeRect(bx0 + 0.5, by0 + 0.5, bw - 1, bh - 1);
+  S.minimapLayout = { w, h, my };
 }
 
-// inPolygon says whether (x, y) lies inside polygon i of win (even-odd
-// rule, data units).
-function inPolygon(win, i, x, y) {
-  const s = win.starts[i], e = win.starts[i + 1], base = win.x0;
-  let inside = false;
+// spanAt returns the lowest and highest y at which polygon i of win
+// crosses the vertical line x (data units, x relative to win.x0), or
+// null: the polygon runs along its bottom edge, then back along its top.
+function spanAt(win, i, x) {
+  const s = win.starts[i], e = win.starts[i + 1];
+  let lo = Infinity, hi = -Infinity;
   for (let k = s, j = e - 1; k < e; j = k++) {
-    const xk = base + win.xs[k], yk = win.ys[k], xj = base + win.xs[j], yj = win.ys[j];
-    if ((yk > y) !== (yj > y) && x < (xj - xk) * (y - yk) / (yj - yk) + xk) inside = !inside;
+    const xk = win.xs[k], xj = win.xs[j];
+    if ((xk <= x && x <= xj) || (xj <= x && x <= xk)) {
+      const y = xj === xk ? Math.min(win.ys[k], win.ys[j]) : win.ys[k] + (win.ys[j] - win.ys[k]) * (x - xk) / (xj - xk);
+      const y2 = xj === xk ? Math.max(win.ys[k], win.ys[j]) : y;
+      if (y < lo) lo = y;
+      if (y2 > hi) hi = y2;
+    }
   }
-  return inside;
+  return lo <= hi ? [lo, hi] : null;
 }
 
-// hitTest finds the polygon under canvas point (px, py): the smallest one
-// (drawn last), pool envelopes only when no block inside them is hit.
-function hitTest(px, py) {
+// hitTestAll lists the polygons under canvas point (px, py), largest
+// first: those whose span at the cursor's x meets the cursor's pixel, so
+// that allocations thinner than a pixel are found too. Pool envelopes
+// come only when no block inside them is hit.
+function hitTestAll(px, py) {
   const win = S.win, L = S.layoutPlot;
-  if (!win || !L) return { id: -1 };
-  const x = S.x0 + (px - PAD.l) / L.pw * (S.x1 - S.x0);
-  const y = (PAD.t + L.ph - py) / L.ph * L.yMax;
-  let env = -1;
-  for (let i = win.n - 1; i >= 0; i--) {
-    if (!inPolygon(win, i, x, y)) continue;
-    if (win.kinds[i] !== 2) return { id: win.ids[i], kind: 0, i };
-    if (env < 0) env = i;
+  if (!win || !L) return { ids: [] };
+  const x = S.x0 + (px - PAD.l) / L.pw * (S.x1 - S.x0) - win.x0;
+  const bpp = (L.y1 - L.y0) / L.ph;
+  const y = L.y0 + (PAD.t + L.ph - py) * bpp;
+  const ylo = y - bpp / 2, yhi = y + bpp / 2;
+  const bb = win.boxes;
+  const ids = [], env = [];
+  for (let i = 0; i < win.n; i++) {
+    if (bb[4 * i] > x || bb[4 * i + 1] < x || bb[4 * i + 2] > yhi || bb[4 * i + 3] < ylo) continue;
+    const sp = spanAt(win, i, x);
+    if (!sp || sp[0] > yhi || sp[1] < ylo) continue;
+    (win.kinds[i] === 2 ? env : ids).push(win.ids[i]);
   }
-  if (env >= 0) return { id: win.ids[env], kind: 2, i: env };
-  // inside the grey area: allocations too small to draw
+  if (ids.length) return { ids };
+  if (env.length) return { ids: env.slice(0, 1) };
+  // inside the grey area: allocations past Detail
   for (let c = 0; c < win.w; c++) {
-    if (win.x0 + win.colX[c] <= x && x < win.x0 + win.colX[c + 1]) {
-      if (y >= 0 && y <= win.colMax[c]) return { id: -1, summarized: true };
+    if (win.colX[c] <= x && x < win.colX[c + 1]) {
+      if (y >= 0 && y <= win.colMax[c]) return { ids: [], summarized: true };
       break;
     }
   }
-  return { id: -1 };
+  return { ids: [] };
+}
+
+// hitTest is the first of hitTestAll: the largest allocation under the
+// cursor.
+function hitTest(px, py) {
+  const r = hitTestAll(px, py);
+  return { id: r.ids.length ? r.ids[0] : -1, ids: r.ids, summarized: r.summarized };
 }
 
 window.gpumem.hitTest = hitTest;
 
-async function showElem(id, pin) {
-  if (id < 0) return;
+async function elemDetails(id) {
   let e = S.elemCache.get(id);
   if (!e) {
-    try { e = await api.elem(S.p, id); } catch (err) { $('details').textContent = String(err.message || err); return; }
+    e = await api.elem(S.p, id);
     S.elemCache.set(id, e);
   }
-  if (pin || S.selId < 0 || S.selId === id) {
-    $('details').textContent = e.text + (S.meta && id >= S.meta.elements ? "\nThe envelope is the pool's high-water mark of max(active, reserved); its blocks are drawn inside it." : '');
+  return e;
+}
+
+// showElem shows the details of id, or, when several allocations share
+// the cursor's pixel, of all of them (ids, largest first).
+async function showElem(id, pin, ids = [id]) {
+  if (id < 0) return;
+  const list = ids.slice(0, 12);
+  let es;
+  try { es = await Promise.all(list.map(elemDetails)); } catch (err) { $('details').textContent = String(err.message || err); return; }
+  if (!(pin || S.selId < 0 || S.selId === id)) return;
+  const envNote = S.meta && id >= S.meta.elements ? "\nThe envelope is the pool's high-water mark of max(active, reserved); its blocks are drawn inside it." : '';
+  if (es.length === 1) {
+    $('details').textContent = es[0].text + envNote;
+    return;
   }
+  const more = ids.length > list.length ? ` (the largest ${list.length} shown)` : '';
+  $('details').textContent = `${formatCount(ids.length)} allocations under the cursor, largest first${more}:\n\n` +
+    es.map((e, k) => `[${k + 1}] ${e.text}`).join('\n\n');
 }
 
 function setupPlotEvents() {
   const c = $('plot');
   let drag = null;
+  const local = (ev) => { const r = c.getBoundingClientRect(); return [ev.clientX - r.left, ev.clientY - r.top]; };
   c.addEventListener('mousemove', (ev) => {
-    const r = c.getBoundingClientRect();
-    const px = ev.clientX - r.left, py = ev.clientY - r.top;
+    const [px, py] = local(ev);
+    if (drag && drag.box) {
+      S.box = { px0: drag.px, py0: drag.py, px1: px, py1: py };
+      drawPlot();
+      return;
+    }
     if (drag) {
-      const dx = (px - drag.px) / S.layoutPlot.pw * (drag.x1 - drag.x0);
-      if (Math.abs(px - drag.px) > 2) drag.moved = true;
-      setWindow(drag.x0 - dx, drag.x1 - dx);
+      const L = S.layoutPlot;
+      const dx = (px - drag.px) / L.pw * (drag.x1 - drag.x0);
+      const dy = (py - drag.py) / L.ph * (drag.y1 - drag.y0);
+      if (Math.abs(px - drag.px) > 2 || Math.abs(py - drag.py) > 2) drag.moved = true;
+      if (!drag.moved) return;
+      setView(drag.x0 - dx, drag.x1 - dx, drag.y0 + dy, drag.y1 + dy);
       return;
     }
     const hit = hitTest(px, py);
-    if (hit.id !== S.hoverId) {
-      S.hoverId = hit.id;
+    if (hit.id !== S.hoverId || (hit.ids || []).length !== S.hoverCount) {
+      S.hoverId = hit.id; S.hoverCount = (hit.ids || []).length;
       drawPlot();
+      if (S.selId < 0 && hit.id >= 0) showElem(hit.id, false, hit.ids);
     }
     if (S.selId >= 0) return;
-    if (hit.id >= 0) showElem(hit.id, false);
-    else if (hit.summarized) $('details').textContent = 'Allocations under a pixel tall or wide at this zoom (or past the Detail cap): their total is the grey band.\nZoom in, or raise Detail, to see them one by one.';
+    if (hit.id < 0 && hit.summarized) $('details').textContent = 'The grey band: allocations past Detail (the largest Detail in view are drawn). Zoom in, or raise Detail, to draw them one by one.';
   });
   c.addEventListener('mousedown', (ev) => {
-    const r = c.getBoundingClientRect();
-    drag = { px: ev.clientX - r.left, x0: S.x0, x1: S.x1, moved: false };
+    const [px, py] = local(ev);
+    const [y0, y1] = yWindow();
+    drag = { px, py, x0: S.x0, x1: S.x1, y0, y1, moved: false, box: ev.ctrlKey || ev.altKey || ev.metaKey };
+    if (drag.box) ev.preventDefault();
   });
   window.addEventListener('mouseup', (ev) => {
     if (!drag) return;
     const d = drag; drag = null;
+    if (d.box) {
+      const b = S.box; S.box = null;
+      if (b && Math.abs(b.px1 - b.px0) > 3 && Math.abs(b.py1 - b.py0) > 3) {
+        const L = S.layoutPlot;
+        const xAt = (px) => d.x0 + (px - PAD.l) / L.pw * (d.x1 - d.x0);
+        const yAt = (py) => d.y0 + (PAD.t + L.ph - py) / L.ph * (d.y1 - d.y0);
+        setView(xAt(Math.min(b.px0, b.px1)), xAt(Math.max(b.px0, b.px1)), yAt(Math.max(b.py0, b.py1)), yAt(Math.min(b.py0, b.py1)));
+      } else drawPlot();
+      return;
+    }
     if (d.moved) return;
-    const r = c.getBoundingClientRect();
-    const hit = hitTest(ev.clientX - r.left, ev.clientY - r.top);
     if (ev.target !== c) return;
+    const [px, py] = local(ev);
+    const hit = hitTest(px, py);
     S.selId = hit.id >= 0 && hit.id !== S.selId ? hit.id : -1;
-    if (S.selId >= 0) showElem(S.selId, true);
+    if (S.selId >= 0) showElem(S.selId, true, hit.ids);
     drawPlot(); writeHash();
   });
-  c.addEventListener('mouseleave', () => { if (S.hoverId !== -1) { S.hoverId = -1; drawPlot(); } });
+  c.addEventListener('dblclick', () => resetView());
+  c.addEventListener('mouseleave', () => { if (S.hoverId !== -1) { S.hoverId = -1; S.hoverCount = 0; drawPlot(); } });
   c.addEventListener('wheel', (ev) => {
     ev.preventDefault();
     const r = c.getBoundingClientRect();
-    const fx = Math.min(1, Math.max(0, (ev.clientX - r.left - PAD.l) / S.layoutPlot.pw));
-    zoom(ev.deltaY < 0 ? 1 / 1.25 : 1.25, fx);
+    const L = S.layoutPlot;
+    const fx = Math.min(1, Math.max(0, (ev.clientX - r.left - PAD.l) / L.pw));
+    const fy = Math.min(1, Math.max(0, (PAD.t + L.ph - (ev.clientY - r.top)) / L.ph));
+    zoom(ev.deltaY < 0 ? 1 / 1.25 : 1.25, fx, ev.shiftKey ? null : fy);
   }, { passive: false });
 
+  // The minimap: drag the rectangle to move the view in x and y, or drag
+  // elsewhere to choose a new time range.
   const mm = $('minimap');
   let brush = null;
-  const mmX = (ev) => { const r = mm.getBoundingClientRect(); return S.lo + (ev.clientX - r.left) / r.width * (S.hi - S.lo); };
+  const mmAt = (ev) => {
+    const r = mm.getBoundingClientRect();
+    const L = S.minimapLayout || { h: r.height };
+    const x = S.lo + (ev.clientX - r.left) / r.width * (S.hi - S.lo);
+    const y = (L.h - (ev.clientY - r.top)) / (L.h - 2) * yFull();
+    return [x, y];
+  };
   mm.addEventListener('mousedown', (ev) => {
-    const x = mmX(ev);
-    brush = x >= S.x0 && x <= S.x1 ? { move: true, start: x, x0: S.x0, x1: S.x1 } : { move: false, start: x };
+    const [x, y] = mmAt(ev);
+    const [y0, y1] = yWindow();
+    brush = x >= S.x0 && x <= S.x1 ? { move: true, sx: x, sy: y, x0: S.x0, x1: S.x1, y0, y1 } : { move: false, sx: x };
   });
   window.addEventListener('mousemove', (ev) => {
     if (!brush) return;
-    const x = mmX(ev);
-    if (brush.move) setWindow(brush.x0 + x - brush.start, brush.x1 + x - brush.start);
-    else if (Math.abs(x - brush.start) > 0) setWindow(Math.min(x, brush.start), Math.max(x, brush.start));
+    const [x, y] = mmAt(ev);
+    if (brush.move) {
+      const dx = x - brush.sx, dy = y - brush.sy;
+      setView(brush.x0 + dx, brush.x1 + dx, brush.y0 + dy, brush.y1 + dy);
+    } else if (Math.abs(x - brush.sx) > 0) setWindow(Math.min(x, brush.sx), Math.max(x, brush.sx));
   });
   window.addEventListener('mouseup', () => { brush = null; });
   new ResizeObserver(() => { if (isTimeline() && S.win) scheduleRefresh(); }).observe($('plot'));
 }
 
+// setWindow shows x range [a, b], keeping the visible bytes.
 function setWindow(a, b) {
   const span = S.hi - S.lo;
   const minSpan = S.p.mode === 'time' ? 1 : 0.5;
@@ -875,11 +1014,32 @@ function setWindow(a, b) {
   scheduleRefresh();
 }
 
-function zoom(f, fx = 0.5) {
+// setView shows [a, b] x [c, d]; the whole height again makes y follow
+// the totals (yAuto).
+function setView(a, b, c, d) {
+  const top = yFull();
+  let h = Math.max(Math.min(d - c, top), 1);
+  c = Math.min(Math.max(c, 0), top - h);
+  S.yAuto = c <= 0 && c + h >= top;
+  if (!S.yAuto) { S.y0 = c; S.y1 = c + h; }
+  setWindow(a, b);
+}
+
+// zoom scales the view by f around (fx, fy), fractions of the plot from
+// its left and bottom; fy null zooms x only.
+function zoom(f, fx = 0.5, fy = 0.5) {
   const span = S.x1 - S.x0;
   const c = S.x0 + span * fx;
   const ns = span * f;
-  setWindow(c - ns * fx, c - ns * fx + ns);
+  if (fy === null) { setWindow(c - ns * fx, c - ns * fx + ns); return; }
+  const [y0, y1] = yWindow();
+  const cy = y0 + (y1 - y0) * fy, nh = (y1 - y0) * f;
+  setView(c - ns * fx, c - ns * fx + ns, cy - nh * fy, cy - nh * fy + nh);
+}
+
+function resetView() {
+  S.yAuto = true;
+  setWindow(S.lo, S.hi);
 }
 
 // ---------- search ----------
@@ -1101,8 +1261,12 @@ function setupControls() {
         case '+': case '=': zoom(1 / 1.5); break;
         case '-': case '_': zoom(1.5); break;
         case 'ArrowLeft': setWindow(S.x0 - span * 0.2, S.x1 - span * 0.2); break;
+        case 'ArrowUp': case 'ArrowDown': {
+          const [y0, y1] = yWindow(), d = (y1 - y0) * 0.2 * (e.key === 'ArrowUp' ? 1 : -1);
+          setView(S.x0, S.x1, y0 + d, y1 + d); break;
+        }
         case 'ArrowRight': setWindow(S.x0 + span * 0.2, S.x1 + span * 0.2); break;
-        case '0': case 'Home': setWindow(S.lo, S.hi); break;
+        case '0': case 'Home': resetView(); break;
         case '/': $('search-frame').focus(); break;
         default: return;
       }
@@ -1146,7 +1310,7 @@ async function upload(f) {
   }
 }
 
-Object.assign(window.gpumem, { zoom, setWindow });
+Object.assign(window.gpumem, { zoom, setWindow, setView, resetView, hitTestAll });
 setupControls();
 setupPlotEvents();
 setupStateEvents();

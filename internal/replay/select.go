@@ -1,0 +1,290 @@
+package replay
+
+import (
+	"math"
+	"slices"
+	"sort"
+)
+
+// classifyLimit bounds how many elements beyond Detail a query classifies
+// to count the summary exactly when the window is not the whole height.
+const classifyLimit = 20000
+
+// sweepLimit bounds how many frees a query sweeps to find where the
+// elements that start above the window and end inside it have slid to;
+// past it they count as intersecting.
+const sweepLimit = 2_000_000
+
+// overlapping appends to dst the elements of bucket bi that overlap
+// (t0, t1) in time: start < t1 and end > t0.
+func (t *Timeline) overlapping(dst []int32, bi int32, t0, t1 float64) []int32 {
+	b := &t.buckets[bi]
+	limit := sort.Search(len(b.starts), func(i int) bool { return float64(b.starts[i]) >= t1 })
+	b.ends.each(limit, floorEnd(t0), func(i int) { dst = append(dst, b.ids[i]) })
+	return dst
+}
+
+// countOverlapping is len(overlapping) without listing the elements.
+func (t *Timeline) countOverlapping(bi int32, t0, t1 float64) int {
+	b := &t.buckets[bi]
+	limit := sort.Search(len(b.starts), func(i int) bool { return float64(b.starts[i]) >= t1 })
+	return b.ends.count(&b.negEnds, limit, floorEnd(t0))
+}
+
+// floorEnd is the largest end that does not overlap a window from t0.
+func floorEnd(t0 float64) int32 {
+	return int32(max(math.Floor(t0), -1<<31))
+}
+
+// bySizeDesc orders elements largest first, then by index.
+func (t *Timeline) bySizeDesc(a, b int32) int {
+	sa, sb := t.itemSize(a), t.itemSize(b)
+	if sa != sb {
+		if sa > sb {
+			return -1
+		}
+		return 1
+	}
+	return int(a - b)
+}
+
+// windowClass is what selectWindow knows of an element after one walk of
+// the stack at each end of the window.
+type windowClass int8
+
+const (
+	classOut   windowClass = iota // never inside the window
+	classIn                       // inside at some time
+	classMaybe                    // starts above it and ends inside it: may slide in
+)
+
+// selectWindow returns the largest detail elements that intersect
+// [t0, t1] x [y0, y1] (overlapping it in time, and in bytes at some
+// moment), with each one's bottom edge at its first sample in the window,
+// and fills f's summary of the others.
+//
+// Elements come by size class, largest first, until Detail of them are
+// known to intersect: all later ones are smaller. An element's offset
+// never grows, so it intersects the window if its top at its first sample
+// is above y0 and its bottom at its last sample is below y1.
+func (t *Timeline) selectWindow(f *Frame, t0, t1, y0, y1 float64, detail int) ([]int32, map[int32]float64) {
+	f.SummaryExact = true
+	if detail < 0 {
+		detail = 0
+	}
+	w := &windowSel{t: t, t0: t0, t1: t1, y0: y0, y1: y1, baseOf: map[int32]float64{}}
+	// The whole height: every element overlapping in time intersects.
+	fullY := y0 <= 0 && y1 >= float64(t.peak)
+	classify := func(cand []int32) {
+		if fullY {
+			w.in = append(w.in, cand...)
+		} else {
+			w.classify(cand)
+		}
+	}
+	ti := 0
+	nextClass := func() []int32 {
+		var cand []int32
+		sc := t.buckets[t.bySize[ti]].sizeClass
+		for ; ti < len(t.bySize) && t.buckets[t.bySize[ti]].sizeClass == sc; ti++ {
+			cand = t.overlapping(cand, t.bySize[ti], t0, t1)
+		}
+		return cand
+	}
+	for ti < len(t.bySize) && len(w.in) < detail {
+		classify(nextClass())
+	}
+	// The rest only count: exactly for the whole height or when they are
+	// few, else as an upper bound.
+	rest := 0
+	for _, bi := range t.bySize[ti:] {
+		rest += t.countOverlapping(bi, t0, t1)
+	}
+	if fullY {
+		f.Summarized += rest
+	} else if rest <= classifyLimit {
+		for ti < len(t.bySize) {
+			classify(nextClass())
+		}
+	} else {
+		f.Summarized += rest
+		f.SummaryExact = false
+	}
+	if !w.resolve() {
+		f.SummaryExact = false
+	}
+
+	all := w.in
+	slices.SortFunc(all, t.bySizeDesc)
+	vis := all[:min(detail, len(all))]
+	f.Summarized += len(all) - len(vis)
+	if fullY {
+		w.classify(slices.Clone(vis)) // only for the bottom edges
+	}
+	f.Truncated = f.Summarized > 0
+	return vis, w.baseOf
+}
+
+// windowSel is the state of one selectWindow.
+type windowSel struct {
+	t              *Timeline
+	t0, t1, y0, y1 float64
+	first, last    *stackPrefix // the stack at t0 and t1, on first use
+	in, maybe      []int32      // intersecting; starting above, ending inside
+	baseOf         map[int32]float64
+}
+
+// stackPrefix is the stack at one time: the positions of the elements
+// with weight there and the weighted bytes below each.
+type stackPrefix struct {
+	pos   []int32
+	below []float64
+	total float64
+}
+
+func (t *Timeline) prefixAt(x float64) *stackPrefix {
+	sp := &stackPrefix{}
+	t.stack(x, len(t.byPos), func(id int32, w float64) {
+		sp.pos = append(sp.pos, t.pos[id])
+		sp.below = append(sp.below, sp.total)
+		sp.total += w
+	})
+	return sp
+}
+
+// at is the bottom edge at this time of an element at stack position p.
+func (sp *stackPrefix) at(p int32) float64 {
+	i := sort.Search(len(sp.pos), func(i int) bool { return sp.pos[i] >= p })
+	if i == len(sp.pos) {
+		return sp.total
+	}
+	return sp.below[i]
+}
+
+// classify sorts cand into in and maybe, recording the bottom edge at
+// the first sample of each.
+func (w *windowSel) classify(cand []int32) {
+	t := w.t
+	if w.first == nil {
+		w.first, w.last = t.prefixAt(w.t0), t.prefixAt(w.t1)
+	}
+	for _, id := range cand {
+		b := float64(t.off0[id])
+		if float64(t.start[id]) < w.t0 {
+			b = w.first.at(t.pos[id])
+		}
+		if b+float64(t.src[id].size) <= w.y0 {
+			continue // its top only falls from here
+		}
+		// The bottom at t1 of its position bounds it from below.
+		low := w.last.at(t.pos[id])
+		switch {
+		case low >= w.y1:
+			continue
+		case float64(t.end[id]) >= w.t1 || b < w.y1:
+			w.in = append(w.in, id)
+		default:
+			w.maybe = append(w.maybe, id)
+		}
+		w.baseOf[id] = b
+	}
+}
+
+// resolve moves the elements of maybe whose bottom falls below y1 before
+// they end into in. Their slide is the sum of the frees below them that
+// ramp between their first sample and their end, found with one sweep of
+// those frees in time and a Fenwick tree over the elements' positions.
+// It says false, and counts them all in, when that is too many frees.
+func (w *windowSel) resolve() bool {
+	t, ms := w.t, w.maybe
+	if len(ms) == 0 {
+		return true
+	}
+	slices.SortFunc(ms, func(a, b int32) int { return int(t.pos[a] - t.pos[b]) })
+	minX, maxX := math.Inf(1), math.Inf(-1)
+	for _, id := range ms {
+		minX = min(minX, max(w.t0, float64(t.start[id])))
+		maxX = max(maxX, float64(t.end[id]))
+	}
+	f0 := sort.Search(len(t.freeEnd), func(i int) bool { return float64(t.freeEnd[i])+3 > minX })
+	f1 := sort.Search(len(t.freeEnd), func(i int) bool { return float64(t.freeEnd[i]) >= maxX })
+	if f1-f0 > sweepLimit {
+		w.in = append(w.in, ms...)
+		return false
+	}
+	type query struct {
+		x    float64
+		k    int32
+		sign float64
+	}
+	qs := make([]query, 0, 2*len(ms))
+	for k, id := range ms {
+		qs = append(qs, query{max(w.t0, float64(t.start[id])), int32(k), -1}, query{float64(t.end[id]), int32(k), 1})
+	}
+	slices.SortFunc(qs, func(a, b query) int { return cmpFloat(a.x, b.x) })
+	// rank of free j: how many of ms lie at or below it (it slides those
+	// above).
+	rank := func(j int) int {
+		p := t.freePos[j]
+		return sort.Search(len(ms), func(i int) bool { return t.pos[ms[i]] > p })
+	}
+	fen := make([]float64, len(ms)+1)
+	slide := make([]float64, len(ms))
+	completed, started := f0, f0
+	var ramping []int // frees started but not completed, with their ranks
+	var rampRank []int
+	for _, q := range qs {
+		for started < f1 && float64(t.freeEnd[started]) < q.x {
+			ramping = append(ramping, started)
+			rampRank = append(rampRank, rank(started))
+			started++
+		}
+		for completed < started && float64(t.freeEnd[completed])+3 <= q.x {
+			r := rampRank[0]
+			s := float64(t.src[t.freeID[completed]].size)
+			for i := r + 1; i <= len(ms); i += i & -i {
+				fen[i] += s
+			}
+			ramping, rampRank = ramping[1:], rampRank[1:]
+			completed++
+		}
+		var g float64
+		for i := int(q.k) + 1; i > 0; i -= i & -i {
+			g += fen[i]
+		}
+		for n, j := range ramping {
+			if rampRank[n] <= int(q.k) {
+				g += float64(t.src[t.freeID[j]].size) * min(1, (q.x-float64(t.freeEnd[j]))/3)
+			}
+		}
+		slide[q.k] += q.sign * g
+	}
+	for k, id := range ms {
+		if w.baseOf[id]-slide[k] < w.y1 {
+			w.in = append(w.in, id)
+		}
+	}
+	return true
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// selectMaterialized returns the items overlapping (t0, t1) in time,
+// largest first, for polygonsMaterialized to draw the first detail of
+// those inside the window.
+func (t *Timeline) selectMaterialized(t0, t1 float64) []int32 {
+	var vis []int32
+	for bi := range t.buckets {
+		vis = t.overlapping(vis, int32(bi), t0, t1)
+	}
+	slices.SortFunc(vis, t.bySizeDesc)
+	return vis
+}
