@@ -722,3 +722,116 @@ func TestScreensExplain(t *testing.T) {
 		t.Errorf("empty-state message %q", m)
 	}
 }
+
+// findAllocations lists, for each drawn allocation whose polygon is size
+// bytes tall (its bottom and top at the first point), its id and page
+// coordinates inside it where the page's own hit test finds it.
+const findAllocations = `((size) => {
+  const S = window.gpumem.S, w = S.win, L = S.layoutPlot;
+  const r = document.getElementById('plot').getBoundingClientRect();
+  const out = [];
+  polygons: for (let i = 0; i < w.n; i++) {
+    const s = w.starts[i], e = w.starts[i + 1];
+    if (w.kinds[i] !== 0 || Math.abs(w.ys[e - 1] - w.ys[s] - size) > size * 1e-3) continue;
+    for (let k = s; k + 1 < e; k++) { // along the bottom edge
+      for (const f of [0.25, 0.5, 0.75]) {
+        const x = L.X(w.x0 + w.xs[k] + (w.xs[k + 1] - w.xs[k]) * f);
+        const y = L.Y(w.ys[k] + size / 2);
+        if (x < L.X(S.x0) + 2 || x > L.X(S.x1) - 2 || y < 14 || y > L.ph) continue;
+        const hit = window.gpumem.hitTest(x, y);
+        if (hit.id === w.ids[i]) { out.push([w.ids[i], r.left + x, r.top + y]); continue polygons; }
+      }
+    }
+  }
+  return out;
+})`
+
+// TestDetailAndZoom2D: memory_viz's acceptance on a real snapshot. The
+// whole view draws every allocation (7,801, fewer than Detail) as its own
+// polygon; zoomed into [0, 2 GiB] over the first 2,000 timesteps, the y
+// labels follow the band and hovering inside a 25 MiB allocation shows its
+// size and stack.
+func TestDetailAndZoom2D(t *testing.T) {
+	const name = "cs336-notHanmin__memory_snapshot.pickle"
+	s, err := snapshot.Open(filepath.Join(sharedDir(t), name), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := newBrowser(t)
+	url := startServer(t, name, s)
+	openPage(ctx, t, url+"#view=active")
+	var drawn []int
+	if err := chromedp.Run(ctx, chromedp.Poll(curvesLoaded, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Evaluate(`[window.gpumem.drawn, window.gpumem.S.win.n, window.gpumem.S.win.summarized, window.gpumem.S.meta.elements]`, &drawn)); err != nil {
+		t.Fatal(err)
+	}
+	if drawn[0] != 7801 || drawn[1] != 7801 || drawn[2] != 0 || drawn[3] != 7801 {
+		t.Errorf("whole view: %d polygons drawn of %d in the window, %d summarised, %d allocations; want 7801, 7801, 0, 7801", drawn[0], drawn[1], drawn[2], drawn[3])
+	}
+	if got := text(ctx, t, "#summarized"); !strings.Contains(got, "every allocation in view is drawn") {
+		t.Errorf("legend says %q", got)
+	}
+
+	// Zoom into the band [0, 2 GiB] over the first 2,000 timesteps.
+	const gib2 = 2 << 30
+	if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(`window.gpumem.setView(0, 2000, 0, %d); true`, gib2), nil),
+		chromedp.Poll(fmt.Sprintf(`(() => { const w = window.gpumem.S.win; return w.x1 === 2000 && w.y1 === %d && document.body.dataset.ready === '1'; })()`, gib2), nil,
+			chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("zoom: %v", err)
+	}
+	var labels []string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`window.gpumem.yLabels`, &labels)); err != nil {
+		t.Fatal(err)
+	}
+	if len(labels) < 3 || labels[len(labels)-1] != "2.0GiB" || !strings.HasSuffix(labels[1], "MiB") {
+		t.Errorf("y labels in the band: %v; want MiB steps up to 2.0GiB", labels)
+	}
+	var pts [][]float64
+	if err := chromedp.Run(ctx, chromedp.Evaluate(findAllocations+fmt.Sprintf("(%d)", 25<<20), &pts)); err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) == 0 {
+		t.Fatal("no 25 MiB allocation drawn in the band")
+	}
+	// One with a recorded Python stack if there is one; in this band they
+	// are parameters allocated before recording began, whose stack is
+	// memory_viz's "This block has no frames" text.
+	pt := pts[0]
+	var want string
+	for k, p := range pts {
+		var text string
+		if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(`fetch('api/elem?view=active&id=%d').then(r => r.json()).then(j => j.text)`, int(p[0])), &text,
+			func(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams { return p.WithAwaitPromise(true) })); err != nil {
+			t.Fatal(err)
+		}
+		if k == 0 || pyFrame.MatchString(text) {
+			pt, want = p, text
+		}
+		if pyFrame.MatchString(text) {
+			break
+		}
+	}
+	if err := chromedp.Run(ctx, chromedp.MouseEvent(input.MouseMoved, pt[1], pt[2]),
+		chromedp.Poll(`document.getElementById('details').textContent.includes('Size: 25.0MiB')`, nil, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("hovering the 25 MiB allocation: %v; details %q", err, text(ctx, t, "#details"))
+	}
+	details := text(ctx, t, "#details")
+	if strings.TrimSpace(details) != strings.TrimSpace(want) || !(pyFrame.MatchString(details) || strings.Contains(details, "This block has no frames")) {
+		t.Errorf("details:\n%s\nwant the server's text with the stack:\n%s", details, want)
+	}
+	if !strings.Contains(location(ctx, t), "y1=2147483648") {
+		t.Errorf("the address lacks the y window: %s", location(ctx, t))
+	}
+	screenshot(ctx, t, "zoom-2d")
+}
+
+// pyFrame matches a Python frame line of a details text.
+var pyFrame = regexp.MustCompile(`(?m)^[^\n:]+\.py:\d+:\w+$`)
+
+func location(ctx context.Context, t *testing.T) string {
+	var s string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`location.hash`, &s)); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
