@@ -502,10 +502,14 @@ function renderLegend() {
 // summaryLabel says what the grey band holds in the current window: the
 // allocations past Detail (memory_viz's summarised band).
 function summaryLabel() {
+  return `<span id="summarized">${summaryText()}</span>`;
+}
+
+function summaryText() {
   const win = S.win;
-  if (!win || !win.summarized) return '<span id="summarized">Summarised: none — every allocation in view is drawn</span>';
+  if (!win || !win.summarized) return 'Summarised: none, every allocation in view is drawn';
   const n = formatCount(win.summarized);
-  return `<span id="summarized">Summarised: ${win.exact ? '' : 'at most '}${n} allocation${win.summarized === 1 ? '' : 's'} in view past Detail ${formatCount(S.p.detail)} (zoom in or raise Detail to draw them)</span>`;
+  return `Summarised: ${win.exact ? '' : 'at most '}${n} in view past Detail`;
 }
 
 function escapeHTML(s) {
@@ -564,7 +568,8 @@ async function refreshWindow(first, pending) {
   const win = await (pending || api.window(S.p, x0, x1, w, hgt, y0, y1));
   if (seq !== S.seq) return;
   S.win = win;
-  renderLegend(); // its summary count
+  const sum = $('summarized');
+  if (sum) sum.textContent = summaryText();
   drawPlot();
   drawMinimap();
   window.gpumem.lastQueryMs = performance.now() - t0;
