@@ -59,6 +59,7 @@ func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
 	config := fs.String("config", "", "PYTORCH_CUDA_ALLOC_CONF for the allocator model, e.g. expandable_segments:True")
 	capacity := fs.String("capacity", "", "device memory, e.g. 24GiB (default unlimited); the run stops at the first OOM and records it")
 	device := deviceFlag(fs, "record the run as device")
+	leak := fs.String("leak", "", "keep a tensor of `SIZE` every step and never free it (a leak for gpumem steps to find), e.g. 64MiB")
 	a := &synthArgs{}
 	fs.BoolVar(&a.json, "json", false, "write JSON (which memory_viz also reads) instead of a pickle")
 	fs.Float64Var(&a.targetMB, "target-mb", 0, "choose --steps so the file is about this many MB (10^6 bytes)")
@@ -84,8 +85,14 @@ func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
 			return nil, fmt.Errorf("--capacity: %w", err)
 		}
 	}
+	var leakBytes uint64
+	if *leak != "" {
+		if leakBytes, err = units.Parse(*leak); err != nil {
+			return nil, fmt.Errorf("--leak: %w", err)
+		}
+	}
 	a.workload = synth.Workload{Model: *model, Layers: *layers, Hidden: *hidden, DModel: *dModel, Heads: *heads,
-		Seq: *seq, Vocab: *vocab, Batch: *batch, Steps: *steps, DType: dt, Seed: *seed}
+		Seq: *seq, Vocab: *vocab, Batch: *batch, Steps: *steps, DType: dt, Seed: *seed, Leak: leakBytes}
 	a.opt = synth.Options{Config: *config, Capacity: capBytes, Device: max(*device, 0)}
 	return a, nil
 }

@@ -53,7 +53,7 @@ func WritePerfetto(w io.Writer, s *snapshot.Snapshot, o PerfettoOptions) error {
 	if o.MaxFrames <= 0 {
 		o.MaxFrames = 8
 	}
-	pw := &perfettoWriter{w: bufio.NewWriterSize(w, 1<<16), s: s, o: o}
+	pw := &perfettoWriter{w: bufio.NewWriterSize(w, 1<<16), s: s, o: o, frames: map[snapshot.StackID][]*snapshot.Frame{}}
 	pw.w.WriteString(`{"displayTimeUnit":"ms","otherData":{"generator":"gpumem","source":`)
 	pw.str(s.Source.Name)
 	pw.w.WriteString(`},"traceEvents":[`)
@@ -73,6 +73,8 @@ type perfettoWriter struct {
 	o     PerfettoOptions
 	first bool // an event has been written (comma needed)
 	buf   []byte
+	// frames caches userFrames per stack: allocations share few stacks.
+	frames map[snapshot.StackID][]*snapshot.Frame
 }
 
 // event starts a new trace event object: `{"ph":"X","pid":N,"ts":T`.
@@ -292,7 +294,11 @@ func (p *perfettoWriter) slices(pid, d int, events []snapshot.Event, ts func(int
 			named[tid] = true
 			p.meta(pid, tid, "thread_name", fmt.Sprintf("stream %d (0x%x) lane %d", e.Stream, p.s.RawStream(e.Stream), lane))
 		}
-		frames := userFrames(p.s, e.Stack)
+		frames, ok := p.frames[e.Stack]
+		if !ok {
+			frames = userFrames(p.s, e.Stack)
+			p.frames[e.Stack] = frames
+		}
 		p.event("X", pid, start)
 		p.w.WriteString(`,"tid":` + strconv.Itoa(tid) + `,"dur":` + strconv.FormatInt(max(stop-start, 1), 10) + `,"name":`)
 		p.str(sliceName(frames, e.Size))

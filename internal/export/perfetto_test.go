@@ -16,13 +16,15 @@ import (
 // traceFile is the part of the Chrome trace format the tests read.
 type traceFile struct {
 	TraceEvents []struct {
-		Ph   string                     `json:"ph"`
-		Name string                     `json:"name"`
-		Pid  int                        `json:"pid"`
-		Tid  int                        `json:"tid"`
-		Ts   int64                      `json:"ts"`
-		Dur  int64                      `json:"dur"`
-		Args map[string]json.RawMessage `json:"args"`
+		Ph   string `json:"ph"`
+		Name string `json:"name"`
+		Pid  int    `json:"pid"`
+		Tid  int    `json:"tid"`
+		Ts   int64  `json:"ts"`
+		Dur  int64  `json:"dur"`
+		Args struct {
+			Bytes *uint64 `json:"bytes"`
+		} `json:"args"`
 	} `json:"traceEvents"`
 }
 
@@ -46,10 +48,10 @@ func counterMax(t *testing.T, tf *traceFile) map[int]map[string]uint64 {
 		if e.Ph != "C" {
 			continue
 		}
-		var v uint64
-		if err := json.Unmarshal(e.Args["bytes"], &v); err != nil {
-			t.Fatalf("counter %q: %v", e.Name, err)
+		if e.Args.Bytes == nil {
+			t.Fatalf("counter %q has no bytes", e.Name)
 		}
+		v := *e.Args.Bytes
 		if out[e.Pid] == nil {
 			out[e.Pid] = map[string]uint64{}
 		}
@@ -113,9 +115,7 @@ func TestPerfettoTracks(t *testing.T) {
 			counters[e.Name]++
 		case "X":
 			slices++
-			var b uint64
-			json.Unmarshal(e.Args["bytes"], &b)
-			if b < 1<<20 {
+			if b := e.Args.Bytes; b == nil || *b < 1<<20 {
 				small++
 			}
 			lanes[e.Tid] = append(lanes[e.Tid], [2]int64{e.Ts, e.Ts + e.Dur})

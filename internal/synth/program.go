@@ -18,10 +18,11 @@ const (
 	kindActivation
 	kindTemp
 	kindInput
+	kindLeak // kept by the user's code every step (Workload.Leak)
 	numKinds
 )
 
-var kindNames = [numKinds]string{"param", "grad", "optimizer_state", "activation", "temporary", "input"}
+var kindNames = [numKinds]string{"param", "grad", "optimizer_state", "activation", "temporary", "input", "leak"}
 
 func (k kind) String() string { return kindNames[k] }
 

@@ -13,6 +13,7 @@ type trainSites struct {
 	batchX, batchY, freeBatch snapshot.StackID
 	logSoftmax, nll, lossFree snapshot.StackID
 	bNll, bLogSoftmax         snapshot.StackID
+	leak                      snapshot.StackID // log_metrics keeping a tensor
 }
 
 func newTrainSites(st *stackTable) trainSites {
@@ -27,12 +28,14 @@ func newTrainSites(st *stackTable) trainSites {
 		lossFree:    st.intern(trainStep(160)),
 		bNll:        st.backward("NllLossBackward0"),
 		bLogSoftmax: st.backward("LogSoftmaxBackward0"),
+		leak:        st.intern(cat([]frame{{userTrain, 141, "log_metrics"}}, trainStep(158))),
 	}
 }
 
 // trainLoop runs the training steps: zero_grad, x, y = get_batch() (of
 // xSize and ySize bytes; the previous batch dies when the names rebind),
-// loss = forwardBackward(), optimizer.step(), the loss freed when its name
+// loss = forwardBackward(), with Workload.Leak a tensor of that many bytes
+// kept by log_metrics, optimizer.step(), the loss freed when its name
 // is rebound (after loss.item() is logged), then a pause of pause to
 // 3*pause µs for the dataloader and logging.
 func (p *program) trainLoop(s *trainSites, opt *optimSites, xSize, ySize uint64, pause int, forwardBackward func() tensorID) {
@@ -47,6 +50,10 @@ func (p *program) trainLoop(s *trainSites, opt *optimSites, xSize, ySize uint64,
 		p.free(y, s.freeBatch)
 		x, y = nx, ny
 		loss := forwardBackward()
+		if p.w.Leak > 0 {
+			// metrics.append(logits.detach()): kept for good.
+			p.alloc(p.w.Leak, kindLeak, s.leak)
+		}
 		p.optimizerStep(opt)
 		p.free(loss, s.lossFree)
 		p.annotate(name, "END")

@@ -62,6 +62,11 @@ type Workload struct {
 	Heads  int
 	Seq    int
 	Vocab  int
+
+	// Leak, when non-zero, is the bytes of a tensor the training loop
+	// keeps every step and never frees (a metrics list holding GPU
+	// tensors): a memory leak for `gpumem steps` to find.
+	Leak uint64
 }
 
 // DefaultWorkload returns the defaults used for fields left zero.
@@ -126,9 +131,13 @@ func (w Workload) withDefaults() (Workload, error) {
 
 // String describes the workload in one line, like the flags that make it.
 func (w Workload) String() string {
-	if w.Model == "mlp" {
-		return fmt.Sprintf("mlp layers=%d hidden=%d batch=%d steps=%d dtype=%s seed=%d", w.Layers, w.Hidden, w.Batch, w.Steps, w.DType, w.Seed)
+	leak := ""
+	if w.Leak > 0 {
+		leak = fmt.Sprintf(" leak=%d", w.Leak)
 	}
-	return fmt.Sprintf("transformer layers=%d d-model=%d heads=%d seq=%d batch=%d vocab=%d steps=%d dtype=%s seed=%d",
-		w.Layers, w.DModel, w.Heads, w.Seq, w.Batch, w.Vocab, w.Steps, w.DType, w.Seed)
+	if w.Model == "mlp" {
+		return fmt.Sprintf("mlp layers=%d hidden=%d batch=%d steps=%d dtype=%s seed=%d%s", w.Layers, w.Hidden, w.Batch, w.Steps, w.DType, w.Seed, leak)
+	}
+	return fmt.Sprintf("transformer layers=%d d-model=%d heads=%d seq=%d batch=%d vocab=%d steps=%d dtype=%s seed=%d%s",
+		w.Layers, w.DModel, w.Heads, w.Seq, w.Batch, w.Vocab, w.Steps, w.DType, w.Seed, leak)
 }

@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/steps"
+	"github.com/gpumem/gpumem/internal/units"
+)
+
+func init() {
+	Register(&Command{
+		Name:    "steps",
+		Summary: "per training step: peak, its phase, and live memory growing from step to step (leaks)",
+		Run:     runSteps,
+	})
+}
+
+const stepsAbout = `
+Splits the trace into training steps — from ProfilerStep#N annotations,
+else optimizer.step annotations, else the repeating pattern of allocation
+sites — and prints per step its events, the live bytes at its start, its
+peak (Active Memory Timeline total, requested bytes), the phase the peak
+is in (forward, backward or optimizer, from the allocating stack), the live
+bytes when each phase ends, and its duration. Live memory at the start of
+steps 1.. (after the warm-up step that creates optimizer state) and at the
+end that grows at every step is flagged as a leak, with the growth per
+step and the allocation sites that grew.`
+
+type stepsJSON struct {
+	File          string       `json:"file"`
+	Device        int          `json:"device"`
+	Source        steps.Source `json:"source"`
+	Steps         []stepJSON   `json:"steps"`
+	Leak          bool         `json:"leak"`
+	GrowthPerStep int64        `json:"growth_per_step_bytes"`
+	Sites         []siteJSON   `json:"growing_sites"`
+}
+
+type siteJSON struct {
+	Frames []string `json:"frames"`
+	Bytes  int64    `json:"growth_bytes"`
+}
+
+type stepJSON struct {
+	Index         int    `json:"index"`
+	Name          string `json:"name"`
+	FirstEvent    int    `json:"first_event"`
+	LastEvent     int    `json:"last_event"`
+	StartBytes    uint64 `json:"start_bytes"`
+	PeakBytes     uint64 `json:"peak_bytes"`
+	PeakEvent     int    `json:"peak_event"`
+	PeakPhase     string `json:"peak_phase"`
+	EndBytes      uint64 `json:"end_bytes"`
+	ForwardEnd    uint64 `json:"forward_end_bytes"`
+	BackwardEnd   uint64 `json:"backward_end_bytes"`
+	OptimizerEnd  uint64 `json:"optimizer_end_bytes"`
+	TimeUS        int64  `json:"time_us"`
+	DurationUS    int64  `json:"duration_us"`
+	GrowthToStart int64  `json:"growth_from_previous_start_bytes"`
+}
+
+func runSteps(env *Env, args []string) error {
+	fs := newFlagSet(env, "steps", "[--json] [--device N] [--demo] FILE", stepsAbout)
+	asJSON := fs.Bool("json", false, "print JSON")
+	device := deviceFlag(fs, "device")
+	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")
+	files, err := parseOneSnapshot(env, fs, args, useDemo)
+	if err != nil {
+		return err
+	}
+	s, err := loadOne(env, files, *useDemo)
+	if err != nil {
+		return err
+	}
+	dev, err := oneDevice(s, *device)
+	if err != nil {
+		return err
+	}
+	r, err := steps.Find(analysis.NewDevice(s, dev))
+	if err != nil {
+		return err
+	}
+	out := stepsJSON{File: s.Source.Name, Device: r.Device, Source: r.Source, Leak: r.Leak, GrowthPerStep: r.GrowthPerStep, Sites: []siteJSON{}}
+	for _, g := range r.Sites {
+		out.Sites = append(out.Sites, siteJSON{g.Frames, g.Bytes})
+	}
+	for i, st := range r.Steps {
+		j := stepJSON{Index: st.Index, Name: st.Name, FirstEvent: st.First, LastEvent: st.Last,
+			StartBytes: st.StartBytes, PeakBytes: st.PeakBytes, PeakEvent: st.PeakEvent, PeakPhase: st.PeakPhase.String(),
+			EndBytes: st.EndBytes, ForwardEnd: st.PhaseEndBytes[steps.Forward], BackwardEnd: st.PhaseEndBytes[steps.Backward],
+			OptimizerEnd: st.PhaseEndBytes[steps.Optimizer], TimeUS: st.TimeUS, DurationUS: st.DurationUS}
+		if i > 0 {
+			j.GrowthToStart = int64(st.StartBytes) - int64(r.Steps[i-1].StartBytes)
+		}
+		out.Steps = append(out.Steps, j)
+	}
+	return writeStdout(env, func(w io.Writer) error {
+		if *asJSON {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(out)
+		}
+		return writeStepsText(w, baseName(s.Source.Name), r, out.Steps)
+	})
+}
+
+func writeStepsText(w io.Writer, name string, r *steps.Report, js []stepJSON) error {
+	if len(r.Steps) == 0 {
+		_, err := fmt.Fprintf(w, "%s device %d: no steps found (no ProfilerStep or optimizer annotations, no repeating allocation sites)\n", name, r.Device)
+		return err
+	}
+	fmt.Fprintf(w, "%s device %d: %d steps (from %s)\n\n", name, r.Device, len(r.Steps), r.Source)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "step\tevents\tlive at start\tpeak\tpeak phase\tend of forward\tend of backward\tend of optimizer\tduration\n")
+	phase := func(st stepJSON, v uint64, has bool) string {
+		if !has {
+			return "-"
+		}
+		return units.Human(v)
+	}
+	for i, st := range js {
+		s := r.Steps[i]
+		dur := "-"
+		if st.TimeUS != 0 {
+			dur = analysis.FormatDurationUS(st.DurationUS)
+		}
+		fmt.Fprintf(tw, "%s\t%d..%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", st.Name, st.FirstEvent, st.LastEvent,
+			units.Human(st.StartBytes), units.Human(st.PeakBytes), st.PeakPhase,
+			phase(st, st.ForwardEnd, s.HasPhase[steps.Forward]), phase(st, st.BackwardEnd, s.HasPhase[steps.Backward]),
+			phase(st, st.OptimizerEnd, s.HasPhase[steps.Optimizer]), dur)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	switch {
+	case len(r.Steps) < 3:
+		fmt.Fprintf(w, "\nleak check: needs at least 3 steps (the first is warm-up)\n")
+	case r.Leak:
+		fmt.Fprintf(w, "\nLEAK: live memory at the start of every step from step 1 on, and at the end, grows by %s per step\n", units.HumanSigned(r.GrowthPerStep))
+		fmt.Fprintf(w, "sites that grew from the start of step 1 to the end:\n")
+		for _, g := range r.Sites[:min(len(r.Sites), 10)] {
+			fmt.Fprintf(w, "  %s  %s\n", units.HumanSigned(g.Bytes), shortSite(g.Frames))
+		}
+	default:
+		fmt.Fprintf(w, "\nno leak: live memory at the start of steps 1..%d and at the end does not keep growing (%s per step on average)\n", len(r.Steps)-1, units.HumanSigned(r.GrowthPerStep))
+	}
+	return nil
+}
