@@ -1,11 +1,11 @@
 package steps
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/internal/synth"
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -84,10 +84,9 @@ func TestSynthLeak(t *testing.T) {
 // the corpus has ProfilerStep ones) have one step ending at
 // optimizer.step.
 func TestRealSteps(t *testing.T) {
-	path := filepath.Join("../../../shared/snapshots/real", "cs336-kkaitlyn111__memory_files_memory_ctx128_fullstep_.pickle")
-	s, err := snapshot.Open(path, nil)
+	s, err := snapshot.Open(corpus.File(t, "cs336-kkaitlyn111__memory_files_memory_ctx128_fullstep_.pickle"), nil)
 	if err != nil {
-		t.Skipf("%s: %v (../shared absent)", path, err)
+		t.Fatal(err)
 	}
 	r, err := Find(analysis.NewDevice(s, 0))
 	if err != nil {
