@@ -127,7 +127,7 @@ func runEstimate(env *Env, args []string) error {
 	fs.IntVar(&o.GPUs, "gpus", 1, "data-parallel GPUs the ZeRO stages shard over")
 	fs.IntVar(&o.LoRARank, "lora-rank", 0, "train only rank-R LoRA adapters on every block projection")
 	fs.BoolVar(&o.Inference, "inference", false, "inference: weights + KV cache for batch × seq + one forward")
-	gpuName := fs.String("gpu", "", "GPU name (H100, A100-40GB, ...) or size (80GiB): does it fit, and the largest batch")
+	gpuName := fs.String("gpu", "", "GPU name (H100, A100-40GB, ...) or total memory (80GiB): does it fit, and the largest batch")
 	maxBatch := fs.Bool("max-batch", false, "print only the largest batch that fits on --gpu")
 	ctx := fs.String("cuda-context", "512MiB", "memory of the CUDA context outside the allocator")
 	fs.Float64Var(&o.CacheOverhead, "allocator-overhead", estimate.DefaultCacheOverhead, "reserved-but-free memory as a fraction of the peak")
@@ -181,7 +181,7 @@ func runEstimate(env *Env, args []string) error {
 	}
 	var verdict *estimate.Verdict
 	if *gpuName != "" {
-		gpu, err := estimate.ParseGPU(*gpuName)
+		gpu, err := parseGPU(*gpuName)
 		if err != nil {
 			return err
 		}
@@ -334,4 +334,20 @@ func measureSnapshot(s *snapshot.Snapshot, device int) estimate.Measured {
 		}
 	}
 	return m
+}
+
+// parseGPU reads --gpu: a GPU of analysis's table (H100, A100-40GB, ...)
+// or a size (80GiB).
+func parseGPU(s string) (estimate.GPU, error) {
+	if g, err := analysis.LookupGPU(s); err == nil {
+		return estimate.GPU{Name: g.Name, Bytes: int64(g.Bytes)}, nil
+	}
+	if b, err := estimate.ParseSize(s); err == nil && b > 0 {
+		return estimate.GPU{Name: s, Bytes: b}, nil
+	}
+	names := make([]string, len(analysis.GPUs))
+	for i, g := range analysis.GPUs {
+		names[i] = g.Name
+	}
+	return estimate.GPU{}, fmt.Errorf("--gpu %q: not a known GPU (%s) or a size such as 80GiB", s, strings.Join(names, ", "))
 }

@@ -171,3 +171,20 @@ func TestEstimateCheckCS336(t *testing.T) {
 		})
 	}
 }
+
+func TestEstimateGPU(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{
+		{"H100", 81559 << 20}, {"a100-40gb", 40960 << 20}, {"80GiB", 80 << 30}, {"24GB", 24 << 30}, {"16000MiB", 16000 << 20},
+	} {
+		g, err := parseGPU(tc.in)
+		if err != nil || g.Bytes != tc.want {
+			t.Errorf("%s: %v %v, want %d", tc.in, g, err, tc.want)
+		}
+	}
+	if _, err := parseGPU("B200-ish"); err == nil || !strings.Contains(err.Error(), "not a known GPU") {
+		t.Errorf("unknown GPU: %v", err)
+	}
+}

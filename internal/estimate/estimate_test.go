@@ -294,58 +294,38 @@ func TestBlogWorkedFigures(t *testing.T) {
 
 // TestMaxBatchMatchesSearch compares MaxBatch with trying every batch.
 func TestMaxBatchMatchesSearch(t *testing.T) {
+	const h100, a100, rtx = 81559 << 20, 40960 << 20, 24 << 30
 	for _, tc := range []struct {
 		file string
-		gpu  string
+		gpu  int64
 		opt  func(o *Options)
 	}{
-		{"llama-2-7b.json", "H100", func(o *Options) { o.ZeRO, o.GPUs, o.MixedPrecision, o.FlashAttention = 3, 8, true, true }},
-		{"qwen2-1.5b.json", "A100-40GB", func(o *Options) { o.GradCheckpointing = true }},
-		{"gpt2.json", "24GiB", func(o *Options) { o.Dtype = "fp32" }},
-		{"mistral-7b-v0.1.json", "H100", func(o *Options) { o.Inference = true }},
-		{"llama-2-70b.json", "H100", nil},
+		{"llama-2-7b.json", h100, func(o *Options) { o.ZeRO, o.GPUs, o.MixedPrecision, o.FlashAttention = 3, 8, true, true }},
+		{"qwen2-1.5b.json", a100, func(o *Options) { o.GradCheckpointing = true }},
+		{"gpt2.json", rtx, func(o *Options) { o.Dtype = "fp32" }},
+		{"mistral-7b-v0.1.json", h100, func(o *Options) { o.Inference = true }},
+		{"llama-2-70b.json", h100, nil},
 	} {
 		o := Options{Model: loadConfig(t, tc.file), Dtype: "bf16", Optimizer: "adamw", Batch: 1, Seq: 1024, GPUs: 1,
 			CUDAContext: DefaultCUDAContext, CacheOverhead: DefaultCacheOverhead}
 		if tc.opt != nil {
 			tc.opt(&o)
 		}
-		gpu, err := ParseGPU(tc.gpu)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := MaxBatch(o, gpu.Bytes)
+		got, err := MaxBatch(o, tc.gpu)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := 0
 		for b := 1; b <= 4096; b++ {
 			o.Batch = b
-			if !mustEstimate(t, o).Fits(gpu.Bytes) {
+			if !mustEstimate(t, o).Fits(tc.gpu) {
 				break
 			}
 			want = b
 		}
 		if got != want {
-			t.Errorf("%s on %s: MaxBatch %d, search %d", tc.file, tc.gpu, got, want)
+			t.Errorf("%s on %d bytes: MaxBatch %d, search %d", tc.file, tc.gpu, got, want)
 		}
-	}
-}
-
-func TestParseGPU(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-	}{
-		{"H100", 81559 << 20}, {"a100-40gb", 40960 << 20}, {"80GiB", 80 << 30}, {"24GB", 24 << 30}, {"16000MiB", 16000 << 20},
-	} {
-		g, err := ParseGPU(tc.in)
-		if err != nil || g.Bytes != tc.want {
-			t.Errorf("%s: %v %v, want %d", tc.in, g, err, tc.want)
-		}
-	}
-	if _, err := ParseGPU("B200-ish"); err == nil || !strings.Contains(err.Error(), "not a known GPU") {
-		t.Errorf("unknown GPU: %v", err)
 	}
 }
 

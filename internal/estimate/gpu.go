@@ -2,62 +2,14 @@ package estimate
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/gpumem/gpumem/internal/units"
 )
 
-// GPU is a device's usable memory as nvidia-smi reports its total.
+// GPU is a device and its total memory (as the driver reports it).
 type GPU struct {
 	Name  string
 	Bytes int64
-}
-
-// gpus are total memories in MiB as nvidia-smi prints them ("81559MiB" on
-// an H100 SXM 80GB): a card sold as 80 GB holds a little less than 80 GiB.
-var gpus = map[string]int64{
-	"h100":      81559,
-	"h100-80gb": 81559,
-	"h100-94gb": 95830,
-	"h200":      143771,
-	"a100":      81920,
-	"a100-80gb": 81920,
-	"a100-40gb": 40960,
-	"l40s":      46068,
-	"l4":        23034,
-	"a10g":      23028,
-	"a6000":     49140,
-	"rtx4090":   24564,
-	"rtx3090":   24576,
-	"v100":      16384,
-	"v100-16gb": 16384,
-	"v100-32gb": 32768,
-	"t4":        15360,
-}
-
-// GPUNames lists the device names ParseGPU knows.
-func GPUNames() []string {
-	names := make([]string, 0, len(gpus))
-	for n := range gpus {
-		names = append(names, strings.ToUpper(n))
-	}
-	sort.Strings(names)
-	return names
-}
-
-// ParseGPU reads a device name (H100, A100-40GB) or a size (80GiB, 24GB =
-// 24 GiB, 16000MiB, or plain bytes).
-func ParseGPU(s string) (GPU, error) {
-	key := strings.ToLower(strings.TrimSpace(s))
-	if mib, ok := gpus[key]; ok {
-		return GPU{Name: strings.ToUpper(key), Bytes: mib << 20}, nil
-	}
-	b, err := ParseSize(key)
-	if err != nil || b == 0 {
-		return GPU{}, fmt.Errorf("--gpu %q: not a known GPU (%s) or a size such as 80GiB", s, strings.Join(GPUNames(), ", "))
-	}
-	return GPU{Name: s, Bytes: b}, nil
 }
 
 // ParseSize reads a byte count such as 512MiB or 1.5GB with the one size
