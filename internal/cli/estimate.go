@@ -158,7 +158,7 @@ func runEstimate(env *Env, args []string) error {
 	case *configPath != "":
 		data, err := os.ReadFile(*configPath)
 		if err != nil {
-			return err
+			return prefixError(*configPath, err)
 		}
 		if o.Model, err = estimate.ParseConfig(data); err != nil {
 			return fmt.Errorf("%s: %v", *configPath, err)
@@ -195,7 +195,7 @@ func runEstimate(env *Env, args []string) error {
 	}
 
 	var chk *estimate.Check
-	if *checkPath != "" || (*useDemo && *checkPath == "") {
+	if *checkPath != "" || *useDemo {
 		if chk, err = checkSnapshot(env, res, *checkPath, *useDemo, *device); err != nil {
 			return err
 		}

@@ -360,7 +360,7 @@ func (r *Result) inference() {
 }
 
 // blogActivationsPerToken is the blog's linear fit, read as bytes per
-// token of a 16-bit model (see the package README for why).
+// token of a 16-bit model (README: "The blog's heuristic and its units").
 func blogActivationsPerToken(n int64) float64 {
 	return 4.6894e-4*float64(n) + 1.8494e6
 }
