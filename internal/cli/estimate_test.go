@@ -188,3 +188,35 @@ func TestEstimateGPU(t *testing.T) {
 		t.Errorf("unknown GPU: %v", err)
 	}
 }
+
+// TestEstimateGolden keeps the README's worked examples (the 7B ZeRO-2 run
+// and the KV-cache inference) as golden files, and checks the README still
+// shows them: after go test -update, copy the new outputs into README.md.
+func TestEstimateGolden(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		inReadme bool
+	}{
+		{"7b-zero2", []string{"--config", estimateConfig("llama-2-7b.json"), "--dtype", "bf16", "--mixed-precision", "--zero", "2",
+			"--gpus", "8", "--batch", "2", "--seq", "4096", "--flash-attention", "--gpu", "H100"}, true},
+		{"inference-kv", []string{"--config", estimateConfig("mistral-7b-v0.1.json"), "--inference", "--batch", "16", "--seq", "4096",
+			"--flash-attention", "--gpu", "A100-80GB"}, true},
+		{"params-json", []string{"--params", "7B", "--optimizer", "adamw-8bit", "--json"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runMain(t, nil, append([]string{"estimate"}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			checkGolden(t, filepath.Join("testdata", "estimate", tc.name+".txt"), out)
+			if tc.inReadme && !strings.Contains(string(readme), out) {
+				t.Errorf("README.md no longer shows this output of gpumem estimate %s", strings.Join(tc.args, " "))
+			}
+		})
+	}
+}
