@@ -367,3 +367,53 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestCompareReasons checks the check's arithmetic and the reason chosen
+// for each kind of gap, on the tiny model at batch 16 with a per-parameter
+// optimizer (so that the estimate's peak is the backward).
+func TestCompareReasons(t *testing.T) {
+	o := tinyOptions()
+	o.Batch, o.OptimizerLoop = 16, true
+	r := mustEstimate(t, o)
+	M, G, O, A := r.Term(TermParameters), r.Term(TermGradients), r.Term(TermOptimizerState), r.Term(TermActivations)
+	// The run kept its gradients through the forward, and each of its 2
+	// layers saved 60 more score tensors of 16 × 4 heads × 8² × 2 B = 8 KiB.
+	gap := int64(2 * 60 * 8192)
+	peak := M + O + G + A + gap
+	m := Measured{Source: "x", Peak: peak, PeakReserved: peak * 11 / 10,
+		Parameters: M, Gradients: G, OptimizerState: O, Activations: A + gap, Categories: "test",
+		AtPeak: []Amount{{"parameter", M}, {"optimizer_state", O}, {"gradient", G}, {"activation", A + gap}}}
+	c := Compare(r, m)
+	want := map[string]string{
+		"parameters":       "matches",
+		"gradients":        "matches",
+		"optimizer state":  "matches: adamw state",
+		"activations":      "480.0KiB more per layer, 60.0× the B×H×L² score tensor (8.0KiB)",
+		"peak (allocated)": "--keep-grads models that",
+		"peak reserved":    "kept 10.0% above its allocated peak",
+	}
+	for _, row := range c.Rows {
+		if w, ok := want[row.Name]; !ok || !strings.Contains(row.Reason, w) {
+			t.Errorf("%s: reason %q, want %q", row.Name, row.Reason, w)
+		}
+		delete(want, row.Name)
+	}
+	if len(want) > 0 {
+		t.Errorf("rows missing: %v", want)
+	}
+	if d := c.Rows[3].Diff(); math.Abs(d-float64(-gap)/float64(A+gap)) > 1e-12 {
+		t.Errorf("activations diff %v", d)
+	}
+	// With --keep-grads the gradients are in the estimate's peak, and the
+	// activation gap is what is left.
+	o.KeepGrads = true
+	c = Compare(mustEstimate(t, o), m)
+	if row := c.Rows[4]; !strings.Contains(row.Reason, "at the measured peak activation is") {
+		t.Errorf("keep-grads peak reason %q", row.Reason)
+	}
+	// Nothing measured: the reason says so instead of a difference.
+	c = Compare(r, Measured{Parameters: -1, Gradients: 0, OptimizerState: -1, Activations: -1, Categories: "no stacks"})
+	if !strings.Contains(c.Rows[0].Reason, "not measured: no stacks") || !strings.Contains(c.Rows[1].Reason, "none in the snapshot") {
+		t.Errorf("unmeasured reasons: %q, %q", c.Rows[0].Reason, c.Rows[1].Reason)
+	}
+}
