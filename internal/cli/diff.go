@@ -335,21 +335,32 @@ func shortSite(frames []string) string {
 	return strings.Join(parts, " < ")
 }
 
-// shortFrameString turns "path/file.py:LINE:func" into "func (file.py:LINE)".
+// shortFrameString turns "path/file.py:LINE:func" into "func (file.py:LINE)"
+// and a C++ frame's signature into its qualified name.
 func shortFrameString(f string) string {
-	i := strings.Index(f, ".py:")
-	if i < 0 {
-		if len(f) > 70 {
-			return f[:67] + "..."
+	file, rest, ok := strings.Cut(f, ":")
+	if !ok {
+		return f
+	}
+	line, name, ok := strings.Cut(rest, ":")
+	if !ok {
+		return f
+	}
+	if !strings.HasSuffix(file, ".py") {
+		if i := strings.IndexByte(name, '('); i > 0 {
+			name = name[:i]
 		}
-		return f
+		if i := strings.LastIndexByte(name, ' '); i >= 0 {
+			name = name[i+1:] // return type
+		}
+		if parts := strings.Split(name, "::"); len(name) > 40 && len(parts) > 2 {
+			name = strings.Join(parts[len(parts)-2:], "::")
+		}
+		if file == "" || file == "??" {
+			return name
+		}
 	}
-	rest := f[i+4:]
-	j := strings.IndexByte(rest, ':')
-	if j < 0 {
-		return f
-	}
-	return rest[j+1:] + " (" + baseName(f[:i+3]) + ":" + rest[:j] + ")"
+	return name + " (" + baseName(file) + ":" + line + ")"
 }
 
 // runCompareSegments is _memory_viz.py compare.
