@@ -109,6 +109,8 @@ type Allocator struct {
 
 	// off switches rules off, for the tests that show each one matters.
 	off rule
+	// spare holds blocks merged away, for reuse; nothing refers to them.
+	spare []*block
 
 	// last describes the most recent Malloc for the script runner.
 	last opInfo
@@ -309,12 +311,12 @@ func (a *Allocator) getFreeBlock(p *allocParams) bool {
 	if a.setFraction && a.cfg.GCThreshold > 0 {
 		pool.gcCalls++
 	}
-	items := pool.blocks.items
-	i := pool.blocks.lowerBound(p.stream, p.size, 0)
-	if i == len(items) || items[i].stream != p.stream {
+	set := &pool.blocks
+	i := set.lowerBound(p.stream, p.size, 0)
+	if set.isEnd(i) || set.at(i).stream != p.stream {
 		return false
 	}
-	if items[i].exp != nil {
+	if set.at(i).exp != nil {
 		if a.cfg.ExpandableSegments && a.off&ruleExpandableFit == 0 {
 			// Best fit counts the unmapped space after a block as part of it.
 			expSize := func(b *block) uint64 {
@@ -323,24 +325,24 @@ func (a *Allocator) getFreeBlock(p *allocParams) bool {
 				}
 				return b.size
 			}
-			next := i + 1
-			for items[i].exp != nil && next < len(items) && items[next].stream == p.stream &&
-				expSize(items[next]) < expSize(items[i]) {
+			next := set.next(i)
+			for set.at(i).exp != nil && !set.isEnd(next) && set.at(next).stream == p.stream &&
+				expSize(set.at(next)) < expSize(set.at(i)) {
 				i = next
-				next++
+				next = set.next(next)
 			}
 		} else if !a.cfg.ExpandableSegments {
 			// Expandable segments were switched off: skip their blocks.
-			i++
-			for i < len(items) && items[i].exp != nil && items[i].stream == p.stream {
-				i++
+			i = set.next(i)
+			for !set.isEnd(i) && set.at(i).exp != nil && set.at(i).stream == p.stream {
+				i = set.next(i)
 			}
-			if i == len(items) || items[i].stream != p.stream {
+			if set.isEnd(i) || set.at(i).stream != p.stream {
 				return false
 			}
 		}
 	}
-	b := items[i]
+	b := set.at(i)
 	// Do not return an oversized block for a small request.
 	if p.size < a.cfg.MaxSplitSize && b.size >= a.cfg.MaxSplitSize {
 		return false
@@ -350,7 +352,7 @@ func (a *Allocator) getFreeBlock(p *allocParams) bool {
 		return false
 	}
 	p.block = b
-	pool.blocks.eraseAt(i)
+	set.eraseAt(i)
 	return true
 }
 
@@ -361,7 +363,8 @@ func (a *Allocator) allocFoundBlock(p *allocParams, origSize uint64, split bool)
 	alreadySplit := b.isSplit()
 	if split {
 		remaining := b
-		b = &block{stream: p.stream, size: p.size, ptr: remaining.ptr, pool: p.pool,
+		b = a.newBlock()
+		*b = block{stream: p.stream, size: p.size, ptr: remaining.ptr, pool: p.pool,
 			mapped: true, exp: remaining.exp, prev: remaining.prev, next: remaining}
 		if b.prev != nil {
 			b.prev.next = b
@@ -536,7 +539,20 @@ func (a *Allocator) tryMergeBlocks(dst, src *block, pool *blockPool) uint64 {
 		}
 	}
 	dst.size += src.size
-	return src.size
+	n := src.size
+	a.spare = append(a.spare, src)
+	return n
+}
+
+// newBlock reuses a block merged away earlier (replays of millions of
+// events would otherwise keep the garbage collector busy).
+func (a *Allocator) newBlock() *block {
+	if n := len(a.spare); n > 0 {
+		b := a.spare[n-1]
+		a.spare = a.spare[:n-1]
+		return b
+	}
+	return new(block)
 }
 
 // allocBlock is alloc_block: a new segment by cudaMalloc, or mapped pages
@@ -615,12 +631,12 @@ func (a *Allocator) placeReservation(addr, size, page uint64) (uint64, bool) {
 			end = es.base
 		}
 	}
-	i := sort.Search(len(a.va.spans), func(i int) bool { return a.va.spans[i].end > addr })
-	if i < len(a.va.spans) && a.va.spans[i].start <= addr {
-		return 0, false
-	}
-	if i < len(a.va.spans) && a.va.spans[i].start < end {
-		end = a.va.spans[i].start
+	if p := a.va.after(addr); !a.va.spans.isEnd(p) {
+		next := a.va.spans.at(p)
+		if next.start <= addr {
+			return 0, false
+		}
+		end = min(end, next.start)
 	}
 	size = (end - addr) / page * page
 	if size == 0 {
@@ -665,29 +681,28 @@ func (a *Allocator) releaseAvailableCachedBlocks(p *allocParams) bool {
 	}
 	pool := p.pool
 	key := max(p.size, a.cfg.MaxSplitSize)
-	it := pool.blocks.lowerBound(p.stream, key, 0)
-	items := pool.blocks.items
-	if it == len(items) || items[it].stream != p.stream {
-		if it == 0 {
+	set := &pool.blocks
+	it := set.lowerBound(p.stream, key, 0)
+	if set.isEnd(it) || set.at(it).stream != p.stream {
+		it, ok := set.prev(it)
+		if !ok {
 			return false
 		}
+		// Release from the largest down; erasing cur keeps it valid.
 		var released uint64
-		it--
-		for released < key && pool.blocks.items[it].size >= a.cfg.MaxSplitSize &&
-			pool.blocks.items[it].stream == p.stream {
-			cur := pool.blocks.items[it]
+		for released < key && set.at(it).size >= a.cfg.MaxSplitSize && set.at(it).stream == p.stream {
+			cur := set.at(it)
 			released += cur.size
-			if it != 0 {
-				it--
-				a.releaseBlock(cur)
-			} else {
-				a.releaseBlock(cur)
+			prev, more := set.prev(it)
+			a.releaseBlock(cur)
+			if !more {
 				break
 			}
+			it = prev
 		}
 		return released >= key
 	}
-	a.releaseBlock(items[it])
+	a.releaseBlock(set.at(it))
 	return true
 }
 
@@ -734,7 +749,7 @@ func (a *Allocator) releaseBlock(b *block) {
 // of expandable segments.
 func (a *Allocator) releaseBlocks(pool *blockPool) {
 	var toUnmap []*block
-	for _, b := range append([]*block(nil), pool.blocks.items...) {
+	for _, b := range pool.blocks.all() {
 		if b.exp != nil {
 			toUnmap = append(toUnmap, b)
 		} else if b.prev == nil && b.next == nil {
@@ -759,7 +774,7 @@ func (a *Allocator) garbageCollectCachedBlocks() {
 	var reclaimed uint64
 	var totalAge int64
 	count := 0
-	for _, b := range a.large.blocks.items {
+	for _, b := range a.large.blocks.all() {
 		if !b.isSplit() && b.exp == nil {
 			totalAge += b.gcCount()
 			count++
@@ -772,7 +787,7 @@ func (a *Allocator) garbageCollectCachedBlocks() {
 	for reclaimed < target && freed && count > 0 {
 		ageThreshold := float64(totalAge) / float64(count)
 		freed = false
-		for _, b := range append([]*block(nil), a.large.blocks.items...) {
+		for _, b := range a.large.blocks.all() {
 			if !b.isSplit() && b.exp == nil && float64(b.gcCount()) >= ageThreshold {
 				freed = true
 				reclaimed += b.size
@@ -985,23 +1000,19 @@ type SegmentInfo struct {
 // Segments returns the current segments sorted by address, with their
 // blocks, like DeviceCachingAllocator::snapshot.
 func (a *Allocator) Segments() []SegmentInfo {
+	// Every block is in a pool or active, so every segment's first mapped
+	// block is met exactly once.
 	var heads []*block
-	seen := map[*block]bool{}
 	add := func(b *block) {
-		if !b.mapped {
-			return
-		}
-		for b.prev != nil && b.prev.mapped {
-			b = b.prev
-		}
-		if !seen[b] {
-			seen[b] = true
+		if b.mapped && (b.prev == nil || !b.prev.mapped) {
 			heads = append(heads, b)
 		}
 	}
 	for _, p := range []*blockPool{&a.small, &a.large} {
-		for _, b := range p.blocks.items {
-			add(b)
+		for _, ch := range p.blocks.chunks {
+			for _, b := range ch {
+				add(b)
+			}
 		}
 	}
 	for _, b := range a.active {

@@ -45,9 +45,111 @@ func (p *blockPool) insert(b *block) {
 // gcCount is Block::gc_count.
 func (b *block) gcCount() int64 { return b.pool.gcCalls - b.gcBase }
 
-// sizeSet is a sorted slice ordered like BlockComparatorSize. Pools hold
-// at most a few thousand blocks, where a slice beats a tree.
-type sizeSet struct{ items []*block }
+// chunked is a sorted sequence kept in chunks of at most maxChunk
+// elements: an insert or erase moves at most one chunk, so pools and
+// address maps of a million entries (tiled traces) stay fast, and small
+// ones are a single short slice.
+type chunked[T any] struct {
+	chunks [][]T
+	n      int
+}
+
+const maxChunk = 512
+
+// pos is a position in a chunked sequence: chunk c, index i; c ==
+// len(chunks) is the end.
+type pos struct{ c, i int }
+
+func (s *chunked[T]) len() int         { return s.n }
+func (s *chunked[T]) end() pos         { return pos{len(s.chunks), 0} }
+func (s *chunked[T]) isEnd(p pos) bool { return p.c >= len(s.chunks) }
+func (s *chunked[T]) at(p pos) T       { return s.chunks[p.c][p.i] }
+func (s *chunked[T]) ref(p pos) *T     { return &s.chunks[p.c][p.i] }
+
+func (s *chunked[T]) next(p pos) pos {
+	if p.i+1 < len(s.chunks[p.c]) {
+		return pos{p.c, p.i + 1}
+	}
+	return pos{p.c + 1, 0}
+}
+
+// prev returns the position before p, or false at the beginning.
+func (s *chunked[T]) prev(p pos) (pos, bool) {
+	if p.i > 0 {
+		return pos{p.c, p.i - 1}, true
+	}
+	if p.c > 0 {
+		return pos{p.c - 1, len(s.chunks[p.c-1]) - 1}, true
+	}
+	return p, false
+}
+
+// search returns the first position whose element satisfies ok, which
+// must be false then true along the sequence (like sort.Search).
+func (s *chunked[T]) search(ok func(T) bool) pos {
+	c := sort.Search(len(s.chunks), func(c int) bool { ch := s.chunks[c]; return ok(ch[len(ch)-1]) })
+	if c == len(s.chunks) {
+		return s.end()
+	}
+	ch := s.chunks[c]
+	return pos{c, sort.Search(len(ch), func(i int) bool { return ok(ch[i]) })}
+}
+
+// insertAt puts v before position p (p from search keeps the order).
+func (s *chunked[T]) insertAt(p pos, v T) {
+	s.n++
+	if p.c == len(s.chunks) {
+		if p.c == 0 || len(s.chunks[p.c-1]) >= maxChunk {
+			s.chunks = append(s.chunks, make([]T, 0, 16))
+			p = pos{p.c, 0}
+		} else {
+			p = pos{p.c - 1, len(s.chunks[p.c-1])}
+		}
+	}
+	var zero T
+	ch := append(s.chunks[p.c], zero)
+	copy(ch[p.i+1:], ch[p.i:])
+	ch[p.i] = v
+	if len(ch) > maxChunk {
+		// Split in halves; the upper half gets its own array.
+		half := len(ch) / 2
+		upper := append(make([]T, 0, maxChunk), ch[half:]...)
+		clear(ch[half:])
+		ch = ch[:half]
+		s.chunks = append(s.chunks, nil)
+		copy(s.chunks[p.c+2:], s.chunks[p.c+1:])
+		s.chunks[p.c+1] = upper
+	}
+	s.chunks[p.c] = ch
+}
+
+// eraseAt removes the element at p; positions before p stay valid.
+func (s *chunked[T]) eraseAt(p pos) {
+	s.n--
+	ch := s.chunks[p.c]
+	copy(ch[p.i:], ch[p.i+1:])
+	var zero T
+	ch[len(ch)-1] = zero
+	ch = ch[:len(ch)-1]
+	if len(ch) == 0 {
+		s.chunks = append(s.chunks[:p.c], s.chunks[p.c+1:]...)
+		return
+	}
+	s.chunks[p.c] = ch
+}
+
+// all returns the elements in order (a copy, safe to use while erasing).
+func (s *chunked[T]) all() []T {
+	out := make([]T, 0, s.n)
+	for _, ch := range s.chunks {
+		out = append(out, ch...)
+	}
+	return out
+}
+
+// sizeSet holds free blocks ordered like BlockComparatorSize: (stream,
+// size, address).
+type sizeSet struct{ chunked[*block] }
 
 func sizeLess(as, asz, ap, bs, bsz, bp uint64) bool {
 	if as != bs {
@@ -59,32 +161,22 @@ func sizeLess(as, asz, ap, bs, bsz, bp uint64) bool {
 	return ap < bp
 }
 
-// lowerBound returns the index of the first block not less than the key.
-func (s *sizeSet) lowerBound(stream, size, ptr uint64) int {
-	return sort.Search(len(s.items), func(i int) bool {
-		b := s.items[i]
-		return !sizeLess(b.stream, b.size, b.ptr, stream, size, ptr)
-	})
+func blockLess(b *block, stream, size, ptr uint64) bool {
+	return sizeLess(b.stream, b.size, b.ptr, stream, size, ptr)
 }
 
-func (s *sizeSet) insert(b *block) {
-	i := s.lowerBound(b.stream, b.size, b.ptr)
-	s.items = append(s.items, nil)
-	copy(s.items[i+1:], s.items[i:])
-	s.items[i] = b
+// lowerBound returns the position of the first block not less than the key.
+func (s *sizeSet) lowerBound(stream, size, ptr uint64) pos {
+	return s.search(func(b *block) bool { return !blockLess(b, stream, size, ptr) })
 }
 
-func (s *sizeSet) eraseAt(i int) {
-	copy(s.items[i:], s.items[i+1:])
-	s.items[len(s.items)-1] = nil
-	s.items = s.items[:len(s.items)-1]
-}
+func (s *sizeSet) insert(b *block) { s.insertAt(s.lowerBound(b.stream, b.size, b.ptr), b) }
 
 // erase removes b (matched by identity) and reports whether it was there.
 func (s *sizeSet) erase(b *block) bool {
-	i := s.lowerBound(b.stream, b.size, b.ptr)
-	if i < len(s.items) && s.items[i] == b {
-		s.eraseAt(i)
+	p := s.lowerBound(b.stream, b.size, b.ptr)
+	if !s.isEnd(p) && s.at(p) == b {
+		s.eraseAt(p)
 		return true
 	}
 	return false
@@ -150,30 +242,32 @@ func (e *expandableSegment) trim() {
 // fresh CUDA context tends to do.
 type vaSpace struct {
 	base  uint64
-	spans []span // in use, sorted by start
+	spans chunked[span] // in use, sorted by start, not overlapping
 }
 
 type span struct{ start, end uint64 }
 
 const vaAlign = 2 * MiB
 
+// after returns the position of the first span that ends after addr.
+func (v *vaSpace) after(addr uint64) pos {
+	return v.spans.search(func(s span) bool { return s.end > addr })
+}
+
 func (v *vaSpace) overlaps(start, size uint64) bool {
-	end := start + size
-	i := sort.Search(len(v.spans), func(i int) bool { return v.spans[i].end > start })
-	return i < len(v.spans) && v.spans[i].start < end
+	p := v.after(start)
+	return !v.spans.isEnd(p) && v.spans.at(p).start < start+size
 }
 
 func (v *vaSpace) take(start, size uint64) {
-	i := sort.Search(len(v.spans), func(i int) bool { return v.spans[i].start > start })
-	v.spans = append(v.spans, span{})
-	copy(v.spans[i+1:], v.spans[i:])
-	v.spans[i] = span{start, start + size}
+	v.spans.insertAt(v.spans.search(func(s span) bool { return s.start > start }), span{start, start + size})
 }
 
 func (v *vaSpace) alloc(size uint64) uint64 {
 	size = (size + vaAlign - 1) / vaAlign * vaAlign
 	at := v.base
-	for _, s := range v.spans {
+	for p := v.after(at); !v.spans.isEnd(p); p = v.spans.next(p) {
+		s := v.spans.at(p)
 		if s.start >= at+size {
 			break
 		}
@@ -185,17 +279,21 @@ func (v *vaSpace) alloc(size uint64) uint64 {
 	return at
 }
 
+// find returns the position of the span that starts at start.
+func (v *vaSpace) find(start uint64) (pos, bool) {
+	p := v.spans.search(func(s span) bool { return s.start >= start })
+	return p, !v.spans.isEnd(p) && v.spans.at(p).start == start
+}
+
 // resize moves the end of the span that starts at start.
 func (v *vaSpace) resize(start, end uint64) {
-	i := sort.Search(len(v.spans), func(i int) bool { return v.spans[i].start >= start })
-	if i < len(v.spans) && v.spans[i].start == start {
-		v.spans[i].end = end
+	if p, ok := v.find(start); ok {
+		v.spans.ref(p).end = end
 	}
 }
 
 func (v *vaSpace) free(start uint64) {
-	i := sort.Search(len(v.spans), func(i int) bool { return v.spans[i].start >= start })
-	if i < len(v.spans) && v.spans[i].start == start {
-		v.spans = append(v.spans[:i], v.spans[i+1:]...)
+	if p, ok := v.find(start); ok {
+		v.spans.eraseAt(p)
 	}
 }

@@ -195,11 +195,22 @@ type replayer struct {
 	startPending map[uint64]uint64
 }
 
-func (rp *replayer) mismatch(format string, args ...any) {
+// c10Size prints as units.C10 when a mismatch is kept: replays of
+// diverging traces make millions of mismatches and keep 20.
+type c10Size uint64
+
+func (n c10Size) String() string { return units.C10(uint64(n)) }
+
+// miss counts a mismatch and reports whether its message is kept; the
+// message's arguments are built only then.
+func (rp *replayer) miss() bool {
 	rp.r.MismatchCount++
-	if len(rp.r.Mismatches) < rp.max {
-		rp.r.Mismatches = append(rp.r.Mismatches, fmt.Sprintf(format, args...))
-	}
+	return len(rp.r.Mismatches) < rp.max
+}
+
+// note keeps a mismatch message (after miss).
+func (rp *replayer) note(format string, args ...any) {
+	rp.r.Mismatches = append(rp.r.Mismatches, fmt.Sprintf(format, args...))
 }
 
 // Reconstructed initial state.
@@ -250,8 +261,9 @@ func (rp *replayer) finalSegments() []int {
 // initialState undoes the trace from the final segments.
 func (rp *replayer) initialState() (*initState, error) {
 	s := rp.s
+	ev := s.Traces[rp.dev].Events
 	segs := map[uint64]initSeg{}
-	blocks := map[uint64]initBlock{}
+	blocks := make(map[uint64]initBlock, len(ev)/8)
 	var runs []initSeg // mapped runs of expandable segments
 	for _, i := range rp.finalSegments() {
 		sg := &s.Segments[i]
@@ -275,13 +287,14 @@ func (rp *replayer) initialState() (*initState, error) {
 		}
 	}
 	var seen []initSeg // every expandable range the trace maps or unmaps
-	ev := s.Traces[rp.dev].Events
 	for i := len(ev) - 1; i >= 0; i-- {
 		e := &ev[i]
 		switch e.Action {
 		case snapshot.ActionAlloc:
 			if _, ok := blocks[e.Addr]; !ok {
-				rp.mismatch("trace: alloc at event %d (%#x) has no live block after it", i, e.Addr)
+				if rp.miss() {
+					rp.note("trace: alloc at event %d (%#x) has no live block after it", i, e.Addr)
+				}
 			}
 			delete(blocks, e.Addr)
 		case snapshot.ActionFreeCompleted:
@@ -462,7 +475,9 @@ func (rp *replayer) load(st *initState) {
 			ib := st.blocks[k]
 			used[k] = true
 			if ib.addr < at {
-				rp.mismatch("trace start: live block %#x overlaps the block before it", ib.addr)
+				if rp.miss() {
+					rp.note("trace start: live block %#x overlaps the block before it", ib.addr)
+				}
 				continue
 			}
 			addFree(ib.addr)
@@ -579,7 +594,9 @@ func (rp *replayer) load(st *initState) {
 	}
 	for k, u := range used {
 		if !u {
-			rp.mismatch("trace start: live block %#x lies outside every segment", st.blocks[k].addr)
+			if rp.miss() {
+				rp.note("trace start: live block %#x lies outside every segment", st.blocks[k].addr)
+			}
 		}
 	}
 	// Cumulative counters describe the trace, not what came before it.
@@ -604,16 +621,14 @@ func (rp *replayer) run() {
 	s := rp.s
 	ev := s.Traces[rp.dev].Events
 	r.Events = len(ev)
-	// blockAddr maps a recorded block address to the model's (live blocks).
-	blockAddr := map[uint64]uint64{}
-	if rp.startAddr != nil {
-		blockAddr = rp.startAddr
-	} else {
-		for addr, b := range a.active {
-			if b.allocated {
-				blockAddr[addr] = addr
-			}
-		}
+	// A live block is at its recorded address in the model too, unless
+	// moved maps the recorded address to the model's; movedTo holds those
+	// model addresses. On an exact replay both stay empty.
+	moved := map[uint64]uint64{}
+	movedTo := map[uint64]bool{}
+	for rec, m := range rp.startAddr {
+		moved[rec] = m
+		movedTo[m] = true
 	}
 	lost := map[uint64]bool{} // recorded blocks the model failed to allocate
 	// pendingModel maps recorded addresses of deferred frees to the model's.
@@ -658,6 +673,8 @@ func (rp *replayer) run() {
 		if rp.stopAt > 0 && i >= rp.stopAt {
 			break
 		}
+		// The model's trace is looked at one request at a time.
+		a.trace = a.trace[:0]
 		e := &ev[i]
 		stream := s.RawStream(e.Stream)
 		switch e.Action {
@@ -673,10 +690,14 @@ func (rp *replayer) run() {
 			if r.Validation {
 				r.ReleasesTotal++
 				switch {
-				case e.Action == snapshot.ActionSegmentUnmap && !rp.unmapAt(e.Addr, e.Size):
-					rp.mismatch("event %d segment_unmap %#x (%s): the model has no such free pages", i, e.Addr, units.C10(e.Size))
-				case e.Action == snapshot.ActionSegmentFree && !rp.releaseSegmentAt(e.Addr, e.Size):
-					rp.mismatch("event %d segment_free %#x (%s): the model has no entirely free segment there", i, e.Addr, units.C10(e.Size))
+				case e.Action == snapshot.ActionSegmentUnmap && !rp.unmapAt(e.Addr, e.Size, uint64(stream)):
+					if rp.miss() {
+						rp.note("event %d segment_unmap %#x (%s): the model has no such free pages", i, e.Addr, c10Size(e.Size))
+					}
+				case e.Action == snapshot.ActionSegmentFree && !rp.releaseSegmentAt(e.Addr, e.Size, uint64(stream)):
+					if rp.miss() {
+						rp.note("event %d segment_free %#x (%s): the model has no entirely free segment there", i, e.Addr, c10Size(e.Size))
+					}
 				default:
 					r.ReleasesMatched++
 				}
@@ -704,7 +725,7 @@ func (rp *replayer) run() {
 		case snapshot.ActionAlloc:
 			r.AllocAddrsTotal++
 			before := len(a.trace)
-			segUsed = make([]bool, len(recSegs))
+			segUsed = append(segUsed[:0], make([]bool, len(recSegs))...)
 			addr, err := a.Malloc(e.Size, stream)
 			// Which segment events did the model make for this request?
 			var made []Event
@@ -718,29 +739,48 @@ func (rp *replayer) run() {
 			if err != nil {
 				r.ModelOOMs = append(r.ModelOOMs, ReplayOOM{Event: i, Size: e.Size, StillOOM: true})
 				if r.Validation {
-					rp.mismatch("event %d alloc %s: the model ran out of memory", i, units.C10(e.Size))
+					if rp.miss() {
+						rp.note("event %d alloc %s: the model ran out of memory", i, c10Size(e.Size))
+					}
 				}
 				lost[e.Addr] = true
-				delete(blockAddr, e.Addr)
+				if m, ok := moved[e.Addr]; ok {
+					delete(moved, e.Addr)
+					delete(movedTo, m)
+				}
 				break
 			}
-			delete(lost, e.Addr)
-			blockAddr[e.Addr] = addr
+			if len(lost) > 0 {
+				delete(lost, e.Addr)
+			}
+			if addr != e.Addr {
+				moved[e.Addr] = addr
+				movedTo[addr] = true
+			}
 			if addr == e.Addr {
 				r.AllocAddrsMatched++
 			} else if r.Validation {
-				rp.mismatch("event %d alloc %s (stream %d): model chose %#x, trace %#x", i, units.C10(e.Size), stream, addr, e.Addr)
+				if rp.miss() {
+					rp.note("event %d alloc %s (stream %d): model chose %#x, trace %#x", i, c10Size(e.Size), stream, addr, e.Addr)
+				}
 			}
 		case snapshot.ActionFreeRequested:
-			maddr, ok := blockAddr[e.Addr]
-			if !ok {
-				if !lost[e.Addr] {
-					rp.mismatch("event %d free_requested %#x: no live block", i, e.Addr)
-				}
+			maddr, ok := moved[e.Addr]
+			if ok {
+				delete(moved, e.Addr)
+				delete(movedTo, maddr)
+			} else if lost[e.Addr] {
 				break
+			} else {
+				maddr = e.Addr
+				if b := a.active[maddr]; b == nil || !b.allocated || movedTo[maddr] {
+					if rp.miss() {
+						rp.note("event %d free_requested %#x: no live block", i, e.Addr)
+					}
+					break
+				}
 			}
 			immediate := i+1 < len(ev) && ev[i+1].Action == snapshot.ActionFreeCompleted && ev[i+1].Addr == e.Addr
-			delete(blockAddr, e.Addr)
 			if immediate {
 				_ = a.Free(maddr)
 				i++ // its free_completed
@@ -802,31 +842,40 @@ func (rp *replayer) compareSegments(i int, e *snapshot.Event, made []Event, rec 
 			r.SegEventsMatched++
 		} else if r.Validation {
 			if len(made) == 0 {
-				rp.mismatch("event %d alloc %s: trace cudaMalloc'd %s, the model reused a cached block", i, units.C10(e.Size), units.C10(re.Size))
+				if rp.miss() {
+					rp.note("event %d alloc %s: trace cudaMalloc'd %s, the model reused a cached block", i, c10Size(e.Size), c10Size(re.Size))
+				}
 			} else {
-				rp.mismatch("event %d alloc %s: trace cudaMalloc'd %s, the model %s", i, units.C10(e.Size), units.C10(re.Size), units.C10(made[0].Size))
+				if rp.miss() {
+					rp.note("event %d alloc %s: trace cudaMalloc'd %s, the model %s", i, c10Size(e.Size), c10Size(re.Size), c10Size(made[0].Size))
+				}
 			}
 		}
 	}
 	if r.Validation {
 		for k, me := range made {
 			if !used[k] && len(rec) == 0 {
-				rp.mismatch("event %d alloc %s: the model cudaMalloc'd %s, the trace reused a cached block", i, units.C10(e.Size), units.C10(me.Size))
+				if rp.miss() {
+					rp.note("event %d alloc %s: the model cudaMalloc'd %s, the trace reused a cached block", i, c10Size(e.Size), c10Size(me.Size))
+				}
 			}
 		}
 	}
 }
 
-// releaseSegmentAt applies a recorded cudaFree: the model's segment at
-// addr must be one free block.
-func (rp *replayer) releaseSegmentAt(addr, size uint64) bool {
+// releaseSegmentAt applies a recorded cudaFree: the model must have an
+// entirely free segment of that address, size and stream (found by key,
+// so that pools of a million blocks stay fast); one it lacks is skipped.
+func (rp *replayer) releaseSegmentAt(addr, size, stream uint64) bool {
 	a := rp.a
 	for _, p := range []*blockPool{&a.large, &a.small} {
-		for _, b := range p.blocks.items {
-			if b.ptr == addr && b.prev == nil && b.next == nil && b.exp == nil {
-				a.releaseBlock(b)
-				return b.size == size
-			}
+		i := p.blocks.lowerBound(stream, size, addr)
+		if p.blocks.isEnd(i) {
+			continue
+		}
+		if b := p.blocks.at(i); b.ptr == addr && b.size == size && b.stream == stream && b.prev == nil && b.next == nil && b.exp == nil {
+			a.releaseBlock(b)
+			return true
 		}
 	}
 	return false
@@ -834,23 +883,61 @@ func (rp *replayer) releaseSegmentAt(addr, size uint64) bool {
 
 // unmapAt applies a recorded segment_unmap: the model must have a free
 // block whose whole free pages are exactly that range.
-func (rp *replayer) unmapAt(addr, size uint64) bool {
+func (rp *replayer) unmapAt(addr, size, stream uint64) bool {
 	a := rp.a
+	b := rp.freeExpandableBlockAt(addr, stream)
+	if b == nil || addr+size > b.ptr+b.size {
+		return false
+	}
+	n := len(a.trace)
+	a.unmapBlock(b)
+	ok := len(a.trace) == n+1 && a.trace[n].Addr == addr && a.trace[n].Size == size
+	if b.prev == nil && b.next == nil && !b.mapped {
+		a.releaseExpandableSegment(b)
+	}
+	return ok
+}
+
+// freeExpandableBlockAt finds the free mapped block of an expandable
+// segment that holds addr, walking the segment's chain from the nearest
+// unmapped range (those are few and indexed by address).
+func (rp *replayer) freeExpandableBlockAt(addr, stream uint64) *block {
+	a := rp.a
+	holds := func(b *block) bool { return b.ptr <= addr && addr < b.ptr+b.size }
+	found := func(b *block) *block {
+		if b.mapped && !b.allocated && b.eventCount == 0 && !b.streamUses {
+			return b
+		}
+		return nil
+	}
 	for _, p := range []*blockPool{&a.large, &a.small} {
-		for _, b := range p.blocks.items {
-			if b.exp == nil || addr < b.ptr || addr+size > b.ptr+b.size {
-				continue
+		u := p.unmapped.items
+		i := p.unmapped.lowerBound(stream, addr)
+		if i < len(u) && u[i].stream == stream {
+			for b := u[i]; b != nil && b.ptr+b.size > addr; b = b.prev {
+				if holds(b) {
+					return found(b)
+				}
 			}
-			n := len(a.trace)
-			a.unmapBlock(b)
-			ok := len(a.trace) == n+1 && a.trace[n].Addr == addr && a.trace[n].Size == size
-			if b.prev == nil && b.next == nil && !b.mapped {
-				a.releaseExpandableSegment(b)
+		}
+		if i > 0 && u[i-1].stream == stream {
+			for b := u[i-1]; b != nil && b.ptr <= addr; b = b.next {
+				if holds(b) {
+					return found(b)
+				}
 			}
-			return ok
 		}
 	}
-	return false
+	// A fully mapped reservation has no unmapped range: look at every
+	// free block.
+	for _, p := range []*blockPool{&a.large, &a.small} {
+		for _, b := range p.blocks.all() {
+			if b.exp != nil && b.stream == stream && holds(b) {
+				return b
+			}
+		}
+	}
+	return nil
 }
 
 // compareFinal checks the model's final segments and blocks against the
@@ -878,7 +965,9 @@ func (rp *replayer) compareFinal() {
 	got := rp.a.Segments()
 	ok := len(got) == len(want)
 	if !ok {
-		rp.mismatch("final state: model has %d segments, snapshot %d", len(got), len(want))
+		if rp.miss() {
+			rp.note("final state: model has %d segments, snapshot %d", len(got), len(want))
+		}
 	}
 	wi := map[uint64]seg{}
 	for _, w := range want {
@@ -891,7 +980,9 @@ func (rp *replayer) compareFinal() {
 			ok = false
 			bad++
 			if bad <= 5 {
-				rp.mismatch("final state: model segment %#x (%s) is not in the snapshot", g.Addr, units.C10(g.Size))
+				if rp.miss() {
+					rp.note("final state: model segment %#x (%s) is not in the snapshot", g.Addr, c10Size(g.Size))
+				}
 			}
 			continue
 		}
@@ -909,8 +1000,10 @@ func (rp *replayer) compareFinal() {
 			ok = false
 			bad++
 			if bad <= 5 {
-				rp.mismatch("final state: segment %#x differs: model %d blocks / %s, snapshot %d blocks / %s",
-					g.Addr, len(g.Blocks), units.C10(g.Size), len(w.blocks), units.C10(w.size))
+				if rp.miss() {
+					rp.note("final state: segment %#x differs: model %d blocks / %s, snapshot %d blocks / %s",
+						g.Addr, len(g.Blocks), c10Size(g.Size), len(w.blocks), c10Size(w.size))
+				}
 			}
 		}
 	}
@@ -918,7 +1011,9 @@ func (rp *replayer) compareFinal() {
 		ok = false
 		bad++
 		if bad <= 5 {
-			rp.mismatch("final state: snapshot segment %#x (%s) is missing from the model", w.addr, units.C10(w.size))
+			if rp.miss() {
+				rp.note("final state: snapshot segment %#x (%s) is missing from the model", w.addr, c10Size(w.size))
+			}
 		}
 	}
 	rp.r.FinalStateMatches = ok
