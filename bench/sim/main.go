@@ -61,7 +61,7 @@ func bench(path string, runs int, sweep bool, cpu string) error {
 		for i := 0; i < runs; i++ {
 			runtime.GC()
 			t, c := time.Now(), cpuTime()
-			r, err = alloc.Replay(s, d, alloc.ReplayOptions{})
+			r, err = alloc.Simulate(s, d, alloc.ReplayOptions{})
 			if err != nil {
 				return err
 			}
