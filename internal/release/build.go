@@ -117,16 +117,25 @@ func CheckBinary(path string, t Target) (Header, error) {
 		return h, fmt.Errorf("%s: built for %s/%s, want %s", path, h.OS, h.Arch, t)
 	}
 	if t.OS == "darwin" {
-		var major, minor int
-		if _, err := fmt.Sscanf(h.MinOS, "%d.%d", &major, &minor); err != nil {
-			return h, fmt.Errorf("%s: no minimum macOS version in the Mach-O header", path)
-		}
-		tag := fmt.Sprintf("macosx_%d_%d_", major, minor)
-		var tmaj, tmin int
-		if _, err := fmt.Sscanf(strings.TrimPrefix(t.Wheel, "macosx_"), "%d_%d", &tmaj, &tmin); err != nil ||
-			major > tmaj || major == tmaj && minor > tmin {
-			return h, fmt.Errorf("%s needs macOS %s but the wheel tag %s promises less (want %s...)", path, h.MinOS, t.Wheel, tag)
+		if err := macOSTagCovers(h.MinOS, t.Wheel); err != nil {
+			return h, fmt.Errorf("%s: %v", path, err)
 		}
 	}
 	return h, nil
+}
+
+// macOSTagCovers checks that a binary needing macOS minOS ("12.0") runs on
+// every macOS the wheel tag ("macosx_12_0_arm64") lets pip install it on.
+func macOSTagCovers(minOS, tag string) error {
+	var major, minor, tmaj, tmin int
+	if _, err := fmt.Sscanf(minOS, "%d.%d", &major, &minor); err != nil {
+		return fmt.Errorf("no minimum macOS version in the Mach-O header")
+	}
+	if _, err := fmt.Sscanf(strings.TrimPrefix(tag, "macosx_"), "%d_%d_", &tmaj, &tmin); err != nil {
+		return fmt.Errorf("%q is not a macOS wheel tag", tag)
+	}
+	if major > tmaj || major == tmaj && minor > tmin {
+		return fmt.Errorf("needs macOS %s, but the wheel tag %s lets pip install it on %d.%d", minOS, tag, tmaj, tmin)
+	}
+	return nil
 }

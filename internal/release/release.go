@@ -87,11 +87,11 @@ func Release(ctx context.Context, o Options) error {
 			written = append(written, f.Name)
 		}
 		if o.Log != nil {
-			min := ""
+			minOS := ""
 			if h.MinOS != "" {
-				min = ", macOS " + h.MinOS + "+"
+				minOS = ", macOS " + h.MinOS + "+"
 			}
-			fmt.Fprintf(o.Log, "%-14s %d bytes (header: %s/%s%s)  %s  %s\n", t, len(b), h.OS, h.Arch, min, name, WheelName(o.Stamp.Version, t))
+			fmt.Fprintf(o.Log, "%-14s %d bytes (header: %s/%s%s)  %s  %s\n", t, len(b), h.OS, h.Arch, minOS, name, WheelName(o.Stamp.Version, t))
 		}
 	}
 	sums, err := SHA256Sums(o.Dist, written)

@@ -278,3 +278,21 @@ func TestInspectHost(t *testing.T) {
 		t.Errorf("the %s test binary passed as %s", tg, other)
 	}
 }
+
+func TestMacOSTagCovers(t *testing.T) {
+	for _, tc := range []struct {
+		minOS, tag string
+		ok         bool
+	}{
+		{"12.0", "macosx_12_0_x86_64", true},
+		{"11.0", "macosx_12_0_arm64", true},
+		{"12.0", "macosx_11_0_arm64", false}, // Go 1.26 binaries under the tag the issue first named
+		{"11.3", "macosx_11_0_arm64", false},
+		{"", "macosx_12_0_arm64", false},
+		{"12.0", "win_amd64", false},
+	} {
+		if err := macOSTagCovers(tc.minOS, tc.tag); (err == nil) != tc.ok {
+			t.Errorf("macOSTagCovers(%q, %q) = %v, want ok=%v", tc.minOS, tc.tag, err, tc.ok)
+		}
+	}
+}
