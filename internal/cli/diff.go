@@ -108,7 +108,7 @@ func runDiff(env *Env, args []string) error {
 		db = *device
 	}
 	if *segments {
-		return runCompareSegments(env, files, da, db, *out, *collapsed)
+		return runCompareSegments(env, files, da, db, *out, *collapsed, *asJSON)
 	}
 	a, err := liveProfile(env, files[0], da, *at)
 	if err != nil {
@@ -364,7 +364,7 @@ func shortFrameString(f string) string {
 }
 
 // runCompareSegments is _memory_viz.py compare.
-func runCompareSegments(env *Env, files []string, da, db int, out string, collapsed bool) error {
+func runCompareSegments(env *Env, files []string, da, db int, out string, collapsed, asJSON bool) error {
 	a, err := loadDemoOr(env, files[0])
 	if err != nil {
 		return err
@@ -375,6 +375,9 @@ func runCompareSegments(env *Env, files []string, da, db int, out string, collap
 	}
 	c := export.CompareSegments(a, da, b, db)
 	err = writeStdout(env, func(w io.Writer) error {
+		if asJSON {
+			return json.NewEncoder(w).Encode(map[string][]uint64{"only_before": c.OnlyBefore, "only_after": c.OnlyAfter})
+		}
 		fmt.Fprintf(w, "only_before = %s\nonly_after = %s\n", pyList(c.OnlyBefore), pyList(c.OnlyAfter))
 		return nil
 	})

@@ -36,6 +36,7 @@ func runFlame(env *Env, args []string) error {
 	fs := newFlagSet(env, "flame", "memory|segments|peak|diff [-o OUT.svg] [--collapsed] [--device N] [--at MOMENT] [--demo] FILE [FILE]", flameAbout)
 	out := fs.String("o", "", "write to `FILE` (default standard output)")
 	collapsed := fs.Bool("collapsed", false, "write folded stacks instead of SVG")
+	asJSON := fs.Bool("json", false, `write the tree as JSON {"name", "value", "children"} instead of SVG`)
 	device := deviceFlag(fs, "memory, segments: only device (default all); peak, diff: device")
 	at := fs.String("at", "peak", "peak, diff: the `MOMENT` (peak, reserved-peak, end, eN, or a time such as 12.5ms)")
 	width := fs.Int("width", 1200, "SVG width in `pixels`")
@@ -100,8 +101,11 @@ func runFlame(env *Env, args []string) error {
 		return usageError(fs, env.Stderr, fmt.Sprintf("unknown kind %q: want memory, segments, peak or diff", kind))
 	}
 	return writeOutput(env, *out, func(w io.Writer) error {
-		if *collapsed {
+		switch {
+		case *collapsed:
 			return export.WriteFolded(w, f)
+		case *asJSON:
+			return export.WriteFlameJSON(w, f)
 		}
 		return export.WriteFlameSVG(w, f, export.FlameOptions{Title: title, Subtitle: sub, Width: *width})
 	})

@@ -105,6 +105,35 @@ func WriteFolded(w io.Writer, f *Flame) error {
 	return bw.Flush()
 }
 
+// WriteFlameJSON writes the tree as nested JSON objects {"name",
+// "value", "children"} (d3-flame-graph's format), with "before" for a
+// diff's A bytes. Children are sorted by name.
+func WriteFlameJSON(w io.Writer, f *Flame) error {
+	bw := bufio.NewWriter(w)
+	var buf []byte
+	var walk func(n *FlameNode)
+	walk = func(n *FlameNode) {
+		buf = appendJSONString(buf[:0], n.Name)
+		bw.WriteString(`{"name":`)
+		bw.Write(buf)
+		bw.WriteString(`,"value":` + strconv.FormatInt(n.Value, 10))
+		if f.Diff {
+			bw.WriteString(`,"before":` + strconv.FormatInt(n.ValueA, 10))
+		}
+		bw.WriteString(`,"children":[`)
+		for i, c := range n.Children() {
+			if i > 0 {
+				bw.WriteByte(',')
+			}
+			walk(c)
+		}
+		bw.WriteString("]}")
+	}
+	walk(&f.Root)
+	bw.WriteString("\n")
+	return bw.Flush()
+}
+
 // foldedName keeps a frame name from breaking the folded format: ';'
 // separates frames and the last space starts the count.
 func foldedName(s string) string {

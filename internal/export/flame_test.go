@@ -3,6 +3,7 @@ package export
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"io"
 	"strconv"
@@ -94,6 +95,18 @@ func TestFlameSVGAndFolded(t *testing.T) {
 			names, values := svgFrames(t, svg.Bytes())
 			if len(values) == 0 || values[0] != tt.total || names[0] != "all" {
 				t.Fatalf("root %v %v, want all = %d", names, values, tt.total)
+			}
+			var js bytes.Buffer
+			if err := WriteFlameJSON(&js, f); err != nil {
+				t.Fatal(err)
+			}
+			var tree struct {
+				Name     string `json:"name"`
+				Value    int64  `json:"value"`
+				Children []any  `json:"children"`
+			}
+			if err := json.Unmarshal(js.Bytes(), &tree); err != nil || tree.Value != tt.total || tree.Name != "all" {
+				t.Errorf("JSON tree %s: %v", js.String(), err)
 			}
 			lines, sum := foldedSum(t, folded.Bytes())
 			if lines != tt.lines || sum != tt.total {

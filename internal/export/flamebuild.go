@@ -175,7 +175,7 @@ func CompareSegments(a *snapshot.Snapshot, da int, b *snapshot.Snapshot, db int)
 		return m
 	}
 	ka, kb := keys(a, da), keys(b, db)
-	out := &SegmentCompare{Flame: NewFlame("all")}
+	out := &SegmentCompare{Flame: NewFlame("all"), OnlyBefore: []uint64{}, OnlyAfter: []uint64{}}
 	side := func(s *snapshot.Snapshot, d int, other map[key]bool, label string, addrs *[]uint64) {
 		g := newGroups(s)
 		for si := range s.Segments {

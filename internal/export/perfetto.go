@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
@@ -39,7 +40,8 @@ const (
 // WritePerfetto writes s as Chrome trace-event JSON (the format
 // chrome://tracing and ui.perfetto.dev load): per device a process
 // "cuda:N" with counter tracks of allocated, reserved, active and
-// requested bytes after every trace event (replay.Curves), allocations of
+// requested bytes after every trace event (replay.Curves), one counter
+// track per memory category (analysis's categories), allocations of
 // at least MinSliceBytes as slices on per-stream lanes (a lane is a thread;
 // concurrent allocations take separate lanes), the bytes of smaller live
 // allocations as one counter, and instant events for OOMs, snapshot
@@ -152,6 +154,7 @@ func (p *perfettoWriter) device(d int) {
 		prev = cur
 	}
 
+	p.categories(pid, d, ts, t0)
 	p.slices(pid, d, events, ts)
 
 	for i := range events {
@@ -173,6 +176,55 @@ func (p *perfettoWriter) device(d int) {
 				name += " " + a.Stage
 			}
 			p.instant(pid, a.TimeUS, name, `{"annotation":true}`)
+		}
+	}
+}
+
+// CategoryCounter is the name of a category's counter track.
+func CategoryCounter(c analysis.Category) string { return "category " + c.String() + " bytes" }
+
+// categories writes a counter track per memory category (gpumem peak's):
+// the requested bytes of the Active Memory Timeline's live allocations of
+// that category, after every alloc and free.
+func (p *perfettoWriter) categories(pid, d int, ts func(int) int64, t0 int64) {
+	dv := analysis.NewDevice(p.s, d)
+	lt := dv.Active
+	var live analysis.Totals
+	born := make([][]int32, len(lt.Events))
+	died := make([][]int32, len(lt.Events))
+	for i := range lt.Items {
+		it := &lt.Items[i]
+		if it.Born < 0 {
+			live[dv.Category(i)] += it.Size
+		} else {
+			born[it.Born] = append(born[it.Born], int32(i))
+		}
+		if int(it.Died) < len(lt.Events) {
+			died[it.Died] = append(died[it.Died], int32(i))
+		}
+	}
+	for _, c := range analysis.Categories() {
+		p.counter(pid, t0, CategoryCounter(c), live[c])
+	}
+	for k, raw := range lt.Events {
+		if raw < 0 {
+			continue
+		}
+		changed := map[analysis.Category]bool{}
+		for _, i := range born[k] {
+			c := dv.Category(int(i))
+			live[c] += lt.Items[i].Size
+			changed[c] = true
+		}
+		for _, i := range died[k] {
+			c := dv.Category(int(i))
+			live[c] -= lt.Items[i].Size
+			changed[c] = true
+		}
+		for _, c := range analysis.Categories() {
+			if changed[c] {
+				p.counter(pid, ts(int(raw)), CategoryCounter(c), live[c])
+			}
 		}
 	}
 }

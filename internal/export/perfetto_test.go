@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/replay"
@@ -144,6 +145,27 @@ func TestPerfettoTracks(t *testing.T) {
 				t.Fatalf("lane %d: slice at %d starts before the previous ends (%d)", tid, l[i][0], l[i-1][1])
 			}
 		}
+	}
+	// Category counters end at what is live at the dump, per category.
+	dv := analysis.NewDevice(s, 0)
+	m, err := dv.Resolve("end")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := dv.CategoriesAt(m)
+	last := map[string]uint64{}
+	for _, e := range tf.TraceEvents {
+		if e.Ph == "C" && e.Args.Bytes != nil {
+			last[e.Name] = *e.Args.Bytes
+		}
+	}
+	for _, c := range analysis.Categories() {
+		if last[CategoryCounter(c)] != want[c] {
+			t.Errorf("counter %q ends at %d, %d live at the dump", CategoryCounter(c), last[CategoryCounter(c)], want[c])
+		}
+	}
+	if want[analysis.Parameter] == 0 || want[analysis.OptimizerState] == 0 {
+		t.Errorf("demo's categories at the dump: %v", want)
 	}
 	// The demo has 3 ProfilerStep annotations, START and END each.
 	if instants < 6 {
