@@ -13,6 +13,7 @@ import (
 // at Init: the binary builds and starts without a driver and Init fails
 // cleanly (ERROR_LIBRARY_NOT_FOUND) where there is none.
 type nvmlBackend struct {
+	lib      nvml.Interface
 	devs     []nvmlDev
 	interval time.Duration
 	next     time.Time
@@ -27,24 +28,31 @@ type nvmlDev struct {
 }
 
 func openNVML(interval time.Duration) (Backend, error) {
-	if ret := nvml.Init(); ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("NVML: %s", nvml.ErrorString(ret))
+	return newNVML(nvml.New(), interval)
+}
+
+// newNVML initialises lib (the real library, or go-nvml's mock in tests)
+// and lists its devices and MIG instances.
+func newNVML(lib nvml.Interface, interval time.Duration) (*nvmlBackend, error) {
+	if ret := lib.Init(); ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("NVML: %v", ret)
 	}
-	n, ret := nvml.DeviceGetCount()
+	fail := func(format string, args ...any) (*nvmlBackend, error) {
+		lib.Shutdown()
+		return nil, fmt.Errorf("NVML: "+format, args...)
+	}
+	n, ret := lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
-		nvml.Shutdown()
-		return nil, fmt.Errorf("NVML: device count: %s", nvml.ErrorString(ret))
+		return fail("device count: %v", ret)
 	}
 	if n == 0 {
-		nvml.Shutdown()
-		return nil, fmt.Errorf("NVML: no GPUs")
+		return fail("no GPUs")
 	}
-	b := &nvmlBackend{interval: interval, next: time.Now()}
+	b := &nvmlBackend{lib: lib, interval: interval, next: time.Now()}
 	for i := 0; i < n; i++ {
-		h, ret := nvml.DeviceGetHandleByIndex(i)
+		h, ret := lib.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
-			nvml.Shutdown()
-			return nil, fmt.Errorf("NVML: device %d: %s", i, nvml.ErrorString(ret))
+			return fail("device %d: %v", i, ret)
 		}
 		d := Device{Index: i, MIG: -1}
 		d.UUID, _ = h.GetUUID()
@@ -57,21 +65,22 @@ func openNVML(interval time.Duration) (Backend, error) {
 		cur, _, ret := h.GetMigMode()
 		mig := ret == nvml.SUCCESS && cur == nvml.DEVICE_MIG_ENABLE
 		b.devs = append(b.devs, nvmlDev{h: h, info: d, migParent: mig})
-		if mig {
-			nmig, _ := h.GetMaxMigDeviceCount()
-			for j := 0; j < nmig; j++ {
-				mh, ret := h.GetMigDeviceHandleByIndex(j)
-				if ret != nvml.SUCCESS {
-					continue
-				}
-				md := Device{Index: i, PCIBusID: d.PCIBusID, MIG: -1}
-				md.UUID, _ = mh.GetUUID()
-				md.Name, _ = mh.GetName()
-				if gi, ret := mh.GetGpuInstanceId(); ret == nvml.SUCCESS {
-					md.MIG = gi
-				}
-				b.devs = append(b.devs, nvmlDev{h: mh, info: md})
+		if !mig {
+			continue
+		}
+		nmig, _ := h.GetMaxMigDeviceCount()
+		for j := 0; j < nmig; j++ {
+			mh, ret := h.GetMigDeviceHandleByIndex(j)
+			if ret != nvml.SUCCESS {
+				continue // an empty slot
 			}
+			md := Device{Index: i, PCIBusID: d.PCIBusID, MIG: -1}
+			md.UUID, _ = mh.GetUUID()
+			md.Name, _ = mh.GetName()
+			if gi, ret := mh.GetGpuInstanceId(); ret == nvml.SUCCESS {
+				md.MIG = gi
+			}
+			b.devs = append(b.devs, nvmlDev{h: mh, info: md})
 		}
 	}
 	return b, nil
@@ -99,14 +108,18 @@ func (b *nvmlBackend) Sample() (Sample, error) {
 	if late := time.Since(b.next); late > 0 {
 		b.next = b.next.Add(late.Truncate(b.interval) + b.interval) // skip ticks missed while the host was busy
 	}
-	s := Sample{Time: time.Now()}
+	return b.poll(time.Now())
+}
+
+func (b *nvmlBackend) poll(now time.Time) (Sample, error) {
+	s := Sample{Time: now}
 	for _, nd := range b.devs {
 		d := nd.info
 		d.Util = -1
 		if m, ret := nd.h.GetMemoryInfo(); ret == nvml.SUCCESS {
 			d.Total, d.Free, d.Used, d.MemKnown = m.Total, m.Free, m.Used, true
 		} else if ret == nvml.ERROR_GPU_IS_LOST {
-			return Sample{}, fmt.Errorf("NVML: GPU %d: %s", d.Index, nvml.ErrorString(ret))
+			return Sample{}, fmt.Errorf("NVML: GPU %d: %v", d.Index, ret)
 		}
 		if u, ret := nd.h.GetUtilizationRates(); ret == nvml.SUCCESS {
 			d.Util = int(u.Gpu)
@@ -134,8 +147,8 @@ func (b *nvmlBackend) Sample() (Sample, error) {
 }
 
 func (b *nvmlBackend) Close() error {
-	if ret := nvml.Shutdown(); ret != nvml.SUCCESS {
-		return fmt.Errorf("NVML: %s", nvml.ErrorString(ret))
+	if ret := b.lib.Shutdown(); ret != nvml.SUCCESS {
+		return fmt.Errorf("NVML: %v", ret)
 	}
 	return nil
 }
