@@ -173,7 +173,7 @@ func watch(ctx context.Context, env *Env, b gpumon.Backend, o watchOptions) erro
 		st.mu.Unlock()
 		if lw != nil {
 			if err := lw.Report(ivs); err != nil {
-				return fmt.Errorf("--log %s: %v", o.logPath, err)
+				return err
 			}
 		}
 		switch {
@@ -214,7 +214,7 @@ func watch(ctx context.Context, env *Env, b gpumon.Backend, o watchOptions) erro
 			nextReport = s.Time.Add(o.report)
 			if lw != nil {
 				if err := lw.Start(startRecord(b, s, o)); err != nil {
-					return fmt.Errorf("--log %s: %v", o.logPath, err)
+					return err
 				}
 			}
 			if jsonOut != nil {
@@ -237,7 +237,7 @@ func watch(ctx context.Context, env *Env, b gpumon.Backend, o watchOptions) erro
 		st.mu.Unlock()
 		if lw != nil {
 			if err := lw.Sample(s); err != nil {
-				return fmt.Errorf("--log %s: %v", o.logPath, err)
+				return err
 			}
 		}
 		if jsonOut != nil {
@@ -256,7 +256,7 @@ func watch(ctx context.Context, env *Env, b gpumon.Backend, o watchOptions) erro
 				}
 				if lw != nil {
 					if err := lw.Alert(a); err != nil {
-						return fmt.Errorf("--log %s: %v", o.logPath, err)
+						return err
 					}
 				}
 				if jsonOut != nil {

@@ -38,7 +38,7 @@ func (a *Alerter) Check(s Sample) []AlertRecord {
 			continue
 		}
 		a.above[k], a.alerted[k] = true, true
-		out = append(out, AlertRecord{Type: "alert", Time: s.Time, GPU: d.Index, MIG: migPtr(d.MIG), UUID: d.UUID,
+		out = append(out, AlertRecord{RecordHead: newHead("alert", s.Time, d),
 			Used: d.Used, Total: d.Total, Percent: pct, Threshold: a.Threshold})
 	}
 	return out

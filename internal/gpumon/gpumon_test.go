@@ -142,7 +142,7 @@ func TestLogRoundTrip(t *testing.T) {
 	if err := w.Report(ivs); err != nil {
 		t.Fatal(err)
 	}
-	alert := AlertRecord{Time: t0.Add(time.Second), GPU: 1, UUID: "GPU-b", Used: 75 * gib, Total: 80 * gib, Percent: 93.75, Threshold: 90}
+	alert := AlertRecord{RecordHead: RecordHead{Time: t0.Add(time.Second), GPU: 1, UUID: "GPU-b"}, Used: 75 * gib, Total: 80 * gib, Percent: 93.75, Threshold: 90}
 	if err := w.Alert(alert); err != nil {
 		t.Fatal(err)
 	}

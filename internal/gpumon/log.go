@@ -38,13 +38,23 @@ type DeviceInfo struct {
 	Total uint64 `json:"total"`
 }
 
+// RecordHead is what sample, report and alert records start with: the
+// type, the time and the device.
+type RecordHead struct {
+	Type string    `json:"type"`
+	Time time.Time `json:"time"`
+	GPU  int       `json:"gpu"`
+	MIG  *int      `json:"mig,omitempty"` // the GPU instance of a MIG device
+	UUID string    `json:"uuid,omitempty"`
+}
+
+func newHead(typ string, t time.Time, d Device) RecordHead {
+	return RecordHead{Type: typ, Time: t, GPU: d.Index, MIG: migPtr(d.MIG), UUID: d.UUID}
+}
+
 // SampleRecord is one device at one sample.
 type SampleRecord struct {
-	Type  string       `json:"type"`
-	Time  time.Time    `json:"time"`
-	GPU   int          `json:"gpu"`
-	MIG   *int         `json:"mig,omitempty"`
-	UUID  string       `json:"uuid,omitempty"`
+	RecordHead
 	Used  uint64       `json:"used"`
 	Free  uint64       `json:"free"`
 	Total uint64       `json:"total"`
@@ -61,14 +71,10 @@ type ProcRecord struct {
 	Peak *int64 `json:"peak,omitempty"`
 }
 
-// ReportRecord is one device's Interval.
+// ReportRecord is one device's Interval; Time is the interval's end.
 type ReportRecord struct {
-	Type     string       `json:"type"`
-	Time     time.Time    `json:"time"` // end of the interval
+	RecordHead
 	Start    time.Time    `json:"start"`
-	GPU      int          `json:"gpu"`
-	MIG      *int         `json:"mig,omitempty"`
-	UUID     string       `json:"uuid,omitempty"`
 	Total    uint64       `json:"total"`
 	Samples  int          `json:"samples"`
 	Peak     uint64       `json:"peak"`
@@ -80,15 +86,11 @@ type ReportRecord struct {
 
 // AlertRecord says a device passed the --alert threshold.
 type AlertRecord struct {
-	Type      string    `json:"type"`
-	Time      time.Time `json:"time"`
-	GPU       int       `json:"gpu"`
-	MIG       *int      `json:"mig,omitempty"`
-	UUID      string    `json:"uuid,omitempty"`
-	Used      uint64    `json:"used"`
-	Total     uint64    `json:"total"`
-	Percent   float64   `json:"percent"`
-	Threshold float64   `json:"threshold"`
+	RecordHead
+	Used      uint64  `json:"used"`
+	Total     uint64  `json:"total"`
+	Percent   float64 `json:"percent"`
+	Threshold float64 `json:"threshold"`
 }
 
 func migPtr(mig int) *int {
@@ -113,7 +115,7 @@ func NewSampleRecords(s Sample) []SampleRecord {
 		if !d.MemKnown {
 			continue
 		}
-		r := SampleRecord{Type: "sample", Time: s.Time, GPU: d.Index, MIG: migPtr(d.MIG), UUID: d.UUID, Used: d.Used, Free: d.Free, Total: d.Total}
+		r := SampleRecord{RecordHead: newHead("sample", s.Time, d), Used: d.Used, Free: d.Free, Total: d.Total}
 		if d.Util >= 0 {
 			u := d.Util
 			r.Util = &u
@@ -132,8 +134,7 @@ func NewSampleRecords(s Sample) []SampleRecord {
 
 // NewReportRecord turns an Interval into its record.
 func NewReportRecord(iv Interval) ReportRecord {
-	r := ReportRecord{Type: "report", Time: iv.End, Start: iv.Start, GPU: iv.Device.Index, MIG: migPtr(iv.Device.MIG),
-		UUID: iv.Device.UUID, Total: iv.Device.Total, Samples: iv.Samples, Peak: iv.Peak, PeakTime: iv.PeakTime, Min: iv.Min, Mean: iv.Mean}
+	r := ReportRecord{RecordHead: newHead("report", iv.End, iv.Device), Start: iv.Start, Total: iv.Device.Total, Samples: iv.Samples, Peak: iv.Peak, PeakTime: iv.PeakTime, Min: iv.Min, Mean: iv.Mean}
 	for _, p := range iv.Procs {
 		peak := p.Peak
 		r.Procs = append(r.Procs, ProcRecord{PID: p.PID, Cmd: p.Command, Peak: &peak})
@@ -172,6 +173,14 @@ type LogWriter struct {
 	bw *bufio.Writer
 }
 
+// wrap names the log in a write error.
+func (w *LogWriter) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("--log %s: %w", w.f.Name(), err)
+}
+
 // CreateLog opens path for appending (a log may hold several runs, each
 // opened by a start record), creating it if needed.
 func CreateLog(path string) (*LogWriter, error) {
@@ -185,19 +194,19 @@ func CreateLog(path string) (*LogWriter, error) {
 func (w *LogWriter) write(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return err
+		return w.wrap(err)
 	}
 	b = append(b, '\n')
 	_, err = w.bw.Write(b)
-	return err
+	return w.wrap(err)
 }
 
 // Sync flushes buffered records and fsyncs the file.
 func (w *LogWriter) Sync() error {
 	if err := w.bw.Flush(); err != nil {
-		return err
+		return w.wrap(err)
 	}
-	return w.f.Sync()
+	return w.wrap(w.f.Sync())
 }
 
 // Start writes the run's start record and syncs.
@@ -242,7 +251,7 @@ func (w *LogWriter) Alert(a AlertRecord) error {
 func (w *LogWriter) Close() error {
 	err := w.Sync()
 	if cerr := w.f.Close(); err == nil {
-		err = cerr
+		err = w.wrap(cerr)
 	}
 	return err
 }
@@ -321,30 +330,27 @@ func (lg *Log) add(line []byte) error {
 	var err error
 	switch head.Type {
 	case "start":
-		var r StartRecord
-		if err = json.Unmarshal(line, &r); err == nil {
-			lg.Starts = append(lg.Starts, r)
-		}
+		err = appendRecord(line, &lg.Starts)
 	case "sample":
-		var r SampleRecord
-		if err = json.Unmarshal(line, &r); err == nil {
-			lg.Samples = append(lg.Samples, r)
-		}
+		err = appendRecord(line, &lg.Samples)
 	case "report":
-		var r ReportRecord
-		if err = json.Unmarshal(line, &r); err == nil {
-			lg.Reports = append(lg.Reports, r)
-		}
+		err = appendRecord(line, &lg.Reports)
 	case "alert":
-		var r AlertRecord
-		if err = json.Unmarshal(line, &r); err == nil {
-			lg.Alerts = append(lg.Alerts, r)
-		}
+		err = appendRecord(line, &lg.Alerts)
 	default:
 		return fmt.Errorf("unknown record type %q; not a gpumem watch log?", head.Type)
 	}
 	if err != nil {
 		return fmt.Errorf("bad %s record: %v", head.Type, err)
 	}
+	return nil
+}
+
+func appendRecord[T any](line []byte, dst *[]T) error {
+	var r T
+	if err := json.Unmarshal(line, &r); err != nil {
+		return err
+	}
+	*dst = append(*dst, r)
 	return nil
 }

@@ -26,14 +26,14 @@ func watchTestLog(n int) *gpumon.Log {
 		}
 		pu, hidden := int64(used), int64(-1)
 		lg.Samples = append(lg.Samples,
-			gpumon.SampleRecord{Type: "sample", Time: at, GPU: 0, UUID: "GPU-a", Used: used, Total: 80 << 30,
+			gpumon.SampleRecord{RecordHead: gpumon.RecordHead{Type: "sample", Time: at, GPU: 0, UUID: "GPU-a"}, Used: used, Total: 80 << 30,
 				Procs: []gpumon.ProcRecord{{PID: 42, Cmd: "python train.py", Used: &pu}}},
-			gpumon.SampleRecord{Type: "sample", Time: at, GPU: 1, MIG: &mig, UUID: "MIG-b", Used: 1 << 30, Total: 10 << 30,
+			gpumon.SampleRecord{RecordHead: gpumon.RecordHead{Type: "sample", Time: at, GPU: 1, MIG: &mig, UUID: "MIG-b"}, Used: 1 << 30, Total: 10 << 30,
 				Procs: []gpumon.ProcRecord{{PID: 43, Cmd: "python eval.py", Used: &hidden}}})
 	}
-	lg.Reports = []gpumon.ReportRecord{{Type: "report", Time: t0.Add(10 * time.Second), Start: t0, GPU: 0, UUID: "GPU-a",
+	lg.Reports = []gpumon.ReportRecord{{RecordHead: gpumon.RecordHead{Type: "report", Time: t0.Add(10 * time.Second), GPU: 0, UUID: "GPU-a"}, Start: t0,
 		Total: 80 << 30, Samples: 100, Peak: 99 << 20, PeakTime: t0.Add(9900 * time.Millisecond), Min: 0, Mean: 50 << 20}}
-	lg.Alerts = []gpumon.AlertRecord{{Type: "alert", Time: t0.Add(77700 * time.Millisecond), GPU: 0, UUID: "GPU-a", Percent: 6.1, Threshold: 5}}
+	lg.Alerts = []gpumon.AlertRecord{{RecordHead: gpumon.RecordHead{Type: "alert", Time: t0.Add(77700 * time.Millisecond), GPU: 0, UUID: "GPU-a"}, Percent: 6.1, Threshold: 5}}
 	return lg
 }
 
