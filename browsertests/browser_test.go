@@ -733,11 +733,14 @@ const findAllocations = `((size) => {
   polygons: for (let i = 0; i < w.n; i++) {
     const s = w.starts[i], e = w.starts[i + 1];
     if (w.kinds[i] !== 0 || Math.abs(w.ys[e - 1] - w.ys[s] - size) > size * 1e-3) continue;
-    for (let k = s; k + 1 < e; k++) { // along the bottom edge
+    for (let k = s; k + 1 < e; k++) { // along the bottom edge, in view
+      const xa = Math.max(w.x0 + w.xs[k], S.x0), xb = Math.min(w.x0 + w.xs[k + 1], S.x1);
+      if (!(xb > xa)) continue;
       for (const f of [0.25, 0.5, 0.75]) {
-        const x = L.X(w.x0 + w.xs[k] + (w.xs[k + 1] - w.xs[k]) * f);
-        const y = L.Y(w.ys[k] + size / 2);
-        if (x < L.X(S.x0) + 2 || x > L.X(S.x1) - 2 || y < 14 || y > L.ph) continue;
+        const xd = xa + (xb - xa) * f, t = (xd - w.x0 - w.xs[k]) / (w.xs[k + 1] - w.xs[k]);
+        const x = L.X(xd);
+        const y = L.Y(w.ys[k] + (w.ys[k + 1] - w.ys[k]) * t + size / 2);
+        if (y < 14 || y > L.ph) continue;
         const hit = window.gpumem.hitTest(x, y);
         if (hit.id === w.ids[i]) { out.push([w.ids[i], r.left + x, r.top + y]); continue polygons; }
       }
@@ -753,7 +756,7 @@ const findAllocations = `((size) => {
 // size and stack.
 func TestDetailAndZoom2D(t *testing.T) {
 	const name = "cs336-notHanmin__memory_snapshot.pickle"
-	s, err := snapshot.Open(filepath.Join(sharedDir(t), name), nil)
+	s, err := snapshot.Open(filepath.Join(corpus.Dir(t), name), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -834,4 +837,54 @@ func location(ctx context.Context, t *testing.T) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestHTMLExportZoomBand: the page "gpumem html" writes zooms in x and y
+// offline, on its embedded data, and hovers what is in the band.
+func TestHTMLExportZoomBand(t *testing.T) {
+	const name = "cs336-notHanmin__memory_snapshot.pickle"
+	s, err := snapshot.Open(filepath.Join(corpus.Dir(t), name), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := newBrowser(t)
+	out := filepath.Join(t.TempDir(), "out.html")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := web.WriteHTML(f, name, s, web.HTMLOptions{Device: -1, View: "active"}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	const gib2 = 2 << 30
+	if err := chromedp.Run(ctx, network.Enable(), network.EmulateNetworkConditions(true, 0, 0, 0),
+		chromedp.Navigate("file://"+out+"#view=active"),
+		chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) }),
+		chromedp.Evaluate(fmt.Sprintf(`window.gpumem.setView(0, 2000, 0, %d); true`, gib2), nil),
+		chromedp.Poll(`document.body.dataset.ready === '1' && window.gpumem.S.x1 === 2000`, nil, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`window.gpumem.yLabels`, &labels)); err != nil {
+		t.Fatal(err)
+	}
+	if len(labels) < 3 || labels[len(labels)-1] != "2.0GiB" {
+		t.Errorf("offline y labels in the band: %v; want steps up to 2.0GiB", labels)
+	}
+	var pts [][]float64
+	if err := chromedp.Run(ctx, chromedp.Evaluate(findAllocations+fmt.Sprintf("(%d)", 25<<20), &pts)); err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) == 0 {
+		t.Fatal("offline: no 25 MiB allocation drawn in the band")
+	}
+	if err := chromedp.Run(ctx, chromedp.MouseEvent(input.MouseMoved, pts[0][1], pts[0][2]),
+		chromedp.Poll(`document.getElementById('details').textContent.includes('Size: 25.0MiB')`, nil, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("offline hover: %v; details %q", err, text(ctx, t, "#details"))
+	}
+	if e := text(ctx, t, "#error"); strings.TrimSpace(e) != "" {
+		t.Errorf("offline page shows an error: %s", e)
+	}
+	screenshot(ctx, t, "offline-zoom-band")
 }

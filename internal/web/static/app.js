@@ -516,12 +516,15 @@ function escapeHTML(s) {
   return s.replace(/[&<>"]/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
 }
 
+// scheduleRefresh redraws what the page has at once and asks for the new
+// window after delay ms: a wheel or a drag sends bursts of moves, a key
+// press one step.
 let refreshTimer = 0;
-function scheduleRefresh() {
+function scheduleRefresh(delay = 40) {
   drawPlot(); // instant: re-project what we have
   drawMinimap();
   clearTimeout(refreshTimer);
-  refreshTimer = setTimeout(() => refreshWindow(false), 40);
+  refreshTimer = setTimeout(() => refreshWindow(false), delay);
 }
 
 function plotSize() {
@@ -676,7 +679,6 @@ function drawPlot() {
   // fills several times faster than a rectangle per column).
   ctx.fillStyle = '#d3d7dc';
   const base = win.x0, y0 = Y(0);
-  let drawn = 0;
   ctx.beginPath();
   let lastX = null;
   for (let c2 = 0; c2 < win.w; c2++) {
@@ -689,37 +691,7 @@ function drawPlot() {
     lastX = xb;
   }
   if (lastX !== null) { ctx.lineTo(lastX, y0); ctx.closePath(); ctx.fill(); }
-  // Polygons, largest first. While a search is active, polygons that do
-  // not match are dimmed.
-  const searching = S.addrMatch.size > 0 || S.frameMatch.size > 0;
-  const bx0 = S.x0 - base, bx1 = S.x1 - base;
-  for (let i = 0; i < win.n; i++) {
-    const s = win.starts[i], e = win.starts[i + 1];
-    if (e - s < 2) continue;
-    const bb = win.boxes;
-    if (bb[4 * i + 1] < bx0 || bb[4 * i] > bx1 || bb[4 * i + 3] < vy0 || bb[4 * i + 2] > vy1) continue;
-    drawn++;
-    const kind = win.kinds[i];
-    ctx.beginPath();
-    ctx.moveTo(X(base + win.xs[s]), Y(win.ys[s]));
-    for (let k = s + 1; k < e; k++) ctx.lineTo(X(base + win.xs[k]), Y(win.ys[k]));
-    ctx.closePath();
-    const id = win.ids[i];
-    const am = S.addrMatch.has(id), fm = S.frameMatch.has(id);
-    ctx.globalAlpha = (kind === 2 ? 0.35 : 1) * (searching && !am && !fm && kind !== 2 ? 0.2 : 1);
-    ctx.fillStyle = kind === 2 ? tableau10[9] : tableau10[id % 10];
-    ctx.fill();
-    ctx.globalAlpha = 1;
-    if (kind === 2) { ctx.strokeStyle = '#000'; ctx.lineWidth = 2; ctx.stroke(); }
-    if (am || fm) {
-      ctx.setLineDash(am && fm ? [4, 2] : []);
-      ctx.strokeStyle = am && fm ? '#c000c0' : am ? '#e00' : '#2196F3';
-      ctx.lineWidth = 1.5; ctx.stroke(); ctx.setLineDash([]);
-    }
-    if (id >= 0 && (id === S.selId || id === S.hoverId)) {
-      ctx.strokeStyle = '#000'; ctx.lineWidth = id === S.selId ? 2 : 1; ctx.stroke();
-    }
-  }
+  const drawn = drawPolygons(ctx, win, X, Y, vy0, vy1);
   // Totals curves.
   if (S.curves) {
     const cv = S.curves;
@@ -758,6 +730,64 @@ function drawPlot() {
   window.gpumem.drawn = drawn;
   drawAxes(ctx, w, h, pw, ph, vy0, vy1, X, Y);
   drawBox(ctx);
+}
+
+// drawPolygons fills the window's polygons that lie in view and returns
+// how many: pool envelopes first, then the allocations with one path per
+// colour (they never overlap, and one fill of many shapes is much cheaper
+// than many fills). While a search is active, polygons that do not match
+// are dimmed; matches, the hovered and the selected one get outlines.
+function drawPolygons(ctx, win, X, Y, vy0, vy1) {
+  const base = win.x0, bb = win.boxes;
+  const bx0 = S.x0 - base, bx1 = S.x1 - base;
+  const searching = S.addrMatch.size > 0 || S.frameMatch.size > 0;
+  const trace = (i) => {
+    const s = win.starts[i], e = win.starts[i + 1];
+    ctx.moveTo(X(base + win.xs[s]), Y(win.ys[s]));
+    for (let k = s + 1; k < e; k++) ctx.lineTo(X(base + win.xs[k]), Y(win.ys[k]));
+    ctx.closePath();
+  };
+  const groups = Array.from({ length: 20 }, () => []); // colour, + 10 when dimmed
+  const envelopes = [], outlined = [];
+  let drawn = 0;
+  for (let i = 0; i < win.n; i++) {
+    if (win.starts[i + 1] - win.starts[i] < 2) continue;
+    if (bb[4 * i + 1] < bx0 || bb[4 * i] > bx1 || bb[4 * i + 3] < vy0 || bb[4 * i + 2] > vy1) continue;
+    drawn++;
+    const id = win.ids[i];
+    if (win.kinds[i] === 2) { envelopes.push(i); continue; }
+    const match = S.addrMatch.has(id) || S.frameMatch.has(id);
+    groups[id % 10 + (searching && !match ? 10 : 0)].push(i);
+    if (match || id === S.selId || id === S.hoverId) outlined.push(i);
+  }
+  for (const i of envelopes) {
+    ctx.beginPath(); trace(i);
+    ctx.globalAlpha = 0.35; ctx.fillStyle = tableau10[9]; ctx.fill(); ctx.globalAlpha = 1;
+    ctx.strokeStyle = '#000'; ctx.lineWidth = 2; ctx.stroke();
+  }
+  groups.forEach((g, k) => {
+    if (!g.length) return;
+    ctx.beginPath();
+    for (const i of g) trace(i);
+    ctx.globalAlpha = k >= 10 ? 0.2 : 1;
+    ctx.fillStyle = tableau10[k % 10];
+    ctx.fill();
+  });
+  ctx.globalAlpha = 1;
+  for (const i of [...outlined, ...envelopes.filter(i => win.ids[i] === S.selId || win.ids[i] === S.hoverId)]) {
+    const id = win.ids[i];
+    ctx.beginPath(); trace(i);
+    const am = S.addrMatch.has(id), fm = S.frameMatch.has(id);
+    if (am || fm) {
+      ctx.setLineDash(am && fm ? [4, 2] : []);
+      ctx.strokeStyle = am && fm ? '#c000c0' : am ? '#e00' : '#2196F3';
+      ctx.lineWidth = 1.5; ctx.stroke(); ctx.setLineDash([]);
+    }
+    if (id === S.selId || id === S.hoverId) {
+      ctx.strokeStyle = '#000'; ctx.lineWidth = id === S.selId ? 2 : 1; ctx.stroke();
+    }
+  }
+  return drawn;
 }
 
 // drawBox outlines the box being dragged out for a box zoom.
@@ -1010,41 +1040,41 @@ function setupPlotEvents() {
 }
 
 // setWindow shows x range [a, b], keeping the visible bytes.
-function setWindow(a, b) {
+function setWindow(a, b, delay) {
   const span = S.hi - S.lo;
   const minSpan = S.p.mode === 'time' ? 1 : 0.5;
   let w = Math.max(Math.min(b - a, span), minSpan);
   a = Math.min(Math.max(a, S.lo), S.hi - w);
   S.x0 = a; S.x1 = a + w;
-  scheduleRefresh();
+  scheduleRefresh(delay);
 }
 
 // setView shows [a, b] x [c, d]; the whole height again makes y follow
 // the totals (yAuto).
-function setView(a, b, c, d) {
+function setView(a, b, c, d, delay) {
   const top = yFull();
   let h = Math.max(Math.min(d - c, top), 1);
   c = Math.min(Math.max(c, 0), top - h);
   S.yAuto = c <= 0 && c + h >= top;
   if (!S.yAuto) { S.y0 = c; S.y1 = c + h; }
-  setWindow(a, b);
+  setWindow(a, b, delay);
 }
 
 // zoom scales the view by f around (fx, fy), fractions of the plot from
 // its left and bottom; fy null zooms x only.
-function zoom(f, fx = 0.5, fy = 0.5) {
+function zoom(f, fx = 0.5, fy = 0.5, delay) {
   const span = S.x1 - S.x0;
   const c = S.x0 + span * fx;
   const ns = span * f;
-  if (fy === null) { setWindow(c - ns * fx, c - ns * fx + ns); return; }
+  if (fy === null) { setWindow(c - ns * fx, c - ns * fx + ns, delay); return; }
   const [y0, y1] = yWindow();
   const cy = y0 + (y1 - y0) * fy, nh = (y1 - y0) * f;
-  setView(c - ns * fx, c - ns * fx + ns, cy - nh * fy, cy - nh * fy + nh);
+  setView(c - ns * fx, c - ns * fx + ns, cy - nh * fy, cy - nh * fy + nh, delay);
 }
 
-function resetView() {
+function resetView(delay) {
   S.yAuto = true;
-  setWindow(S.lo, S.hi);
+  setWindow(S.lo, S.hi, delay);
 }
 
 // ---------- search ----------
@@ -1263,15 +1293,15 @@ function setupControls() {
     if (isTimeline() && S.win) {
       const span = S.x1 - S.x0;
       switch (e.key) {
-        case '+': case '=': zoom(1 / 1.5); break;
-        case '-': case '_': zoom(1.5); break;
-        case 'ArrowLeft': setWindow(S.x0 - span * 0.2, S.x1 - span * 0.2); break;
+        case '+': case '=': zoom(1 / 1.5, 0.5, 0.5, 0); break;
+        case '-': case '_': zoom(1.5, 0.5, 0.5, 0); break;
+        case 'ArrowLeft': setWindow(S.x0 - span * 0.2, S.x1 - span * 0.2, 0); break;
         case 'ArrowUp': case 'ArrowDown': {
           const [y0, y1] = yWindow(), d = (y1 - y0) * 0.2 * (e.key === 'ArrowUp' ? 1 : -1);
-          setView(S.x0, S.x1, y0 + d, y1 + d); break;
+          setView(S.x0, S.x1, y0 + d, y1 + d, 0); break;
         }
-        case 'ArrowRight': setWindow(S.x0 + span * 0.2, S.x1 + span * 0.2); break;
-        case '0': case 'Home': resetView(); break;
+        case 'ArrowRight': setWindow(S.x0 + span * 0.2, S.x1 + span * 0.2, 0); break;
+        case '0': case 'Home': resetView(0); break;
         case '/': $('search-frame').focus(); break;
         default: return;
       }
