@@ -241,13 +241,17 @@ func (r *Result) training() {
 	switch o.Optimizer {
 	case "adafactor":
 		var factored int64
-		for _, mt := range m.Matrices(true) {
-			factored += (mt.Rows + mt.Cols) * mt.Count
-		}
-		vectors := N - matrixElems(m.Matrices(true))
-		factored += vectors
 		if o.LoRARank > 0 {
-			factored = adapters
+			// Each adapted rows×cols weight trains A (r×cols) and B (rows×r).
+			r := int64(o.LoRARank)
+			for _, mt := range m.Matrices(false) {
+				factored += (mt.Rows + mt.Cols + 2*r) * mt.Count
+			}
+		} else {
+			for _, mt := range m.Matrices(true) {
+				factored += (mt.Rows + mt.Cols) * mt.Count
+			}
+			factored += N - matrixElems(m.Matrices(true)) // 1-D parameters keep a full second moment
 		}
 		state = factored * stateBytes
 		sFormula = fmt.Sprintf("factored second moment: Σ(rows + cols) over matrices + 1-D params = %s × %d B", count(factored), stateBytes)

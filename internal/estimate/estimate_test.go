@@ -99,6 +99,19 @@ func TestFamilyStructure(t *testing.T) {
 	if got := loadConfig(t, "falcon-40b-instruct.json").Params().Total(); got != want {
 		t.Errorf("falcon-40b: %d, want %d", got, want)
 	}
+	// OPT-350m's shapes: 512-wide embeddings with project_in/out to 1024,
+	// post-norm blocks and so no final norm, 2048 + 2 positions, tied head.
+	m, err := ParseConfig([]byte(`{"model_type": "opt", "hidden_size": 1024, "ffn_dim": 4096, "num_hidden_layers": 24,
+		"num_attention_heads": 16, "vocab_size": 50272, "max_position_embeddings": 2048, "word_embed_proj_dim": 512,
+		"do_layer_norm_before": false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer = 4*(1024*1024+1024) + 2*2*1024 + (1024*4096 + 4096) + (4096*1024 + 1024)
+	want = 50272*512 + 2050*1024 + 2*512*1024 + 24*layer
+	if got := m.Params().Total(); got != want {
+		t.Errorf("opt-350m shapes: %d, want %d", got, want)
+	}
 }
 
 func TestParseConfigErrors(t *testing.T) {
@@ -190,6 +203,10 @@ func TestTermsExactBytes(t *testing.T) {
 			TermParameters: 420_480, TermGradients: 16_384, TermOptimizerState: 32_768,
 			TermOptimizerIntermediates: 16_384,
 		}, 0},
+		// Adafactor on LoRA adapters: per adapted weight A (4 × cols) and B
+		// (rows × 4), Σ(rows + cols + 8) = 4,176 − 2,128 (embedding and
+		// head) + 8 × 14 weights = 2,160 × 2 B.
+		{"adafactor lora", func(o *Options) { o.Optimizer, o.LoRARank = "adafactor", 4 }, terms{TermOptimizerState: 4_320}, 0},
 		{"sgd", func(o *Options) { o.Optimizer = "sgd" }, terms{TermOptimizerState: 0, TermOptimizerIntermediates: 0}, 0},
 		{"sgd-momentum", func(o *Options) { o.Optimizer = "sgd-momentum" }, terms{TermOptimizerState: 404_096}, 0},
 		// Adafactor: Σ(rows + cols) = 4,176 over the matrices + 320 norm
