@@ -139,16 +139,23 @@ func classify(d *Device) []Category {
 	for i := range s.Frames {
 		frameEv[i] = frameEvidence(&s.Frames[i])
 	}
-	stackEv := map[snapshot.StackID]evidence{}
+	// Evidence per stack, computed on first use (evComputed marks it).
+	const evComputed evidence = 1 << 15
+	stackEv := make([]evidence, s.Stacks.Len()+1)
 	evOf := func(st snapshot.StackID) evidence {
-		if e, ok := stackEv[st]; ok {
-			return e
+		if st < 0 || int(st) >= len(stackEv) {
+			return 0
+		}
+		if e := stackEv[st]; e&evComputed != 0 {
+			return e &^ evComputed
 		}
 		var e evidence
 		for _, f := range s.StackFrames(st) {
-			e |= evStack | frameEv[f]
+			if f >= 0 && int(f) < len(frameEv) {
+				e |= evStack | frameEv[f]
+			}
 		}
-		stackEv[st] = e
+		stackEv[st] = e | evComputed
 		return e
 	}
 	steps := optimizerSteps(s, d.Index)

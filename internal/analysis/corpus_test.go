@@ -2,10 +2,12 @@ package analysis
 
 import (
 	"path/filepath"
+	"sort"
 	"sync"
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/corpus"
+	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -74,5 +76,32 @@ func TestCorpusCategories(t *testing.T) {
 				t.Errorf("gradients / parameters = %.3f", r)
 			}
 		})
+	}
+}
+
+// TestCorpusStateAt checks the state StateAt rebuilds from lifetimes
+// against the viewer's checkpointed state history (replay.History) at the
+// peak, the reserved peak and the end of every real snapshot: reserved, requested
+// and allocated bytes and the free bytes.
+func TestCorpusStateAt(t *testing.T) {
+	for _, f := range corpus.Files(t) {
+		s := openReal(t, filepath.Base(f))
+		for _, dev := range s.Devices() {
+			d := NewDevice(s, dev)
+			h := replay.NewHistory(s, dev)
+			for _, spec := range []string{"peak", "reserved-peak", "end"} {
+				m, err := d.Resolve(spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := d.StateAt(m)
+				idx := sort.Search(h.Len(), func(p int) bool { return h.Event(p).Raw > m.Event }) - 1
+				want := h.StateAt(idx)
+				if got.Reserved != want.Reserved || got.Allocated != want.Allocated || got.RealAllocated != want.RealAllocated {
+					t.Errorf("%s device %d %s: reserved %d requested %d allocated %d; history %d %d %d",
+						filepath.Base(f), dev, spec, got.Reserved, got.Allocated, got.RealAllocated, want.Reserved, want.Allocated, want.RealAllocated)
+				}
+			}
+		}
 	}
 }

@@ -105,21 +105,113 @@ func fragmentationOf(st *replay.State) (Fragmentation, []freeRange) {
 // smallSegment is the size of a small-pool segment (kSmallBuffer).
 const smallSegment = 2 << 20
 
-// history returns the device's allocator state history, built once.
-func (d *Device) history() *replay.History {
-	if d.hist == nil {
-		d.hist = replay.NewHistory(d.S, d.Index)
+// StateAt rebuilds the allocator's segments and blocks at moment m from
+// the two timelines' lifetimes: the segments live then (their dump
+// entries or segment_alloc events) and the allocations live then, each a
+// block of round_size(requested) bytes at its address (the dump's own size
+// for blocks made before the trace), as memory_viz's state history does
+// for blocks it re-creates; blocks the dump holds as pending free that the
+// trace never allocated are added. O(live log live); no replay of the
+// trace. It equals replay.History's state (tested on the real corpus).
+func (d *Device) StateAt(m Moment) *replay.State {
+	s, ev := d.S, d.Events()
+	st := &replay.State{Event: m.Event}
+	d.Segments.Live(d.Segments.ActionAtEvent(m.Event), func(i int) {
+		it := &d.Segments.Items[i]
+		var sg replay.SegmentState
+		switch {
+		case it.Dump >= 0:
+			ds := &s.Segments[it.Dump]
+			sg = replay.SegmentState{Addr: ds.Address, Size: ds.TotalSize, Stream: ds.Stream, PoolID: ds.PoolID, Stack: ds.Stack}
+		case it.Alloc >= 0:
+			e := &ev[it.Alloc]
+			sg = replay.SegmentState{Addr: e.Addr, Size: e.Size, Stream: e.Stream, Stack: e.Stack}
+		default:
+			e := &ev[it.Free]
+			sg = replay.SegmentState{Addr: e.Addr, Size: e.Size, Stream: e.Stream, Stack: e.Stack}
+		}
+		if si := d.segmentAt(sg.Addr); si >= 0 && s.Segments[si].Address == sg.Addr {
+			sg.PoolID = s.Segments[si].PoolID
+		}
+		st.Segments = append(st.Segments, sg)
+		st.Reserved += sg.Size
+	})
+	round := replay.Rounder(s)
+	last := int32(len(d.Active.Events))
+	d.Active.Live(m.Action, func(i int) {
+		it := &d.Active.Items[i]
+		stack, _, addr := d.itemSource(i)
+		b := replay.StateBlock{Addr: addr, Requested: it.Size, Size: round(it.Size), Stack: stack, Segment: -1}
+		if it.Died == last {
+			// Live at the dump: the dump has its real size (a remainder
+			// too small to split off stays in the block).
+			if sz, ok := d.dumpBlockSize(addr); ok {
+				b.Size = sz
+			}
+		}
+		st.Blocks = append(st.Blocks, b)
+	})
+	// Blocks the dump holds as active_pending_free are not on the
+	// timeline (memory_viz draws allocated blocks only) but occupy their
+	// memory until the stream events complete.
+	var pending []replay.StateBlock
+	for _, si := range d.segs {
+		for _, b := range s.SegmentBlocks(int(si)) {
+			if b.State == snapshot.BlockActivePendingFree {
+				pending = append(pending, replay.StateBlock{Addr: b.Addr, Size: b.Size, Requested: b.RequestedSize, PendingFree: true, Stack: b.Stack, Segment: -1})
+			}
+		}
 	}
-	return d.hist
+	if len(pending) > 0 {
+		live := make(map[uint64]bool, len(st.Blocks))
+		for _, b := range st.Blocks {
+			live[b.Addr] = true
+		}
+		for _, b := range pending {
+			if !live[b.Addr] {
+				st.Blocks = append(st.Blocks, b)
+				st.PendingFree++
+			}
+		}
+	}
+	for _, b := range st.Blocks {
+		st.Allocated += b.Requested
+		st.RealAllocated += b.Size
+		if b.Size > b.Requested {
+			st.RoundingWaste += b.Size - b.Requested
+		}
+	}
+	sort.Slice(st.Segments, func(a, b int) bool { return st.Segments[a].Addr < st.Segments[b].Addr })
+	sort.Slice(st.Blocks, func(a, b int) bool { return st.Blocks[a].Addr < st.Blocks[b].Addr })
+	// Place the blocks in their segments (both are sorted by address).
+	k := 0
+	for si := range st.Segments {
+		sg := &st.Segments[si]
+		for k < len(st.Blocks) && st.Blocks[k].Addr < sg.Addr {
+			k++
+		}
+		sg.FirstBlock = int32(k)
+		for k < len(st.Blocks) && st.Blocks[k].Addr < sg.Addr+sg.Size {
+			st.Blocks[k].Segment = int32(si)
+			sg.NumBlocks++
+			k++
+		}
+	}
+	return st
 }
 
-// StateAt returns the allocator state at moment m (after raw event
-// m.Event).
-func (d *Device) StateAt(m Moment) *replay.State {
-	h := d.history()
-	// The last memory_viz event at or before the raw event.
-	idx := sort.Search(h.Len(), func(p int) bool { return h.Event(p).Raw > m.Event }) - 1
-	return h.StateAt(idx)
+// dumpBlockSize is the size of the dump's active block at addr.
+func (d *Device) dumpBlockSize(addr uint64) (uint64, bool) {
+	si := d.segmentAt(addr)
+	if si < 0 {
+		return 0, false
+	}
+	blocks := d.S.SegmentBlocks(int(si))
+	k := sort.Search(len(blocks), func(k int) bool { return blocks[k].Addr >= addr })
+	if k < len(blocks) && blocks[k].Addr == addr && blocks[k].State != snapshot.BlockInactive {
+		return blocks[k].Size, true
+	}
+	return 0, false
 }
 
 // FragmentationAt measures the cache at moment m.

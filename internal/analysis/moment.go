@@ -26,7 +26,6 @@ type Device struct {
 
 	segs []int32 // the device's dump segments by address
 	cats []Category
-	hist *replay.History
 }
 
 // NewDevice replays device d of s. O(n) for n trace events after the

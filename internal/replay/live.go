@@ -134,3 +134,11 @@ func (lt *Lifetimes) Live(k int, f func(i int)) {
 // KeepFrame reports whether memory_viz shows a frame (its frameFilter
 // hides interpreter and dispatcher internals).
 func KeepFrame(f *snapshot.Frame) bool { return keepFrame(f) }
+
+// Rounder returns the caching allocator's round_size under the snapshot's
+// roundup_power2_divisions setting: the block size a request of n bytes
+// gets (before any split remainder too small to split off).
+func Rounder(s *snapshot.Snapshot) func(n uint64) uint64 {
+	divs := roundupDivisions(s.AllocatorSettings)
+	return func(n uint64) uint64 { return roundSize(n, divs) }
+}
