@@ -112,7 +112,9 @@ func TestFormatAddr(t *testing.T) {
 
 // TestHistoryManySegments builds the history of 100k segments live at the
 // dump and 100k short-lived ones (300k segment events): undoing a segment
-// event must not cost a pass over all segments (that took minutes).
+// event must not cost a pass over all segments (that took minutes). The
+// bounds are far above the linear cost (well under a second) so that a
+// loaded machine cannot fail the test, yet far below the quadratic one.
 func TestHistoryManySegments(t *testing.T) {
 	const live = 100_000
 	var evs []ev
@@ -130,14 +132,14 @@ func TestHistoryManySegments(t *testing.T) {
 	s := mkSnapshot(evs, segs, blocks)
 	start := time.Now()
 	h := NewHistory(s, 0)
-	if el := time.Since(start); el > 2*time.Second {
-		t.Errorf("NewHistory of %d segment events took %v, want < 2s", len(evs), el)
+	if el := time.Since(start); el > 30*time.Second {
+		t.Errorf("NewHistory of %d segment events took %v, want < 30s (quadratic undo?)", len(evs), el)
 	}
 	for _, idx := range []int{len(evs) - 1, len(evs) / 2, len(evs)/2 + 1, 3000, -1} {
 		start = time.Now()
 		got := h.StateAt(idx)
-		if el := time.Since(start); el > time.Second {
-			t.Errorf("StateAt(%d) took %v", idx, el)
+		if el := time.Since(start); el > 10*time.Second {
+			t.Errorf("StateAt(%d) took %v, want < 10s (a pass per segment?)", idx, el)
 		}
 		// Segment alloc k is event 3k; the temporary one is freed by 3k+2.
 		want := 0
