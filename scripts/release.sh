@@ -33,8 +33,11 @@ else
   epoch=${SOURCE_DATE_EPOCH:?not a git checkout: set SOURCE_DATE_EPOCH (and GPUMEM_COMMIT)}
 fi
 
+tool=$(mktemp -d)
+trap 'rm -rf "$tool"' EXIT
+go build -o "$tool/release" ./scripts/release # not "go run": its "exit status 1" would follow our one-line errors
 rm -rf dist
-go run ./scripts/release -version "$version" -commit "$commit" -date "$epoch" -dist dist
+"$tool/release" -version "$version" -commit "$commit" -date "$epoch" -dist dist
 
 # Check every wheel the way an installer would, where Python is at hand.
 if command -v python3 >/dev/null 2>&1; then
