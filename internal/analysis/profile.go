@@ -184,7 +184,9 @@ func FrameString(s *snapshot.Snapshot, id snapshot.FrameID) string {
 
 // TopFrames returns the depth innermost user frames of frames (see
 // UserFrame); when there is none, the depth innermost frames that are not
-// interpreter or dispatcher plumbing (memory_viz's filter).
+// interpreter, dispatcher or allocator plumbing (memory_viz's filter and
+// allocatorFrame), so that a backward allocation is named by its autograd
+// node (BmmBackward0::apply).
 func TopFrames(s *snapshot.Snapshot, frames []snapshot.FrameID, depth int) []snapshot.FrameID {
 	var out []snapshot.FrameID
 	for _, id := range frames {
@@ -198,15 +200,38 @@ func TopFrames(s *snapshot.Snapshot, frames []snapshot.FrameID, depth int) []sna
 	if len(out) > 0 {
 		return out
 	}
+	// A backward allocation is best named by its autograd node.
+	for i, id := range frames {
+		if id >= 0 && int(id) < len(s.Frames) {
+			if n := s.Frames[id].Name; strings.Contains(n, "autograd::generated::") || strings.Contains(n, "AccumulateGrad") {
+				frames = frames[i:]
+				break
+			}
+		}
+	}
 	for _, id := range frames {
 		if len(out) == depth {
 			break
 		}
-		if id >= 0 && int(id) < len(s.Frames) && replay.KeepFrame(&s.Frames[id]) {
+		if id >= 0 && int(id) < len(s.Frames) && replay.KeepFrame(&s.Frames[id]) && !allocatorFrame(&s.Frames[id]) {
 			out = append(out, id)
 		}
 	}
 	return out
+}
+
+// allocatorFrame reports C++ frames every CUDA allocation passes through
+// (the caching allocator, stack capture, empty-tensor factories, the
+// dispatcher), which say nothing about who allocated.
+func allocatorFrame(f *snapshot.Frame) bool {
+	for _, p := range []string{"CUDACachingAllocator", "torch::unwind", "CapturedTraceback", "gather_with_cpp",
+		"at::detail::", "at::TensorBase", "c10::impl::", "wrap_kernel_functor", "at::_ops::", "empty_strided", "empty_cuda",
+		"create_out", "c10::Dispatcher"} {
+		if strings.Contains(f.Name, p) {
+			return true
+		}
+	}
+	return strings.Contains(f.Filename, "Register")
 }
 
 // UserFrame reports whether a frame is the user's own Python code: a .py

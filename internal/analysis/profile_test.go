@@ -103,3 +103,19 @@ func TestFold(t *testing.T) {
 		t.Errorf("fold changed totals")
 	}
 }
+
+// TestTopFramesWithoutUserFrames: a backward allocation (C++ frames only)
+// is named by its autograd node, not by the allocator's frames.
+func TestTopFramesWithoutUserFrames(t *testing.T) {
+	s := build(t, nil, []ev{{action: "alloc", addr: 0x1000, size: 512, frames: []string{
+		"CUDACachingAllocator.cpp:0:c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char)",
+		"??:0:at::detail::empty_cuda(c10::ArrayRef<long>)",
+		"VariableType_3.cpp:0:torch::autograd::VariableType::bmm(c10::DispatchKeySet)",
+		"??:0:torch::autograd::generated::BmmBackward0::apply(std::vector<at::Tensor>&&)",
+		"??:0:torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)",
+	}}})
+	got := TopFrames(s, s.StackFrames(s.Traces[0].Events[0].Stack), 1)
+	if len(got) != 1 || !strings.Contains(FrameString(s, got[0]), "BmmBackward0::apply") {
+		t.Errorf("top frame %v", got)
+	}
+}
