@@ -328,6 +328,16 @@ func measureSnapshot(s *snapshot.Snapshot, device int) estimate.Measured {
 		Activations:    int64(most[analysis.Activation]),
 		Categories:     "internal/analysis, each category's largest live total",
 	}
+	// Without a trace or stacks the categories are unknown, not zero.
+	if unknown := atPeak[analysis.Unknown]; unknown > 0 && unknown >= lt.PeakBytes/2 {
+		m.Categories = fmt.Sprintf("internal/analysis could not categorise %s of the %s peak (no trace or no stacks)",
+			estimate.Size(int64(unknown)), estimate.Size(int64(lt.PeakBytes)))
+		for _, v := range []*int64{&m.Parameters, &m.Gradients, &m.OptimizerState, &m.Activations} {
+			if *v == 0 {
+				*v = -1
+			}
+		}
+	}
 	for _, c := range analysis.Categories() {
 		if atPeak[c] > 0 {
 			m.AtPeak = append(m.AtPeak, estimate.Amount{Name: c.String(), Bytes: int64(atPeak[c])})

@@ -59,6 +59,9 @@ func Compare(r *Result, m Measured) *Check {
 		switch d := row.Diff(); {
 		case !math.IsNaN(d):
 			row.Reason = reason(d)
+		case meas == 0 && atPeak(m, "unknown") >= est/2:
+			row.Reason = fmt.Sprintf("none categorised, but %s at the measured peak has no category (blocks without stacks, "+
+				"made before the trace) and may hold it", Size(atPeak(m, "unknown")))
 		case meas == 0:
 			row.Reason = "none in the snapshot: a forward-only run, or this part of the step happened outside the trace"
 		default:
@@ -119,6 +122,9 @@ func Compare(r *Result, m Measured) *Check {
 		phase := r.peakPhase()
 		if math.Abs(d) <= 0.05 {
 			return "close: the peak is reached at the " + phase
+		}
+		if u := atPeak(m, "unknown"); u >= m.Peak/2 {
+			return fmt.Sprintf("%s of the measured peak has no category, so the terms cannot be compared; the estimate's peak is the %s", Size(u), phase)
 		}
 		if !o.KeepGrads && !o.Inference && phase != "optimizer step" && atPeak(m, "gradient") > r.Term(TermGradients)/2 && atPeak(m, "activation") > 0 {
 			return fmt.Sprintf("gradients (%s) are live at the measured peak beside the activations: the run keeps them allocated "+
