@@ -31,8 +31,8 @@ each: parameters, gradients, optimizer state, optimizer intermediates,
 activations saved for backward (from the architecture, with the Hugging Face
 blog's linear heuristic beside it), CUDA context and allocator overhead; the
 memory at the end of the forward, the backward and the optimizer step; the
-peak = parameters + optimizer state + max(gradients + optimizer
-intermediates, activations).
+blog's peak = parameters + optimizer state + max(gradients + optimizer
+intermediates, activations), and the peak, the larger of it and the phases.
 
 The model comes from a Hugging Face config.json (--config; families: llama,
 mistral, mixtral, qwen2, gemma, gemma2, phi, phi3, gpt2, gpt_neox, opt,
@@ -133,7 +133,7 @@ func runEstimate(env *Env, args []string) error {
 	fs.Float64Var(&o.CacheOverhead, "allocator-overhead", estimate.DefaultCacheOverhead, "reserved-but-free memory as a fraction of the peak")
 	asJSON := fs.Bool("json", false, "print JSON")
 	checkPath := fs.String("check", "", "compare with what the snapshot `FILE` of the same run measured")
-	device := deviceFlag(fs, "with --check: compare with")
+	device := deviceFlag(fs, "with --check: measure device")
 	useDemo := fs.Bool("demo", false, "estimate the embedded demo's model (with --check: against the demo snapshot)")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
