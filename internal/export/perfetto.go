@@ -5,8 +5,10 @@ package export
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/gpumem/gpumem/internal/analysis"
@@ -21,9 +23,18 @@ type PerfettoOptions struct {
 	// every device.
 	Device int
 	// MinSliceBytes is the least requested size an allocation needs to be
-	// drawn as its own slice (default 1 MiB). Smaller ones are summed in
-	// the "small allocations" counter track instead.
+	// drawn as its own slice (default 1 MiB).
 	MinSliceBytes uint64
+	// MaxSlices caps the slices per device: the largest allocations are
+	// drawn (default 20000).
+	MaxSlices int
+	// MaxLanes caps the lanes per stream (default 128); an allocation that
+	// finds every lane busy is not drawn.
+	MaxLanes int
+	// MaxCounterEvents is the trace length above which each counter is
+	// reduced to its largest and its last value per bucket of events
+	// (default 200000 events, 100000 buckets).
+	MaxCounterEvents int
 	// MaxFrames caps the stack frames kept in a slice's args (default 8).
 	MaxFrames int
 }
@@ -34,7 +45,10 @@ const (
 	CounterReserved  = "reserved bytes"
 	CounterActive    = "active bytes"
 	CounterRequested = "requested bytes"
-	CounterSmall     = "small allocations bytes"
+	// CounterUndrawn is the requested bytes of live allocations that have
+	// no slice (smaller than MinSliceBytes, beyond MaxSlices or MaxLanes,
+	// or allocated before the trace).
+	CounterUndrawn = "allocations without a slice bytes"
 )
 
 // WritePerfetto writes s as Chrome trace-event JSON (the format
@@ -51,6 +65,15 @@ const (
 func WritePerfetto(w io.Writer, s *snapshot.Snapshot, o PerfettoOptions) error {
 	if o.MinSliceBytes == 0 {
 		o.MinSliceBytes = 1 << 20
+	}
+	if o.MaxSlices <= 0 {
+		o.MaxSlices = 20000
+	}
+	if o.MaxLanes <= 0 {
+		o.MaxLanes = 128
+	}
+	if o.MaxCounterEvents <= 0 {
+		o.MaxCounterEvents = 200000
 	}
 	if o.MaxFrames <= 0 {
 		o.MaxFrames = 8
@@ -107,9 +130,65 @@ func (p *perfettoWriter) counter(pid int, ts int64, name string, v uint64) {
 	p.w.WriteString(`,"name":"` + name + `","args":{"bytes":` + strconv.FormatUint(v, 10) + "}}")
 }
 
+// track writes one counter: every change, or, when buckets > 0, the
+// largest value of each bucket of events (at the bucket's first event) and
+// its last value (at its last event), so that peaks stay exact.
+type track struct {
+	p       *perfettoWriter
+	pid     int
+	name    string
+	n       int // events
+	buckets int
+	started bool
+	last    uint64
+	// the bucket being gathered
+	b              int
+	firstTS, hiTS  int64
+	lastTS         int64
+	hi, end        uint64
+	pending, dirty bool
+}
+
+func (t *track) add(i int, ts int64, v uint64) {
+	if t.buckets == 0 {
+		if !t.started || v != t.last {
+			t.p.counter(t.pid, ts, t.name, v)
+			t.started, t.last = true, v
+		}
+		return
+	}
+	b := int(int64(i) * int64(t.buckets) / int64(max(t.n, 1)))
+	if t.pending && b != t.b {
+		t.flush()
+	}
+	if !t.pending {
+		t.pending, t.b, t.firstTS, t.hi, t.hiTS = true, b, ts, v, ts
+	}
+	if v > t.hi {
+		t.hi = v
+	}
+	t.end, t.lastTS = v, ts
+}
+
+func (t *track) flush() {
+	if !t.pending {
+		return
+	}
+	if !t.started || t.hi != t.last {
+		t.p.counter(t.pid, t.firstTS, t.name, t.hi)
+	}
+	if t.end != t.hi {
+		t.p.counter(t.pid, t.lastTS, t.name, t.end)
+	}
+	t.started, t.last, t.pending = true, t.end, false
+}
+
 // laneTID numbers threads: stream k's lane j is tid (k+1)*1000 + j, so
 // lanes of one stream sort together; tid 0 holds the instant events.
 func laneTID(stream snapshot.StreamID, lane int) int { return (int(stream)+1)*1000 + lane }
+
+// CategoryCounter is the name of a category's counter track.
+func CategoryCounter(c analysis.Category) string { return "category " + c.String() + " bytes" }
 
 func (p *perfettoWriter) device(d int) {
 	s := p.s
@@ -119,6 +198,9 @@ func (p *perfettoWriter) device(d int) {
 	}
 	hasTime := len(events) > 0 && events[0].Flags&snapshot.FlagHasTime != 0
 	ts := func(i int) int64 {
+		if i < 0 {
+			i = 0
+		}
 		if hasTime {
 			return events[i].TimeUS
 		}
@@ -127,36 +209,87 @@ func (p *perfettoWriter) device(d int) {
 	pid := d
 	p.meta(pid, 0, "process_name", "cuda:"+strconv.Itoa(d))
 	p.meta(pid, 0, "thread_name", "events")
-
-	// Counters: the state before the trace, then after every event that
-	// changes a value.
-	c := replay.NewCurves(s, d)
-	t0 := int64(0)
-	if len(events) > 0 {
-		t0 = ts(0)
+	list := p.pickSlices(events, ts)
+	drawn := make([]bool, len(events)) // alloc and free_completed events of slices
+	for _, sl := range list {
+		drawn[sl.alloc] = true
+		if sl.free >= 0 {
+			drawn[sl.free] = true
+		}
 	}
-	prev := c.At(-1)
-	small := p.smallBefore(d)
-	p.counters(pid, t0, prev, small, nil, 0)
+
+	buckets := 0
+	if len(events) > p.o.MaxCounterEvents {
+		buckets = p.o.MaxCounterEvents / 2
+	}
+	newTrack := func(name string) *track {
+		return &track{p: p, pid: pid, name: name, n: len(events), buckets: buckets}
+	}
+	alloc, res, act, req, und := newTrack(CounterAllocated), newTrack(CounterReserved), newTrack(CounterActive), newTrack(CounterRequested), newTrack(CounterUndrawn)
+	cats := analysis.Categories()
+	catTracks := make([]*track, len(cats))
+	for k, c := range cats {
+		catTracks[k] = newTrack(CategoryCounter(c))
+	}
+
+	// Category totals follow the Active Memory Timeline's actions, each
+	// the effect of one raw event.
+	dv := analysis.NewDevice(s, d)
+	lt := dv.Active
+	var live analysis.Totals
+	delta := make([][]int32, len(lt.Events)) // items born (+i+1) or dying (-i-1) at action k
+	for i := range lt.Items {
+		it := &lt.Items[i]
+		if it.Born < 0 {
+			live[dv.Category(i)] += it.Size
+		} else {
+			delta[it.Born] = append(delta[it.Born], int32(i+1))
+		}
+		if int(it.Died) < len(lt.Events) {
+			delta[it.Died] = append(delta[it.Died], int32(-i-1))
+		}
+	}
+	c := replay.NewCurves(s, d)
+	var drawnLive uint64
+	emit := func(i int, t replay.Totals) {
+		at := ts(i)
+		alloc.add(i, at, t.Allocated)
+		res.add(i, at, t.Reserved)
+		act.add(i, at, t.Active)
+		req.add(i, at, t.Requested)
+		und.add(i, at, t.Requested-min(t.Requested, drawnLive))
+		for k, c := range cats {
+			catTracks[k].add(i, at, live[c])
+		}
+	}
+	emit(-1, c.At(-1))
+	k := 0
 	for i := range events {
-		cur := c.At(i)
 		e := &events[i]
-		psmall := small
-		if e.Size < p.o.MinSliceBytes {
+		if drawn[i] {
 			switch e.Action {
 			case snapshot.ActionAlloc:
-				small += e.Size
+				drawnLive += e.Size
 			case snapshot.ActionFreeCompleted:
-				small -= min(small, e.Size)
+				drawnLive -= min(drawnLive, e.Size)
 			}
 		}
-		p.counters(pid, ts(i), cur, small, &prev, psmall)
-		prev = cur
+		for ; k < len(lt.Events) && int(lt.Events[k]) <= i; k++ {
+			for _, x := range delta[k] {
+				if x > 0 {
+					live[dv.Category(int(x-1))] += lt.Items[x-1].Size
+				} else {
+					live[dv.Category(int(-x-1))] -= lt.Items[-x-1].Size
+				}
+			}
+		}
+		emit(i, c.At(i))
+	}
+	for _, t := range append([]*track{alloc, res, act, req, und}, catTracks...) {
+		t.flush()
 	}
 
-	p.categories(pid, d, ts, t0)
-	p.slices(pid, d, events, ts)
-
+	p.writeSlices(pid, events, list, ts)
 	for i := range events {
 		e := &events[i]
 		switch e.Action {
@@ -180,107 +313,6 @@ func (p *perfettoWriter) device(d int) {
 	}
 }
 
-// CategoryCounter is the name of a category's counter track.
-func CategoryCounter(c analysis.Category) string { return "category " + c.String() + " bytes" }
-
-// categories writes a counter track per memory category (gpumem peak's):
-// the requested bytes of the Active Memory Timeline's live allocations of
-// that category, after every alloc and free.
-func (p *perfettoWriter) categories(pid, d int, ts func(int) int64, t0 int64) {
-	dv := analysis.NewDevice(p.s, d)
-	lt := dv.Active
-	var live analysis.Totals
-	born := make([][]int32, len(lt.Events))
-	died := make([][]int32, len(lt.Events))
-	for i := range lt.Items {
-		it := &lt.Items[i]
-		if it.Born < 0 {
-			live[dv.Category(i)] += it.Size
-		} else {
-			born[it.Born] = append(born[it.Born], int32(i))
-		}
-		if int(it.Died) < len(lt.Events) {
-			died[it.Died] = append(died[it.Died], int32(i))
-		}
-	}
-	for _, c := range analysis.Categories() {
-		p.counter(pid, t0, CategoryCounter(c), live[c])
-	}
-	for k, raw := range lt.Events {
-		if raw < 0 {
-			continue
-		}
-		changed := map[analysis.Category]bool{}
-		for _, i := range born[k] {
-			c := dv.Category(int(i))
-			live[c] += lt.Items[i].Size
-			changed[c] = true
-		}
-		for _, i := range died[k] {
-			c := dv.Category(int(i))
-			live[c] -= lt.Items[i].Size
-			changed[c] = true
-		}
-		for _, c := range analysis.Categories() {
-			if changed[c] {
-				p.counter(pid, ts(int(raw)), CategoryCounter(c), live[c])
-			}
-		}
-	}
-}
-
-// smallBefore is the requested bytes of small allocations live before the
-// first event: the dump's small blocks with the trace undone.
-func (p *perfettoWriter) smallBefore(d int) uint64 {
-	s := p.s
-	var live int64
-	for i := range s.Segments {
-		seg := &s.Segments[i]
-		if int(seg.Device) != d {
-			continue
-		}
-		for _, b := range s.SegmentBlocks(i) {
-			if b.State != snapshot.BlockInactive && b.RequestedSize < p.o.MinSliceBytes {
-				live += int64(b.RequestedSize)
-			}
-		}
-	}
-	if d < len(s.Traces) {
-		for _, e := range s.Traces[d].Events {
-			if e.Size >= p.o.MinSliceBytes {
-				continue
-			}
-			switch e.Action {
-			case snapshot.ActionAlloc:
-				live -= int64(e.Size)
-			case snapshot.ActionFreeCompleted:
-				live += int64(e.Size)
-			}
-		}
-	}
-	return uint64(max(live, 0))
-}
-
-// counters writes the counters that differ from prev (all when prev is
-// nil).
-func (p *perfettoWriter) counters(pid int, ts int64, t replay.Totals, small uint64, prev *replay.Totals, prevSmall uint64) {
-	if prev == nil || t.Allocated != prev.Allocated {
-		p.counter(pid, ts, CounterAllocated, t.Allocated)
-	}
-	if prev == nil || t.Reserved != prev.Reserved {
-		p.counter(pid, ts, CounterReserved, t.Reserved)
-	}
-	if prev == nil || t.Active != prev.Active {
-		p.counter(pid, ts, CounterActive, t.Active)
-	}
-	if prev == nil || t.Requested != prev.Requested {
-		p.counter(pid, ts, CounterRequested, t.Requested)
-	}
-	if prev == nil || small != prevSmall {
-		p.counter(pid, ts, CounterSmall, small)
-	}
-}
-
 func (p *perfettoWriter) instant(pid int, ts int64, name, args string) {
 	p.event("i", pid, ts)
 	p.w.WriteString(`,"tid":0,"s":"p","name":`)
@@ -290,13 +322,15 @@ func (p *perfettoWriter) instant(pid int, ts int64, name, args string) {
 
 // slice is one allocation drawn as a complete ("X") event.
 type slice struct {
-	alloc, free int // raw event indices; free = -1 when live at the end
+	alloc, free int32 // raw event indices; free = -1 when live at the end
+	lane        int32
 }
 
-// slices writes every allocation of at least MinSliceBytes from its alloc
-// to its free_completed (or the end of the trace), on the first lane of
-// its stream that is free at its start.
-func (p *perfettoWriter) slices(pid, d int, events []snapshot.Event, ts func(int) int64) {
+// pickSlices chooses the allocations drawn as slices: of those of at
+// least MinSliceBytes, the MaxSlices largest, each on the first lane of
+// its stream free when it starts (an allocation finding MaxLanes busy
+// lanes is left out). Returned in start order.
+func (p *perfettoWriter) pickSlices(events []snapshot.Event, ts func(int) int64) []slice {
 	open := map[uint64]int{} // addr -> index into list
 	var list []slice
 	for i := range events {
@@ -305,46 +339,73 @@ func (p *perfettoWriter) slices(pid, d int, events []snapshot.Event, ts func(int
 		case snapshot.ActionAlloc:
 			if e.Size >= p.o.MinSliceBytes {
 				open[e.Addr] = len(list)
-				list = append(list, slice{i, -1})
+				list = append(list, slice{int32(i), -1, 0})
 			}
 		case snapshot.ActionFreeCompleted:
 			if k, ok := open[e.Addr]; ok {
-				list[k].free = i
+				list[k].free = int32(i)
 				delete(open, e.Addr)
 			}
 		}
 	}
-	if len(list) == 0 {
-		return
+	if len(list) > p.o.MaxSlices {
+		slices.SortStableFunc(list, func(a, b slice) int { return cmp.Compare(events[b.alloc].Size, events[a.alloc].Size) })
+		list = list[:p.o.MaxSlices]
+		slices.SortFunc(list, func(a, b slice) int { return cmp.Compare(a.alloc, b.alloc) })
 	}
-	end := ts(len(events) - 1)
-	// lanes[stream] holds each lane's end time.
-	lanes := map[snapshot.StreamID][]int64{}
-	named := map[int]bool{}
+	end := int64(0)
+	if len(events) > 0 {
+		end = ts(len(events) - 1)
+	}
+	lanes := map[snapshot.StreamID][]int64{} // per stream, each lane's end
+	out := list[:0]
 	for _, sl := range list {
 		e := &events[sl.alloc]
-		start := ts(sl.alloc)
-		stop := end
+		start, stop := ts(int(sl.alloc)), end
 		if sl.free >= 0 {
-			stop = ts(sl.free)
+			stop = ts(int(sl.free))
 		}
 		ls := lanes[e.Stream]
-		lane := len(ls)
+		lane := -1
 		for j, busy := range ls {
 			if busy <= start {
 				lane = j
 				break
 			}
 		}
-		if lane == len(ls) {
+		if lane < 0 {
+			if len(ls) == p.o.MaxLanes {
+				continue
+			}
+			lane = len(ls)
 			ls = append(ls, 0)
 		}
 		ls[lane] = max(stop, start+1)
 		lanes[e.Stream] = ls
-		tid := laneTID(e.Stream, lane)
+		sl.lane = int32(lane)
+		out = append(out, sl)
+	}
+	return out
+}
+
+// writeSlices writes the chosen allocations as slices from their alloc to
+// their free_completed (or the end of the trace).
+func (p *perfettoWriter) writeSlices(pid int, events []snapshot.Event, list []slice, ts func(int) int64) {
+	if len(list) == 0 {
+		return
+	}
+	end := ts(len(events) - 1)
+	named := map[int]bool{}
+	for _, sl := range list {
+		e := &events[sl.alloc]
+		start, stop := ts(int(sl.alloc)), end
+		if sl.free >= 0 {
+			stop = ts(int(sl.free))
+		}
+		tid := laneTID(e.Stream, int(sl.lane))
 		if !named[tid] {
 			named[tid] = true
-			p.meta(pid, tid, "thread_name", fmt.Sprintf("stream %d (0x%x) lane %d", e.Stream, p.s.RawStream(e.Stream), lane))
+			p.meta(pid, tid, "thread_name", fmt.Sprintf("stream %d (0x%x) lane %d", e.Stream, p.s.RawStream(e.Stream), sl.lane))
 		}
 		frames, ok := p.frames[e.Stack]
 		if !ok {
@@ -363,7 +424,7 @@ func (p *perfettoWriter) slices(pid, d int, events []snapshot.Event, ts func(int
 			if k > 0 {
 				p.w.WriteString(",")
 			}
-			p.str(f.Filename + ":" + strconv.FormatInt(f.Line, 10) + ":" + f.Name)
+			p.str(baseName(f.Filename) + ":" + strconv.FormatInt(f.Line, 10) + ":" + f.Name)
 		}
 		p.w.WriteString("]}}")
 	}

@@ -105,7 +105,7 @@ func TestPerfettoTracks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tf := perfetto(t, s, PerfettoOptions{Device: 0})
+	tf := perfetto(t, s, PerfettoOptions{Device: 0, MaxLanes: 1000})
 	counters := map[string]int{}
 	slices, instants := 0, 0
 	small := uint64(0)
@@ -124,7 +124,7 @@ func TestPerfettoTracks(t *testing.T) {
 			instants++
 		}
 	}
-	for _, name := range []string{CounterAllocated, CounterReserved, CounterActive, CounterRequested, CounterSmall} {
+	for _, name := range []string{CounterAllocated, CounterReserved, CounterActive, CounterRequested, CounterUndrawn} {
 		if counters[name] < 2 {
 			t.Errorf("counter %q has %d samples", name, counters[name])
 		}
@@ -198,6 +198,63 @@ func TestJSONQuote(t *testing.T) {
 		want := strings.ToValidUTF8(in, "\ufffd")
 		if back != want {
 			t.Errorf("%q -> %s -> %q", in, got, back)
+		}
+	}
+}
+
+// TestPerfettoBounded: with caps on slices, lanes and counter samples the
+// output stays small, peaks stay exact, and what is not drawn as a slice
+// is in the "without a slice" counter.
+func TestPerfettoBounded(t *testing.T) {
+	s, err := demo.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := perfetto(t, s, PerfettoOptions{Device: 0, MaxLanes: 1000})
+	small := perfetto(t, s, PerfettoOptions{Device: 0, MaxSlices: 50, MaxLanes: 8, MaxCounterEvents: 200})
+	count := func(tf *traceFile, ph string) (n int) {
+		for _, e := range tf.TraceEvents {
+			if e.Ph == ph {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(small, "X"); n == 0 || n > 50 {
+		t.Errorf("%d slices with MaxSlices 50", n)
+	}
+	if a, b := count(full, "C"), count(small, "C"); b*4 > a {
+		t.Errorf("reduced counters: %d samples, all: %d", b, a)
+	}
+	mf, ms := counterMax(t, full), counterMax(t, small)
+	for _, name := range []string{CounterAllocated, CounterReserved, CounterActive, CounterRequested} {
+		if mf[0][name] != ms[0][name] {
+			t.Errorf("%s: peak %d reduced, %d in full", name, ms[0][name], mf[0][name])
+		}
+	}
+	// Drawn slices live at the end plus the undrawn counter's last value
+	// make up the requested bytes at the end.
+	for _, tf := range []*traceFile{full, small} {
+		last := map[string]uint64{}
+		var drawn uint64
+		for _, e := range tf.TraceEvents {
+			if e.Ph == "C" {
+				last[e.Name] = *e.Args.Bytes
+			}
+		}
+		end := uint64(0)
+		for _, e := range tf.TraceEvents {
+			if e.Ph == "X" {
+				end = max(end, uint64(e.Ts+e.Dur))
+			}
+		}
+		for _, e := range tf.TraceEvents {
+			if e.Ph == "X" && uint64(e.Ts+e.Dur) == end {
+				drawn += *e.Args.Bytes
+			}
+		}
+		if drawn+last[CounterUndrawn] != last[CounterRequested] {
+			t.Errorf("at the end: %d in slices + %d without a slice != %d requested", drawn, last[CounterUndrawn], last[CounterRequested])
 		}
 	}
 }
