@@ -275,15 +275,15 @@ func (r *OOM) suggest(live *Live) {
 		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "free_outside_memory", Bytes: need,
 			Text: fmt.Sprintf("free at least %s of the %s held outside PyTorch's allocator (other processes, NCCL buffers, cuBLAS/cuDNN workspaces)", units.Human(need), units.Human(*r.OutsideAllocatorBytes))})
 	}
-	if need > 0 && act > 0 {
-		pct := 100 * float64(need) / float64(act)
-		text := fmt.Sprintf("reduce the batch so that activations (%s live) shrink by at least %s (%.0f%%)", units.Human(act), units.Human(need), pct)
-		if pct > 100 {
-			text = fmt.Sprintf("a smaller batch cannot free enough: activations are %s, %s is needed", units.Human(act), units.Human(need))
-		}
-		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "smaller_batch", Bytes: need, Text: text})
+	switch {
+	case need > 0 && act >= need:
+		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "smaller_batch", Bytes: need,
+			Text: fmt.Sprintf("reduce the batch so that activations (%s live) shrink by at least %s (%.0f%%)", units.Human(act), units.Human(need), 100*float64(need)/float64(act))})
 		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "activation_checkpointing", Bytes: act,
 			Text: fmt.Sprintf("activation checkpointing frees up to %s of activations (%s needed)", units.Human(act), units.Human(need))})
+	case need > 0 && act > 0:
+		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "smaller_batch", Bytes: need,
+			Text: fmt.Sprintf("activations are only %s of the %s needed: a smaller batch or activation checkpointing alone will not avoid this OOM", units.Human(act), units.Human(need))})
 	}
 	if need > 0 {
 		for _, st := range live.Sites {
@@ -298,6 +298,10 @@ func (r *OOM) suggest(live *Live) {
 				Text: fmt.Sprintf("free or shrink %s (%s, %d allocations, %s live) before this point", where, st.Category, st.Count, units.Human(st.Bytes))})
 			break
 		}
+	}
+	if len(r.Settings) == 0 && r.Verdict == VerdictFragmentation {
+		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "none_avoids", Bytes: r.RequestedBytes,
+			Text: "allocator settings were not replayed (--no-replay); without that gpumem does not guess which would help"})
 	}
 	if len(r.Settings) > 0 && r.Settings[0].Config == "recorded" && r.Settings[0].AvoidsOOM {
 		// The model serves the request with the run's own settings: it

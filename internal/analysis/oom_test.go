@@ -203,3 +203,45 @@ func TestLookupGPU(t *testing.T) {
 		}
 	}
 }
+
+// TestOOMSuggestions: a hand-built snapshot in the spec's format (an oom
+// entry with device_free and the rounded size) where a forward's 24 MiB
+// activation is live when a 16 MiB request fails 4 MiB short.
+func TestOOMSuggestions(t *testing.T) {
+	const segAddr = 0x10000000
+	fwd := []string{"model.py:5:forward", "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py:1750:_call_impl", "train.py:1:main"}
+	s := build(t, []seg{{addr: segAddr, blocks: []blk{
+		{size: 8 * mb, req: 8 * mb, state: "active_allocated"},
+		{size: 24 * mb, req: 24 * mb, state: "active_allocated", frames: fwd},
+		{size: 8 * mb, state: "inactive"},
+	}}}, []ev{
+		{action: "alloc", addr: segAddr + 8*mb, size: 24 * mb, time: 10, frames: fwd},
+		{action: "oom", free: 4 * mb, size: 16 * mb, time: 20, frames: fwd},
+	})
+	a, err := NewDevice(s, 0).OOMAnswer(OOMOptions{NoReplay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Verdict != VerdictShortage || a.ShortBytes != 4*mb || a.Categories["activation"] != 24*mb {
+		t.Fatalf("verdict %s short %d activations %d\n%s", a.Verdict, a.ShortBytes, a.Categories["activation"], strings.Join(a.Arithmetic, "\n"))
+	}
+	type sug struct {
+		kind  string
+		bytes uint64
+		text  string
+	}
+	want := []sug{
+		{"smaller_batch", 4 * mb, "reduce the batch so that activations (24 MiB live) shrink by at least 4 MiB (17%)"},
+		{"activation_checkpointing", 24 * mb, "activation checkpointing frees up to 24 MiB of activations (4 MiB needed)"},
+		{"free_site", 24 * mb, "free or shrink model.py:5:forward (activation, 1 allocations, 24 MiB live) before this point"},
+	}
+	if len(a.Suggestions) != len(want) {
+		t.Fatalf("suggestions %+v", a.Suggestions)
+	}
+	for i, w := range want {
+		g := a.Suggestions[i]
+		if g.Kind != w.kind || g.Bytes != w.bytes || g.Text != w.text {
+			t.Errorf("suggestion %d: %+v, want %+v", i, g, w)
+		}
+	}
+}
