@@ -13,6 +13,12 @@
 // values, never in place of them.
 package snapshot
 
+import (
+	"strconv"
+
+	"github.com/gpumem/gpumem/internal/rules"
+)
+
 // Action is what a trace entry records, as PyTorch's "action" string.
 type Action uint8
 
@@ -425,4 +431,50 @@ func (s *Snapshot) DefaultDevice() int {
 		return devs[0]
 	}
 	return 0
+}
+
+// Divisions is the roundup_power2_divisions table the file records (the
+// settings the allocator rounded with), nil when it records none. Entries
+// are placed as PyTorch's parser places them (rules.Index).
+func (a *AllocatorSettings) Divisions() *rules.Divisions {
+	if a == nil || len(a.RoundupPower2Divisions) == 0 {
+		return nil
+	}
+	var d rules.Divisions
+	found := false
+	for _, r := range a.RoundupPower2Divisions {
+		mb, err := strconv.ParseUint(r.IntervalMiB, 10, 64)
+		i, ok := rules.Index(mb)
+		if err != nil || !ok || r.Divisions < 0 {
+			continue
+		}
+		d[i], found = uint64(r.Divisions), true
+	}
+	if !found {
+		return nil
+	}
+	return &d
+}
+
+// IsPrivatePool says whether a segment_pool_id names a private pool (a CUDA
+// graph's or a MemPool's); (0, 0) is the device's default pool.
+func IsPrivatePool(id [2]int64) bool { return id != [2]int64{} }
+
+// InPrivatePool says whether the segment belongs to a private pool (false
+// when the file has no segment_pool_id, before PyTorch 2.1).
+func (s *Segment) InPrivatePool() bool { return s.HasPoolID && IsPrivatePool(s.PoolID) }
+
+// Requested is a block's requested size, the one rule for a file that
+// lacks it: a block with a history (PyTorch 1.13 and 2.0) has its first
+// record's real_size; else requested_size as written (legacy files: when
+// non-zero), else the block's size.
+func (s *Snapshot) Requested(b *Block) uint64 {
+	legacy := s.Source.Generation == GenL || s.Source.Generation == GenD1
+	switch {
+	case b.NumHistory > 0:
+		return s.History[b.FirstHistory].RealSize
+	case b.RequestedSize != 0 || b.HasRequestedSize && !legacy:
+		return b.RequestedSize
+	}
+	return b.Size
 }

@@ -3,10 +3,10 @@ package alloc
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"strconv"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/rules"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -18,16 +18,16 @@ const (
 	MiB = units.MiB
 	GiB = units.GiB
 
-	kMinBlockSize  = 512      // kMinBlockSize: every size is rounded to 512 bytes
-	kSmallSize     = 1 * MiB  // kSmallSize: largest "small" allocation
-	kSmallBuffer   = 2 * MiB  // kSmallBuffer: small-pool segment size
-	kLargeBuffer   = 20 * MiB // kLargeBuffer: default large_segment_size_mb
-	kMinLargeAlloc = 10 * MiB // kMinLargeAlloc: 1..10 MiB requests share 20 MiB segments
-	kRoundLarge    = 2 * MiB  // kRoundLarge: large segments are rounded to 2 MiB
+	kMinBlockSize  = rules.MinBlockSize // kMinBlockSize: every size is rounded to 512 bytes
+	kSmallSize     = 1 * MiB            // kSmallSize: largest "small" allocation
+	kSmallBuffer   = 2 * MiB            // kSmallBuffer: small-pool segment size
+	kLargeBuffer   = 20 * MiB           // kLargeBuffer: default large_segment_size_mb
+	kMinLargeAlloc = 10 * MiB           // kMinLargeAlloc: 1..10 MiB requests share 20 MiB segments
+	kRoundLarge    = 2 * MiB            // kRoundLarge: large segments are rounded to 2 MiB
 
 	// roundupIntervals is kRoundUpPowerOfTwoIntervals: 16 power-of-two
 	// intervals from 1 MiB to 64 GiB.
-	roundupIntervals = 16
+	roundupIntervals = rules.Intervals
 
 	// Unlimited is max_split_size when no max_split_size_mb is set
 	// (std::numeric_limits<size_t>::max()); memory_stats reports it as -1.
@@ -53,7 +53,7 @@ type Config struct {
 	GCThreshold float64
 	// RoundupDivisions[i] is roundup_power2_divisions for sizes in
 	// [2^i MiB, 2^(i+1) MiB) (index 0 also covers < 1 MiB, 15 covers >= 32 GiB).
-	RoundupDivisions [roundupIntervals]uint64
+	RoundupDivisions rules.Divisions
 	// ExpandableSegments is expandable_segments.
 	ExpandableSegments bool
 	// LargeSegmentSize is the large-pool segment size for 1..10 MiB
@@ -115,7 +115,7 @@ func (e *ConfigError) Error() string {
 func (c *Config) Apply(s string) error {
 	n := *c
 	n.MaxSplitSize = Unlimited
-	n.RoundupDivisions = [roundupIntervals]uint64{}
+	n.RoundupDivisions = rules.Divisions{}
 	n.GCThreshold = 0
 	n.Conf = s
 	p := configParser{toks: lexConfig(s)}
@@ -423,10 +423,10 @@ func (p *configParser) parseRoundup(c *Config, i int) (int, error) {
 			if perr != nil {
 				return i, p.errf("invalid interval %q", bound)
 			}
-			if !isPow2(b) {
+			idx, ok := rules.Index(b)
+			if !ok {
 				return i, p.errf("For roundups, the intervals have to be power of 2, got %d", b)
 			}
-			idx := min(bits.Len64(b)-1, roundupIntervals-1)
 			if first {
 				for k := 0; k < idx; k++ {
 					c.RoundupDivisions[k] = v
@@ -448,46 +448,9 @@ func (p *configParser) parseRoundup(c *Config, i int) (int, error) {
 	}
 }
 
-// divisions is AcceleratorAllocatorConfig::roundup_power2_divisions(size).
-func (c *Config) divisions(size uint64) uint64 {
-	logSize := bits.Len64(size) - 1
-	idx := 0
-	if logSize > 20 {
-		idx = logSize - 20
-	}
-	idx = min(idx, roundupIntervals-1)
-	return c.RoundupDivisions[idx]
-}
-
 // RoundSize is DeviceCachingAllocator::round_size: the block size a request
 // of n bytes gets.
-func (c *Config) RoundSize(n uint64) uint64 {
-	if n < kMinBlockSize {
-		return kMinBlockSize
-	}
-	d := c.divisions(n)
-	if d > 1 && n > kMinBlockSize*d {
-		return roundupPower2NextDivision(n, d)
-	}
-	return kMinBlockSize * ((n + kMinBlockSize - 1) / kMinBlockSize)
-}
-
-// roundupPower2NextDivision is roundup_power2_next_division.
-func roundupPower2NextDivision(size, divisions uint64) uint64 {
-	if isPow2(size) {
-		return size
-	}
-	floor := uint64(1) << (bits.Len64(size) - 1)
-	step := floor >> (bits.Len64(divisions) - 1)
-	if step == 0 {
-		return floor << 1
-	}
-	rounded := size &^ (step - 1)
-	if rounded == size {
-		return size
-	}
-	return rounded + step
-}
+func (c *Config) RoundSize(n uint64) uint64 { return rules.RoundSize(n, &c.RoundupDivisions) }
 
 // AllocationSize is get_allocation_size: the cudaMalloc size for a rounded
 // request.
@@ -574,17 +537,8 @@ func ConfigFromSettings(s *snapshot.AllocatorSettings) Config {
 	}
 	c.GCThreshold = s.GarbageCollectionThreshold
 	c.ExpandableSegments = s.ExpandableSegments
-	if len(s.RoundupPower2Divisions) > 0 {
-		var r [roundupIntervals]uint64
-		for _, d := range s.RoundupPower2Divisions {
-			mb, err := strconv.ParseUint(d.IntervalMiB, 10, 64)
-			if err != nil || !isPow2(mb) || d.Divisions < 0 {
-				continue
-			}
-			idx := min(bits.Len64(mb)-1, roundupIntervals-1)
-			r[idx] = uint64(d.Divisions)
-		}
-		c.RoundupDivisions = r
+	if d := s.Divisions(); d != nil {
+		c.RoundupDivisions = *d
 	}
 	return c
 }

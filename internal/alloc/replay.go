@@ -63,12 +63,12 @@ type ReplayResult struct {
 	MismatchCount int
 
 	// Predictions of the model.
-	PeakReserved        uint64
-	PeakAllocated       uint64
-	FragmentationAtPeak float64 // 1 - allocated/reserved at the peak of reserved
-	CudaMallocs         int64   // cudaMalloc + page maps
-	CudaFrees           int64   // cudaFree + page unmaps
-	ModelOOMs           []ReplayOOM
+	PeakReserved      uint64
+	PeakAllocated     uint64
+	UnallocatedAtPeak float64 // 1 - allocated/reserved at the peak of reserved (not rules.Fragmentation)
+	CudaMallocs       int64   // cudaMalloc + page maps
+	CudaFrees         int64   // cudaFree + page unmaps
+	ModelOOMs         []ReplayOOM
 
 	// What the trace itself shows (segment events are exact).
 	RecordedPeakReserved uint64
@@ -250,7 +250,7 @@ func (rp *replayer) finalSegments() []int {
 		if int(sg.Device) != rp.dev {
 			continue
 		}
-		if sg.HasPoolID && (sg.PoolID != [2]int64{0, 0}) {
+		if sg.InPrivatePool() {
 			continue
 		}
 		idx = append(idx, i)
@@ -278,11 +278,7 @@ func (rp *replayer) initialState() (*initState, error) {
 			if b.State == snapshot.BlockInactive {
 				continue
 			}
-			req := b.RequestedSize
-			if !b.HasRequestedSize {
-				req = b.Size
-			}
-			blocks[b.Addr] = initBlock{addr: b.Addr, size: b.Size, requested: req,
+			blocks[b.Addr] = initBlock{addr: b.Addr, size: b.Size, requested: s.Requested(&b),
 				pending: b.State == snapshot.BlockActivePendingFree, sizeKnown: true}
 		}
 	}
@@ -640,7 +636,7 @@ func (rp *replayer) run() {
 	recReserved := r.InitialReserved
 	r.RecordedPeakReserved = recReserved
 	peakRes := uint64(a.stats.ReservedBytes[PoolAll].Current)
-	r.FragmentationAtPeak = frag(a)
+	r.UnallocatedAtPeak = unallocated(a)
 	// The address of a new segment comes from the recorded segment_alloc
 	// of the same request: same size first, else the first unused one.
 	var segUsed []bool
@@ -811,12 +807,12 @@ func (rp *replayer) run() {
 		}
 		if res := uint64(a.stats.ReservedBytes[PoolAll].Current); res > peakRes {
 			peakRes = res
-			r.FragmentationAtPeak = frag(a)
+			r.UnallocatedAtPeak = unallocated(a)
 		}
 	}
 }
 
-func frag(a *Allocator) float64 {
+func unallocated(a *Allocator) float64 {
 	res := a.stats.ReservedBytes[PoolAll].Current
 	if res == 0 {
 		return 0

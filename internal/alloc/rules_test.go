@@ -48,10 +48,6 @@ func TestRoundSize(t *testing.T) {
 			t.Errorf("%q RoundSize(%d) = %d, want %d", tt.conf, tt.in, got, tt.want)
 		}
 	}
-	// The example in the comment above roundup_power2_next_division.
-	if got := roundupPower2NextDivision(1200, 4); got != 1280 {
-		t.Errorf("roundup_power2_next_division(1200, 4) = %d, want 1280", got)
-	}
 }
 
 // get_pool (<= kSmallSize is small) and get_allocation_size.

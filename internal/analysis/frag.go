@@ -4,26 +4,15 @@ import (
 	"sort"
 
 	"github.com/gpumem/gpumem/internal/replay"
+	"github.com/gpumem/gpumem/internal/rules"
 	"github.com/gpumem/gpumem/snapshot"
 )
-
-// FragmentationHeadline is gpumem's one fragmentation figure: the share of
-// the cache's free bytes that lie outside its largest free block,
-// 1 − largest free block / all free cached bytes (0 when nothing is free).
-// 0 means all free cached memory is one block, so any request that fits
-// the free total fits one block; near 1 means it is scattered in small
-// pieces that a large request cannot use.
-func FragmentationHeadline(largestFree, free uint64) float64 {
-	if free == 0 {
-		return 0
-	}
-	return 1 - float64(largestFree)/float64(free)
-}
 
 // Fragmentation describes how the reserved memory of a device is used at
 // one moment. Sizes are bytes.
 type Fragmentation struct {
-	// Headline is FragmentationHeadline(LargestFreeBlock, Free).
+	// Headline is rules.Fragmentation(LargestFreeBlock, Free), gpumem's one
+	// fragmentation figure.
 	Headline float64 `json:"headline"`
 	// Reserved is the segments' total (cudaMalloc'd or mapped).
 	Reserved uint64 `json:"reserved_bytes"`
@@ -94,7 +83,7 @@ func fragmentationOf(st *replay.State) (Fragmentation, []freeRange) {
 			add(end - at)
 		}
 	}
-	f.Headline = FragmentationHeadline(f.LargestFreeBlock, f.Free)
+	f.Headline = rules.Fragmentation(f.LargestFreeBlock, f.Free)
 	f.LargestFreeShare = 1
 	if f.Free > 0 {
 		f.LargestFreeShare = float64(f.LargestFreeBlock) / float64(f.Free)
@@ -253,7 +242,7 @@ func DumpFragmentation(s *snapshot.Snapshot, d int) Fragmentation {
 	if f.Allocated > f.Requested {
 		f.RoundingWaste = f.Allocated - f.Requested
 	}
-	f.Headline = FragmentationHeadline(f.LargestFreeBlock, f.Free)
+	f.Headline = rules.Fragmentation(f.LargestFreeBlock, f.Free)
 	f.LargestFreeShare = 1
 	if f.Free > 0 {
 		f.LargestFreeShare = float64(f.LargestFreeBlock) / float64(f.Free)

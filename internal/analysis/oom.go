@@ -189,7 +189,7 @@ func (d *Device) oomAt(raw int, o OOMOptions) (*OOM, error) {
 		r.Pool = "small"
 	}
 	for _, f := range free {
-		if f.stream == e.Stream && f.small == small && f.pool == [2]int64{} {
+		if f.stream == e.Stream && f.small == small && !snapshot.IsPrivatePool(f.pool) {
 			r.LargestFreeBlockBytes = max(r.LargestFreeBlockBytes, f.size)
 		}
 	}

@@ -242,12 +242,12 @@ type oomJSON struct {
 }
 
 type predictedJSON struct {
-	PeakReservedBytes   uint64    `json:"peak_reserved_bytes"`
-	PeakAllocatedBytes  uint64    `json:"peak_allocated_bytes"`
-	CudaMallocs         int64     `json:"cuda_malloc_count"`
-	CudaFrees           int64     `json:"cuda_free_count"`
-	FragmentationAtPeak float64   `json:"fragmentation_at_peak"`
-	OOMs                []oomJSON `json:"ooms"`
+	PeakReservedBytes  uint64    `json:"peak_reserved_bytes"`
+	PeakAllocatedBytes uint64    `json:"peak_allocated_bytes"`
+	CudaMallocs        int64     `json:"cuda_malloc_count"`
+	CudaFrees          int64     `json:"cuda_free_count"`
+	UnallocatedAtPeak  float64   `json:"unallocated_at_peak"`
+	OOMs               []oomJSON `json:"ooms"`
 }
 
 type recordedJSON struct {
@@ -296,14 +296,14 @@ type oomWhatIfJSON struct {
 }
 
 type sweepRowJSON struct {
-	Config              string  `json:"config"`
-	PeakReservedBytes   uint64  `json:"peak_reserved_bytes"`
-	PeakAllocatedBytes  uint64  `json:"peak_allocated_bytes"`
-	DeltaReservedBytes  int64   `json:"delta_reserved_bytes"`
-	FragmentationAtPeak float64 `json:"fragmentation_at_peak"`
-	CudaMallocs         int64   `json:"cuda_malloc_count"`
-	CudaFrees           int64   `json:"cuda_free_count"`
-	OOMs                int     `json:"ooms"`
+	Config             string  `json:"config"`
+	PeakReservedBytes  uint64  `json:"peak_reserved_bytes"`
+	PeakAllocatedBytes uint64  `json:"peak_allocated_bytes"`
+	DeltaReservedBytes int64   `json:"delta_reserved_bytes"`
+	UnallocatedAtPeak  float64 `json:"unallocated_at_peak"`
+	CudaMallocs        int64   `json:"cuda_malloc_count"`
+	CudaFrees          int64   `json:"cuda_free_count"`
+	OOMs               int     `json:"ooms"`
 }
 
 func oomsJSON(in []alloc.ReplayOOM, withStill bool) []oomJSON {
@@ -323,7 +323,7 @@ func toDeviceJSON(r *alloc.ReplayResult, capacity uint64) deviceJSON {
 	d := deviceJSON{Device: r.Device, Config: r.Config.String(), Events: r.Events,
 		Predicted: predictedJSON{
 			PeakReservedBytes: r.PeakReserved, PeakAllocatedBytes: r.PeakAllocated,
-			CudaMallocs: r.CudaMallocs, CudaFrees: r.CudaFrees, FragmentationAtPeak: r.FragmentationAtPeak,
+			CudaMallocs: r.CudaMallocs, CudaFrees: r.CudaFrees, UnallocatedAtPeak: r.UnallocatedAtPeak,
 			OOMs: oomsJSON(r.ModelOOMs, false),
 		},
 		Recorded: recordedJSON{PeakReservedBytes: r.RecordedPeakReserved, CudaMallocs: r.RecordedCudaMallocs,
@@ -416,7 +416,7 @@ func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
 			for _, row := range rows {
 				r := row.Result
 				dj.Sweep = append(dj.Sweep, sweepRowJSON{row.Name, r.PeakReserved, r.PeakAllocated, row.DeltaReserved,
-					r.FragmentationAtPeak, r.CudaMallocs, r.CudaFrees, len(r.ModelOOMs)})
+					r.UnallocatedAtPeak, r.CudaMallocs, r.CudaFrees, len(r.ModelOOMs)})
 			}
 		case oomCap != nil && cfg == nil:
 			configs := append([]string{"recorded"}, alloc.SweepConfigs...)

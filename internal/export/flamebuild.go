@@ -67,10 +67,7 @@ func (g *groups) addBlocks(prefix []string, si int) {
 			// An inactive block keeps the stale requested size of its
 			// last allocation, which may exceed it: _memory_viz.py then
 			// writes negative <gaps>; the block's bytes are capped instead.
-			accounted = b.Size
-			if b.HasRequestedSize {
-				accounted = min(b.RequestedSize, b.Size)
-			}
+			accounted = min(s.Requested(&b), b.Size)
 			g.add(pre, b.Stack, accounted)
 		}
 		if b.Size > accounted {

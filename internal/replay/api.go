@@ -247,14 +247,13 @@ type State struct {
 	Padding float64
 	Rows    int
 
-	Allocated     uint64  // memory_viz "allocated": sum of requested sizes
-	Reserved      uint64  // sum of segment sizes
-	RealAllocated uint64  // sum of rounded block sizes
-	RoundingWaste uint64  // sum of size - requested over blocks
-	FreeBytes     uint64  // reserved bytes not covered by any block
-	LargestFree   uint64  // largest free gap inside one segment
-	Fragmentation float64 // FreeBytes / Reserved (0 when nothing reserved)
-	PendingFree   int     // blocks waiting for record_stream events
+	Allocated     uint64 // memory_viz "allocated": sum of requested sizes
+	Reserved      uint64 // sum of segment sizes
+	RealAllocated uint64 // sum of rounded block sizes
+	RoundingWaste uint64 // sum of size - requested over blocks
+	FreeBytes     uint64 // reserved bytes not covered by any block
+	LargestFree   uint64 // largest free gap inside one segment
+	PendingFree   int    // blocks waiting for record_stream events
 }
 
 // ComputeStats returns memory_viz's peak, element count and timestep count

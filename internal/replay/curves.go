@@ -2,10 +2,9 @@ package replay
 
 import (
 	"math"
-	"math/bits"
 	"slices"
-	"strconv"
 
+	"github.com/gpumem/gpumem/internal/rules"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -26,7 +25,7 @@ import (
 // events themselves, which the snapshot holds anyway.
 type Curves struct {
 	events []snapshot.Event
-	divs   []int64
+	divs   *rules.Divisions
 	init   Totals
 	// cp[b] is the running totals (allocated, reserved, active,
 	// requested; unclamped) before event b*curveBlock.
@@ -45,7 +44,7 @@ type Curves struct {
 const curveBlock = 64
 
 func newCurves(s *snapshot.Snapshot, device int) *Curves {
-	c := &Curves{divs: roundupDivisions(s.AllocatorSettings)}
+	c := &Curves{divs: s.AllocatorSettings.Divisions()}
 	if device >= 0 && device < len(s.Traces) {
 		c.events = s.Traces[device].Events
 	}
@@ -68,7 +67,7 @@ func newCurves(s *snapshot.Snapshot, device int) *Curves {
 			if b.State == snapshot.BlockInactive {
 				continue
 			}
-			req := blockRequested(s, b)
+			req := s.Requested(b)
 			end.Active += b.Size
 			end.Requested += req
 			if b.State == snapshot.BlockActiveAllocated {
@@ -94,7 +93,7 @@ func newCurves(s *snapshot.Snapshot, device int) *Curves {
 			if !ok {
 				continue
 			}
-			if r := roundSize(events[j].Size, divs); r != roundSize(e.Size, divs) {
+			if r := rules.RoundSize(events[j].Size, divs); r != rules.RoundSize(e.Size, divs) {
 				override[int32(i)] = r
 			}
 			if e.Action == snapshot.ActionFreeCompleted {
@@ -108,14 +107,14 @@ func newCurves(s *snapshot.Snapshot, device int) *Curves {
 	// live at the dump, the dump block's size.
 	dumpOv := map[int32]uint64{}
 	for addr, i := range liveAt {
-		if sz, ok := dumpSize[addr]; ok && sz != roundSize(events[i].Size, divs) {
+		if sz, ok := dumpSize[addr]; ok && sz != rules.RoundSize(events[i].Size, divs) {
 			override[i] = sz
 			dumpOv[i] = sz
 		}
 	}
 	for _, af := range requested {
 		if sz, ok := dumpOv[af.alloc]; ok && liveAt[events[af.alloc].Addr] == af.alloc {
-			if sz != roundSize(events[af.free].Size, divs) {
+			if sz != rules.RoundSize(events[af.free].Size, divs) {
 				override[af.free] = sz
 			} else {
 				delete(override, af.free)
@@ -192,7 +191,7 @@ func (c *Curves) step(cur *[4]int64, i int, ov *int) {
 		if *ov < len(c.ovIdx) && int(c.ovIdx[*ov]) == i {
 			return int64(c.ovSize[*ov])
 		}
-		return int64(roundSize(e.Size, c.divs))
+		return int64(rules.RoundSize(e.Size, c.divs))
 	}
 	switch e.Action {
 	case snapshot.ActionAlloc:
@@ -332,61 +331,4 @@ func (c *Curves) downsample(i0, i1, buckets int) *Downsampled {
 		}
 	}
 	return out
-}
-
-// roundupDivisions returns the 16-entry roundup_power2_divisions table, or
-// nil when no rounding beyond 512 bytes is configured.
-func roundupDivisions(a *snapshot.AllocatorSettings) []int64 {
-	if a == nil || len(a.RoundupPower2Divisions) == 0 {
-		return nil
-	}
-	table := make([]int64, 16)
-	any := false
-	for _, d := range a.RoundupPower2Divisions {
-		mb, err := strconv.ParseUint(d.IntervalMiB, 10, 64)
-		if err != nil || mb == 0 {
-			continue
-		}
-		i := bits.Len64(mb) - 1
-		if i < 16 {
-			table[i] = d.Divisions
-			any = any || d.Divisions > 0
-		}
-	}
-	if !any {
-		return nil
-	}
-	return table
-}
-
-// roundSize is the caching allocator's round_size.
-func roundSize(n uint64, divs []int64) uint64 {
-	const minBlock = 512
-	if n < minBlock {
-		return minBlock
-	}
-	if divs != nil {
-		idx := bits.Len64(n) - 1 - 20
-		idx = max(0, min(idx, 15))
-		d := divs[idx]
-		if d > 1 && n > minBlock*uint64(d) {
-			return roundupPower2NextDivision(n, uint64(d))
-		}
-	}
-	return (n + minBlock - 1) / minBlock * minBlock
-}
-
-func roundupPower2NextDivision(n, d uint64) uint64 {
-	if n <= 4 || d <= 1 || n&(n-1) == 0 {
-		return n
-	}
-	floor := uint64(1) << (bits.Len64(n) - 1)
-	step := floor >> (bits.Len64(d) - 1)
-	if step == 0 {
-		step = 2 * floor
-	}
-	if n%step == 0 {
-		return n
-	}
-	return n&^(step-1) + step
 }

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/rules"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -46,26 +47,6 @@ func TestCurves(t *testing.T) {
 	}
 }
 
-func TestRoundSize(t *testing.T) {
-	four := make([]int64, 16)
-	for i := range four {
-		four[i] = 4
-	}
-	cases := []struct {
-		n    uint64
-		divs []int64
-		want uint64
-	}{
-		{1, nil, 512}, {512, nil, 512}, {1200, nil, 1536}, {1200, four, 1536}, {5000, four, 5120},
-		{1 << 20, four, 1 << 20}, {(1 << 20) + 1, four, 1<<20 + 1<<18},
-	}
-	for _, c := range cases {
-		if got := roundSize(c.n, c.divs); got != c.want {
-			t.Errorf("roundSize(%d) = %d, want %d", c.n, got, c.want)
-		}
-	}
-}
-
 // TestRangeMinMax checks the block index against a scan.
 func TestRangeMinMax(t *testing.T) {
 	vals := make([]uint64, 1000)
@@ -95,7 +76,7 @@ func naiveCurves(s *snapshot.Snapshot, device int) *naiveCurveArrays {
 		events = s.Traces[device].Events
 	}
 	n := len(events)
-	divs := roundupDivisions(s.AllocatorSettings)
+	divs := s.AllocatorSettings.Divisions()
 
 	// Rounded size of each alloc: the dump block's size when the
 	// allocation is still live at the dump, else round_size(requested).
@@ -112,7 +93,7 @@ func naiveCurves(s *snapshot.Snapshot, device int) *naiveCurveArrays {
 			if b.State == snapshot.BlockInactive {
 				continue
 			}
-			req := blockRequested(s, b)
+			req := s.Requested(b)
 			end.Active += b.Size
 			end.Requested += req
 			if b.State == snapshot.BlockActiveAllocated {
@@ -127,7 +108,7 @@ func naiveCurves(s *snapshot.Snapshot, device int) *naiveCurveArrays {
 		e := &events[i]
 		switch e.Action {
 		case snapshot.ActionAlloc:
-			rounded[i] = roundSize(e.Size, divs)
+			rounded[i] = rules.RoundSize(e.Size, divs)
 			liveAt[e.Addr] = i
 		case snapshot.ActionFreeCompleted:
 			delete(liveAt, e.Addr)
@@ -158,13 +139,13 @@ func naiveCurves(s *snapshot.Snapshot, device int) *naiveCurveArrays {
 		case snapshot.ActionFreeRequested:
 			r, ok := allocSize[e.Addr]
 			if !ok {
-				r = roundSize(e.Size, divs)
+				r = rules.RoundSize(e.Size, divs)
 			}
 			cur[0] -= int64(r)
 		case snapshot.ActionFreeCompleted:
 			r, ok := allocSize[e.Addr]
 			if !ok {
-				r = roundSize(e.Size, divs)
+				r = rules.RoundSize(e.Size, divs)
 			}
 			delete(allocSize, e.Addr)
 			cur[2] -= int64(r)

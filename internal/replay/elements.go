@@ -76,25 +76,6 @@ func legacyBlock(s *snapshot.Snapshot) bool {
 	return g == snapshot.GenL || g == snapshot.GenD1
 }
 
-// blockRequested is the requested size memory_viz's annotate_snapshot
-// gives a dump block.
-func blockRequested(s *snapshot.Snapshot, b *snapshot.Block) uint64 {
-	if !legacyBlock(s) {
-		return b.RequestedSize
-	}
-	req := uint64(0)
-	if b.HasRequestedSize {
-		req = b.RequestedSize
-	}
-	if req != 0 {
-		return req
-	}
-	if b.NumHistory > 0 {
-		return s.History[b.FirstHistory].RealSize
-	}
-	return b.Size
-}
-
 // blockStack is the stack memory_viz shows for a dump block.
 func blockStack(s *snapshot.Snapshot, b *snapshot.Block) snapshot.StackID {
 	if legacyBlock(s) && b.NumHistory > 0 {
@@ -193,7 +174,7 @@ func buildElements(s *snapshot.Snapshot, device int, segmentsView bool) *element
 			if _, ok := addrToAlloc.get(b.Addr); ok {
 				continue
 			}
-			l.elems = append(l.elems, elemSrc{size: blockRequested(s, b), ref: bi, free: -1, kind: srcGhostBlock})
+			l.elems = append(l.elems, elemSrc{size: s.Requested(b), ref: bi, free: -1, kind: srcGhostBlock})
 			initial = append(initial, int32(len(l.elems)-1))
 		}
 	}

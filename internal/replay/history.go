@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/rules"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -15,8 +16,8 @@ type History struct {
 	s      *snapshot.Snapshot
 	device int
 	events []snapshot.Event
-	viz    []int32 // raw index of each memory_viz event
-	divs   []int64 // roundup_power2_divisions for estimated block sizes
+	viz    []int32          // raw index of each memory_viz event
+	divs   *rules.Divisions // roundup_power2_divisions for estimated block sizes
 
 	every int          // distance between checkpoints
 	ckpt  []checkpoint // ckpt[c] is the state after event len(viz)-1-c*every
@@ -106,10 +107,10 @@ func (h *History) resolve(r blockRef) blockRec {
 	pending := r&refPending != 0
 	if r&refDump != 0 {
 		b := &h.s.Blocks[i]
-		return blockRec{b.Addr, b.Size, blockRequested(h.s, b), b.Version, pending, blockStack(h.s, b)}
+		return blockRec{b.Addr, b.Size, h.s.Requested(b), b.Version, pending, blockStack(h.s, b)}
 	}
 	e := &h.events[i]
-	return blockRec{e.Addr, roundSize(e.Size, h.divs), e.Size, e.Version, pending, e.Stack}
+	return blockRec{e.Addr, rules.RoundSize(e.Size, h.divs), e.Size, e.Version, pending, e.Stack}
 }
 
 func (h *History) refAddr(r blockRef) uint64 {
@@ -223,7 +224,7 @@ func (s *segSet) sorted() []segRec {
 }
 
 func newHistory(s *snapshot.Snapshot, device int) *History {
-	h := &History{s: s, device: device, viz: vizEvents(s, device), divs: roundupDivisions(s.AllocatorSettings)}
+	h := &History{s: s, device: device, viz: vizEvents(s, device), divs: s.AllocatorSettings.Divisions()}
 	if device >= 0 && device < len(s.Traces) {
 		h.events = s.Traces[device].Events
 	}
@@ -588,9 +589,6 @@ func (h *History) buildState(idx int, w *work) *State {
 	}
 	if covered < st.Reserved {
 		st.FreeBytes = st.Reserved - covered
-	}
-	if st.Reserved > 0 {
-		st.Fragmentation = float64(st.FreeBytes) / float64(st.Reserved)
 	}
 	return st
 }

@@ -62,15 +62,11 @@ func segmentPoolKey(pid [2]int64, stream snapshot.StreamID) string {
 	return fmt.Sprintf("%d,%d,s%d", pid[0], pid[1], stream)
 }
 
-func isPrivate(seg *snapshot.Segment) bool {
-	return seg.HasPoolID && (seg.PoolID[0] != 0 || seg.PoolID[1] != 0)
-}
-
 // hasPrivatePools reports whether any dump segment of the device belongs
 // to a private pool.
 func hasPrivatePools(s *snapshot.Snapshot, device int) bool {
 	for i := range s.Segments {
-		if int(s.Segments[i].Device) == device && isPrivate(&s.Segments[i]) {
+		if int(s.Segments[i].Device) == device && s.Segments[i].InPrivatePool() {
 			return true
 		}
 	}
@@ -118,7 +114,7 @@ func runPoolReplay(s *snapshot.Snapshot, device int, maxEntries int, record bool
 			}
 		}
 		r.elemPool[id] = -1
-		if seg >= 0 && isPrivate(&s.Segments[seg]) {
+		if seg >= 0 && s.Segments[seg].InPrivatePool() {
 			getPool(segmentPoolKey(s.Segments[seg].PoolID, stream))
 			r.elemPool[id] = poolIdx[segmentPoolKey(s.Segments[seg].PoolID, stream)]
 		}
@@ -138,7 +134,7 @@ func runPoolReplay(s *snapshot.Snapshot, device int, maxEntries int, record bool
 			nActions++
 		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap, snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
 			seg := findSegment(s, segs, e.Addr)
-			if seg >= 0 && isPrivate(&s.Segments[seg]) {
+			if seg >= 0 && s.Segments[seg].InPrivatePool() {
 				d := int64(e.Size)
 				if a := e.Action; a == snapshot.ActionSegmentFree || a == snapshot.ActionSegmentUnmap {
 					d = -d
@@ -322,7 +318,7 @@ func runPoolReplay(s *snapshot.Snapshot, device int, maxEntries int, record bool
 	var order []string
 	for _, si := range segs {
 		seg := &s.Segments[si]
-		if isPrivate(seg) {
+		if seg.InPrivatePool() {
 			k := segmentPoolKey(seg.PoolID, seg.Stream)
 			if _, ok := snapReserved[k]; !ok {
 				order = append(order, k)

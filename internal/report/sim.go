@@ -109,7 +109,7 @@ func SimReplay(w io.Writer, name string, s *snapshot.Snapshot, r *alloc.ReplayRe
 	fmt.Fprintf(w, "  peak allocated:  %s\n", units.Human(r.PeakAllocated))
 	fmt.Fprintf(w, "  cudaMalloc/map:  %d (recorded %d); cudaFree/unmap: %d (recorded %d)\n",
 		r.CudaMallocs, r.RecordedCudaMallocs, r.CudaFrees, r.RecordedCudaFrees)
-	fmt.Fprintf(w, "  fragmentation at peak reserved: %.1f%% of reserved memory not allocated\n", 100*r.FragmentationAtPeak)
+	fmt.Fprintf(w, "  unallocated at peak reserved: %.1f%% of reserved memory\n", 100*r.UnallocatedAtPeak)
 	for _, o := range r.RecordedOOMs {
 		switch {
 		case capacity == 0:
@@ -136,7 +136,7 @@ func SimSweep(w io.Writer, name string, dev int, rows []alloc.SweepRow, fromEmpt
 	}
 	fmt.Fprintf(w, "%s device %d: replayed %s under %d settings, best first by peak reserved\n", name, dev, mode, len(rows))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "config\tpeak reserved\tvs default\tpeak allocated\tfrag@peak\tcudaMalloc\tcudaFree\tOOMs")
+	fmt.Fprintln(tw, "config\tpeak reserved\tvs default\tpeak allocated\tunalloc@peak\tcudaMalloc\tcudaFree\tOOMs")
 	var base *alloc.SweepRow
 	for i := range rows {
 		if rows[i].Name == "default" {
@@ -150,7 +150,7 @@ func SimSweep(w io.Writer, name string, dev int, rows []alloc.SweepRow, fromEmpt
 			rel = fmt.Sprintf("%s (%+.1f%%)", units.HumanSigned(row.DeltaReserved), 100*float64(row.DeltaReserved)/float64(base.Result.PeakReserved))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f%%\t%d\t%d\t%d\n", row.Name, units.Human(r.PeakReserved), rel,
-			units.Human(r.PeakAllocated), 100*r.FragmentationAtPeak, r.CudaMallocs, r.CudaFrees, len(r.ModelOOMs))
+			units.Human(r.PeakAllocated), 100*r.UnallocatedAtPeak, r.CudaMallocs, r.CudaFrees, len(r.ModelOOMs))
 	}
 	tw.Flush()
 	best := rows[0]

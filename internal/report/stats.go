@@ -27,20 +27,6 @@ Legend:
     (X% internal) - of the free memory, X% is free because we rounded the size of the allocation.
 `
 
-// blockAccounted is the size _memory_viz counts as allocated for a block
-// (_block_extra): the requested size, or for legacy (1.13/2.0) blocks the
-// first history item's real_size, falling back to requested_size and then
-// size when the block has neither.
-func blockAccounted(s *snapshot.Snapshot, b *snapshot.Block) int64 {
-	if b.NumHistory > 0 {
-		return int64(s.History[b.FirstHistory].RealSize)
-	}
-	if b.HasRequestedSize {
-		return int64(b.RequestedSize)
-	}
-	return int64(b.Size)
-}
-
 // floorDiv is Python's // for int64.
 func floorDiv(a, b int64) int64 {
 	q := a / b
@@ -95,7 +81,7 @@ func Stats(w io.Writer, s *snapshot.Snapshot) error {
 		for bi := range blocks {
 			b := &blocks[bi]
 			if b.State == snapshot.BlockActiveAllocated {
-				acc := blockAccounted(s, b)
+				acc := int64(s.Requested(b))
 				ranges = append(ranges, blockRange{boffset, acc})
 				segAllocated += acc
 				segInternal += int64(b.Size) - acc

@@ -160,11 +160,7 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 				if b.State == snapshot.BlockInactive {
 					continue
 				}
-				req := b.RequestedSize
-				if !b.HasRequestedSize {
-					req = b.Size
-				}
-				blocks = append(blocks, [5]any{float64(b.Addr), float64(b.Size), float64(req), b.State == snapshot.BlockActivePendingFree, b.Version})
+				blocks = append(blocks, [5]any{float64(b.Addr), float64(b.Size), float64(snap.Requested(&b)), b.State == snapshot.BlockActivePendingFree, b.Version})
 			}
 		}
 		data.States[fmt.Sprint(device)] = map[string]any{"segments": segs, "blocks": blocks, "events": evs}

@@ -5,7 +5,9 @@ import (
 	"strings"
 
 	"github.com/gpumem/gpumem/internal/replay"
+	"github.com/gpumem/gpumem/internal/rules"
 	"github.com/gpumem/gpumem/internal/units"
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 // stateHistory answers "what did the allocator hold after event i" with
@@ -31,7 +33,7 @@ type stateJSON struct {
 	Rounding    float64   `json:"rounding"` // size - requested over live blocks
 	FreeBytes   float64   `json:"free"`     // reserved - block bytes
 	LargestFree float64   `json:"largestFree"`
-	Frag        float64   `json:"fragmentation"` // 1 - largest free / free
+	Frag        float64   `json:"fragmentation"` // rules.Fragmentation
 	Segments    []segJSON `json:"segments"`
 	Text        string    `json:"text"` // the totals line as memory_viz prints it
 	// Omitted counts the smallest segments left out of Segments.
@@ -72,7 +74,7 @@ func (h *stateHistory) stateJSON(idx int) *stateJSON {
 		s := &st.Segments[si]
 		sj := segJSON{Addr: replay.FormatAddr(true, s.Addr, s.Version), Size: float64(s.Size), Stream: int32(s.Stream),
 			Version: s.Version, Blocks: make([][5]any, 0, s.NumBlocks)}
-		if isPrivatePool(s.PoolID) {
+		if snapshot.IsPrivatePool(s.PoolID) {
 			sj.Pool = []int64{s.PoolID[0], s.PoolID[1]}
 		}
 		for _, b := range st.Blocks[s.FirstBlock : s.FirstBlock+s.NumBlocks] {
@@ -86,13 +88,7 @@ func (h *stateHistory) stateJSON(idx int) *stateJSON {
 	out.Rounding = float64(st.RoundingWaste)
 	out.FreeBytes = float64(st.FreeBytes)
 	out.LargestFree = float64(st.LargestFree)
-	if st.FreeBytes > 0 {
-		out.Frag = 1 - float64(st.LargestFree)/float64(st.FreeBytes)
-	}
+	out.Frag = rules.Fragmentation(st.LargestFree, st.FreeBytes)
 	out.Text = "(" + units.Viz(st.Allocated) + " allocated / " + units.Viz(st.Reserved) + " reserved)"
 	return out
 }
-
-// isPrivatePool says whether a pool id names a private pool (CUDA graph or
-// MemPool); (0, 0) is the default pool.
-func isPrivatePool(id [2]int64) bool { return id != [2]int64{} }

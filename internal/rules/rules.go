@@ -1,0 +1,81 @@
+// Package rules holds PyTorch caching-allocator rules that more than one
+// part of gpumem applies (the block size a request gets, the fragmentation
+// figure), written once; it depends on nothing else in gpumem.
+package rules
+
+import "math/bits"
+
+// MinBlockSize is kMinBlockSize: every block size is a multiple of it.
+const MinBlockSize = 512
+
+// Intervals is kRoundUpPowerOfTwoIntervals: roundup_power2_divisions has
+// one setting per power-of-two size interval from 1 MiB ([1, 2) MiB, index
+// 0; below 1 MiB too) to 32 GiB and up (index 15).
+const Intervals = 16
+
+// Divisions is the roundup_power2_divisions table (0 or 1: off).
+type Divisions [Intervals]uint64
+
+// Index is the table index of an interval given by its start in MiB, as
+// PyTorch's parser computes it: log2, clamped to the table (so 65536 MiB
+// counts as 32768 MiB). ok is false for a start that is not a power of two
+// (PyTorch rejects it).
+func Index(startMiB uint64) (i int, ok bool) {
+	if startMiB == 0 || startMiB&(startMiB-1) != 0 {
+		return 0, false
+	}
+	return min(bits.Len64(startMiB)-1, Intervals-1), true
+}
+
+// For is AllocatorConfig::roundup_power2_divisions(size): the divisions
+// of the interval holding size.
+func (d *Divisions) For(size uint64) uint64 {
+	if d == nil {
+		return 0
+	}
+	idx := bits.Len64(size) - 1 - 20
+	return d[max(0, min(idx, Intervals-1))]
+}
+
+// RoundSize is DeviceCachingAllocator::round_size: the block size a
+// request of n bytes gets; divs may be nil (no roundup_power2_divisions).
+func RoundSize(n uint64, divs *Divisions) uint64 {
+	if n < MinBlockSize {
+		return MinBlockSize
+	}
+	if d := divs.For(n); d > 1 && n > MinBlockSize*d {
+		return RoundupPower2NextDivision(n, d)
+	}
+	return MinBlockSize * ((n + MinBlockSize - 1) / MinBlockSize)
+}
+
+// RoundupPower2NextDivision is roundup_power2_next_division: size rounded
+// up to the next of the divisions equal steps between the powers of two
+// around it (a power of two stays).
+func RoundupPower2NextDivision(size, divisions uint64) uint64 {
+	if size&(size-1) == 0 {
+		return size
+	}
+	floor := uint64(1) << (bits.Len64(size) - 1)
+	step := floor >> (bits.Len64(divisions) - 1)
+	if step == 0 {
+		return floor << 1
+	}
+	rounded := size &^ (step - 1)
+	if rounded == size {
+		return size
+	}
+	return rounded + step
+}
+
+// Fragmentation is gpumem's one fragmentation figure: the share of the
+// cache's free bytes outside its largest free block,
+// 1 − largest free block / all free cached bytes (0 when nothing is free).
+// 0 means any request that fits the free total fits one block; near 1,
+// the free memory is scattered in pieces a large request cannot use.
+func Fragmentation(largestFree, free uint64) float64 {
+	if free == 0 {
+		return 0
+	}
+	return 1 - float64(largestFree)/float64(free)
+}

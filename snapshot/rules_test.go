@@ -1,0 +1,55 @@
+package snapshot
+
+import (
+	"testing"
+
+	"github.com/gpumem/gpumem/internal/rules"
+)
+
+func TestRequested(t *testing.T) {
+	modern := &Snapshot{Source: Source{Generation: GenD5}}
+	legacy := &Snapshot{Source: Source{Generation: GenD1}, History: []HistoryItem{{RealSize: 700}}}
+	for _, tt := range []struct {
+		name string
+		s    *Snapshot
+		b    Block
+		want uint64
+	}{
+		{"modern", modern, Block{Size: 1024, RequestedSize: 1000, HasRequestedSize: true}, 1000},
+		{"modern zero-byte request", modern, Block{Size: 512, HasRequestedSize: true}, 0},
+		{"no requested_size", modern, Block{Size: 512}, 512},
+		{"history first", legacy, Block{Size: 1024, RequestedSize: 1000, HasRequestedSize: true, NumHistory: 1}, 700},
+		{"legacy requested", legacy, Block{Size: 1024, RequestedSize: 1000, HasRequestedSize: true}, 1000},
+		{"legacy zero requested", legacy, Block{Size: 1024, HasRequestedSize: true}, 1024},
+	} {
+		if got := tt.s.Requested(&tt.b); got != tt.want {
+			t.Errorf("%s: Requested = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestDivisions(t *testing.T) {
+	if d := (*AllocatorSettings)(nil).Divisions(); d != nil {
+		t.Errorf("nil settings: %v", d)
+	}
+	a := &AllocatorSettings{RoundupPower2Divisions: []RoundupDivision{
+		{IntervalMiB: "1", Divisions: 4}, {IntervalMiB: "256", Divisions: 8}, {IntervalMiB: "65536", Divisions: 16},
+		{IntervalMiB: "3", Divisions: 2}, {IntervalMiB: "x", Divisions: 2}, // not intervals: ignored
+	}}
+	want := rules.Divisions{0: 4, 8: 8, 15: 16}
+	if d := a.Divisions(); d == nil || *d != want {
+		t.Errorf("Divisions = %v, want %v", d, want)
+	}
+}
+
+func TestInPrivatePool(t *testing.T) {
+	for _, tt := range []struct {
+		seg  Segment
+		want bool
+	}{{Segment{}, false}, {Segment{HasPoolID: true}, false}, {Segment{HasPoolID: true, PoolID: [2]int64{1, 0}}, true},
+		{Segment{HasPoolID: true, PoolID: [2]int64{0, 3}}, true}, {Segment{PoolID: [2]int64{1, 0}}, false}} {
+		if got := tt.seg.InPrivatePool(); got != tt.want {
+			t.Errorf("%+v: InPrivatePool = %v", tt.seg.PoolID, got)
+		}
+	}
+}
