@@ -3,6 +3,7 @@ package replay
 import (
 	"sort"
 
+	"github.com/gpumem/gpumem/internal/rules"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -139,6 +140,6 @@ func KeepFrame(f *snapshot.Frame) bool { return keepFrame(f) }
 // roundup_power2_divisions setting: the block size a request of n bytes
 // gets (before any split remainder too small to split off).
 func Rounder(s *snapshot.Snapshot) func(n uint64) uint64 {
-	divs := roundupDivisions(s.AllocatorSettings)
-	return func(n uint64) uint64 { return roundSize(n, divs) }
+	divs := s.AllocatorSettings.Divisions()
+	return func(n uint64) uint64 { return rules.RoundSize(n, divs) }
 }
