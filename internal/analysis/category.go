@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/gpumem/gpumem/snapshot"
@@ -382,4 +383,47 @@ func (d *Device) CategoriesAt(m Moment) Totals {
 	var t Totals
 	d.Active.Live(m.Action, func(i int) { t[d.Category(i)] += d.Active.Items[i].Size })
 	return t
+}
+
+// Classes assigns each allocation of the Active Memory Timeline (by
+// element id) a class for colouring: by "category" (the legend is the
+// category names in Categories' order) or by "stream" (the legend names
+// the streams present, in memory_viz's stream numbering).
+func (d *Device) Classes(by string) (legend []string, classes []uint8, err error) {
+	classes = make([]uint8, len(d.Active.Items))
+	switch by {
+	case "category":
+		order := map[Category]uint8{}
+		for k, c := range Categories() {
+			legend = append(legend, c.String())
+			order[c] = uint8(k)
+		}
+		for i := range classes {
+			classes[i] = order[d.Category(i)]
+		}
+	case "stream":
+		index := map[snapshot.StreamID]uint8{}
+		for i := range classes {
+			_, st, addr := d.itemSource(i)
+			if st < 0 {
+				st = 0
+				if si := d.segmentAt(addr); si >= 0 {
+					st = d.S.Segments[si].Stream
+				}
+			}
+			k, ok := index[st]
+			if !ok {
+				if len(legend) == 255 {
+					return nil, nil, fmt.Errorf("more than 255 streams")
+				}
+				k = uint8(len(legend))
+				index[st] = k
+				legend = append(legend, fmt.Sprintf("stream %d (0x%x)", st, d.S.RawStream(st)))
+			}
+			classes[i] = k
+		}
+	default:
+		return nil, nil, fmt.Errorf("colour by %q: want category or stream", by)
+	}
+	return legend, classes, nil
 }

@@ -129,6 +129,23 @@ func (d *Device) Resolve(spec string) (Moment, error) {
 	return m, nil
 }
 
+// MomentAtTimestep is the moment shown at memory_viz timestep t of the
+// Active Memory Timeline (the viewer's x axis): after the last action at
+// or before t.
+func (d *Device) MomentAtTimestep(t float64) Moment {
+	ts := d.Active.Timesteps
+	k := sort.Search(len(ts), func(k int) bool { return float64(ts[k]) > t }) - 1
+	m := Moment{Spec: "timestep " + strconv.FormatFloat(math.Floor(max(t, 0)), 'f', -1, 64), Action: k, Event: d.eventOfAction(d.Active, k)}
+	ev := d.Events()
+	if m.Event >= 0 && ev[m.Event].Flags&snapshot.FlagHasTime != 0 {
+		m.TimeUS, m.HasTime = ev[m.Event].TimeUS, true
+	}
+	if k >= 0 {
+		m.Timestep = int(ts[k])
+	}
+	return m
+}
+
 // eventOfAction is the raw event of action k of lt (-1 for k == -1).
 func (d *Device) eventOfAction(lt *replay.Lifetimes, k int) int {
 	if k < 0 || k >= len(lt.Events) {

@@ -26,6 +26,9 @@ type Site struct {
 	Category string   `json:"category"`
 	// Share is Bytes / the live bytes.
 	Share float64 `json:"share"`
+	// Items are the allocations' indices in the Active Memory Timeline
+	// (its element ids), with LiveOptions.Items only.
+	Items []int32 `json:"items,omitempty"`
 }
 
 // SizeClass counts live allocations in one size range [Min, Max).
@@ -78,6 +81,8 @@ type LiveOptions struct {
 	Depth int
 	// Top caps the sites listed (0: all).
 	Top int
+	// Items lists each site's allocations (Site.Items), for the viewer.
+	Items bool
 }
 
 // LiveAnswer answers `gpumem peak` for moment m of the device.
@@ -117,8 +122,31 @@ func (d *Device) LiveAnswer(m Moment, o LiveOptions) *Live {
 	a.Profile.Sort()
 	a.Sites = sitesOf(a.Profile, o.Top)
 	a.SitesOmitted = len(a.Profile.Samples) - len(a.Sites)
+	if o.Items {
+		d.siteItems(m, a.Profile, a.Sites, o.Depth)
+	}
 	a.Fragmentation = d.FragmentationAt(m)
 	return a
+}
+
+// siteItems fills in the allocations of each listed site: those live at
+// m whose folded frames and category are the site's.
+func (d *Device) siteItems(m Moment, p *Profile, sites []Site, depth int) {
+	type key struct {
+		frames string
+		cat    Category
+	}
+	index := map[key]int{}
+	for i := range sites {
+		smp := &p.Samples[i]
+		index[key{p.Key(smp), smp.Labels.Category}] = i
+	}
+	d.Active.Live(m.Action, func(i int) {
+		smp := Sample{Frames: TopFrames(d.S, d.S.StackFrames(d.itemStack(i)), depth)}
+		if k, ok := index[key{p.Key(&smp), d.Category(i)}]; ok {
+			sites[k].Items = append(sites[k].Items, int32(i))
+		}
+	})
 }
 
 // sitesOf lists the first top samples of a sorted profile as sites.

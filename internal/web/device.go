@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
@@ -24,6 +25,8 @@ type deviceData struct {
 	curves     *replay.Curves
 	histOnce   sync.Once
 	history    *stateHistory
+	anOnce     sync.Once
+	an         *analysis.Device // categories, peak and OOM answers (answers.go)
 }
 
 func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {

@@ -1,0 +1,87 @@
+package web
+
+import (
+	"encoding/base64"
+	"net/http"
+	"path/filepath"
+	"testing"
+
+	"github.com/gpumem/gpumem/internal/demo"
+	"github.com/gpumem/gpumem/internal/replay"
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// TestAnswersAPI checks the handlers that carry gpumem peak and gpumem
+// oom to the page: colour classes, the peak panel and the OOM answer.
+func TestAnswersAPI(t *testing.T) {
+	s, h := newTestServer(t)
+	dm, err := demo.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Add("demo", dm)
+	frag, err := snapshot.Open(filepath.Join("..", "analysis", "testdata", "oom-fragmentation.json"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Add("frag.json", frag)
+	const host = "127.0.0.1:8123"
+
+	var cls struct {
+		By      string
+		Legend  []string
+		Classes string
+	}
+	w := get(t, h, host, "/api/classes?file=1&device=0&view=active&by=category")
+	decodeJSON(t, w, &cls)
+	raw, err := base64.StdEncoding.DecodeString(cls.Classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elems := replay.ComputeStats(dm, 0, replay.KindActive, 0).Elements
+	if len(cls.Legend) != 8 || cls.Legend[0] != "parameter" || len(raw) != elems {
+		t.Errorf("classes: legend %v, %d classes for %d elements", cls.Legend, len(raw), elems)
+	}
+	if w := get(t, h, host, "/api/classes?file=1&device=0&view=active&by=size"); w.Code != http.StatusBadRequest {
+		t.Errorf("by=size: %d", w.Code)
+	}
+	if w := get(t, h, host, "/api/classes?file=1&device=0&view=segments&by=category"); w.Code != http.StatusBadRequest {
+		t.Errorf("segments view: %d", w.Code)
+	}
+
+	var peak struct {
+		Peak  uint64 `json:"peak_allocated_bytes"`
+		Live  uint64 `json:"live_bytes"`
+		At    struct{ Timestep int }
+		Sites []struct {
+			Bytes uint64
+			Items []int32
+		}
+	}
+	decodeJSON(t, get(t, h, host, "/api/peak?file=1&device=0&view=active&at=peak"), &peak)
+	active, _ := replay.Peaks(dm, 0)
+	if peak.Peak != active || peak.Live != active || len(peak.Sites) == 0 || len(peak.Sites[0].Items) == 0 {
+		t.Errorf("peak %d live %d (want %d), sites %d", peak.Peak, peak.Live, active, len(peak.Sites))
+	}
+	at := peak.At.Timestep
+	decodeJSON(t, get(t, h, host, "/api/peak?file=1&device=0&view=active&mode=event&x="+itoa(at)), &peak)
+	if peak.Live != active {
+		t.Errorf("at x=%d: live %d, want the peak %d", at, peak.Live, active)
+	}
+	if w := get(t, h, host, "/api/peak?file=1&device=0&view=active&at=e99999"); w.Code != http.StatusBadRequest {
+		t.Errorf("at=e99999: %d", w.Code)
+	}
+
+	var oom struct {
+		Verdict   string
+		Requested uint64 `json:"requested_bytes"`
+		Settings  []struct {
+			Config    string
+			AvoidsOOM bool `json:"avoids_oom"`
+		}
+	}
+	decodeJSON(t, get(t, h, host, "/api/oom?file=2&device=0"), &oom)
+	if oom.Verdict != "fragmentation" || oom.Requested != 12<<20 || len(oom.Settings) == 0 {
+		t.Errorf("oom %+v", oom)
+	}
+}
