@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -154,4 +155,40 @@ func TestPerfettoJSONInChromium(t *testing.T) {
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestViewerFlame: the state view links to the flamegraph of the selected
+// moment, and that page draws frames whose root is the live bytes then.
+func TestViewerFlame(t *testing.T) {
+	ctx, url, s := serveReal(t)
+	openPage(ctx, t, url+"#view=state")
+	var href string
+	var idx int
+	if err := chromedp.Run(ctx,
+		chromedp.Poll(`document.getElementById('state-flame') !== null`, nil),
+		chromedp.Evaluate(`document.getElementById('state-flame').href`, &href),
+		chromedp.Evaluate(`window.gpumem.S.stateIdx`, &idx)); err != nil {
+		t.Fatalf("no flamegraph link in the state view: %v", err)
+	}
+	errs := consoleErrors(ctx)
+	var frames int
+	var total int64
+	if err := chromedp.Run(ctx, chromedp.Navigate(href),
+		chromedp.Poll(`window.flame !== undefined`, nil),
+		chromedp.Evaluate(`document.querySelectorAll('g.f').length`, &frames),
+		chromedp.Evaluate(`+document.documentElement.dataset.total`, &total)); err != nil {
+		t.Fatalf("opening %s: %v", href, err)
+	}
+	d := s.DefaultDevice()
+	dv := analysis.NewDevice(s, d)
+	m, err := dv.Resolve("e" + strconv.Itoa(int(s.Traces[d].Viz[idx])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(dv.LiveProfile(m).Bytes); frames < 2 || total != want {
+		t.Errorf("flamegraph of event %d: %d frames, %d bytes; want %d bytes live", idx, frames, total, want)
+	}
+	if e := errs(); len(e) > 0 {
+		t.Errorf("console errors: %v", e)
+	}
 }

@@ -1160,7 +1160,8 @@ async function selectEvent(idx) {
   $('state-totals').innerHTML = `<span id="state-text" style="margin:0;color:inherit;font-weight:600">${escapeHTML(st.text)}</span>` +
     `<span>${formatCount(st.segments.length + (st.omitted || 0))} segments${st.omitted ? ` (drawing the largest ${formatCount(st.segments.length)})` : ''}</span>` +
     `<span>free in segments ${formatSize(st.free, false)} (fragmentation ${pct(st.fragmentation)}, largest free ${formatSize(st.largestFree, false)})</span>` +
-    `<span>rounding waste ${formatSize(st.rounding, false)}</span>`;
+    `<span>rounding waste ${formatSize(st.rounding, false)}</span>` +
+    (embedded ? '' : `<a id="state-flame" target="_blank" href="api/flame?${q(S.p, { idx })}">flamegraph of this moment ↗</a>`);
   $('state-stack').textContent = idx >= 0 ? `${st.text}\n${st.event}\n${st.stack}` : 'State before the first event.';
   drawState();
   writeHash();

@@ -1,0 +1,44 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/export"
+	"github.com/gpumem/gpumem/internal/units"
+)
+
+// handleFlame answers GET /api/flame?file&device&idx with the interactive
+// flamegraph SVG (the one `gpumem flame peak` writes) of what is live
+// after memory_viz event idx — the state view's selected event; idx -1 is
+// before the first event — by memory category and stack.
+func (s *Server) handleFlame(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.params(w, r)
+	if !ok {
+		return
+	}
+	dd := p.f.device(p.device)
+	idx := intParam(r, "idx", len(dd.viz)-1)
+	if idx < -1 || idx >= len(dd.viz) {
+		writeErr(w, http.StatusBadRequest, "event index %d out of range [-1, %d)", idx, len(dd.viz))
+		return
+	}
+	dv := analysis.NewDevice(dd.snap, dd.device)
+	m := analysis.Moment{Spec: "before the first event", Action: -1, Event: -1}
+	if idx >= 0 {
+		var err error
+		if m, err = dv.Resolve(fmt.Sprintf("e%d", dd.viz[idx])); err != nil {
+			writeErr(w, http.StatusBadRequest, "%v", err)
+			return
+		}
+		m.Spec = fmt.Sprintf("event %d", idx)
+	}
+	prof := dv.LiveProfile(m)
+	w.Header().Set("Content-Type", "image/svg+xml")
+	w.Header().Set("Cache-Control", "no-store")
+	export.WriteFlameSVG(w, export.ProfileFlame(prof), export.FlameOptions{
+		Title:    fmt.Sprintf("%s cuda:%d: live after %s", p.f.Name, dd.device, m.Spec),
+		Subtitle: fmt.Sprintf("%s in %d allocations (requested bytes, by category and stack)", units.Human(prof.Bytes), prof.Count),
+	})
+}
