@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -79,22 +80,7 @@ func blockStack(s *snapshot.Snapshot, b *snapshot.Block) snapshot.StackID {
 }
 
 // segmentAt is the dump segment of the device containing addr, or -1.
-func (d *Device) segmentAt(addr uint64) int32 {
-	lo, hi := 0, len(d.segs)-1
-	for lo <= hi {
-		mid := (lo + hi) / 2
-		seg := &d.S.Segments[d.segs[mid]]
-		switch {
-		case addr < seg.Address:
-			hi = mid - 1
-		case addr >= seg.Address+seg.TotalSize:
-			lo = mid + 1
-		default:
-			return d.segs[mid]
-		}
-	}
-	return -1
-}
+func (d *Device) segmentAt(addr uint64) int32 { return replay.FindSegment(d.S, d.segs, addr) }
 
 // LiveAt returns the allocations live at moment m, in timeline order
 // (the order they were pushed on the Active Memory Timeline's stack is not

@@ -36,14 +36,7 @@ func NewDevice(s *snapshot.Snapshot, d int) *Device {
 		Active:   replay.NewLifetimes(s, d, replay.KindActive),
 		Segments: replay.NewLifetimes(s, d, replay.KindSegments),
 	}
-	for i := range s.Segments {
-		if int(s.Segments[i].Device) == d {
-			dv.segs = append(dv.segs, int32(i))
-		}
-	}
-	sort.SliceStable(dv.segs, func(a, b int) bool {
-		return s.Segments[dv.segs[a]].Address < s.Segments[dv.segs[b]].Address
-	})
+	dv.segs = replay.DeviceSegments(s, d)
 	return dv
 }
 

@@ -7,7 +7,6 @@ import (
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/internal/units"
-	"github.com/gpumem/gpumem/snapshot"
 )
 
 func init() {
@@ -38,15 +37,9 @@ func runOOM(env *Env, args []string) error {
 	capFlag := fs.String("capacity", "", "the device's total memory (`SIZE`, e.g. 80GiB)")
 	gpu := fs.String("gpu", "", "take the capacity from a known GPU (`NAME`, e.g. H100, A100-40GB, T4)")
 	noReplay := fs.Bool("no-replay", false, "skip the allocator-settings replays")
-	files, err := parseInterspersed(fs, args)
+	files, err := f.parse(env, fs, args)
 	if err != nil {
 		return err
-	}
-	if len(files) == 0 && !f.useDemo {
-		return usageError(fs, env.Stderr, "no snapshot given")
-	}
-	if f.depth < 1 {
-		return usageError(fs, env.Stderr, "--depth must be at least 1")
 	}
 	var capacity uint64
 	switch {
@@ -63,25 +56,13 @@ func runOOM(env *Env, args []string) error {
 		}
 		capacity = g.Bytes
 	}
-	var out []any
-	err = eachDevice(env, files, &f, func(name string, s *snapshot.Snapshot, d *analysis.Device) error {
+	return runAnswers(env, &f, files, func(name string, d *analysis.Device) (any, func(io.Writer) error, error) {
 		a, err := d.OOMAnswer(analysis.OOMOptions{Capacity: capacity, Depth: f.depth, Top: f.top, NoReplay: *noReplay})
 		if err != nil {
-			return fmt.Errorf("%s: %v", name, err)
+			return nil, nil, err
 		}
 		a.File = name
-		if f.asJSON {
-			out = append(out, a)
-			return nil
-		}
 		t0, ok := d.TraceStartUS()
-		return writeSeparated(env.Stdout, len(out) > 0, func(w io.Writer) error {
-			out = append(out, nil)
-			return report.WriteOOM(w, name, a, t0, ok)
-		})
+		return a, func(w io.Writer) error { return report.WriteOOM(w, name, a, t0, ok) }, nil
 	})
-	if err != nil {
-		return err
-	}
-	return writeJSONAnswers(env, &f, out)
 }

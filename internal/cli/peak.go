@@ -51,38 +51,60 @@ func runPeak(env *Env, args []string) error {
 	var f answerFlags
 	f.register(fs)
 	at := fs.String("at", "peak", "the `moment`: peak, reserved-peak, end, eN or a time such as 12.5ms")
-	files, err := parseInterspersed(fs, args)
+	files, err := f.parse(env, fs, args)
 	if err != nil {
 		return err
 	}
-	if len(files) == 0 && !f.useDemo {
-		return usageError(fs, env.Stderr, "no snapshot given")
-	}
-	if f.depth < 1 {
-		return usageError(fs, env.Stderr, "--depth must be at least 1")
-	}
-	var out []any
-	err = eachDevice(env, files, &f, func(name string, s *snapshot.Snapshot, d *analysis.Device) error {
+	return runAnswers(env, &f, files, func(name string, d *analysis.Device) (any, func(io.Writer) error, error) {
 		m, err := d.Resolve(*at)
 		if err != nil {
-			return fmt.Errorf("%s: %v", name, err)
+			return nil, nil, err
 		}
 		a := d.LiveAnswer(m, analysis.LiveOptions{Depth: f.depth, Top: f.top})
 		a.File = name
+		t0, ok := d.TraceStartUS()
+		return a, func(w io.Writer) error { return report.WriteLive(w, name, a, t0, ok) }, nil
+	})
+}
+
+// parse reads the arguments (flags anywhere) and checks the shared flags.
+func (f *answerFlags) parse(env *Env, fs *flag.FlagSet, args []string) ([]string, error) {
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 && !f.useDemo {
+		return nil, usageError(fs, env.Stderr, "no snapshot given")
+	}
+	if f.depth < 1 {
+		return nil, usageError(fs, env.Stderr, "--depth must be at least 1")
+	}
+	return files, nil
+}
+
+// runAnswers prints one answer per device of each snapshot: one computes
+// it (its JSON value and how to write it as text); texts are separated by
+// a blank line, JSON values collected into one document.
+func runAnswers(env *Env, f *answerFlags, files []string, one func(name string, d *analysis.Device) (any, func(io.Writer) error, error)) error {
+	var out []any
+	err := eachDevice(env, files, f, func(name string, s *snapshot.Snapshot, d *analysis.Device) error {
+		v, text, err := one(name, d)
+		if err != nil {
+			return fmt.Errorf("%s: %v", name, err)
+		}
 		if f.asJSON {
-			out = append(out, a)
+			out = append(out, v)
 			return nil
 		}
-		t0, ok := d.TraceStartUS()
 		return writeSeparated(env.Stdout, len(out) > 0, func(w io.Writer) error {
 			out = append(out, nil)
-			return report.WriteLive(w, name, a, t0, ok)
+			return text(w)
 		})
 	})
 	if err != nil {
 		return err
 	}
-	return writeJSONAnswers(env, &f, out)
+	return writeJSONAnswers(env, f, out)
 }
 
 // eachDevice loads each snapshot in turn (the demo first) and calls fn for

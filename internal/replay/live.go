@@ -143,3 +143,13 @@ func Rounder(s *snapshot.Snapshot) func(n uint64) uint64 {
 	divs := s.AllocatorSettings.Divisions()
 	return func(n uint64) uint64 { return rules.RoundSize(n, divs) }
 }
+
+// DeviceSegments returns the indices of device's dump segments sorted by
+// address (memory_viz's order for finding an address's pool).
+func DeviceSegments(s *snapshot.Snapshot, device int) []int32 { return deviceSegments(s, device) }
+
+// FindSegment returns the segment of segs (from DeviceSegments) that
+// contains addr, or -1.
+func FindSegment(s *snapshot.Snapshot, segs []int32, addr uint64) int32 {
+	return findSegment(s, segs, addr)
+}
