@@ -353,7 +353,13 @@ func (c *Curves) Downsample(i0, i1, buckets int) *Downsampled { return c.downsam
 // (segments are kept by start and end address, never in a shifted
 // slice), so building is O(n + (n/K)·D) time for n events and checkpoints
 // of D differences each; memory O(dump + (n/K)·D).
-func NewHistory(s *snapshot.Snapshot, device int) *History { return newHistory(s, device) }
+func NewHistory(s *snapshot.Snapshot, device int) *History { return newHistory(s, device, false) }
+
+// StartHistory is NewHistory with the checkpoints built in the background:
+// it returns once the dump's state is ready, so that the state at the end
+// of the trace and the steps back from it are answered at once; StateAt
+// further back waits until the build has passed that point.
+func StartHistory(s *snapshot.Snapshot, device int) *History { return newHistory(s, device, true) }
 
 // CheckpointEvery is the least distance in events between stored states.
 const CheckpointEvery = 4096

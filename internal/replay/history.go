@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gpumem/gpumem/internal/rules"
 	"github.com/gpumem/gpumem/internal/units"
@@ -19,9 +20,22 @@ type History struct {
 	viz    []int32          // raw index of each memory_viz event
 	divs   *rules.Divisions // roundup_power2_divisions for estimated block sizes
 
+	base *work // the dump's state; checkpoints are changes to it
+
+	// The checkpoints, built from the end backwards (in the background
+	// after StartHistory): mu guards them, grown is signalled at each new
+	// one and when the build is done.
+	mu    sync.Mutex
+	grown *sync.Cond
+	done  bool
 	every int          // distance between checkpoints
 	ckpt  []checkpoint // ckpt[c] is the state after event len(viz)-1-c*every
-	base  *work        // the dump's state; checkpoints are changes to it
+
+	// last is the work state of the latest StateAt, which the next one
+	// can undo from: stepping back one event then costs one undo.
+	lastMu  sync.Mutex
+	lastIdx int
+	last    *work
 }
 
 // segRec and blockRec are the mutable state memory_viz's simulate_memory
@@ -223,7 +237,7 @@ func (s *segSet) sorted() []segRec {
 	return out
 }
 
-func newHistory(s *snapshot.Snapshot, device int) *History {
+func newHistory(s *snapshot.Snapshot, device int, background bool) *History {
 	h := &History{s: s, device: device, viz: vizEvents(s, device), divs: s.AllocatorSettings.Divisions()}
 	if device >= 0 && device < len(s.Traces) {
 		h.events = s.Traces[device].Events
@@ -249,25 +263,37 @@ func newHistory(s *snapshot.Snapshot, device int) *History {
 	}
 
 	h.base = w.clone()
-
-	// A checkpoint every CheckpointEvery events; when they pass the budget
-	// every other one is dropped and the spacing doubles.
-	const budget = 64 << 20
+	h.grown = sync.NewCond(&h.mu)
 	h.every = CheckpointEvery
+	h.ckpt = append(h.ckpt, checkpoint{after: len(h.viz) - 1})
+	if background {
+		go h.build(w)
+	} else {
+		h.build(w)
+	}
+	return h
+}
+
+// build adds the checkpoints, undoing the trace from the end in w: one
+// every CheckpointEvery events; when they pass the budget every other
+// one is dropped and the spacing doubles.
+func (h *History) build(w *work) {
+	const budget = 64 << 20
 	tr := &tracker{blocks: map[uint64]blockRef{}, segs: map[uint64]segChange{}}
 	var touched []uint64
 	w.segs.touched = &touched
 	last := len(h.viz) - 1
-	h.ckpt = append(h.ckpt, checkpoint{after: last})
 	used := 0
 	for i := last; i >= 0; i-- {
 		touched = touched[:0]
 		h.undo(w, i)
 		h.note(tr, w, i, touched)
+		// Only build writes every: it reads it without the lock.
 		if (last-(i-1))%h.every != 0 {
 			continue
 		}
 		c := tr.save(i-1, w)
+		h.mu.Lock()
 		h.ckpt = append(h.ckpt, c)
 		used += c.bytes()
 		for used > budget && h.every < len(h.viz) {
@@ -281,8 +307,41 @@ func newHistory(s *snapshot.Snapshot, device int) *History {
 			clear(h.ckpt[len(kept):])
 			h.ckpt, used, h.every = kept, u, 2*h.every
 		}
+		h.mu.Unlock()
+		h.grown.Broadcast()
 	}
-	return h
+	h.mu.Lock()
+	h.done = true
+	h.mu.Unlock()
+	h.grown.Broadcast()
+}
+
+// checkpointFor returns the checkpoint to undo from for the state after
+// idx: the nearest one at or after it. While the build has not reached
+// idx it waits, unless the last one built is near enough to undo from.
+func (h *History) checkpointFor(idx int) checkpoint {
+	n := len(h.viz)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for {
+		c := (n - 1 - idx) / h.every
+		if c < len(h.ckpt) || h.done {
+			return h.ckpt[min(c, len(h.ckpt)-1)]
+		}
+		if cp := h.ckpt[len(h.ckpt)-1]; cp.after-idx <= 2*h.every {
+			return cp
+		}
+		h.grown.Wait()
+	}
+}
+
+// wait returns once every checkpoint is built.
+func (h *History) wait() {
+	h.mu.Lock()
+	for !h.done {
+		h.grown.Wait()
+	}
+	h.mu.Unlock()
 }
 
 // clone copies a work state.
@@ -449,15 +508,30 @@ func (w *work) unmapSegment(merge bool, seg segRec) {
 func (h *History) stateAt(idx int) *State {
 	n := len(h.viz)
 	idx = max(-1, min(idx, n-1))
-	// Checkpoint c holds the state after n-1-c*every; take the nearest one
-	// at or after idx.
-	c := (n - 1 - idx) / h.every
-	c = min(c, len(h.ckpt)-1)
-	w := h.load(&h.ckpt[c])
-	for i := h.ckpt[c].after; i > idx; i-- {
+	// The nearest checkpoint at or after idx, or the last state asked for
+	// when it is nearer (stepping back through the events).
+	cp := h.checkpointFor(idx)
+	from := cp.after
+	h.lastMu.Lock()
+	w := h.last
+	if w != nil && h.lastIdx >= idx && h.lastIdx < from {
+		from = h.lastIdx
+	} else {
+		w = nil
+	}
+	h.last = nil // in use: another StateAt meanwhile loads its own
+	h.lastMu.Unlock()
+	if w == nil {
+		w = h.load(&cp)
+	}
+	for i := from; i > idx; i-- {
 		h.undo(w, i)
 	}
-	return h.buildState(idx, w)
+	st := h.buildState(idx, w)
+	h.lastMu.Lock()
+	h.last, h.lastIdx = w, idx
+	h.lastMu.Unlock()
+	return st
 }
 
 // buildState lays out a state as memory_viz's MemoryView.draw and adds

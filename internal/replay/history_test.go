@@ -1,8 +1,10 @@
 package replay
 
 import (
+	"fmt"
 	"math/rand"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +14,8 @@ import (
 // naiveState is simulate_memory: the dump state with every event after idx
 // undone, one event at a time from the end.
 func naiveState(h *History, idx int) *State {
-	w := h.load(&h.ckpt[0])
+	cp := h.checkpointFor(h.Len() - 1) // the dump
+	w := h.load(&cp)
 	for i := len(h.viz) - 1; i > idx; i-- {
 		h.undo(w, i)
 	}
@@ -92,6 +95,47 @@ func TestHistoryCheckpointsMatchNaive(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("iter %d: StateAt(%d) differs from naive replay", iter, idx)
 			}
+		}
+	}
+}
+
+// TestStartHistoryMatchesNaive: with the checkpoints built in the
+// background, states asked for at once (the end, steps back, anywhere,
+// from several goroutines) are the naive replay's.
+func TestStartHistoryMatchesNaive(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	for iter := 0; iter < 4; iter++ {
+		s := randomSnapshot(r, 9000+r.Intn(6000))
+		h := StartHistory(s, 0)
+		n := h.Len()
+		idxs := []int{n - 1, n - 2, n - 3, n - 10, n / 2, 0, -1, n - 4}
+		for k := 0; k < 6; k++ {
+			idxs = append(idxs, r.Intn(n+1)-1)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan string, len(idxs))
+		for g := 0; g < 3; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				for k, idx := range idxs {
+					if k%3 != g && k > 3 {
+						continue
+					}
+					if !reflect.DeepEqual(h.StateAt(idx), naiveState(h, idx)) {
+						errs <- fmt.Sprintf("iter %d: StateAt(%d) differs from naive replay", iter, idx)
+					}
+				}
+			}(g)
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Fatal(e)
+		}
+		h.wait()
+		if len(h.ckpt) < 2 {
+			t.Fatalf("iter %d: only %d checkpoints for %d events", iter, len(h.ckpt), n)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 )
@@ -12,8 +13,9 @@ const classifyLimit = 20000
 
 // sweepLimit bounds how many frees a query sweeps to find where the
 // elements that start above the window and end inside it have slid to;
-// past it they count as intersecting.
-const sweepLimit = 2_000_000
+// past it they are not drawn but counted in the summary, as maybe
+// intersecting.
+const sweepLimit = 300_000
 
 // overlapping appends to dst the elements of bucket bi that overlap
 // (t0, t1) in time: start < t1 and end > t0.
@@ -72,9 +74,9 @@ func (t *Timeline) selectWindow(f *Frame, t0, t1, y0, y1 float64, detail int) ([
 	if detail < 0 {
 		detail = 0
 	}
-	w := &windowSel{t: t, t0: t0, t1: t1, y0: y0, y1: y1, baseOf: map[int32]float64{}}
 	// The whole height: every element overlapping in time intersects.
 	fullY := y0 <= 0 && y1 >= float64(t.peak)
+	w := &windowSel{t: t, t0: t0, t1: t1, y0: y0, y1: y1, fullY: fullY, baseOf: map[int32]float64{}}
 	classify := func(cand []int32) {
 		if fullY {
 			w.in = append(w.in, cand...)
@@ -110,13 +112,17 @@ func (t *Timeline) selectWindow(f *Frame, t0, t1, y0, y1 float64, detail int) ([
 		f.Summarized += rest
 		f.SummaryExact = false
 	}
-	if !w.resolve() {
+	if n := w.resolve(); n > 0 {
+		f.Summarized += n
 		f.SummaryExact = false
 	}
 
 	all := w.in
-	slices.SortFunc(all, t.bySizeDesc)
 	vis := all[:min(detail, len(all))]
+	if len(all) > len(vis) {
+		selectFirst(all, len(vis), t.bySizeDesc)
+	}
+	slices.SortFunc(vis, t.bySizeDesc)
 	f.Summarized += len(all) - len(vis)
 	if fullY {
 		w.classify(slices.Clone(vis)) // only for the bottom edges
@@ -129,22 +135,26 @@ func (t *Timeline) selectWindow(f *Frame, t0, t1, y0, y1 float64, detail int) ([
 type windowSel struct {
 	t              *Timeline
 	t0, t1, y0, y1 float64
-	first, last    *stackPrefix // the stack at t0 and t1, on first use
+	fullY          bool
+	first, last    *stackPrefix // the stack at t0 and t1, as far up as needed
 	in, maybe      []int32      // intersecting; starting above, ending inside
 	baseOf         map[int32]float64
 }
 
-// stackPrefix is the stack at one time: the positions of the elements
-// with weight there and the weighted bytes below each.
+// stackPrefix is the stack at one time below position limit: the
+// positions of the elements with weight there and the weighted bytes
+// below each.
 type stackPrefix struct {
 	pos   []int32
 	below []float64
 	total float64
+	limit int32
 }
 
-func (t *Timeline) prefixAt(x float64) *stackPrefix {
-	sp := &stackPrefix{}
-	t.stack(x, len(t.byPos), func(id int32, w float64) {
+func (t *Timeline) prefixAt(x float64, limit int32) *stackPrefix {
+	n := min(int(limit), 1<<20)
+	sp := &stackPrefix{pos: make([]int32, 0, n), below: make([]float64, 0, n), limit: limit}
+	t.stack(x, int(limit), func(id int32, w float64) {
 		sp.pos = append(sp.pos, t.pos[id])
 		sp.below = append(sp.below, sp.total)
 		sp.total += w
@@ -161,23 +171,37 @@ func (sp *stackPrefix) at(p int32) float64 {
 	return sp.below[i]
 }
 
+// prefix returns sp if it covers the stack below position p, else the
+// stack at x up to the next power of two past p.
+func (w *windowSel) prefix(sp *stackPrefix, x float64, p int32) *stackPrefix {
+	if sp != nil && p < sp.limit {
+		return sp
+	}
+	limit := int32(min(1<<bits.Len32(uint32(p)), len(w.t.byPos)))
+	return w.t.prefixAt(x, max(limit, p+1))
+}
+
 // classify sorts cand into in and maybe, recording the bottom edge at
 // the first sample of each.
 func (w *windowSel) classify(cand []int32) {
 	t := w.t
-	if w.first == nil {
-		w.first, w.last = t.prefixAt(w.t0), t.prefixAt(w.t1)
-	}
 	for _, id := range cand {
+		p := t.pos[id]
 		b := float64(t.off0[id])
 		if float64(t.start[id]) < w.t0 {
-			b = w.first.at(t.pos[id])
+			w.first = w.prefix(w.first, w.t0, p)
+			b = w.first.at(p)
 		}
 		if b+float64(t.src[id].size) <= w.y0 {
 			continue // its top only falls from here
 		}
+		if w.fullY {
+			w.baseOf[id] = b
+			continue
+		}
 		// The bottom at t1 of its position bounds it from below.
-		low := w.last.at(t.pos[id])
+		w.last = w.prefix(w.last, w.t1, p)
+		low := w.last.at(p)
 		switch {
 		case low >= w.y1:
 			continue
@@ -194,11 +218,11 @@ func (w *windowSel) classify(cand []int32) {
 // they end into in. Their slide is the sum of the frees below them that
 // ramp between their first sample and their end, found with one sweep of
 // those frees in time and a Fenwick tree over the elements' positions.
-// It says false, and counts them all in, when that is too many frees.
-func (w *windowSel) resolve() bool {
+// When that is too many frees it leaves them out and returns how many.
+func (w *windowSel) resolve() int {
 	t, ms := w.t, w.maybe
 	if len(ms) == 0 {
-		return true
+		return 0
 	}
 	slices.SortFunc(ms, func(a, b int32) int { return int(t.pos[a] - t.pos[b]) })
 	minX, maxX := math.Inf(1), math.Inf(-1)
@@ -209,8 +233,7 @@ func (w *windowSel) resolve() bool {
 	f0 := sort.Search(len(t.freeEnd), func(i int) bool { return float64(t.freeEnd[i])+3 > minX })
 	f1 := sort.Search(len(t.freeEnd), func(i int) bool { return float64(t.freeEnd[i]) >= maxX })
 	if f1-f0 > sweepLimit {
-		w.in = append(w.in, ms...)
-		return false
+		return len(ms)
 	}
 	type query struct {
 		x    float64
@@ -264,7 +287,52 @@ func (w *windowSel) resolve() bool {
 			w.in = append(w.in, id)
 		}
 	}
-	return true
+	return 0
+}
+
+// selectFirst reorders a so that a[:k] holds its k first elements under
+// cmp, in no particular order (quickselect: O(len(a)) on average, where
+// sorting a million candidates of one size class to keep 15,000 took
+// most of a query).
+func selectFirst(a []int32, k int, cmp func(a, b int32) int) {
+	lo, hi := 0, len(a)
+	for hi-lo > 1 {
+		// Median of three as the pivot.
+		m := lo + (hi-lo)/2
+		if cmp(a[m], a[lo]) < 0 {
+			a[m], a[lo] = a[lo], a[m]
+		}
+		if cmp(a[hi-1], a[lo]) < 0 {
+			a[hi-1], a[lo] = a[lo], a[hi-1]
+		}
+		if cmp(a[hi-1], a[m]) < 0 {
+			a[hi-1], a[m] = a[m], a[hi-1]
+		}
+		p := a[m]
+		// Three-way partition: [lo,lt) < p, [lt,gt) == p, [gt,hi) > p.
+		lt, i, gt := lo, lo, hi
+		for i < gt {
+			switch c := cmp(a[i], p); {
+			case c < 0:
+				a[lt], a[i] = a[i], a[lt]
+				lt++
+				i++
+			case c > 0:
+				gt--
+				a[gt], a[i] = a[i], a[gt]
+			default:
+				i++
+			}
+		}
+		switch {
+		case k < lt:
+			hi = lt
+		case k > gt:
+			lo = gt
+		default:
+			return
+		}
+	}
 }
 
 func cmpFloat(a, b float64) int {

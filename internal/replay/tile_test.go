@@ -15,7 +15,8 @@ import (
 
 // TestTile measures Timeline, Curves and History on a large snapshot file:
 // GPUMEM_TILE=../../bench/data/baseline-80mb.pickle go test -run Tile -v
-// ./internal/replay. It logs build times and the heap each structure adds.
+// ./internal/replay. It logs build times and the heap each structure adds,
+// and times the viewer bench's zooms (GPUMEM_TILE_WINDOWS=1: only those).
 func TestTile(t *testing.T) {
 	path := os.Getenv("GPUMEM_TILE")
 	if path == "" {
@@ -56,6 +57,22 @@ func TestTile(t *testing.T) {
 		return strings.Join(b, ", ")
 	}())
 
+	// The viewer bench's zooms: 8 steps in (both axes, around the
+	// centre), Detail 15,000, 1600x600 pixels.
+	T, P := float64(tl.Timesteps()), float64(tl.PeakBytes())*1.04
+	x0, x1, y0, y1 := 0.0, T, 0.0, P
+	for k := 0; k <= 8; k++ {
+		start = time.Now()
+		f := tl.Query(x0, x1, 1600, 600, y0, y1)
+		t.Logf("window %d [%.0f,%.0f]x[%.3g,%.3g]: %v, %d polygons, %d points, %d summarised (exact %v)",
+			k, x0, x1, y0, y1, time.Since(start), len(f.IDs), len(f.Points)/2, f.Summarized, f.SummaryExact)
+		cx, cy := (x0+x1)/2, (y0+y1)/2
+		x0, x1, y0, y1 = cx-(x1-x0)/3, cx+(x1-x0)/3, cy-(y1-y0)/3, cy+(y1-y0)/3
+	}
+	if os.Getenv("GPUMEM_TILE_WINDOWS") != "" {
+		return
+	}
+
 	start = time.Now()
 	c := NewCurves(s, dev)
 	el = time.Since(start)
@@ -71,19 +88,6 @@ func TestTile(t *testing.T) {
 	start = time.Now()
 	res2 = tl.Search("b'7f0", "")
 	t.Logf("search: first %v (%d hits, builds the index), another address %v (%d hits)", el, len(res), time.Since(start), len(res2))
-
-	// The viewer bench's zooms: 8 steps in (both axes, around the
-	// centre), Detail 15,000, 1600x600 pixels.
-	T, P := float64(tl.Timesteps()), float64(tl.PeakBytes())*1.04
-	x0, x1, y0, y1 := 0.0, T, 0.0, P
-	for k := 0; k <= 8; k++ {
-		start = time.Now()
-		f := tl.Query(x0, x1, 1600, 600, y0, y1)
-		t.Logf("window %d [%.0f,%.0f]x[%.3g,%.3g]: %v, %d polygons, %d points, %d summarised (exact %v)",
-			k, x0, x1, y0, y1, time.Since(start), len(f.IDs), len(f.Points)/2, f.Summarized, f.SummaryExact)
-		cx, cy := (x0+x1)/2, (y0+y1)/2
-		x0, x1, y0, y1 = cx-(x1-x0)/3, cx+(x1-x0)/3, cy-(y1-y0)/3, cy+(y1-y0)/3
-	}
 
 	if os.Getenv("GPUMEM_TILE_HISTORY") != "" {
 		start = time.Now()

@@ -18,7 +18,7 @@ type stateHistory struct {
 }
 
 func (d *deviceData) stateHist() *stateHistory {
-	d.histOnce.Do(func() { d.history = &stateHistory{d: d, h: replay.NewHistory(d.snap, d.device)} })
+	d.histOnce.Do(func() { d.history = &stateHistory{d: d, h: replay.StartHistory(d.snap, d.device)} })
 	return d.history
 }
 
