@@ -117,6 +117,7 @@ func runEstimate(env *Env, args []string) error {
 	fs.BoolVar(&o.MixedPrecision, "mixed-precision", false, "16-bit weights and gradients with fp32 master weights in the optimizer")
 	fs.StringVar(&o.Optimizer, "optimizer", "adamw", strings.Join(estimate.Optimizers(), ", "))
 	fs.BoolVar(&o.OptimizerLoop, "optimizer-loop", false, "the optimizer updates one parameter at a time (foreach=False, or hand-written)")
+	fs.BoolVar(&o.FirstStep, "first-step", false, "the first training step: the optimizer state is created in the optimizer step, not live through forward and backward")
 	fs.BoolVar(&o.KeepGrads, "keep-grads", false, "gradients are zeroed in place (zero_grad(set_to_none=False)), so they stay allocated through the forward")
 	fs.IntVar(&o.Batch, "batch", 1, "micro-batch per GPU")
 	fs.IntVar(&o.Seq, "seq", 2048, "sequence length")

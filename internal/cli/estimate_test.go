@@ -123,11 +123,13 @@ func TestEstimateCheckCS336(t *testing.T) {
 		file string
 		args []string
 	}{
-		// 2.7B, batch 4, fp32, the course's own AdamW (a per-parameter loop).
-		{"cs336-kkaitlyn111__memory_ctx128_fullstep.pickle", []string{"--config", cfg("2.7b"), "--batch", "4", "--seq", "128"}},
-		{"cs336-kkaitlyn111__memory_files_memory_ctx128_fullstep_.pickle", []string{"--config", cfg("2.7b"), "--batch", "4", "--seq", "128"}},
-		{"cs336-kkaitlyn111__memory_files_memory_ctx256_fullstep_.pickle", []string{"--config", cfg("2.7b"), "--batch", "4", "--seq", "256"}},
-		{"cs336-kkaitlyn111__memory_files_memory_ctx512_fullstep_.pickle", []string{"--config", cfg("2.7b"), "--batch", "4", "--seq", "512"}},
+		// 2.7B, batch 4, fp32, the course's own AdamW (a per-parameter loop);
+		// each snapshot records the first step, whose optimizer step creates
+		// the state.
+		{"cs336-kkaitlyn111__memory_ctx128_fullstep.pickle", []string{"--config", cfg("2.7b"), "--batch", "4", "--seq", "128", "--first-step"}},
+		{"cs336-kkaitlyn111__memory_files_memory_ctx128_fullstep_.pickle", []string{"--config", cfg("2.7b"), "--batch", "4", "--seq", "128", "--first-step"}},
+		{"cs336-kkaitlyn111__memory_files_memory_ctx256_fullstep_.pickle", []string{"--config", cfg("2.7b"), "--batch", "4", "--seq", "256", "--first-step"}},
+		{"cs336-kkaitlyn111__memory_files_memory_ctx512_fullstep_.pickle", []string{"--config", cfg("2.7b"), "--batch", "4", "--seq", "512", "--first-step"}},
 		// large, batch 4 × 256; its gradients stay allocated through the forward.
 		{"cs336-notHanmin__memory_snapshot.pickle", []string{"--config", cfg("large"), "--batch", "4", "--seq", "256", "--keep-grads"}},
 	} {

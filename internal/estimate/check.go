@@ -126,7 +126,12 @@ func Compare(r *Result, m Measured) *Check {
 		if u := atPeak(m, "unknown"); u >= m.Peak/2 {
 			return fmt.Sprintf("%s of the measured peak has no category, so the terms cannot be compared; the estimate's peak is the %s", Size(u), phase)
 		}
-		if !o.KeepGrads && !o.Inference && phase != "optimizer step" && atPeak(m, "gradient") > r.Term(TermGradients)/2 && atPeak(m, "activation") > 0 {
+		A := r.Term(TermActivations)
+		if d > 0 && !o.FirstStep && !o.Inference && phase != "optimizer step" && atPeak(m, "optimizer_state") > 0 && atPeak(m, "activation") < A/2 {
+			return fmt.Sprintf("the measured peak is the optimizer step (little activation live), not the %s with the optimizer state beside the activations: "+
+				"in a first step the state is created only in the optimizer step; --first-step models that", phase)
+		}
+		if d < 0 && !o.KeepGrads && !o.Inference && phase != "optimizer step" && atPeak(m, "gradient") > r.Term(TermGradients)/2 && atPeak(m, "activation") >= A/2 {
 			return fmt.Sprintf("gradients (%s) are live at the measured peak beside the activations: the run keeps them allocated "+
 				"(zeroed in place, e.g. zero_grad(set_to_none=False)) instead of freeing them; --keep-grads models that", Size(atPeak(m, "gradient")))
 		}

@@ -18,6 +18,7 @@ type Options struct {
 	Optimizer      string // adamw, adam, sgd, sgd-momentum, adafactor, adamw-8bit
 	OptimizerLoop  bool   // per-parameter update loop (foreach=False, or a hand-written optimizer)
 	KeepGrads      bool   // zero_grad(set_to_none=False): gradients stay allocated through the forward
+	FirstStep      bool   // the first step: the optimizer state appears only in the optimizer step
 
 	Batch, Seq        int
 	GradCheckpointing bool
@@ -80,7 +81,7 @@ type Result struct {
 	Heuristic  *Term // the blog's linear activation heuristic, for comparison
 	Phases     []Phase
 	BlogPeak   int64 // the blog's peak: model + optimizer + max(gradients + intermediates, activations)
-	PeakBytes  int64 // allocated peak: the largest of BlogPeak and the phases
+	PeakBytes  int64 // allocated peak: the largest phase (at least BlogPeak in steady state)
 	TotalBytes int64 // what the GPU must hold: peak + allocator overhead + CUDA context
 }
 
@@ -328,16 +329,24 @@ func (r *Result) training() {
 
 	M, O, Gr, I := params, state, grads, inter
 	r.BlogPeak = M + O + max(Gr+I, act)
+	// The state lives through forward and backward from the second step
+	// on; in the first step it is created in the optimizer step.
+	O1, state1 := O, "optimizer state"
+	if o.FirstStep {
+		O1, state1 = 0, "no optimizer state yet"
+	}
+	G1, grads1 := int64(0), ""
+	if o.KeepGrads {
+		G1, grads1 = Gr, " + kept gradients"
+	}
 	r.Phases = []Phase{
-		{"forward", M + O + act, "parameters + optimizer state + activations", 0},
-		{"backward", M + O + max(act, Gr) + logitsGrad, "parameters + optimizer state + max(activations, gradients) + logits gradient", logitsGrad},
+		{"forward", M + O1 + G1 + act, "parameters + " + state1 + grads1 + " + activations", 0},
+		{"backward", M + O1 + max(act+G1, Gr) + logitsGrad,
+			"parameters + " + state1 + " + max(activations" + grads1 + ", gradients) + logits gradient", logitsGrad},
 		{"optimizer step", M + O + Gr + I, "parameters + optimizer state + gradients + intermediates", I},
 	}
-	if o.KeepGrads {
-		r.Phases[0] = Phase{"forward", M + O + Gr + act, "parameters + optimizer state + kept gradients + activations", 0}
-		r.Phases[1] = Phase{"backward", M + O + Gr + act + logitsGrad, "parameters + optimizer state + kept gradients + activations + logits gradient", logitsGrad}
-	}
-	r.PeakBytes = r.BlogPeak
+	// The blog's peak is the larger of the forward and the optimizer step
+	// in steady state; the backward can exceed both.
 	for _, p := range r.Phases {
 		r.PeakBytes = max(r.PeakBytes, p.Bytes)
 	}

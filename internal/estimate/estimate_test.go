@@ -265,6 +265,20 @@ func TestPhases(t *testing.T) {
 	if blog := M + O + max(G+I, A); r.BlogPeak != blog {
 		t.Errorf("blog peak %d, want %d", r.BlogPeak, blog)
 	}
+	// The first step has no optimizer state before its optimizer step;
+	// kept gradients are live through the forward and the backward.
+	o := tinyOptions()
+	o.FirstStep, o.KeepGrads = true, true
+	r = mustEstimate(t, o)
+	want = map[string]int64{"forward": M + G + A, "backward": M + max(A+G, G) + logitsGrad, "optimizer step": M + O + G + I}
+	for _, p := range r.Phases {
+		if p.Bytes != want[p.Name] {
+			t.Errorf("first step, kept gradients: %s: %d, want %d", p.Name, p.Bytes, want[p.Name])
+		}
+	}
+	if r.PeakBytes != M+O+G+I {
+		t.Errorf("first step peak %d, want the optimizer step's %d", r.PeakBytes, M+O+G+I)
+	}
 }
 
 // TestBlogWorkedFigures reproduces the Hugging Face blog's Qwen2.5-1.5B
@@ -432,6 +446,15 @@ func TestCompareReasons(t *testing.T) {
 	c = Compare(mustEstimate(t, o), m)
 	if row := c.Rows[4]; !strings.Contains(row.Reason, "at the measured peak activation is") {
 		t.Errorf("keep-grads peak reason %q", row.Reason)
+	}
+	// A first step measured at its optimizer step, estimated in steady
+	// state: the estimate's backward holds the state the run had not made.
+	o.KeepGrads = false
+	r2 := mustEstimate(t, o)
+	first := Measured{Peak: M + O + G + 256_000, Parameters: M, Gradients: G, OptimizerState: O, Activations: A, Categories: "test",
+		AtPeak: []Amount{{"parameter", M}, {"optimizer_state", O}, {"gradient", G}, {"temporary", 256_000}}}
+	if row := Compare(r2, first).Rows[4]; !strings.Contains(row.Reason, "--first-step models that") {
+		t.Errorf("first-step reason %q", row.Reason)
 	}
 	// Nothing measured: the reason says so instead of a difference.
 	c = Compare(r, Measured{Parameters: -1, Gradients: 0, OptimizerState: -1, Activations: -1, Categories: "no stacks"})

@@ -123,6 +123,9 @@ func (o *Options) Describe() string {
 	if o.KeepGrads && !o.Inference {
 		parts = append(parts, "gradients kept through the forward")
 	}
+	if o.FirstStep && !o.Inference {
+		parts = append(parts, "first step")
+	}
 	if o.GradCheckpointing {
 		parts = append(parts, "gradient checkpointing")
 	}
@@ -173,7 +176,7 @@ func (r *Result) Write(w io.Writer, v *Verdict) error {
 	} else {
 		fmt.Fprintf(w, "\nblog peak  %s (%d bytes) = parameters + optimizer state + max(gradients + optimizer intermediates, activations)\n",
 			Size(r.BlogPeak), r.BlogPeak)
-		fmt.Fprintf(w, "peak       %s (%d bytes) = the larger of the blog peak and the %s phase\n", Size(r.PeakBytes), r.PeakBytes, r.peakPhase())
+		fmt.Fprintf(w, "peak       %s (%d bytes) = the largest phase, the %s\n", Size(r.PeakBytes), r.PeakBytes, r.peakPhase())
 	}
 	fmt.Fprintf(w, "total      %s (%d bytes) = peak + allocator overhead + CUDA context\n", Size(r.TotalBytes), r.TotalBytes)
 	if v != nil {
