@@ -10,12 +10,6 @@ import (
 // The answers gpumem peak and gpumem oom give, for the page: the handlers
 // only encode what internal/analysis computes.
 
-// analysisDevice returns the device's analysis, built on first use.
-func (d *deviceData) analysisDevice() *analysis.Device {
-	d.anOnce.Do(func() { d.an = analysis.NewDevice(d.snap, d.device) })
-	return d.an
-}
-
 // allocationView reports whether a view draws the Active Memory
 // Timeline's allocations as its elements (ids are analysis item indices).
 func allocationView(p *params, tl *timeline) bool {
@@ -41,7 +35,12 @@ func (s *Server) handleClasses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	by := r.URL.Query().Get("by")
-	legend, classes, err := p.f.device(p.device).analysisDevice().Classes(by)
+	d, err := p.f.device(p.device).analysisDevice()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
+		return
+	}
+	legend, classes, err := d.Classes(by)
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", err)
 		return
@@ -61,14 +60,17 @@ func (s *Server) handlePeak(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "view %q: the peak answer is about the allocation timelines", p.view)
 		return
 	}
-	d := p.f.device(p.device).analysisDevice()
+	d, err := p.f.device(p.device).analysisDevice()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
+		return
+	}
 	q := r.URL.Query()
 	var m analysis.Moment
 	if x := q.Get("x"); x != "" {
 		tl.axes()
 		m = d.MomentAtTimestep(tl.toStep(floatParam(r, "x", 0), p.mode))
 	} else {
-		var err error
 		if m, err = d.Resolve(q.Get("at")); err != nil {
 			writeErr(w, http.StatusBadRequest, "%v", err)
 			return
@@ -86,7 +88,11 @@ func (s *Server) handleOOM(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d := p.f.device(p.device).analysisDevice()
+	d, err := p.f.device(p.device).analysisDevice()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
+		return
+	}
 	a, err := d.OOMAnswer(analysis.OOMOptions{Capacity: uint64(max(0, intParam(r, "capacity", 0))), Top: intParam(r, "top", 10)})
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", err)

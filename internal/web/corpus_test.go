@@ -101,7 +101,7 @@ func TestAxes(t *testing.T) {
 			}
 			for _, d := range s.Devices() {
 				for _, view := range []string{ViewActive, ViewSegments} {
-					tl := newTimeline(s, d, view)
+					tl := newTimeline(s, d, view, replay.NewTimeline)
 					if _, total, ok := vizSteps(s, d, view == ViewSegments); !ok || (int(total) != tl.tl.Timesteps() && !(total == 0 && tl.tl.Timesteps() == 1)) {
 						t.Fatalf("device %d %s: vizSteps counts %d timesteps (ok %v), replay %d", d, view, total, ok, tl.tl.Timesteps())
 					}
@@ -164,7 +164,11 @@ func TestStateAgreesWithUndo(t *testing.T) {
 					if idx >= n || idx < -1 {
 						continue
 					}
-					got := dd.stateHist().stateJSON(idx)
+					hist, err := dd.stateHist()
+					if err != nil {
+						t.Fatal(err)
+					}
+					got := hist.stateJSON(idx)
 					alloc, res := naiveTotals(s, d, idx)
 					if got.Allocated != alloc || got.Reserved != res {
 						t.Errorf("device %d state after %d: allocated %.0f reserved %.0f; naive undo %.0f %.0f", d, idx,

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"math"
 	"sort"
-	"sync"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/replay"
@@ -21,12 +20,9 @@ type deviceData struct {
 	viz     []int32 // viz index -> raw event index
 	HasTime bool
 
-	curvesOnce sync.Once
-	curves     *replay.Curves
-	histOnce   sync.Once
-	history    *stateHistory
-	anOnce     sync.Once
-	an         *analysis.Device // categories, peak and OOM answers (answers.go)
+	curves  lazy[*replay.Curves]
+	history lazy[*stateHistory]
+	an      lazy[*analysis.Device] // categories, peak and OOM answers (answers.go)
 }
 
 func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {
@@ -45,18 +41,27 @@ func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {
 	return d
 }
 
-func (d *deviceData) totals() *replay.Curves {
-	d.curvesOnce.Do(func() { d.curves = replay.NewCurves(d.snap, d.device) })
-	return d.curves
+// analysisDevice returns the device's analysis, built on first use.
+func (d *deviceData) analysisDevice() (*analysis.Device, error) {
+	return d.an.get(func() *analysis.Device { return analysis.NewDevice(d.snap, d.device) },
+		"analysing device %d", d.device)
+}
+
+func (d *deviceData) totals() (*replay.Curves, error) {
+	return d.curves.get(func() *replay.Curves { return replay.NewCurves(d.snap, d.device) },
+		"computing the totals curves of device %d", d.device)
 }
 
 // curvesWindow encodes the allocated, reserved and active totals over the
 // x window [x0, x1] of tl, downsampled to at most w buckets (the max of
 // each bucket), as little-endian Float32: n, then x - x0 [n], allocated
 // [n], reserved [n], active [n]. The first point is the value at x0.
-func (d *deviceData) curvesWindow(tl *timeline, x0, x1 float64, w int, mode string) []byte {
+func (d *deviceData) curvesWindow(tl *timeline, x0, x1 float64, w int, mode string) ([]byte, error) {
 	w = min(max(w, 1), 16384)
-	c := d.totals()
+	c, err := d.totals()
+	if err != nil {
+		return nil, err
+	}
 	tl.axes()
 	vs := tl.vizStep
 	t0, t1 := tl.toStep(x0, mode), tl.toStep(x1, mode)
@@ -102,7 +107,7 @@ func (d *deviceData) curvesWindow(tl *timeline, x0, x1 float64, w int, mode stri
 			put(v)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // marker is a point of interest on the x axis.

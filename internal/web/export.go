@@ -46,9 +46,8 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 	default:
 		return fmt.Errorf("unknown view %q (want active, private, segments, state or settings)", opt.View)
 	}
-	srv := New(Options{})
-	id := srv.Add(name, snap)
-	f := srv.file(id)
+	st := NewStore()
+	f := st.file(st.Add(name, snap))
 	fi := fileInfoOf(f)
 	found := false
 	for _, d := range fi.Devices {
@@ -94,22 +93,29 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 		if !want(view) {
 			continue
 		}
-		p := &params{f: f, device: device, view: view, detail: opt.Detail}
-		tl := f.timeline(device, view)
+		tl, err := f.timeline(device, view)
+		if err != nil {
+			return err
+		}
 		modes := []string{"event"}
 		if tl.hasTime() {
 			modes = append(modes, "time")
 		}
 		for _, mode := range modes {
-			p.mode = mode
 			lo, hi := tl.xRange(mode)
 			win := tl.window(windowQuery{X0: lo, X1: hi, W: opt.Width, H: 1000, Mode: mode, Detail: opt.Detail})
 			dd := f.device(device)
-			m := srv.meta(p)
+			m, err := f.meta(device, view, opt.Detail, mode)
+			if err != nil {
+				return err
+			}
+			curves, err := dd.curvesWindow(tl, lo, hi, opt.Width, mode)
+			if err != nil {
+				return err
+			}
 			vd := &viewData{Meta: m, Window: base64.StdEncoding.EncodeToString(win), Elems: map[int][2]any{},
 				Markers: dd.markers(tl),
-				Curves: map[string]any{"x0": lo, "x1": hi,
-					"data": base64.StdEncoding.EncodeToString(dd.curvesWindow(tl, lo, hi, opt.Width, mode))}}
+				Curves:  map[string]any{"x0": lo, "x1": hi, "data": base64.StdEncoding.EncodeToString(curves)}}
 			// Details for every polygon the page can show; identical texts
 			// (same stack and sizes) are stored once.
 			nS := windowPolygons(win)
@@ -140,7 +146,11 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 	} else if want(ViewState) {
 		lines := make([]string, len(dd.viz))
 		evs := make([][5]any, len(dd.viz))
-		h := dd.stateHist().h
+		hist, err := dd.stateHist()
+		if err != nil {
+			return err
+		}
+		h := hist.h
 		for i, r := range dd.viz {
 			e := &dd.events[r]
 			lines[i] = eventLine(h.Event(i))

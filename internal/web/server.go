@@ -15,8 +15,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
@@ -27,6 +25,9 @@ var staticFS embed.FS
 
 // Options configure a Server.
 type Options struct {
+	// Timeline, when set, builds a view's timeline instead of
+	// replay.NewTimeline: tests make a build fail with it.
+	Timeline func(s *snapshot.Snapshot, device int, kind replay.Kind) *replay.Timeline
 	// Decode turns uploaded bytes into a snapshot; nil disables uploads.
 	Decode func(name string, data []byte) (*snapshot.Snapshot, error)
 	// MaxUpload caps an upload's size in bytes (default 4 GiB).
@@ -36,53 +37,13 @@ type Options struct {
 	Addr string
 }
 
-// Server holds the loaded snapshots and what was computed from them.
+// Server is the viewer's HTTP layer over a Store (Add, Load and Warm are
+// the store's): each handler reads its parameters, asks the store, and
+// encodes the answer or the error.
 type Server struct {
+	*Store
 	opt   Options
-	mu    sync.Mutex
-	files []*file
-	// lastLoad is closed when the most recently queued Load has finished;
-	// loads run one after another so that the first file is ready first.
-	lastLoad chan struct{}
-	watch    watchLogs // gpumem watch logs, drawn by watch.html
-}
-
-// A file goes from loading to shown (decoded but for its address
-// versions: the requests that need none are answered) to ready (decoded,
-// or failed).
-type file struct {
-	ID   int
-	Name string
-	// Snap is set before shown is closed and never after; loadErr before
-	// ready is closed, and before shown when Snap is nil.
-	Snap    *snapshot.Snapshot
-	loadErr error
-	shown   chan struct{}
-	ready   chan struct{}
-	// published says that showEarly, called on the loading goroutine,
-	// has shown Snap.
-	published bool
-	// Decoding progress, for the page's loading message.
-	doneBytes, totalBytes atomic.Int64
-	// warm is set by Warm: lay out the first view as soon as possible.
-	warm atomic.Bool
-
-	mu        sync.Mutex
-	devs      map[int]*deviceData
-	timelines map[tlKey]*tlEntry
-
-	infoOnce sync.Once
-	info     fileInfo
-}
-
-type tlKey struct {
-	device int
-	view   string
-}
-
-type tlEntry struct {
-	once sync.Once
-	tl   *timeline
+	watch watchLogs // gpumem watch logs, drawn by watch.html
 }
 
 // New returns a server with no files.
@@ -90,204 +51,15 @@ func New(opt Options) *Server {
 	if opt.MaxUpload <= 0 {
 		opt.MaxUpload = 4 << 30
 	}
-	return &Server{opt: opt}
+	st := NewStore()
+	if opt.Timeline != nil {
+		st.build = opt.Timeline
+	}
+	return &Server{Store: st, opt: opt}
 }
 
 // SetAddr records the address the listener is bound to (for the Host check).
 func (s *Server) SetAddr(addr string) { s.opt.Addr = addr }
-
-// Add registers a decoded snapshot under a display name and returns its id.
-func (s *Server) Add(name string, snap *snapshot.Snapshot) int {
-	f := s.addPending(name)
-	f.finish(snap, nil)
-	return f.ID
-}
-
-// A Loader decodes one file for Load. It reports its progress with
-// progress and, when it can, passes early to the decoder as
-// snapshot.Options.Early, so that the server starts laying out the first
-// view while the decoder finishes.
-type Loader func(progress func(done, total int64), early func(*snapshot.Snapshot)) (*snapshot.Snapshot, error)
-
-// Load registers a file under name at once and decodes it in the
-// background with load, after the files queued before it. Until it is
-// shown the page lists it as loading with load's progress, and requests
-// for it wait (those that show address versions until it is ready). The
-// returned channel receives load's error (nil on success) when it is done.
-//
-// gpumem serve loads this way so that the browser fetches the page while
-// the snapshot is decoded, and a big file shows its progress.
-func (s *Server) Load(name string, load Loader) (int, <-chan error) {
-	f := s.addPending(name)
-	s.mu.Lock()
-	prev, next := s.lastLoad, make(chan struct{})
-	s.lastLoad = next
-	s.mu.Unlock()
-	errc := make(chan error, 1)
-	go func() {
-		defer close(next)
-		if prev != nil {
-			<-prev
-		}
-		snap, err := loadSafe(load, func(done, total int64) {
-			f.doneBytes.Store(done)
-			f.totalBytes.Store(total)
-		}, f.showEarly)
-		f.finish(snap, err)
-		errc <- err
-	}()
-	return f.ID, errc
-}
-
-// loadSafe keeps the server alive if a decoder panics on bad input.
-func loadSafe(load Loader, progress func(done, total int64), early func(*snapshot.Snapshot)) (snap *snapshot.Snapshot, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			snap, err = nil, fmt.Errorf("decoder failed: %v", p)
-		}
-	}()
-	snap, err = load(progress, early)
-	if err == nil && snap == nil {
-		err = errors.New("decoder returned no snapshot")
-	}
-	return snap, err
-}
-
-func (f *file) finish(snap *snapshot.Snapshot, err error) {
-	f.loadErr = err
-	if !f.published {
-		f.Snap = snap
-		close(f.shown)
-	}
-	close(f.ready)
-}
-
-// isShown reports whether the file is shown (or failed).
-func (f *file) isShown() bool {
-	select {
-	case <-f.shown:
-		return true
-	default:
-		return false
-	}
-}
-
-// waitShown blocks until the file is shown or failed, or ctx ends.
-func (f *file) waitShown(ctx context.Context) error {
-	select {
-	case <-f.shown:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if f.Snap == nil {
-		return f.loadErr
-	}
-	return nil
-}
-
-// wait blocks until the file is ready or ctx ends.
-func (f *file) wait(ctx context.Context) error {
-	select {
-	case <-f.ready:
-		return f.loadErr
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (s *Server) addPending(name string) *file {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// Duplicate names get " (n)" like memory_viz.
-	base, n := name, 1
-	for taken := true; taken; {
-		taken = false
-		for _, f := range s.files {
-			if f.Name == name {
-				n++
-				name = fmt.Sprintf("%s (%d)", base, n)
-				taken = true
-				break
-			}
-		}
-	}
-	f := &file{ID: len(s.files), Name: name, shown: make(chan struct{}), ready: make(chan struct{}), devs: map[int]*deviceData{}, timelines: map[tlKey]*tlEntry{}}
-	s.files = append(s.files, f)
-	return f
-}
-
-// Warm builds, in the background and once the file is loaded, what the
-// first paint needs: the default device's Active Memory Timeline.
-// Everything else (curves, markers, the time axis, other views) is built
-// on first use, so that the first window is answered as early as possible.
-func (s *Server) Warm(id int) {
-	f := s.file(id)
-	if f == nil {
-		return
-	}
-	f.warm.Store(true)
-	go func() {
-		defer func() { _ = recover() }() // a request for it will report the failure
-		if f.waitShown(context.Background()) == nil {
-			f.timeline(f.Snap.DefaultDevice(), ViewActive)
-		}
-	}()
-}
-
-// showEarly is the file's snapshot.Options.Early, called by the decoder
-// before its last step, the address versions. It shows the snapshot to
-// the requests that need no versions (the file list, the timelines'
-// windows, curves and markers) and, when the file is to be warmed, lays
-// out its first view before the decoder goes on: the page draws while
-// the versions are filled in.
-func (f *file) showEarly(snap *snapshot.Snapshot) {
-	f.Snap = snap
-	f.published = true
-	close(f.shown)
-	if f.warm.Load() {
-		defer func() { _ = recover() }() // as in Warm
-		f.timelineOf(snap, snap.DefaultDevice(), ViewActive)
-	}
-}
-
-func (s *Server) file(id int) *file {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if id < 0 || id >= len(s.files) {
-		return nil
-	}
-	return s.files[id]
-}
-
-func (f *file) device(d int) *deviceData {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	dd := f.devs[d]
-	if dd == nil {
-		dd = newDeviceData(f.Snap, d)
-		f.devs[d] = dd
-	}
-	return dd
-}
-
-func (f *file) timeline(d int, view string) *timeline {
-	return f.timelineOf(f.Snap, d, view)
-}
-
-// timelineOf is timeline for the file's snapshot snap, which showEarly
-// has before the file is shown.
-func (f *file) timelineOf(snap *snapshot.Snapshot, d int, view string) *timeline {
-	k := tlKey{d, view}
-	f.mu.Lock()
-	e := f.timelines[k]
-	if e == nil {
-		e = &tlEntry{}
-		f.timelines[k] = e
-	}
-	f.mu.Unlock()
-	e.once.Do(func() { e.tl = newTimeline(snap, d, view) })
-	return e.tl
-}
 
 // Handler returns the HTTP handler: static UI plus /api/.
 func (s *Server) Handler() http.Handler {
@@ -459,7 +231,12 @@ func (s *Server) timelineParamsWhen(w http.ResponseWriter, r *http.Request, what
 		writeErr(w, http.StatusBadRequest, "view %q %s", p.view, what)
 		return nil, nil, false
 	}
-	return p, p.f.timeline(p.device, p.view), true
+	tl, err := p.f.timeline(p.device, p.view)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
+		return nil, nil, false
+	}
+	return p, tl, true
 }
 
 func floatParam(r *http.Request, name string, def float64) float64 {
@@ -478,73 +255,6 @@ func intParam(r *http.Request, name string, def int) int {
 	return v
 }
 
-type deviceInfo struct {
-	Device   int  `json:"device"`
-	Events   int  `json:"events"`
-	Segments int  `json:"segments"`
-	HasTime  bool `json:"hasTime"`
-}
-
-type fileInfo struct {
-	ID            int          `json:"id"`
-	Name          string       `json:"name"`
-	Generation    string       `json:"generation"`
-	Size          int64        `json:"size"`
-	Devices       []deviceInfo `json:"devices"`
-	DefaultDevice int          `json:"defaultDevice"`
-	HasSettings   bool         `json:"hasSettings"`
-	// While the file is decoded: Loading, and Done of Size bytes read
-	// (Size -1 when unknown).
-	Loading bool   `json:"loading,omitempty"`
-	Done    int64  `json:"done,omitempty"`
-	Error   string `json:"error,omitempty"`
-}
-
-// fileInfoOf describes a file; computed once (it scans every event).
-func fileInfoOf(f *file) fileInfo {
-	f.infoOnce.Do(func() { f.info = computeFileInfo(f) })
-	return f.info
-}
-
-func computeFileInfo(f *file) fileInfo {
-	s := f.Snap
-	fi := fileInfo{ID: f.ID, Name: f.Name, Generation: string(s.Source.Generation), Size: s.Source.FileSize,
-		DefaultDevice: s.DefaultDevice(), HasSettings: s.AllocatorSettings != nil, Devices: []deviceInfo{}}
-	devs := s.Devices()
-	if len(devs) == 0 {
-		devs = []int{0}
-	}
-	for _, d := range devs {
-		di := deviceInfo{Device: d}
-		if d < len(s.Traces) {
-			di.Events = len(s.Traces[d].Events)
-			di.HasTime = di.Events > 0
-			for i := range s.Traces[d].Events {
-				if s.Traces[d].Events[i].Flags&snapshot.FlagHasTime == 0 {
-					di.HasTime = false
-					break
-				}
-			}
-		}
-		for i := range s.Segments {
-			if int(s.Segments[i].Device) == d {
-				di.Segments++
-			}
-		}
-		fi.Devices = append(fi.Devices, di)
-	}
-	return fi
-}
-
-// loadErrText is a load error as one line that starts with the file name.
-func loadErrText(name string, err error) string {
-	var de *snapshot.DecodeError
-	if errors.As(err, &de) {
-		return err.Error() // names the file already
-	}
-	return name + ": " + err.Error()
-}
-
 // handleFiles lists the files. A file still being decoded is listed with
 // loading and its progress, one that failed with its error. With
 // ?wait=ID the answer waits until that file is ready, so that the page
@@ -558,68 +268,10 @@ func (s *Server) handleFiles(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	s.mu.Lock()
-	files := append([]*file(nil), s.files...)
-	s.mu.Unlock()
-	out := struct {
+	writeJSON(w, http.StatusOK, struct {
 		Files  []fileInfo `json:"files"`
 		Upload bool       `json:"upload"`
-	}{Files: []fileInfo{}, Upload: s.opt.Decode != nil}
-	for _, f := range files {
-		switch {
-		case !f.isShown():
-			fi := fileInfo{ID: f.ID, Name: f.Name, Loading: true, Devices: []deviceInfo{}, Done: f.doneBytes.Load(), Size: f.totalBytes.Load()}
-			out.Files = append(out.Files, fi)
-		case f.Snap == nil:
-			out.Files = append(out.Files, fileInfo{ID: f.ID, Name: f.Name, Error: loadErrText(f.Name, f.loadErr), Devices: []deviceInfo{}})
-		default:
-			out.Files = append(out.Files, fileInfoOf(f))
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-// metaJSON describes one view of one device.
-type metaJSON struct {
-	View      string     `json:"view"`
-	Device    int        `json:"device"`
-	Elements  int        `json:"elements"`
-	Envelopes int        `json:"envelopes"`
-	Detail    int        `json:"detail"`
-	Steps     int        `json:"steps"`
-	Events    int        `json:"events"`
-	Peak      float64    `json:"peak"`
-	HasTime   bool       `json:"hasTime"`
-	XEvent    [2]float64 `json:"xEvent"`
-	XTime     [2]float64 `json:"xTime"`
-	Empty     bool       `json:"empty"`
-	Message   string     `json:"message,omitempty"`
-}
-
-// meta describes a view. It builds the view's timeline but not its time
-// axis unless the page asks for the time mode.
-func (s *Server) meta(p *params) *metaJSON {
-	dd := p.f.device(p.device)
-	m := &metaJSON{View: p.view, Device: p.device, Events: len(dd.viz), HasTime: dd.HasTime, Detail: p.detail}
-	if isTimeline(p.view) {
-		tl := p.f.timeline(p.device, p.view)
-		m.Elements = tl.tl.Len()
-		m.Envelopes = tl.tl.Envelopes()
-		m.Steps = tl.tl.Timesteps()
-		m.Peak = float64(tl.tl.PeakBytes())
-		m.XEvent[0], m.XEvent[1] = tl.xRange("event")
-		if p.mode == "time" && dd.HasTime {
-			m.XTime[0], m.XTime[1] = tl.xRange("time")
-		}
-		if tl.tl.Len() == 0 {
-			m.Empty = true
-			m.Message = fmt.Sprintf("Device %d has no allocations in its trace or snapshot.", p.device)
-		}
-	} else if p.view == ViewState && len(dd.viz) == 0 {
-		m.Empty = true
-		m.Message = fmt.Sprintf("Device %d has no trace events; the state shown is the snapshot's.", p.device)
-	}
-	return m
+	}{s.fileList(), s.opt.Decode != nil})
 }
 
 func (s *Server) handleMeta(w http.ResponseWriter, r *http.Request) {
@@ -627,7 +279,12 @@ func (s *Server) handleMeta(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, s.meta(p))
+	m, err := p.f.meta(p.device, p.view, p.detail, p.mode)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, m)
 }
 
 func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
@@ -647,7 +304,12 @@ func (s *Server) handleCurves(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lo, hi := tl.xRange(p.mode)
-	writeBin(w, p.f.device(p.device).curvesWindow(tl, floatParam(r, "x0", lo), floatParam(r, "x1", hi), intParam(r, "w", 1000), p.mode))
+	b, err := p.f.device(p.device).curvesWindow(tl, floatParam(r, "x0", lo), floatParam(r, "x1", hi), intParam(r, "w", 1000), p.mode)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
+		return
+	}
+	writeBin(w, b)
 }
 
 func (s *Server) handleMarkers(w http.ResponseWriter, r *http.Request) {
@@ -726,7 +388,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	from := max(intParam(r, "from", 0), 0)
 	count := min(max(intParam(r, "count", 100), 0), 5000)
 	lines := []string{}
-	h := dd.stateHist().h
+	hist, err := dd.stateHist()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
+		return
+	}
+	h := hist.h
 	for i := from; i < from+count && i < h.Len(); i++ {
 		lines = append(lines, eventLine(h.Event(i)))
 	}
@@ -744,32 +411,12 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "event index %d out of range [-1, %d)", idx, len(dd.viz))
 		return
 	}
-	writeJSON(w, http.StatusOK, dd.stateHist().stateJSON(idx))
-}
-
-// settingsJSON returns allocator_settings as a JSON object (nil if absent).
-func settingsJSON(s *snapshot.Snapshot) json.RawMessage {
-	if s.AllocatorSettings == nil {
-		return nil
+	hist, err := dd.stateHist()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
+		return
 	}
-	var b strings.Builder
-	b.WriteString("{")
-	for i, kv := range s.AllocatorSettings.Raw {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		k, _ := json.Marshal(kv.Key)
-		b.Write(k)
-		b.WriteString(":")
-		v := kv.JSON
-		if !json.Valid([]byte(v)) {
-			q, _ := json.Marshal(v)
-			v = string(q)
-		}
-		b.WriteString(v)
-	}
-	b.WriteString("}")
-	return json.RawMessage(b.String())
+	writeJSON(w, http.StatusOK, hist.stateJSON(idx))
 }
 
 func (s *Server) handleSettings(w http.ResponseWriter, r *http.Request) {
@@ -814,10 +461,4 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	id := s.Add(name, snap)
 	s.Warm(id) // the page opens it next
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "file": fileInfoOf(s.file(id))})
-}
-
-// eventLine is memory_viz's formatEvent on one line (the list shows one
-// row per event).
-func eventLine(e replay.EventInfo) string {
-	return strings.Replace(e.Text, "\n              (stream", " (stream", 1)
 }

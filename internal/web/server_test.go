@@ -480,7 +480,11 @@ func TestStateOmitsSmallest(t *testing.T) {
 		addr += size
 	}
 	s.Traces = []snapshot.Trace{{}}
-	st := newDeviceData(s, 0).stateHist().stateJSON(-1)
+	hist, err := newDeviceData(s, 0).stateHist()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := hist.stateJSON(-1)
 	if len(st.Segments) != maxStateSegments || st.Omitted != n-maxStateSegments {
 		t.Fatalf("%d segments sent, %d omitted; want %d and %d", len(st.Segments), st.Omitted, maxStateSegments, n-maxStateSegments)
 	}

@@ -17,9 +17,9 @@ type stateHistory struct {
 	h *replay.History
 }
 
-func (d *deviceData) stateHist() *stateHistory {
-	d.histOnce.Do(func() { d.history = &stateHistory{d: d, h: replay.StartHistory(d.snap, d.device)} })
-	return d.history
+func (d *deviceData) stateHist() (*stateHistory, error) {
+	return d.history.get(func() *stateHistory { return &stateHistory{d: d, h: replay.StartHistory(d.snap, d.device)} },
+		"building the state history of device %d", d.device)
 }
 
 // stateJSON is the /api/state answer.

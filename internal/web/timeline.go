@@ -55,8 +55,8 @@ type timeline struct {
 	stepTime []float64
 }
 
-func newTimeline(s *snapshot.Snapshot, device int, view string) *timeline {
-	return &timeline{snap: s, device: device, view: view, tl: replay.NewTimeline(s, device, kindOf(view))}
+func newTimeline(s *snapshot.Snapshot, device int, view string, build timelineBuilder) *timeline {
+	return &timeline{snap: s, device: device, view: view, tl: build(s, device, kindOf(view))}
 }
 
 // steps is the x extent in timesteps (at least 1 so that a window exists).

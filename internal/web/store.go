@@ -1,0 +1,451 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gpumem/gpumem/internal/replay"
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// Store holds the loaded snapshots and computes, once and on first use,
+// what the viewer shows of them; it knows nothing of HTTP (the handlers in
+// server.go only encode its answers). A computation that fails (a panic
+// in replay on an input it does not expect) is kept as an error that every
+// request for it answers.
+type Store struct {
+	mu    sync.Mutex
+	files []*file
+	// lastLoad is closed when the most recently queued Load has finished;
+	// loads run one after another so that the first file is ready first.
+	lastLoad chan struct{}
+	build    timelineBuilder
+}
+
+// timelineBuilder makes the timeline of one view (replay.NewTimeline).
+type timelineBuilder func(s *snapshot.Snapshot, device int, kind replay.Kind) *replay.Timeline
+
+// NewStore returns a store with no files.
+func NewStore() *Store { return &Store{build: replay.NewTimeline} }
+
+// lazy is a value computed once. A panic in the computation becomes the
+// error every caller gets, where sync.Once alone would leave the next
+// callers a nil value.
+type lazy[T any] struct {
+	once sync.Once
+	v    T
+	err  error
+}
+
+// get computes the value with f on the first call; what and args name the
+// computation in its error.
+func (l *lazy[T]) get(f func() T, what string, args ...any) (T, error) {
+	l.once.Do(func() {
+		defer func() {
+			if p := recover(); p != nil {
+				l.err = fmt.Errorf("%s failed: %v", fmt.Sprintf(what, args...), p)
+			}
+		}()
+		l.v = f()
+	})
+	return l.v, l.err
+}
+
+// A file goes from loading to shown (decoded but for its address
+// versions: the requests that need none are answered) to ready (decoded,
+// or failed).
+type file struct {
+	ID   int
+	Name string
+	// Snap is set before shown is closed and never after; loadErr before
+	// ready is closed, and before shown when Snap is nil.
+	Snap    *snapshot.Snapshot
+	loadErr error
+	shown   chan struct{}
+	ready   chan struct{}
+	// published says that showEarly, called on the loading goroutine,
+	// has shown Snap.
+	published bool
+	// Decoding progress, for the page's loading message.
+	doneBytes, totalBytes atomic.Int64
+	// warm is set by Warm: lay out the first view as soon as possible.
+	warm atomic.Bool
+
+	mu        sync.Mutex
+	devs      map[int]*deviceData
+	timelines map[tlKey]*tlEntry
+
+	// build makes a view's timeline (replay.NewTimeline but in tests).
+	build timelineBuilder
+
+	infoOnce sync.Once
+	info     fileInfo
+}
+
+type tlKey struct {
+	device int
+	view   string
+}
+
+// tlEntry is a timeline built once, or the failure of that build.
+type tlEntry = lazy[*timeline]
+
+// Add registers a decoded snapshot under a display name and returns its id.
+func (s *Store) Add(name string, snap *snapshot.Snapshot) int {
+	f := s.addPending(name)
+	f.finish(snap, nil)
+	return f.ID
+}
+
+// A Loader decodes one file for Load. It reports its progress with
+// progress and, when it can, passes early to the decoder as
+// snapshot.Options.Early, so that the server starts laying out the first
+// view while the decoder finishes.
+type Loader func(progress func(done, total int64), early func(*snapshot.Snapshot)) (*snapshot.Snapshot, error)
+
+// Load registers a file under name at once and decodes it in the
+// background with load, after the files queued before it. Until it is
+// shown the page lists it as loading with load's progress, and requests
+// for it wait (those that show address versions until it is ready). The
+// returned channel receives load's error (nil on success) when it is done.
+//
+// gpumem serve loads this way so that the browser fetches the page while
+// the snapshot is decoded, and a big file shows its progress.
+func (s *Store) Load(name string, load Loader) (int, <-chan error) {
+	f := s.addPending(name)
+	s.mu.Lock()
+	prev, next := s.lastLoad, make(chan struct{})
+	s.lastLoad = next
+	s.mu.Unlock()
+	errc := make(chan error, 1)
+	go func() {
+		defer close(next)
+		if prev != nil {
+			<-prev
+		}
+		snap, err := loadSafe(load, func(done, total int64) {
+			f.doneBytes.Store(done)
+			f.totalBytes.Store(total)
+		}, f.showEarly)
+		f.finish(snap, err)
+		errc <- err
+	}()
+	return f.ID, errc
+}
+
+// loadSafe keeps the server alive if a decoder panics on bad input.
+func loadSafe(load Loader, progress func(done, total int64), early func(*snapshot.Snapshot)) (snap *snapshot.Snapshot, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			snap, err = nil, fmt.Errorf("decoder failed: %v", p)
+		}
+	}()
+	snap, err = load(progress, early)
+	if err == nil && snap == nil {
+		err = errors.New("decoder returned no snapshot")
+	}
+	return snap, err
+}
+
+func (f *file) finish(snap *snapshot.Snapshot, err error) {
+	f.loadErr = err
+	if !f.published {
+		f.Snap = snap
+		close(f.shown)
+	}
+	close(f.ready)
+}
+
+// isShown reports whether the file is shown (or failed).
+func (f *file) isShown() bool {
+	select {
+	case <-f.shown:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitShown blocks until the file is shown or failed, or ctx ends.
+func (f *file) waitShown(ctx context.Context) error {
+	select {
+	case <-f.shown:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if f.Snap == nil {
+		return f.loadErr
+	}
+	return nil
+}
+
+// wait blocks until the file is ready or ctx ends.
+func (f *file) wait(ctx context.Context) error {
+	select {
+	case <-f.ready:
+		return f.loadErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Store) addPending(name string) *file {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Duplicate names get " (n)" like memory_viz.
+	base, n := name, 1
+	for taken := true; taken; {
+		taken = false
+		for _, f := range s.files {
+			if f.Name == name {
+				n++
+				name = fmt.Sprintf("%s (%d)", base, n)
+				taken = true
+				break
+			}
+		}
+	}
+	f := &file{ID: len(s.files), Name: name, shown: make(chan struct{}), ready: make(chan struct{}), devs: map[int]*deviceData{},
+		timelines: map[tlKey]*tlEntry{}, build: s.build}
+	s.files = append(s.files, f)
+	return f
+}
+
+// Warm builds, in the background and once the file is loaded, what the
+// first paint needs: the default device's Active Memory Timeline.
+// Everything else (curves, markers, the time axis, other views) is built
+// on first use, so that the first window is answered as early as possible.
+func (s *Store) Warm(id int) {
+	f := s.file(id)
+	if f == nil {
+		return
+	}
+	f.warm.Store(true)
+	go func() {
+		// A failed build is kept: the requests for it answer its error.
+		if f.waitShown(context.Background()) == nil {
+			_, _ = f.timeline(f.Snap.DefaultDevice(), ViewActive)
+		}
+	}()
+}
+
+// showEarly is the file's snapshot.Options.Early, called by the decoder
+// before its last step, the address versions. It shows the snapshot to
+// the requests that need no versions (the file list, the timelines'
+// windows, curves and markers) and, when the file is to be warmed, lays
+// out its first view before the decoder goes on: the page draws while
+// the versions are filled in.
+func (f *file) showEarly(snap *snapshot.Snapshot) {
+	f.Snap = snap
+	f.published = true
+	close(f.shown)
+	if f.warm.Load() {
+		_, _ = f.timelineOf(snap, snap.DefaultDevice(), ViewActive) // as in Warm
+	}
+}
+
+func (s *Store) file(id int) *file {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id < 0 || id >= len(s.files) {
+		return nil
+	}
+	return s.files[id]
+}
+
+func (f *file) device(d int) *deviceData {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	dd := f.devs[d]
+	if dd == nil {
+		dd = newDeviceData(f.Snap, d)
+		f.devs[d] = dd
+	}
+	return dd
+}
+
+// timeline is the file's timeline of view on device d, built on first
+// use; a build that failed (a panic in replay) is an error, kept for every
+// later request.
+func (f *file) timeline(d int, view string) (*timeline, error) {
+	return f.timelineOf(f.Snap, d, view)
+}
+
+// timelineOf is timeline for the file's snapshot snap, which showEarly
+// has before the file is shown.
+func (f *file) timelineOf(snap *snapshot.Snapshot, d int, view string) (*timeline, error) {
+	k := tlKey{d, view}
+	f.mu.Lock()
+	e := f.timelines[k]
+	if e == nil {
+		e = &tlEntry{}
+		f.timelines[k] = e
+	}
+	build := f.build
+	f.mu.Unlock()
+	return e.get(func() *timeline { return newTimeline(snap, d, view, build) },
+		"building the %s timeline of device %d", view, d)
+}
+
+type deviceInfo struct {
+	Device   int  `json:"device"`
+	Events   int  `json:"events"`
+	Segments int  `json:"segments"`
+	HasTime  bool `json:"hasTime"`
+}
+
+type fileInfo struct {
+	ID            int          `json:"id"`
+	Name          string       `json:"name"`
+	Generation    string       `json:"generation"`
+	Size          int64        `json:"size"`
+	Devices       []deviceInfo `json:"devices"`
+	DefaultDevice int          `json:"defaultDevice"`
+	HasSettings   bool         `json:"hasSettings"`
+	// While the file is decoded: Loading, and Done of Size bytes read
+	// (Size -1 when unknown).
+	Loading bool   `json:"loading,omitempty"`
+	Done    int64  `json:"done,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// fileInfoOf describes a file; computed once (it scans every event).
+func fileInfoOf(f *file) fileInfo {
+	f.infoOnce.Do(func() { f.info = computeFileInfo(f) })
+	return f.info
+}
+
+func computeFileInfo(f *file) fileInfo {
+	s := f.Snap
+	fi := fileInfo{ID: f.ID, Name: f.Name, Generation: string(s.Source.Generation), Size: s.Source.FileSize,
+		DefaultDevice: s.DefaultDevice(), HasSettings: s.AllocatorSettings != nil, Devices: []deviceInfo{}}
+	devs := s.Devices()
+	if len(devs) == 0 {
+		devs = []int{0}
+	}
+	for _, d := range devs {
+		di := deviceInfo{Device: d}
+		if d < len(s.Traces) {
+			di.Events = len(s.Traces[d].Events)
+		}
+		di.HasTime = f.device(d).HasTime
+		for i := range s.Segments {
+			if int(s.Segments[i].Device) == d {
+				di.Segments++
+			}
+		}
+		fi.Devices = append(fi.Devices, di)
+	}
+	return fi
+}
+
+// fileList describes every file: one being decoded with its progress, one
+// that failed with its error.
+func (s *Store) fileList() []fileInfo {
+	s.mu.Lock()
+	files := append([]*file(nil), s.files...)
+	s.mu.Unlock()
+	out := []fileInfo{}
+	for _, f := range files {
+		switch {
+		case !f.isShown():
+			out = append(out, fileInfo{ID: f.ID, Name: f.Name, Loading: true, Devices: []deviceInfo{}, Done: f.doneBytes.Load(), Size: f.totalBytes.Load()})
+		case f.Snap == nil:
+			out = append(out, fileInfo{ID: f.ID, Name: f.Name, Error: loadErrText(f.Name, f.loadErr), Devices: []deviceInfo{}})
+		default:
+			out = append(out, fileInfoOf(f))
+		}
+	}
+	return out
+}
+
+// loadErrText is a load error as one line that starts with the file name.
+func loadErrText(name string, err error) string {
+	var de *snapshot.DecodeError
+	if errors.As(err, &de) {
+		return err.Error() // names the file already
+	}
+	return name + ": " + err.Error()
+}
+
+// metaJSON describes one view of one device.
+type metaJSON struct {
+	View      string     `json:"view"`
+	Device    int        `json:"device"`
+	Elements  int        `json:"elements"`
+	Envelopes int        `json:"envelopes"`
+	Detail    int        `json:"detail"`
+	Steps     int        `json:"steps"`
+	Events    int        `json:"events"`
+	Peak      float64    `json:"peak"`
+	HasTime   bool       `json:"hasTime"`
+	XEvent    [2]float64 `json:"xEvent"`
+	XTime     [2]float64 `json:"xTime"`
+	Empty     bool       `json:"empty"`
+	Message   string     `json:"message,omitempty"`
+}
+
+// meta describes a view. It builds the view's timeline but not its time
+// axis unless the page asks for the time mode.
+func (f *file) meta(device int, view string, detail int, mode string) (*metaJSON, error) {
+	dd := f.device(device)
+	m := &metaJSON{View: view, Device: device, Events: len(dd.viz), HasTime: dd.HasTime, Detail: detail}
+	if isTimeline(view) {
+		tl, err := f.timeline(device, view)
+		if err != nil {
+			return nil, err
+		}
+		m.Elements = tl.tl.Len()
+		m.Envelopes = tl.tl.Envelopes()
+		m.Steps = tl.tl.Timesteps()
+		m.Peak = float64(tl.tl.PeakBytes())
+		m.XEvent[0], m.XEvent[1] = tl.xRange("event")
+		if mode == "time" && dd.HasTime {
+			m.XTime[0], m.XTime[1] = tl.xRange("time")
+		}
+		if tl.tl.Len() == 0 {
+			m.Empty = true
+			m.Message = fmt.Sprintf("Device %d has no allocations in its trace or snapshot.", device)
+		}
+	} else if view == ViewState && len(dd.viz) == 0 {
+		m.Empty = true
+		m.Message = fmt.Sprintf("Device %d has no trace events; the state shown is the snapshot's.", device)
+	}
+	return m, nil
+}
+
+// settingsJSON returns allocator_settings as a JSON object (nil if absent).
+func settingsJSON(s *snapshot.Snapshot) json.RawMessage {
+	if s.AllocatorSettings == nil {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("{")
+	for i, kv := range s.AllocatorSettings.Raw {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		k, _ := json.Marshal(kv.Key)
+		b.Write(k)
+		b.WriteString(":")
+		v := kv.JSON
+		if !json.Valid([]byte(v)) {
+			q, _ := json.Marshal(v)
+			v = string(q)
+		}
+		b.WriteString(v)
+	}
+	b.WriteString("}")
+	return json.RawMessage(b.String())
+}
+
+// eventLine is memory_viz's formatEvent on one line (the list shows one
+// row per event).
+func eventLine(e replay.EventInfo) string {
+	return strings.Replace(e.Text, "\n              (stream", " (stream", 1)
+}

@@ -1,0 +1,73 @@
+package web
+
+import (
+	"encoding/json"
+	"go/parser"
+	"go/token"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpumem/gpumem/internal/replay"
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// TestFailedTimelineAnswersError: when building a timeline panics (in
+// Warm, ahead of any request, and again on request), every request that
+// needs it answers an error naming the file and the failure, and the
+// rest of the API keeps working.
+func TestFailedTimelineAnswersError(t *testing.T) {
+	calls := 0
+	s := New(Options{Addr: "127.0.0.1:8123", Timeline: func(*snapshot.Snapshot, int, replay.Kind) *replay.Timeline {
+		calls++
+		panic("index out of range [7] with length 3")
+	}})
+	id := s.Add("tiny.pickle", tinySnapshot())
+	s.Warm(id)
+	h := s.Handler()
+	for _, url := range []string{
+		"/api/meta?file=0&view=active", "/api/window?file=0&view=active", "/api/curves?file=0&view=active",
+		"/api/markers?file=0&view=active", "/api/elem?file=0&view=active&id=0", "/api/search?file=0&view=active&addr=1000",
+		"/api/meta?file=0&view=active", // asked again: the same error, not a nil timeline
+	} {
+		w := get(t, h, "127.0.0.1:8123", url)
+		var e apiError
+		if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || w.Code != http.StatusInternalServerError {
+			t.Fatalf("%s: status %d, body %q; want 500 with a JSON error", url, w.Code, w.Body)
+		}
+		if want := "tiny.pickle: building the active timeline of device 0 failed: index out of range"; !strings.HasPrefix(e.Error, want) {
+			t.Errorf("%s: error %q, want it to start with %q", url, e.Error, want)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("the failing build ran %d times, want once", calls)
+	}
+	for _, url := range []string{"/api/files", "/api/settings?file=0", "/api/state?file=0&view=state&idx=1", "/api/meta?file=0&view=state"} {
+		if w := get(t, h, "127.0.0.1:8123", url); w.Code != http.StatusOK {
+			t.Errorf("%s: status %d (%s), want 200", url, w.Code, w.Body)
+		}
+	}
+}
+
+// TestStoreKnowsNoHTTP: the store and what it computes do not import
+// net/http; only the handlers (server.go, watchlog.go, answers.go) do.
+func TestStoreKnowsNoHTTP(t *testing.T) {
+	files, _ := filepath.Glob("*.go")
+	handlers := map[string]bool{"server.go": true, "watchlog.go": true, "answers.go": true}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") || handlers[name] {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); p == "net/http" || strings.HasPrefix(p, "net/http/") {
+				t.Errorf("%s imports %s; HTTP belongs in the handlers", name, p)
+			}
+		}
+	}
+}
