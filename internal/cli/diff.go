@@ -151,24 +151,14 @@ func buildDiff(a, b *live, depth int) *diffResult {
 		return d
 	}
 	for _, x := range []*live{a, b} {
-		isB := x == b
-		p := x.prof.Fold(depth, 0)
+		p, ap := x.prof.Fold(depth, 0), allocProfile(x).Fold(depth, 0)
 		for i := range p.Samples {
 			d := site(p, &p.Samples[i])
-			if isB {
-				d.BBytes += p.Samples[i].Bytes
-			} else {
-				d.ABytes += p.Samples[i].Bytes
-			}
+			*pick(x == b, &d.BBytes, &d.ABytes) += p.Samples[i].Bytes
 		}
-		ap := allocProfile(x).Fold(depth, 0)
 		for i := range ap.Samples {
 			d := site(ap, &ap.Samples[i])
-			if isB {
-				d.BAllocs += ap.Samples[i].Count
-			} else {
-				d.AAllocs += ap.Samples[i].Count
-			}
+			*pick(x == b, &d.BAllocs, &d.AAllocs) += ap.Samples[i].Count
 		}
 	}
 	for _, d := range sites {
@@ -186,6 +176,14 @@ func buildDiff(a, b *live, depth int) *diffResult {
 	})
 	r.Settings = settingsDiff(a.s, b.s)
 	return r
+}
+
+// pick is a when cond holds, else b.
+func pick[T any](cond bool, a, b T) T {
+	if cond {
+		return a
+	}
+	return b
 }
 
 func abs(v int64) int64 {

@@ -27,6 +27,16 @@ func TestDiffContextLengths(t *testing.T) {
 			}
 			r := buildDiff(a, b, 2)
 			name := pair[0] + "->" + pair[1] + " at " + at
+			// The sites split each run's live bytes and allocations.
+			var liveA, liveB uint64
+			var allocsA, allocsB int
+			for _, st := range r.Sites {
+				liveA, liveB, allocsA, allocsB = liveA+st.ABytes, liveB+st.BBytes, allocsA+st.AAllocs, allocsB+st.BAllocs
+			}
+			if liveA != r.A.LiveBytes || liveB != r.B.LiveBytes || allocsA != r.A.Allocations || allocsB != r.B.Allocations {
+				t.Errorf("%s: sites sum to %d/%d bytes and %d/%d allocations, runs have %d/%d and %d/%d", name,
+					liveA, liveB, allocsA, allocsB, r.A.LiveBytes, r.B.LiveBytes, r.A.Allocations, r.B.Allocations)
+			}
 			if at == "end" {
 				for _, c := range []string{"parameter", "optimizer_state"} {
 					d, base := r.CategoriesDelta[c], r.A.Categories[c]

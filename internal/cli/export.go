@@ -23,9 +23,10 @@ const exportAbout = `
 Writes the snapshot in another tool's format:
   perfetto  Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing:
             per device counter tracks of allocated, reserved, active and
-            requested bytes, allocations of at least --min-slice as slices on
-            per-stream lanes (smaller ones summed in one counter), instants
-            for OOMs, snapshot events and annotations; time from time_us.
+            requested bytes and per memory category, allocations of at least
+            --min-slice as slices on per-stream lanes (the rest in one
+            counter), instants for OOMs, snapshot events and annotations;
+            time from time_us.
   json      the normalised model (segments, blocks, events, frames and
             stacks interned) of any snapshot generation; schema in README.
   pprof     a gzipped pprof profile of one device (go tool pprof reads it):

@@ -57,8 +57,9 @@ const (
 // requested bytes after every trace event (replay.Curves), one counter
 // track per memory category (analysis's categories), allocations of
 // at least MinSliceBytes as slices on per-stream lanes (a lane is a thread;
-// concurrent allocations take separate lanes), the bytes of smaller live
-// allocations as one counter, and instant events for OOMs, snapshot
+// concurrent allocations take separate lanes; the largest MaxSlices on at
+// most MaxLanes lanes per stream), the live bytes of allocations without a
+// slice as one counter, and instant events for OOMs, snapshot
 // events and external annotations. Times are time_us (µs since the Unix
 // epoch); a trace recorded without time_us (PyTorch 2.1 and older) uses
 // the event index as its µs clock, and its annotations are left out.
@@ -142,11 +143,10 @@ type track struct {
 	started bool
 	last    uint64
 	// the bucket being gathered
-	b              int
-	firstTS, hiTS  int64
-	lastTS         int64
-	hi, end        uint64
-	pending, dirty bool
+	b               int
+	firstTS, lastTS int64
+	hi, end         uint64
+	pending, dirty  bool
 }
 
 func (t *track) add(i int, ts int64, v uint64) {
@@ -162,7 +162,7 @@ func (t *track) add(i int, ts int64, v uint64) {
 		t.flush()
 	}
 	if !t.pending {
-		t.pending, t.b, t.firstTS, t.hi, t.hiTS = true, b, ts, v, ts
+		t.pending, t.b, t.firstTS, t.hi = true, b, ts, v
 	}
 	if v > t.hi {
 		t.hi = v
