@@ -66,7 +66,8 @@ func runWatch(env *Env, args []string) error {
 	fs.StringVar(&o.execOnAlert, "exec-on-alert", "", "run `CMD` (with sh -c) at the first alert, once")
 	fs.BoolVar(&o.json, "json", false, "print JSONL records (as --log writes them) instead of text")
 	fs.BoolVar(&o.plain, "plain", false, "print report lines even on a terminal (no refreshing table)")
-	fs.IntVar(&o.device, "device", -1, "watch only GPU `N` (the driver's index)")
+	o.device = -1 // every GPU; --device takes what every command's --device takes
+	fs.Var(deviceValue{&o.device}, "device", "watch only GPU `N` (the driver's index)")
 	fs.IntVar(&o.count, "count", 0, "stop after `N` samples (0: run until Ctrl-C)")
 	useDemo := fs.Bool("demo", false, "watch a simulated two-GPU training job instead of the driver")
 	pos, err := parseInterspersed(fs, args)
@@ -369,12 +370,25 @@ func procBytes(n int64) string {
 
 // replayWatch prints the reports of a log as watch printed them.
 func replayWatch(env *Env, path string, o watchOptions) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
+	// "-" reads standard input, as every command's FILE does; a missing
+	// file or a directory gets the loader's one-line messages.
+	var r io.Reader = env.Stdin
+	if path != "-" {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return prefixError(path, err)
+		}
+		if fi.IsDir() {
+			return fmt.Errorf("%s: is a directory, not a watch log", path)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return prefixError(path, err)
+		}
+		defer f.Close()
+		r = f
 	}
-	defer f.Close()
-	lg, err := gpumon.ReadLog(f, path)
+	lg, err := gpumon.ReadLog(r, path)
 	if err != nil {
 		return err
 	}

@@ -154,14 +154,28 @@ func TestWatchUsageAndBadLogs(t *testing.T) {
 		{[]string{"watch", "--exec-on-alert", "true"}, 2, "-exec-on-alert needs -alert PCT"},
 		{[]string{"watch", "--alert", "120"}, 2, "-alert is a percentage"},
 		{[]string{"watch", "x.jsonl"}, 2, "a log is read with --replay FILE"},
+		{[]string{"watch", "--device", "-1"}, 2, "want a device number (0, 1, ...)"},
 		{[]string{"watch", "--replay", bad}, 1, "gpumem watch: " + bad + ": line 2 (byte 17): not a JSON object"},
-		{[]string{"watch", "--replay", filepath.Join(dir, "missing.jsonl")}, 1, "no such file"},
+		{[]string{"watch", "--replay", filepath.Join(dir, "missing.jsonl")}, 1, "gpumem watch: " + filepath.Join(dir, "missing.jsonl") + ": no such file\n"},
+		{[]string{"watch", "--replay", dir}, 1, "gpumem watch: " + dir + ": is a directory, not a watch log\n"},
 	}
 	for _, tc := range tests {
 		code, _, errOut := runMain(t, nil, tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.err) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, errOut, tc.code, tc.err)
 		}
+	}
+}
+
+// TestWatchReplayStdin reads a log from standard input with --replay -,
+// as every command reads "-".
+func TestWatchReplayStdin(t *testing.T) {
+	log := `{"type":"start","time":"2026-11-25T14:00:00Z","backend":"fake","interval_ms":50,"report_ms":200,"devices":[{"gpu":0,"uuid":"GPU-0","name":"Fake","total":85899345920}]}
+{"type":"sample","time":"2026-11-25T14:00:00.05Z","gpu":0,"uuid":"GPU-0","used":1073741824,"free":84825604096,"total":85899345920,"util":50}
+`
+	code, out, errOut := runMain(t, []byte(log), "watch", "--replay", "-")
+	if code != 0 || !strings.Contains(out, "run started 2026-11-25 14:00:00  backend fake") || errOut != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
 
