@@ -31,6 +31,8 @@ var oomFixtures = []struct {
 	// allocator: CUDA reports 40 MiB free, as on the 100 MiB device.
 	{"oom-outside", "alloc a 60MiB\nalloc b 50MiB\n", 128 * mb, 28 * mb},
 	{"no-oom", "alloc a 60MiB\nalloc b 20MiB\nfree a\n", 100 * mb, 0},
+	// Two OOMs: 50 MiB, then 45 MiB, with 60 MiB allocated of 100 MiB.
+	{"oom-twice", "alloc a 60MiB\nalloc b 50MiB\nalloc c 45MiB\n", 100 * mb, 0},
 }
 
 var fragScript = func() string {
@@ -243,5 +245,18 @@ func TestOOMSuggestions(t *testing.T) {
 		if g.Kind != w.kind || g.Bytes != w.bytes || g.Text != w.text {
 			t.Errorf("suggestion %d: %+v, want %+v", i, g, w)
 		}
+	}
+}
+
+// TestSeveralOOMs: every OOM is answered in OOMs; the top level is the
+// first one's.
+func TestSeveralOOMs(t *testing.T) {
+	a, err := NewDevice(fixture(t, "oom-twice"), 0).OOMAnswer(OOMOptions{NoReplay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.OOMs) != 2 || a.RequestedBytes != 50*mb || a.OOMs[0].RequestedBytes != 50*mb || a.OOMs[1].RequestedBytes != 45*mb ||
+		a.OOMs[1].ShortBytes != 5*mb || a.OOMs[1].Verdict != VerdictShortage || a.OOMs[1].At.Event <= a.OOMs[0].At.Event {
+		t.Errorf("%d OOMs: top %d; %+v", len(a.OOMs), a.RequestedBytes, a.OOMs)
 	}
 }
