@@ -256,15 +256,25 @@ func classify(d *Device) []Category {
 			seenForward = false
 		}
 		if it.Born < 0 {
-			// Made before the trace: no birth phase to reason from.
+			// Made before the trace: it outlived the phase it was made in
+			// when it is freed after the trace's first allocation of
+			// another phase (next holds each phase's first birth now).
+			end := n
+			for q := phaseForward; q <= phaseOptimizer; q++ {
+				if q != p && next[q] < end {
+					end = next[q]
+				}
+			}
+			outlived := it.Died >= end
 			switch {
-			case it.Died < n:
 			case p == phaseOptimizer:
-				cats[i] = OptimizerState
+				cats[i] = pick(outlived, OptimizerState, Temporary)
 			case p == phaseBackward:
-				cats[i] = Gradient
-			case e&evInit != 0 && e&evForward == 0:
+				cats[i] = pick(outlived, Gradient, AutogradDetail)
+			case e&evInit != 0 && e&evForward == 0 && it.Died == n:
 				cats[i] = Parameter
+			case p == phaseForward && e&evForward != 0:
+				cats[i] = pick(outlived, Activation, Temporary)
 			}
 			continue
 		}

@@ -148,6 +148,10 @@ const serverAPI = {
   events: (p, from, count) => getJSON('api/events?' + q(p, { from, count })),
   state: (p, idx) => getJSON('api/state?' + q(p, { idx })),
   settings: (p) => getJSON('api/settings?' + q(p)),
+  // gpumem peak / oom answers and colour classes (server only).
+  classes: (p, by) => getJSON('api/classes?' + q(p, { by })),
+  peak: (p, extra) => getJSON('api/peak?' + q(p, extra)),
+  oom: (p) => getJSON('api/oom?' + q(p)),
 };
 
 // The embedded bundle holds one precomputed full-range window per view
@@ -282,6 +286,10 @@ const S = {
   y0: 0, y1: 1, yAuto: true,
   hoverId: -1, selId: -1, elemCache: new Map(), addrMatch: new Set(), frameMatch: new Set(),
   seq: 0, stateIdx: -1, eventsTotal: 0, eventPages: new Map(), layoutPlot: null, stateLayout: null,
+  // Colour by category or stream: a class per allocation and the legend's
+  // names (null: colour by allocation). The answer panel: the moment it
+  // answers for (x, null = the peak) and the allocations of the row clicked.
+  colorBy: 'allocation', classes: null, classNames: [], moment: null, siteMatch: new Set(), answerSeq: 0,
 };
 window.gpumem = { S, formatSize, refreshed: 0 };
 
@@ -298,6 +306,7 @@ function readHash() {
   if (h.has('view') && VIEWS.includes(h.get('view'))) p.view = h.get('view');
   if (h.has('detail')) p.detail = Math.max(0, +h.get('detail') || 0);
   if (h.has('mode')) p.mode = h.get('mode') === 'time' ? 'time' : 'event';
+  if (h.has('color') && ['category', 'stream'].includes(h.get('color'))) S.colorBy = h.get('color');
   return h;
 }
 
@@ -305,6 +314,7 @@ function writeHash() {
   const h = new URLSearchParams({ file: S.p.file, device: S.p.device, view: S.p.view });
   if (S.p.detail !== 15000) h.set('detail', S.p.detail);
   if (S.p.mode !== 'event') h.set('mode', S.p.mode);
+  if (S.colorBy !== 'allocation') h.set('color', S.colorBy);
   if (isTimeline()) {
     if (S.x0 !== S.lo || S.x1 !== S.hi) { h.set('x0', +S.x0.toPrecision(12)); h.set('x1', +S.x1.toPrecision(12)); }
     if (!S.yAuto) { h.set('y0', Math.round(S.y0)); h.set('y1', Math.round(S.y1)); }
@@ -453,6 +463,9 @@ async function openTimeline(h) {
     if (b > a) { S.yAuto = false; S.y0 = Math.max(0, a); S.y1 = b; }
   }
   if (h && h.has('sel')) S.selId = +h.get('sel');
+  S.moment = null; S.siteMatch = new Set();
+  await loadClasses(seq);
+  if (seq !== S.seq) return;
   renderSummary();
   renderLegend();
   $('empty').hidden = !meta.empty;
@@ -466,6 +479,7 @@ async function openTimeline(h) {
   drawMinimap();
   if (S.selId >= 0) showElem(S.selId, true);
   runSearch();
+  showAnswer();
   afterPaint(() => api.markers(S.p).then((m) => requestDraw(() => {
     if (S.meta === meta) meta.markers = m;
   })).catch(() => {}));
@@ -484,12 +498,12 @@ function renderSummary() {
 }
 
 function renderLegend() {
-  const items = [
+  const items = S.classes ? classLegend() : [
     S.p.view === 'segments'
       ? ['sw', tableau10[0], 'Segment (one cudaMalloc; colour by segment)']
       : ['sw', tableau10[0], 'Allocation (colour by allocation; requested size)'],
-    ['sw', '#d3d7dc', summaryLabel()],
   ];
+  items.push(['sw', '#d3d7dc', summaryLabel()]);
   if (S.p.view === 'private') items.push(['sw', tableau10[9], 'Private pool (capacity; stripes are its blocks)']);
   if ($('totals').checked) {
     items.push(['ln', '#111', 'Reserved (segments)'], ['ln', '#1f6feb', 'Allocated'], ['ln', '#2da44e', 'Active (incl. pending free)']);
@@ -726,6 +740,7 @@ function drawPlot() {
       lastLabelX = x;
     }
   }
+  drawMoment(ctx, X, ph);
   ctx.restore();
   window.gpumem.drawn = drawn;
   drawAxes(ctx, w, h, pw, ph, vy0, vy1, X, Y);
@@ -740,7 +755,8 @@ function drawPlot() {
 function drawPolygons(ctx, win, X, Y, vy0, vy1) {
   const base = win.x0, bb = win.boxes;
   const bx0 = S.x0 - base, bx1 = S.x1 - base;
-  const searching = S.addrMatch.size > 0 || S.frameMatch.size > 0;
+  const searching = S.addrMatch.size > 0 || S.frameMatch.size > 0 || S.siteMatch.size > 0;
+  const cls = S.classes;
   const trace = (i) => {
     const s = win.starts[i], e = win.starts[i + 1];
     ctx.moveTo(X(base + win.xs[s]), Y(win.ys[s]));
@@ -756,8 +772,8 @@ function drawPolygons(ctx, win, X, Y, vy0, vy1) {
     drawn++;
     const id = win.ids[i];
     if (win.kinds[i] === 2) { envelopes.push(i); continue; }
-    const match = S.addrMatch.has(id) || S.frameMatch.has(id);
-    groups[id % 10 + (searching && !match ? 10 : 0)].push(i);
+    const match = S.addrMatch.has(id) || S.frameMatch.has(id) || S.siteMatch.has(id);
+    groups[(cls && id < cls.length ? cls[id] : id) % 10 + (searching && !match ? 10 : 0)].push(i);
     if (match || id === S.selId || id === S.hoverId) outlined.push(i);
   }
   for (const i of envelopes) {
@@ -783,6 +799,7 @@ function drawPolygons(ctx, win, X, Y, vy0, vy1) {
       ctx.strokeStyle = am && fm ? '#c000c0' : am ? '#e00' : '#2196F3';
       ctx.lineWidth = 1.5; ctx.stroke(); ctx.setLineDash([]);
     }
+    if (S.siteMatch.has(id)) { ctx.strokeStyle = '#111'; ctx.lineWidth = 1.5; ctx.stroke(); }
     if (id === S.selId || id === S.hoverId) {
       ctx.strokeStyle = '#000'; ctx.lineWidth = id === S.selId ? 2 : 1; ctx.stroke();
     }
@@ -995,6 +1012,9 @@ function setupPlotEvents() {
     if (d.moved) return;
     if (ev.target !== c) return;
     const [px, py] = local(ev);
+    const oom = oomMarkerAt(px);
+    if (oom) { showOOM(oom); return; }
+    setMoment(px);
     const hit = hitTest(px, py);
     S.selId = hit.id >= 0 && hit.id !== S.selId ? hit.id : -1;
     if (S.selId >= 0) showElem(S.selId, true, hit.ids);
@@ -1275,6 +1295,11 @@ function setupControls() {
   $('mode').addEventListener('change', () => { S.p.mode = $('mode').value; openView(null); });
   $('detail').addEventListener('change', () => { S.p.detail = Math.max(0, Math.round(+$('detail').value || 0)); openView(null); });
   $('totals').addEventListener('change', () => { renderLegend(); refreshWindow(false); });
+  $('colorby').addEventListener('change', async () => {
+    S.colorBy = $('colorby').value;
+    await loadClasses(S.seq);
+    renderLegend(); drawPlot(); writeHash();
+  });
   $('search-addr').addEventListener('input', runSearch);
   $('search-frame').addEventListener('input', runSearch);
   $('help-btn').addEventListener('click', () => { $('help').hidden = !$('help').hidden; });
@@ -1351,3 +1376,135 @@ setupControls();
 setupPlotEvents();
 setupStateEvents();
 init();
+
+// ---------- answers: colour by category / stream, what is live, OOM ----------
+// The server computes them (internal/analysis, as gpumem peak and gpumem
+// oom print them); the page only draws. A page from gpumem html has no
+// server: the colour selector and the panel are hidden there.
+const CATEGORY_COLOURS = { parameter: 0, optimizer_state: 1, gradient: 2, activation: 3, temporary: 4, input: 5, autograd_detail: 6, unknown: 7 };
+
+const answersAvailable = () => !embedded && ['active', 'private'].includes(S.p.view);
+
+// loadClasses fetches the class of every allocation for "Colour by".
+async function loadClasses(seq) {
+  const sel = $('colorby');
+  sel.disabled = !answersAvailable();
+  sel.value = S.colorBy;
+  S.classes = null; S.classNames = [];
+  if (!answersAvailable() || S.colorBy === 'allocation') return;
+  try {
+    const r = await api.classes(S.p, S.colorBy);
+    if (seq !== S.seq) return;
+    const raw = new Uint8Array(b64ToBuffer(r.classes));
+    // Category classes map to fixed colours (the same in every file).
+    const colour = r.legend.map((n, k) => r.by === 'category' ? CATEGORY_COLOURS[n] : k % 10);
+    S.classes = raw.map(k => colour[k]);
+    const present = new Array(r.legend.length).fill(0);
+    for (const k of raw) present[k]++;
+    S.classNames = r.legend.map((n, k) => ({ name: n, colour: colour[k], count: present[k] })).filter(c => c.count > 0);
+  } catch (e) {
+    showError(String(e.message || e));
+  }
+}
+
+// classLegend lists the categories (or streams) present, with their colours.
+function classLegend() {
+  return S.classNames.map(c => ['sw', tableau10[c.colour], `<span class="cls">${escapeHTML(c.name)}</span> (${formatCount(c.count)})`]);
+}
+
+// setMoment makes the answer panel answer for the moment clicked.
+function setMoment(px) {
+  if (!answersAvailable() || !S.layoutPlot) return;
+  const L = S.layoutPlot;
+  if (px < PAD.l || px > PAD.l + L.pw) return;
+  S.moment = S.x0 + (px - PAD.l) / L.pw * (S.x1 - S.x0);
+  S.siteMatch = new Set();
+  showAnswer();
+}
+
+function drawMoment(ctx, X, ph) {
+  if (S.moment === null) return;
+  const x = X(S.moment);
+  ctx.strokeStyle = '#111'; ctx.lineWidth = 1; ctx.setLineDash([2, 2]);
+  ctx.beginPath(); ctx.moveTo(x + 0.5, PAD.t); ctx.lineTo(x + 0.5, PAD.t + ph); ctx.stroke();
+  ctx.setLineDash([]);
+}
+
+const sizeText = (n) => formatSize(n, false);
+
+// showAnswer fills the panel with gpumem peak's answer for the moment (the
+// peak until a moment is clicked).
+async function showAnswer() {
+  const panel = $('answer');
+  panel.hidden = !answersAvailable();
+  if (panel.hidden) return;
+  const seq = ++S.answerSeq;
+  let a;
+  try {
+    a = await api.peak(S.p, S.moment === null ? { at: 'peak' } : { x: S.moment });
+  } catch (e) {
+    panel.textContent = String(e.message || e);
+    return;
+  }
+  if (seq !== S.answerSeq) return;
+  const where = a.at.event >= 0 ? `after event e${a.at.event}` : 'before the first event';
+  const cats = Object.entries(a.categories).filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1])
+    .map(([k, v]) => `<span class="chip"><i class="sw" style="background:${tableau10[CATEGORY_COLOURS[k]]}"></i>${k} ${sizeText(v)}</span>`).join(' ');
+  const f = a.fragmentation;
+  const rows = a.sites.map((st, k) => `<tr data-site="${k}"><td class="num">${sizeText(st.bytes)}</td><td class="num">${(100 * st.share).toFixed(1)}%</td>` +
+    `<td class="num">${formatCount(st.count)}</td><td>${escapeHTML(st.category)}</td><td class="frames">${escapeHTML(st.frames.length ? st.frames.join(' ← ') : '(no stack recorded)')}</td></tr>`).join('');
+  panel.innerHTML = `<div class="answer-head"><b>Live at ${S.moment === null ? 'the peak' : 'the selected moment'}</b> (${where}, timestep ${a.at.timestep}): ` +
+    `<b id="answer-live">${sizeText(a.live_bytes)}</b> in ${formatCount(a.live_count)} allocations · peak ${sizeText(a.peak_allocated_bytes)} · ` +
+    `fragmentation ${f.headline.toFixed(3)} (largest free block ${sizeText(f.largest_free_block_bytes)} of ${sizeText(f.free_bytes)} free)` +
+    (S.moment === null ? '' : ' <button id="answer-peak">Peak</button>') + `</div><div class="cats">${cats}</div>` +
+    `<table id="sites"><thead><tr><th>bytes</th><th>share</th><th>count</th><th>category</th><th>site (innermost user frames first; click a row to highlight)</th></tr></thead><tbody>${rows}</tbody></table>` +
+    (a.sites_omitted ? `<div class="muted">${formatCount(a.sites_omitted)} smaller sites not listed</div>` : '');
+  S.answer = a;
+  if ($('answer-peak')) $('answer-peak').onclick = () => { S.moment = null; S.siteMatch = new Set(); showAnswer(); drawPlot(); };
+  for (const tr of panel.querySelectorAll('tr[data-site]')) {
+    tr.onclick = () => {
+      const st = a.sites[+tr.dataset.site];
+      const on = !tr.classList.contains('sel');
+      for (const o of panel.querySelectorAll('tr.sel')) o.classList.remove('sel');
+      if (on) tr.classList.add('sel');
+      S.siteMatch = new Set(on ? st.items : []);
+      drawPlot();
+    };
+  }
+  drawPlot();
+}
+
+// oomMarkerAt is the OOM marker within 4 pixels of px, if any.
+function oomMarkerAt(px) {
+  if (embedded || !S.meta || !S.layoutPlot) return null;
+  const L = S.layoutPlot;
+  for (const m of S.meta.markers || []) {
+    if (m.kind !== 'oom') continue;
+    const xv = S.p.mode === 'time' ? m.time : m.event;
+    if (Math.abs(L.X(xv) - px) <= 4) return m;
+  }
+  return null;
+}
+
+// showOOM opens gpumem oom's answer for the OOM marker clicked.
+async function showOOM(marker) {
+  const panel = $('answer');
+  panel.hidden = false;
+  const seq = ++S.answerSeq;
+  let a;
+  try { a = await api.oom(S.p); } catch (e) { panel.textContent = String(e.message || e); return; }
+  if (seq !== S.answerSeq) return;
+  const ooms = a.ooms.length ? a.ooms : [a];
+  let o = ooms[0];
+  for (const x of ooms) if (Math.abs(x.at.timestep - marker.event) < Math.abs(o.at.timestep - marker.event)) o = x;
+  const li = (xs) => xs.map(x => `<li>${escapeHTML(x)}</li>`).join('');
+  const avoid = (o.settings || []).filter(s => s.avoids_oom && s.config !== 'recorded').map(s => s.config);
+  panel.innerHTML = `<div class="answer-head"><b>OOM</b> (after event e${o.at.event}): verdict <b id="oom-verdict">${escapeHTML(o.verdict)}</b> · ` +
+    `request ${sizeText(o.requested_bytes)} · CUDA free ${sizeText(o.device_free_bytes)} · reserved − allocated ${sizeText(o.reserved_unallocated_bytes)} · ` +
+    `largest free block ${sizeText(o.largest_free_block_bytes)} <button id="answer-peak">Back to the peak</button></div>` +
+    `<div><b>Why</b><ul>${li(o.arithmetic)}</ul></div>` +
+    `<div><b>Suggestions</b><ul>${li(o.suggestions.map(s => s.text)) || '<li>none</li>'}</ul></div>` +
+    (o.settings && o.settings.length ? `<div class="muted">Allocator settings replayed at ${sizeText(o.settings[0].capacity_bytes)} (reserved + CUDA free): ` +
+      `${avoid.length ? 'avoided by ' + escapeHTML(avoid.join('; ')) : 'none avoids it'}.</div>` : '');
+  $('answer-peak').onclick = () => { S.moment = null; S.siteMatch = new Set(); showAnswer(); };
+}
