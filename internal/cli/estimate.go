@@ -32,7 +32,7 @@ activations saved for backward (from the architecture, with the Hugging Face
 blog's linear heuristic beside it), CUDA context and allocator overhead; the
 memory at the end of the forward, the backward and the optimizer step; the
 blog's peak = parameters + optimizer state + max(gradients + optimizer
-intermediates, activations), and the peak, the larger of it and the phases.
+intermediates, activations), and the peak, the largest phase.
 
 The model comes from a Hugging Face config.json (--config; families: llama,
 mistral, mixtral, qwen2, gemma, gemma2, phi, phi3, gpt2, gpt_neox, opt,
