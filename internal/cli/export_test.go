@@ -101,6 +101,12 @@ func TestFlameAndDiffCLI(t *testing.T) {
 	if code, out, _ := runCLI("diff", "--demo", "--segments"); code != 0 || out != "only_before = []\nonly_after = []\n" {
 		t.Errorf("diff --segments of the demo with itself: exit %d, %q", code, out)
 	}
+	if code, out, stderr := runCLI("diff", "--demo", "--json", "--device-a", "0", "--device-b", "0"); code != 0 || !strings.Contains(out, `"device": 0`) {
+		t.Errorf("diff --device-a 0 --device-b 0: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runCLI("diff", "--demo", "--device-b", "3"); code != 1 || !strings.Contains(stderr, "no device 3") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("diff --device-b 3 of the one-device demo: exit %d, %q", code, stderr)
+	}
 	if code, _, stderr := runCLI("flame", "peak", "--demo", "--at", "e999999"); code != 1 || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("flame --at out of range: exit %d, %q", code, stderr)
 	}
