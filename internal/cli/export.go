@@ -59,6 +59,9 @@ func runExport(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := oneDevice(s, dev); err != nil { // a device the file lacks is an error, not an empty export
+		return err
+	}
 	switch format {
 	case "perfetto":
 		n, err := units.Parse(*minSlice)

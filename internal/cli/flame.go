@@ -70,6 +70,9 @@ func runFlame(env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
+		if _, err := oneDevice(s, dev); err != nil { // a device the file lacks is an error, not an empty flamegraph
+			return err
+		}
 		if kind == "memory" {
 			f = export.MemoryFlame(s, dev)
 		} else {
