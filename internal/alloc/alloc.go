@@ -230,16 +230,25 @@ type allocParams struct {
 // the default stream), or an *OOMError. Size 0 returns 0 without
 // touching the allocator, as PyTorch does.
 func (a *Allocator) Malloc(size uint64, stream int64) (uint64, error) {
+	b, err := a.malloc(size, stream)
+	if b == nil {
+		return 0, err
+	}
+	return b.ptr, nil
+}
+
+// malloc is Malloc returning the block (nil for size 0 or an OOM).
+func (a *Allocator) malloc(size uint64, stream int64) (*block, error) {
 	a.last = opInfo{}
 	if size == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	s := uint64(stream)
 	if size > maxRequest {
 		// Larger than any device; rounding would overflow size_t.
 		a.stats.NumOOMs++
 		a.recordTrace(snapshot.ActionOOM, a.deviceFree(), size, s)
-		return 0, &OOMError{Size: size, AllocSize: size, Device: a.opt.Device, Capacity: a.opt.Capacity,
+		return nil, &OOMError{Size: size, AllocSize: size, Device: a.opt.Device, Capacity: a.opt.Capacity,
 			DeviceFree: a.deviceFree(), Allowed: a.allowedIfSet(),
 			Allocated: uint64(a.stats.AllocatedBytes[PoolAll].Current),
 			Reserved:  uint64(a.stats.ReservedBytes[PoolAll].Current)}
@@ -265,7 +274,7 @@ func (a *Allocator) Malloc(size uint64, stream int64) (uint64, error) {
 		a.recordTrace(snapshot.ActionOOM, free, p.size, s)
 		a.stats.NumOOMs++
 		capacity := a.opt.Capacity
-		return 0, &OOMError{
+		return nil, &OOMError{
 			Size: p.size, AllocSize: p.allocSize, Device: a.opt.Device, Capacity: capacity,
 			DeviceFree: free, Allowed: a.allowedIfSet(),
 			Allocated: uint64(a.stats.AllocatedBytes[PoolAll].Current),
@@ -274,7 +283,7 @@ func (a *Allocator) Malloc(size uint64, stream int64) (uint64, error) {
 	}
 	split := a.shouldSplit(p.block, p.size)
 	b := a.allocFoundBlock(p, size, split)
-	return b.ptr, nil
+	return b, nil
 }
 
 func (a *Allocator) allowedIfSet() uint64 {
@@ -1010,8 +1019,8 @@ func (a *Allocator) Segments() []SegmentInfo {
 	}
 	for _, p := range []*blockPool{&a.small, &a.large} {
 		for _, ch := range p.blocks.chunks {
-			for _, b := range ch {
-				add(b)
+			for _, e := range ch {
+				add(e.b)
 			}
 		}
 	}

@@ -21,6 +21,9 @@ type block struct {
 	streamUses bool
 	gcBase     int64 // pool.gcCalls when inserted (gc_count_base)
 	exp        *expandableSegment
+	// rec is the recorded address of the request a replay served with
+	// this block (it may differ from ptr when the model diverges).
+	rec uint64
 	// segStart marks the first block of a cudaMalloc'd segment (or the
 	// block that holds the segment's head); used for reporting only.
 	seq uint64 // allocation sequence number of the block's last malloc
@@ -54,7 +57,7 @@ type chunked[T any] struct {
 	n      int
 }
 
-const maxChunk = 512
+const maxChunk = 128
 
 // pos is a position in a chunked sequence: chunk c, index i; c ==
 // len(chunks) is the end.
@@ -148,8 +151,15 @@ func (s *chunked[T]) all() []T {
 }
 
 // sizeSet holds free blocks ordered like BlockComparatorSize: (stream,
-// size, address).
-type sizeSet struct{ chunked[*block] }
+// size, address). Each entry carries its key, so a search reads only the
+// chunks, not the blocks (a block's key does not change while it is in
+// the set).
+type sizeSet struct{ chunked[sizeEntry] }
+
+type sizeEntry struct {
+	stream, size, ptr uint64
+	b                 *block
+}
 
 func sizeLess(as, asz, ap, bs, bsz, bp uint64) bool {
 	if as != bs {
@@ -165,12 +175,46 @@ func blockLess(b *block, stream, size, ptr uint64) bool {
 	return sizeLess(b.stream, b.size, b.ptr, stream, size, ptr)
 }
 
-// lowerBound returns the position of the first block not less than the key.
-func (s *sizeSet) lowerBound(stream, size, ptr uint64) pos {
-	return s.search(func(b *block) bool { return !blockLess(b, stream, size, ptr) })
+func (e *sizeEntry) less(stream, size, ptr uint64) bool {
+	return sizeLess(e.stream, e.size, e.ptr, stream, size, ptr)
 }
 
-func (s *sizeSet) insert(b *block) { s.insertAt(s.lowerBound(b.stream, b.size, b.ptr), b) }
+// at returns the block at p.
+func (s *sizeSet) at(p pos) *block { return s.chunks[p.c][p.i].b }
+
+// lowerBound returns the position of the first block not less than the
+// key (two binary searches written out: this is the replay's hot loop).
+func (s *sizeSet) lowerBound(stream, size, ptr uint64) pos {
+	cs := s.chunks
+	lo, hi := 0, len(cs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		ch := cs[m]
+		if ch[len(ch)-1].less(stream, size, ptr) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == len(cs) {
+		return s.end()
+	}
+	ch := cs[lo]
+	l, h := 0, len(ch)
+	for l < h {
+		m := int(uint(l+h) >> 1)
+		if ch[m].less(stream, size, ptr) {
+			l = m + 1
+		} else {
+			h = m
+		}
+	}
+	return pos{lo, l}
+}
+
+func (s *sizeSet) insert(b *block) {
+	s.insertAt(s.lowerBound(b.stream, b.size, b.ptr), sizeEntry{b.stream, b.size, b.ptr, b})
+}
 
 // erase removes b (matched by identity) and reports whether it was there.
 func (s *sizeSet) erase(b *block) bool {
@@ -180,6 +224,17 @@ func (s *sizeSet) erase(b *block) bool {
 		return true
 	}
 	return false
+}
+
+// all returns the blocks in order (a copy, safe to use while erasing).
+func (s *sizeSet) all() []*block {
+	out := make([]*block, 0, s.n)
+	for _, ch := range s.chunks {
+		for _, e := range ch {
+			out = append(out, e.b)
+		}
+	}
+	return out
 }
 
 // addrSet is a sorted slice ordered like BlockComparatorAddress.

@@ -135,6 +135,7 @@ func Simulate(s *snapshot.Snapshot, dev int, o ReplayOptions) (*ReplayResult, er
 	// are sized large and end where the trace shows the next one.
 	rp.a = New(cfg, Options{Capacity: o.Capacity, TotalMemory: 1 << 40, Device: dev, Record: true})
 	rp.a.off = o.off
+	rp.a.active = make(map[uint64]*block, 2*len(init.blocks)+256)
 	if o.FromEmpty {
 		rp.loadFromEmpty(init)
 	} else {
@@ -263,7 +264,28 @@ func (rp *replayer) initialState() (*initState, error) {
 	s := rp.s
 	ev := s.Traces[rp.dev].Events
 	segs := map[uint64]initSeg{}
-	blocks := make(map[uint64]initBlock, len(ev)/8)
+	// The blocks live at trace start are those whose first event in the
+	// trace is a free (allocated before recording; pending when only
+	// free_completed comes), and the dump's live blocks the trace never
+	// mentions. One map look-up per event finds the first events.
+	first := make(map[uint64]int32, len(ev)/16)
+	for i := range ev {
+		switch ev[i].Action {
+		case snapshot.ActionAlloc, snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted:
+			if _, ok := first[ev[i].Addr]; !ok {
+				first[ev[i].Addr] = int32(i)
+			}
+		}
+	}
+	var blocks []initBlock
+	for addr, i := range first {
+		switch e := &ev[i]; e.Action {
+		case snapshot.ActionFreeRequested:
+			blocks = append(blocks, initBlock{addr: addr, requested: e.Size, freedAt: int(i)})
+		case snapshot.ActionFreeCompleted:
+			blocks = append(blocks, initBlock{addr: addr, requested: e.Size, pending: true, freedAt: int(i)})
+		}
+	}
 	var runs []initSeg // mapped runs of expandable segments
 	for _, i := range rp.finalSegments() {
 		sg := &s.Segments[i]
@@ -278,33 +300,17 @@ func (rp *replayer) initialState() (*initState, error) {
 			if b.State == snapshot.BlockInactive {
 				continue
 			}
-			blocks[b.Addr] = initBlock{addr: b.Addr, size: b.Size, requested: s.Requested(&b),
-				pending: b.State == snapshot.BlockActivePendingFree, sizeKnown: true}
+			if _, ok := first[b.Addr]; ok {
+				continue
+			}
+			blocks = append(blocks, initBlock{addr: b.Addr, size: b.Size, requested: s.Requested(&b),
+				pending: b.State == snapshot.BlockActivePendingFree, sizeKnown: true})
 		}
 	}
 	var seen []initSeg // every expandable range the trace maps or unmaps
 	for i := len(ev) - 1; i >= 0; i-- {
 		e := &ev[i]
 		switch e.Action {
-		case snapshot.ActionAlloc:
-			if _, ok := blocks[e.Addr]; !ok {
-				if rp.miss() {
-					rp.note("trace: alloc at event %d (%#x) has no live block after it", i, e.Addr)
-				}
-			}
-			delete(blocks, e.Addr)
-		case snapshot.ActionFreeCompleted:
-			// Before free_completed the block was pending (or, when
-			// free_requested comes right before, allocated).
-			blocks[e.Addr] = initBlock{addr: e.Addr, requested: e.Size, pending: true, freedAt: i}
-		case snapshot.ActionFreeRequested:
-			b, ok := blocks[e.Addr]
-			if !ok {
-				b = initBlock{addr: e.Addr, requested: e.Size}
-			}
-			b.pending = false
-			b.freedAt = i
-			blocks[e.Addr] = b
 		case snapshot.ActionSegmentAlloc:
 			delete(segs, e.Addr)
 		case snapshot.ActionSegmentFree:
@@ -340,9 +346,7 @@ func (rp *replayer) initialState() (*initState, error) {
 		}
 	}
 	sort.Slice(st.segs, func(i, j int) bool { return st.segs[i].addr < st.segs[j].addr })
-	for _, b := range blocks {
-		st.blocks = append(st.blocks, b)
-	}
+	st.blocks = blocks
 	sort.Slice(st.blocks, func(i, j int) bool { return st.blocks[i].addr < st.blocks[j].addr })
 	rp.resolveSizes(st)
 	return st, nil
@@ -617,14 +621,18 @@ func (rp *replayer) run() {
 	s := rp.s
 	ev := s.Traces[rp.dev].Events
 	r.Events = len(ev)
-	// A live block is at its recorded address in the model too, unless
-	// moved maps the recorded address to the model's; movedTo holds those
-	// model addresses. On an exact replay both stay empty.
-	moved := map[uint64]uint64{}
-	movedTo := map[uint64]bool{}
+	// A live block is at its recorded address in the model too (and
+	// block.rec says so), unless moved maps the recorded address to the
+	// model's block. On an exact replay moved stays empty.
+	moved := map[uint64]*block{}
+	for _, b := range a.active {
+		b.rec = b.ptr
+	}
 	for rec, m := range rp.startAddr {
-		moved[rec] = m
-		movedTo[m] = true
+		if b := a.active[m]; b != nil {
+			b.rec = rec
+			moved[rec] = b
+		}
 	}
 	lost := map[uint64]bool{} // recorded blocks the model failed to allocate
 	// pendingModel maps recorded addresses of deferred frees to the model's.
@@ -722,7 +730,12 @@ func (rp *replayer) run() {
 			r.AllocAddrsTotal++
 			before := len(a.trace)
 			segUsed = append(segUsed[:0], make([]bool, len(recSegs))...)
-			addr, err := a.Malloc(e.Size, stream)
+			b, err := a.malloc(e.Size, stream)
+			addr := e.Addr // a request of 0 bytes gets no block
+			if b != nil {
+				addr = b.ptr
+				b.rec = e.Addr
+			}
 			// Which segment events did the model make for this request?
 			var made []Event
 			for _, me := range a.trace[before:] {
@@ -740,18 +753,14 @@ func (rp *replayer) run() {
 					}
 				}
 				lost[e.Addr] = true
-				if m, ok := moved[e.Addr]; ok {
-					delete(moved, e.Addr)
-					delete(movedTo, m)
-				}
+				delete(moved, e.Addr)
 				break
 			}
 			if len(lost) > 0 {
 				delete(lost, e.Addr)
 			}
 			if addr != e.Addr {
-				moved[e.Addr] = addr
-				movedTo[addr] = true
+				moved[e.Addr] = b
 			}
 			if addr == e.Addr {
 				r.AllocAddrsMatched++
@@ -761,28 +770,26 @@ func (rp *replayer) run() {
 				}
 			}
 		case snapshot.ActionFreeRequested:
-			maddr, ok := moved[e.Addr]
-			if ok {
+			b, ok := moved[e.Addr]
+			switch {
+			case ok:
 				delete(moved, e.Addr)
-				delete(movedTo, maddr)
-			} else if lost[e.Addr] {
-				break
-			} else {
-				maddr = e.Addr
-				if b := a.active[maddr]; b == nil || !b.allocated || movedTo[maddr] {
-					if rp.miss() {
-						rp.note("event %d free_requested %#x: no live block", i, e.Addr)
-					}
-					break
-				}
+			case lost[e.Addr]:
+			default:
+				b = a.active[e.Addr]
 			}
-			immediate := i+1 < len(ev) && ev[i+1].Action == snapshot.ActionFreeCompleted && ev[i+1].Addr == e.Addr
-			if immediate {
-				_ = a.Free(maddr)
+			if b == nil || !b.allocated || b.rec != e.Addr {
+				if !lost[e.Addr] && rp.miss() {
+					rp.note("event %d free_requested %#x: no live block", i, e.Addr)
+				}
+				break
+			}
+			if i+1 < len(ev) && ev[i+1].Action == snapshot.ActionFreeCompleted && ev[i+1].Addr == e.Addr {
+				a.free(b, false)
 				i++ // its free_completed
 			} else {
-				_ = a.FreeRequested(maddr)
-				pendingModel[e.Addr] = maddr
+				a.free(b, true)
+				pendingModel[e.Addr] = b.ptr
 			}
 		case snapshot.ActionFreeCompleted:
 			maddr, ok := pendingModel[e.Addr]
