@@ -361,7 +361,7 @@ func (a *Allocator) getFreeBlock(p *allocParams) bool {
 		return false
 	}
 	p.block = b
-	set.eraseAt(i)
+	pool.eraseAt(i)
 	return true
 }
 
@@ -531,7 +531,7 @@ func (a *Allocator) tryMergeBlocks(dst, src *block, pool *blockPool) uint64 {
 		return 0
 	}
 	if src.mapped {
-		pool.blocks.erase(src)
+		pool.erase(src)
 	} else {
 		pool.unmapped.erase(src)
 	}
@@ -751,14 +751,14 @@ func (a *Allocator) releaseBlock(b *block) {
 	if b.size >= a.cfg.MaxSplitSize {
 		a.stats.OversizeSegments.dec(1)
 	}
-	b.pool.blocks.erase(b)
+	b.pool.erase(b)
 }
 
 // releaseBlocks is release_blocks: free unsplit blocks, unmap free pages
 // of expandable segments.
 func (a *Allocator) releaseBlocks(pool *blockPool) {
 	var toUnmap []*block
-	for _, b := range pool.blocks.all() {
+	for _, b := range pool.releasable.all() {
 		if b.exp != nil {
 			toUnmap = append(toUnmap, b)
 		} else if b.prev == nil && b.next == nil {
@@ -783,7 +783,7 @@ func (a *Allocator) garbageCollectCachedBlocks() {
 	var reclaimed uint64
 	var totalAge int64
 	count := 0
-	for _, b := range a.large.blocks.all() {
+	for _, b := range a.large.releasable.all() {
 		if !b.isSplit() && b.exp == nil {
 			totalAge += b.gcCount()
 			count++
@@ -796,7 +796,7 @@ func (a *Allocator) garbageCollectCachedBlocks() {
 	for reclaimed < target && freed && count > 0 {
 		ageThreshold := float64(totalAge) / float64(count)
 		freed = false
-		for _, b := range a.large.blocks.all() {
+		for _, b := range a.large.releasable.all() {
 			if !b.isSplit() && b.exp == nil && float64(b.gcCount()) >= ageThreshold {
 				freed = true
 				reclaimed += b.size
@@ -822,7 +822,7 @@ func (a *Allocator) tryAllocateExpandableBlock(stream uint64, pool *blockPool, s
 		}
 		c = nc
 	}
-	pool.blocks.erase(c)
+	pool.erase(c)
 	return c
 }
 
@@ -942,7 +942,7 @@ func (a *Allocator) unmapBlock(b *block) {
 	uptr := es.base + begin*es.pageSize
 	usize := (end - begin) * es.pageSize
 	pool := b.pool
-	pool.blocks.erase(b)
+	pool.erase(b)
 	if before := uptr - b.ptr; before > 0 {
 		bf := &block{stream: b.stream, size: before, ptr: b.ptr, pool: pool, mapped: true, exp: es}
 		bf.prev = b.prev

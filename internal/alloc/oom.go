@@ -124,8 +124,18 @@ func WhatIfOOM(s *snapshot.Snapshot, dev int, capacity uint64, oomEvent int, con
 	return out, nil
 }
 
-// replayEach replays device dev of s once per options, on all cores.
+// replayEach replays device dev of s once per options, on all cores,
+// rebuilding the trace start once for all.
 func replayEach(s *snapshot.Snapshot, dev int, opts []ReplayOptions) ([]*ReplayResult, error) {
+	if len(opts) > 0 && opts[0].start == nil {
+		start, err := rebuildStart(s, dev)
+		if err != nil {
+			return nil, err
+		}
+		for k := range opts {
+			opts[k].start = start
+		}
+	}
 	res := make([]*ReplayResult, len(opts))
 	errs := make([]error, len(opts))
 	var wg sync.WaitGroup

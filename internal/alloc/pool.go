@@ -38,11 +38,38 @@ type blockPool struct {
 	unmapped addrSet
 	small    bool
 	gcCalls  int64 // get_free_blocks_call_count
+	// releasable holds, in the same order, the free blocks an
+	// empty_cache or GC looks at: entire segments and blocks of
+	// expandable segments. A block's neighbours stay nil or not while it
+	// is free, so it is in both sets or only in blocks throughout, and an
+	// empty_cache on a pool of a million split blocks costs nothing.
+	releasable sizeSet
 }
+
+func (b *block) releasable() bool { return b.exp != nil || (b.prev == nil && b.next == nil) }
 
 func (p *blockPool) insert(b *block) {
 	b.gcBase = p.gcCalls
 	p.blocks.insert(b)
+	if b.releasable() {
+		p.releasable.insert(b)
+	}
+}
+
+// erase removes a free block from the pool.
+func (p *blockPool) erase(b *block) bool {
+	if b.releasable() {
+		p.releasable.erase(b)
+	}
+	return p.blocks.erase(b)
+}
+
+// eraseAt removes the free block at position i of blocks.
+func (p *blockPool) eraseAt(i pos) {
+	if b := p.blocks.at(i); b.releasable() {
+		p.releasable.erase(b)
+	}
+	p.blocks.eraseAt(i)
 }
 
 // gcCount is Block::gc_count.
@@ -103,7 +130,7 @@ func (s *chunked[T]) insertAt(p pos, v T) {
 	s.n++
 	if p.c == len(s.chunks) {
 		if p.c == 0 || len(s.chunks[p.c-1]) >= maxChunk {
-			s.chunks = append(s.chunks, make([]T, 0, 16))
+			s.chunks = append(s.chunks, make([]T, 0, maxChunk))
 			p = pos{p.c, 0}
 		} else {
 			p = pos{p.c - 1, len(s.chunks[p.c-1])}

@@ -36,6 +36,9 @@ type ReplayOptions struct {
 	FromEmpty bool
 	// off switches model rules off (ablation tests).
 	off rule
+	// start, when set, is the trace start already rebuilt (replays of
+	// one trace under several settings share it; it is only read).
+	start *initState
 }
 
 // ReplayResult is the outcome of replaying one device's trace.
@@ -127,9 +130,12 @@ func Simulate(s *snapshot.Snapshot, dev int, o ReplayOptions) (*ReplayResult, er
 		o.MaxMismatches = 20
 	}
 	rp := &replayer{s: s, dev: dev, r: r, max: o.MaxMismatches, own: own}
-	init, err := rp.initialState()
-	if err != nil {
-		return nil, err
+	init := o.start
+	if init == nil {
+		var err error
+		if init, err = rp.initialState(); err != nil {
+			return nil, err
+		}
 	}
 	// The GPU the trace ran on is unknown; its expandable reservations
 	// are sized large and end where the trace shows the next one.
@@ -164,11 +170,7 @@ type TraceStart struct {
 
 // StartOf rebuilds the start of device dev's trace.
 func StartOf(s *snapshot.Snapshot, dev int) (TraceStart, error) {
-	if dev < 0 || dev >= len(s.Traces) {
-		return TraceStart{}, fmt.Errorf("device %d has no trace", dev)
-	}
-	rp := &replayer{s: s, dev: dev, r: &ReplayResult{}, max: 1, own: ConfigFromSettings(s.AllocatorSettings)}
-	st, err := rp.initialState()
+	st, err := rebuildStart(s, dev)
 	if err != nil {
 		return TraceStart{}, err
 	}
@@ -177,6 +179,15 @@ func StartOf(s *snapshot.Snapshot, dev int) (TraceStart, error) {
 		t.Reserved += sg.size
 	}
 	return t, nil
+}
+
+// rebuildStart undoes device dev's trace from the dump (see Simulate).
+func rebuildStart(s *snapshot.Snapshot, dev int) (*initState, error) {
+	if dev < 0 || dev >= len(s.Traces) {
+		return nil, fmt.Errorf("device %d has no trace", dev)
+	}
+	rp := &replayer{s: s, dev: dev, r: &ReplayResult{}, max: 1, own: ConfigFromSettings(s.AllocatorSettings)}
+	return rp.initialState()
 }
 
 type replayer struct {

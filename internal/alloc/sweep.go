@@ -63,7 +63,11 @@ func Sweep(s *snapshot.Snapshot, dev int, o SweepOptions) ([]SweepRow, error) {
 	}
 	// The default runs first: the GC rows need its peak when no capacity
 	// is given.
-	base, err := Simulate(s, dev, ReplayOptions{Config: &cfgs[0], Capacity: o.Capacity, FromEmpty: o.FromEmpty})
+	start, err := rebuildStart(s, dev)
+	if err != nil {
+		return nil, err
+	}
+	base, err := Simulate(s, dev, ReplayOptions{Config: &cfgs[0], Capacity: o.Capacity, FromEmpty: o.FromEmpty, start: start})
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +86,7 @@ func Sweep(s *snapshot.Snapshot, dev int, o SweepOptions) ([]SweepRow, error) {
 			// Show the fraction as the size it allows.
 			rows[k].Name = fmt.Sprintf("%s (fraction of %s)", strings.TrimSuffix(SweepConfigs[k], ",per_process_memory_fraction:1.0"), units.C10(capacity))
 		}
-		opts[k-1] = ReplayOptions{Config: &cfgs[k], Capacity: capacity, FromEmpty: o.FromEmpty}
+		opts[k-1] = ReplayOptions{Config: &cfgs[k], Capacity: capacity, FromEmpty: o.FromEmpty, start: start}
 	}
 	res, err := replayEach(s, dev, opts)
 	if err != nil {
