@@ -18,16 +18,17 @@ func runCLI(args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-// TestMissingDeviceIsAnError: every export and flamegraph of a device the
-// snapshot lacks fails with the one message, instead of an empty output.
+// TestMissingDeviceIsAnError: every command given a device the snapshot
+// lacks fails with the one message naming the input (not an empty output).
 func TestMissingDeviceIsAnError(t *testing.T) {
 	for _, args := range [][]string{
 		{"export", "perfetto"}, {"export", "json"}, {"export", "pprof"},
 		{"flame", "memory"}, {"flame", "segments"}, {"flame", "peak"},
+		{"html", "-o", filepath.Join(t.TempDir(), "x.html")}, {"steps"}, {"peak"}, {"oom"},
 	} {
 		args = append(args, "--demo", "--device", "99")
 		code, out, stderr := runCLI(args...)
-		if code != 1 || out != "" || stderr != "gpumem "+args[0]+": demo: no device 99 (devices: [0])\n" {
+		if code != 1 || out != "" || stderr != "gpumem "+args[0]+": demo: no device 99 (devices: 0)\n" {
 			t.Errorf("%v: exit %d, stdout %d bytes, stderr %q", args, code, len(out), stderr)
 		}
 	}

@@ -123,7 +123,7 @@ func oneDevice(s *snapshot.Snapshot, dev int) (int, error) {
 		return s.DefaultDevice(), nil
 	}
 	if !slices.Contains(s.Devices(), dev) {
-		return 0, fmt.Errorf("%s: no device %d (devices: %v)", s.Source.Name, dev, s.Devices())
+		return 0, fmt.Errorf("%s: no device %d (devices: %s)", s.Source.Name, dev, joinInts(s.Devices()))
 	}
 	return dev, nil
 }

@@ -48,6 +48,9 @@ func runHTML(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := oneDevice(s, *device); err != nil { // named by the input, not the output file
+		return err
+	}
 	name := "demo"
 	if len(files) == 1 {
 		name = filepath.Base(files[0])
