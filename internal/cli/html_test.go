@@ -32,7 +32,7 @@ func TestHTMLCommand(t *testing.T) {
 	}{
 		{[]string{"html", "--demo"}, 2, "-o OUT.html is required"},
 		{[]string{"html", "--demo", "--view", "flame", "-o", out}, 2, `unknown --view "flame"`},
-		{[]string{"html", "--demo", "--device", "7", "-o", filepath.Join(dir, "x.html")}, 1, "device 7 is not in this snapshot"},
+		{[]string{"html", "--demo", "--device", "7", "-o", filepath.Join(dir, "x.html")}, 1, "demo: no device 7 (devices: 0)"},
 		{[]string{"html", "-o", out}, 2, "want exactly one snapshot"},
 	} {
 		if code, _, stderr := runMain(t, nil, tc.args...); code != tc.code || !strings.Contains(stderr, tc.msg) {
