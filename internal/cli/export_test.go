@@ -24,7 +24,7 @@ func TestMissingDeviceIsAnError(t *testing.T) {
 	for _, args := range [][]string{
 		{"export", "perfetto"}, {"export", "json"}, {"export", "pprof"},
 		{"flame", "memory"}, {"flame", "segments"}, {"flame", "peak"},
-		{"html", "-o", filepath.Join(t.TempDir(), "x.html")}, {"steps"}, {"peak"}, {"oom"},
+		{"html", "-o", filepath.Join(t.TempDir(), "x.html")}, {"steps"}, {"peak"}, {"oom"}, {"trace"},
 	} {
 		args = append(args, "--demo", "--device", "99")
 		code, out, stderr := runCLI(args...)

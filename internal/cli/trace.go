@@ -42,6 +42,11 @@ func runTrace(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if s.Traces != nil { // a bare segment list says it has no trace, whatever the device
+		if _, err := oneDevice(s, *device); err != nil {
+			return err
+		}
+	}
 	return writeStdout(env, func(w io.Writer) error {
 		return report.Trace(w, s, report.TraceOptions{Device: *device})
 	})
