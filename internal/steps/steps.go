@@ -35,6 +35,9 @@ const (
 	FromProfilerStep Source = "ProfilerStep annotations"
 	FromOptimizer    Source = "optimizer.step annotations"
 	FromPattern      Source = "repeating allocation pattern"
+	// FromWholeTrace: no annotations and no repeating pattern of steps
+	// (one pass, such as a single forward): the trace is one step.
+	FromWholeTrace Source = "whole trace (no repeating step found)"
 )
 
 // Step is one training step: raw trace events [First, Last].
@@ -93,11 +96,11 @@ func Find(d *analysis.Device) (*Report, error) {
 	if len(bounds) == 0 {
 		bounds, names, src = optimizerSteps(d.S, d.Index, ev)
 	}
+	live := liveTotals(d)
 	if len(bounds) == 0 {
-		bounds, src = pattern(ev)
+		bounds, src = pattern(ev, func(b [][2]int) bool { return returnsToBaseline(d, live, b) })
 	}
 	r.Source = src
-	live := liveTotals(d)
 	phase := phases(d.S, ev)
 	for i, b := range bounds {
 		st := Step{Index: i, Name: fmt.Sprintf("step %d", i), First: b[0], Last: b[1], PeakEvent: -1}
@@ -191,11 +194,12 @@ func optimizerSteps(s *snapshot.Snapshot, d int, ev []snapshot.Event) (bounds []
 // pattern finds steps without annotations: a training loop allocates at
 // the same sites every step. For each candidate step count c (how often
 // some stack is allocated), the stack allocated first among those
-// allocated c times marks step starts; the candidate that explains most
-// allocations — stacks allocated a multiple of c times, the same number of
-// times in every step — wins (per-layer sites also fit the true count,
-// once-per-step sites do not fit a per-layer count).
-func pattern(ev []snapshot.Event) ([][2]int, Source) {
+// allocated c times marks step starts; candidates are tried by how many
+// allocations they explain — stacks allocated a multiple of c times, the
+// same number of times in every step (per-layer sites also fit the true
+// count, once-per-step sites do not fit a per-layer count) — and the
+// first that ok accepts wins. Without one, the whole trace is one step.
+func pattern(ev []snapshot.Event, ok func([][2]int) bool) ([][2]int, Source) {
 	count := map[snapshot.StackID]int{}
 	first := map[snapshot.StackID]int{}
 	for i := range ev {
@@ -224,8 +228,11 @@ func pattern(ev []snapshot.Event) ([][2]int, Source) {
 		return a - b
 	})
 	cands = cands[:min(len(cands), 16)]
-	var best []int
-	bestScore := 0
+	type split struct {
+		bounds [][2]int
+		score  int
+	}
+	var splits []split
 	for _, c := range cands {
 		marker, at := snapshot.NoStack, len(ev)
 		for st, n := range count {
@@ -239,19 +246,52 @@ func pattern(ev []snapshot.Event) ([][2]int, Source) {
 				starts = append(starts, i)
 			}
 		}
-		if score := fit(ev, count, starts); score > bestScore {
-			best, bestScore = starts, score
+		var bounds [][2]int
+		for i, s := range starts {
+			end := len(ev) - 1
+			if i+1 < len(starts) {
+				end = starts[i+1] - 1
+			}
+			bounds = append(bounds, [2]int{s, end})
+		}
+		splits = append(splits, split{bounds, fit(ev, count, starts)})
+	}
+	slices.SortStableFunc(splits, func(a, b split) int { return b.score - a.score })
+	for _, sp := range splits {
+		if sp.score > 0 && ok(sp.bounds) {
+			return sp.bounds, FromPattern
 		}
 	}
-	var bounds [][2]int
-	for i, s := range best {
-		end := len(ev) - 1
-		if i+1 < len(best) {
-			end = best[i+1] - 1
-		}
-		bounds = append(bounds, [2]int{s, end})
+	return [][2]int{{0, len(ev) - 1}}, FromWholeTrace
+}
+
+// returnsToBaseline tells training steps from repeated blocks inside one
+// pass (the layers of a forward): between the starts of consecutive steps
+// after the first, live memory grows, in the median, by less than half of what a step
+// allocates and frees (its peak over its start). A leak grows by far less
+// than that; the layers of a forward keep most of what they allocate.
+func returnsToBaseline(d *analysis.Device, live *totals, bounds [][2]int) bool {
+	if len(bounds) < 2 {
+		return false
 	}
-	return bounds, FromPattern
+	var growth, transient []int64
+	for i, b := range bounds {
+		start := int64(live.at(d, b[0]-1))
+		peak := start
+		for k := b[0]; k <= b[1]; k++ {
+			peak = max(peak, int64(live.at(d, k)))
+		}
+		transient = append(transient, peak-start)
+		if i > 0 && i+1 < len(bounds) { // step 0 is warm-up (optimizer state)
+			growth = append(growth, int64(live.at(d, bounds[i+1][0]-1))-start)
+		}
+	}
+	if len(growth) == 0 {
+		return true // two steps: nothing to compare after the warm-up
+	}
+	slices.Sort(growth)
+	slices.Sort(transient)
+	return 2*growth[len(growth)/2] < transient[len(transient)/2]
 }
 
 // fit counts the allocations whose stack occurs the same number of times

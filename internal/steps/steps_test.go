@@ -100,3 +100,19 @@ func TestRealSteps(t *testing.T) {
 		t.Errorf("step %+v", st)
 	}
 }
+
+// TestRealForwardOnly: a single forward pass repeats per layer but is not
+// a loop of steps (the layers keep their activations): one step, no leak.
+func TestRealForwardOnly(t *testing.T) {
+	s, err := snapshot.Open(corpus.File(t, "cs336-kkaitlyn111__memory_files_memory_ctx128_forward_.pickle"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Find(analysis.NewDevice(s, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Source != FromWholeTrace || len(r.Steps) != 1 || r.Leak {
+		t.Errorf("%d steps from %s, leak %v; want the whole trace as one step", len(r.Steps), r.Source, r.Leak)
+	}
+}
