@@ -253,4 +253,5 @@ func UserFrame(f *snapshot.Frame) bool {
 // libraryPaths mark files that are not the user's code.
 var libraryPaths = []string{
 	"site-packages/", "dist-packages/", "/lib/python3", "/Lib/", "/torch/", "torch/",
+	"torchinductor_", // code Inductor generated (/tmp/torchinductor_USER/...)
 }
