@@ -692,7 +692,10 @@ func (a *Allocator) releaseAvailableCachedBlocks(p *allocParams) bool {
 	key := max(p.size, a.cfg.MaxSplitSize)
 	set := &pool.blocks
 	it := set.lowerBound(p.stream, key, 0)
-	if set.isEnd(it) || set.at(it).stream != p.stream {
+	// An expandable block is never cudaFree'd here (release_block would
+	// free its segment); PyTorch skips it and unmaps its pages later, in
+	// release_cached_blocks.
+	if set.isEnd(it) || set.at(it).stream != p.stream || set.at(it).exp != nil {
 		it, ok := set.prev(it)
 		if !ok {
 			return false
@@ -701,9 +704,11 @@ func (a *Allocator) releaseAvailableCachedBlocks(p *allocParams) bool {
 		var released uint64
 		for released < key && set.at(it).size >= a.cfg.MaxSplitSize && set.at(it).stream == p.stream {
 			cur := set.at(it)
-			released += cur.size
 			prev, more := set.prev(it)
-			a.releaseBlock(cur)
+			if cur.exp == nil {
+				released += cur.size
+				a.releaseBlock(cur)
+			}
 			if !more {
 				break
 			}

@@ -3,6 +3,8 @@ package alloc
 import (
 	"strings"
 	"testing"
+
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 func TestParseScriptErrors(t *testing.T) {
@@ -119,4 +121,44 @@ func FuzzParseScript(f *testing.F) {
 			t.Errorf("run error without line number: %v", err)
 		}
 	})
+}
+
+// TestReleaseAvailableSkipsExpandable: with max_split_size_mb and
+// expandable segments, a failing malloc's release_available_cached_blocks
+// leaves expandable blocks alone (PyTorch's `!(*cur)->expandable_segment_`):
+// their pages are unmapped by release_cached_blocks, never cudaFree'd as a
+// segment (which counted segment.all.current down to -1 and left the pages
+// mapped in the model).
+func TestReleaseAvailableSkipsExpandable(t *testing.T) {
+	script := `
+set expandable_segments:True,max_split_size_mb:128
+alloc a 300MiB
+alloc c 20MiB
+free a
+alloc b 800MiB
+`
+	cmds, err := ParseScript(strings.NewReader(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, a, err := RunScript(cmds, DefaultConfig(), Options{Capacity: GiB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := steps[len(steps)-1]
+	if last.Error != "" {
+		t.Fatalf("b should fit once a's pages are unmapped: %s", last.Error)
+	}
+	st := a.Stats()
+	if st.Segment[PoolAll].Current != 0 || st.NumDeviceFree != 1 {
+		t.Errorf("segments %d, device frees/unmaps %d; want 0 and 1 (the unmap of a's pages)", st.Segment[PoolAll].Current, st.NumDeviceFree)
+	}
+	if st.ReservedBytes[PoolAll].Current != 820*MiB || st.AllocatedBytes[PoolAll].Current != 820*MiB {
+		t.Errorf("reserved %d, allocated %d; want 820 MiB each", st.ReservedBytes[PoolAll].Current, st.AllocatedBytes[PoolAll].Current)
+	}
+	for _, e := range a.Trace() {
+		if e.Action == snapshot.ActionSegmentFree {
+			t.Errorf("expandable block released as a segment: %+v", e)
+		}
+	}
 }
