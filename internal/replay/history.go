@@ -262,14 +262,23 @@ func newHistory(s *snapshot.Snapshot, device int, background bool) *History {
 		}
 	}
 
-	h.base = w.clone()
+	h.base = w
 	h.grown = sync.NewCond(&h.mu)
 	h.every = CheckpointEvery
 	h.ckpt = append(h.ckpt, checkpoint{after: len(h.viz) - 1})
 	if background {
-		go h.build(w)
+		// The copy to undo in, and one for the first step back from the
+		// dump's state, are made off the caller's path too.
+		go func() {
+			h.lastMu.Lock()
+			if h.last == nil {
+				h.last, h.lastIdx = w.clone(), len(h.viz)-1
+			}
+			h.lastMu.Unlock()
+			h.build(w.clone())
+		}()
 	} else {
-		h.build(w)
+		h.build(w.clone())
 	}
 	return h
 }
@@ -511,6 +520,10 @@ func (h *History) stateAt(idx int) *State {
 	// The nearest checkpoint at or after idx, or the last state asked for
 	// when it is nearer (stepping back through the events).
 	cp := h.checkpointFor(idx)
+	if idx == n-1 {
+		// The dump's own state: read the base, copying nothing.
+		return h.buildState(idx, h.base)
+	}
 	from := cp.after
 	h.lastMu.Lock()
 	w := h.last

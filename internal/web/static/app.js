@@ -78,10 +78,12 @@ function decodeWindow(buf) {
   const starts = new Int32Array(nS + 1);
   for (let i = 0; i < nS; i++) starts[i + 1] = starts[i] + counts[i];
   return {
-    x0, x1, y0, y1, peak, summarized, truncated: (flags & 1) !== 0, exact: (flags & 2) !== 0,
+    seq: ++decodeWindow.seq, x0, x1, y0, y1, peak, summarized, truncated: (flags & 1) !== 0, exact: (flags & 2) !== 0,
     n: nS, w, ids, kinds, counts, starts, xs, ys, colX, colMax, colMin, boxes: polygonBoxes(nS, starts, xs, ys),
   };
 }
+
+decodeWindow.seq = 0;
 
 // polygonBoxes returns each polygon's bounding box (x0, x1, y0, y1 in
 // data units, x relative to the window's x0), for hit tests.
@@ -284,7 +286,7 @@ const S = {
   meta: null, win: null, curves: null, full: null, x0: 0, x1: 1, lo: 0, hi: 1,
   // The visible bytes: [y0, y1], or the whole height while yAuto.
   y0: 0, y1: 1, yAuto: true,
-  hoverId: -1, selId: -1, elemCache: new Map(), addrMatch: new Set(), frameMatch: new Set(),
+  hoverId: -1, selId: -1, elemCache: new Map(), addrMatch: new Set(), frameMatch: new Set(), searchSeq: 0,
   seq: 0, stateIdx: -1, eventsTotal: 0, eventPages: new Map(), layoutPlot: null, stateLayout: null,
   // Colour by category or stream: a class per allocation and the legend's
   // names (null: colour by allocation). The answer panel: the moment it
@@ -445,7 +447,7 @@ function takePrefetch() {
 
 async function openTimeline(h) {
   const seq = ++S.seq;
-  S.elemCache = new Map(); S.hoverId = -1; S.selId = -1; S.addrMatch = new Set(); S.frameMatch = new Set();
+  S.elemCache = new Map(); S.hoverId = -1; S.selId = -1; S.addrMatch = new Set(); S.frameMatch = new Set(); S.searchSeq++;
   S.win = null; S.curves = null; S.full = null;
   const pf = takePrefetch();
   const meta = await (pf ? pf.meta : api.meta(S.p));
@@ -686,26 +688,13 @@ function drawPlot() {
   const X = (x) => PAD.l + (x - S.x0) / (S.x1 - S.x0) * pw;
   const Y = (v) => PAD.t + ph - (v - vy0) / (vy1 - vy0) * ph;
   S.layoutPlot = { X, Y, pw, ph, y0: vy0, y1: vy1 };
+  const v = polygonsInView(win, vy0, vy1);
+  const dpr = window.devicePixelRatio || 1;
+  ctx.drawImage(plotLayer(win, v, w, h, dpr, X, Y, vy0, vy1, pw, ph), 0, 0, w, h);
   ctx.save();
   ctx.beginPath(); ctx.rect(PAD.l, PAD.t, pw, ph); ctx.clip();
-  // Total memory per column: everything too small for a polygon lies in
-  // this grey band, drawn as one step-shaped polygon (a single simple path
-  // fills several times faster than a rectangle per column).
-  ctx.fillStyle = '#d3d7dc';
-  const base = win.x0, y0 = Y(0);
-  ctx.beginPath();
-  let lastX = null;
-  for (let c2 = 0; c2 < win.w; c2++) {
-    const v = win.colMax[c2];
-    const xa = X(base + win.colX[c2]), xb = X(base + win.colX[c2 + 1]);
-    if (xb < PAD.l - 2 || xa > PAD.l + pw + 2) continue;
-    const y = v > 0 ? Y(v) : y0;
-    if (lastX === null) ctx.moveTo(xa, y0);
-    ctx.lineTo(xa, y); ctx.lineTo(xb, y);
-    lastX = xb;
-  }
-  if (lastX !== null) { ctx.lineTo(lastX, y0); ctx.closePath(); ctx.fill(); }
-  const drawn = drawPolygons(ctx, win, X, Y, vy0, vy1);
+  outlinePolygons(ctx, win, v, X, Y);
+  const drawn = v.drawn;
   // Totals curves.
   if (S.curves) {
     const cv = S.curves;
@@ -747,23 +736,15 @@ function drawPlot() {
   drawBox(ctx);
 }
 
-// drawPolygons fills the window's polygons that lie in view and returns
-// how many: pool envelopes first, then the allocations with one path per
-// colour (they never overlap, and one fill of many shapes is much cheaper
-// than many fills). While a search is active, polygons that do not match
-// are dimmed; matches, the hovered and the selected one get outlines.
-function drawPolygons(ctx, win, X, Y, vy0, vy1) {
-  const base = win.x0, bb = win.boxes;
-  const bx0 = S.x0 - base, bx1 = S.x1 - base;
+// polygonsInView lists the window's polygons that lie in view: pool
+// envelopes, the allocations by colour (+10 when dimmed by a search) and
+// those to outline (search matches, the hovered and the selected one).
+function polygonsInView(win, vy0, vy1) {
+  const bb = win.boxes;
+  const bx0 = S.x0 - win.x0, bx1 = S.x1 - win.x0;
   const searching = S.addrMatch.size > 0 || S.frameMatch.size > 0 || S.siteMatch.size > 0;
   const cls = S.classes;
-  const trace = (i) => {
-    const s = win.starts[i], e = win.starts[i + 1];
-    ctx.moveTo(X(base + win.xs[s]), Y(win.ys[s]));
-    for (let k = s + 1; k < e; k++) ctx.lineTo(X(base + win.xs[k]), Y(win.ys[k]));
-    ctx.closePath();
-  };
-  const groups = Array.from({ length: 20 }, () => []); // colour, + 10 when dimmed
+  const groups = Array.from({ length: 20 }, () => []);
   const envelopes = [], outlined = [];
   let drawn = 0;
   for (let i = 0; i < win.n; i++) {
@@ -771,28 +752,102 @@ function drawPolygons(ctx, win, X, Y, vy0, vy1) {
     if (bb[4 * i + 1] < bx0 || bb[4 * i] > bx1 || bb[4 * i + 3] < vy0 || bb[4 * i + 2] > vy1) continue;
     drawn++;
     const id = win.ids[i];
-    if (win.kinds[i] === 2) { envelopes.push(i); continue; }
     const match = S.addrMatch.has(id) || S.frameMatch.has(id) || S.siteMatch.has(id);
-    groups[(cls && id < cls.length ? cls[id] : id) % 10 + (searching && !match ? 10 : 0)].push(i);
     if (match || id === S.selId || id === S.hoverId) outlined.push(i);
+    if (win.kinds[i] === 2) { envelopes.push(i); continue; }
+    groups[(cls && id < cls.length ? cls[id] : id) % 10 + (searching && !match ? 10 : 0)].push(i);
   }
-  for (const i of envelopes) {
-    ctx.beginPath(); trace(i);
+  return { groups, envelopes, outlined, drawn };
+}
+
+// tracePolygon adds polygon i of win to ctx's path.
+function tracePolygon(ctx, win, i, X, Y) {
+  const s = win.starts[i], e = win.starts[i + 1], base = win.x0;
+  ctx.moveTo(X(base + win.xs[s]), Y(win.ys[s]));
+  for (let k = s + 1; k < e; k++) ctx.lineTo(X(base + win.xs[k]), Y(win.ys[k]));
+  ctx.closePath();
+}
+
+// fillPolygons fills the polygons in view: pool envelopes as canvas
+// paths, then the allocations rasterized here into the pixels of ctx (dpr
+// device pixels per CSS pixel), which for thousands of thin shapes is
+// many times faster than the canvas's path filling. Every allocation's
+// polygon runs along its bottom edge left to right and back along its
+// top edge; each pixel column it crosses gets the span between the two,
+// blended by how much of the pixel it covers, so that sub-pixel
+// allocations tint the pixel as memory_viz's SVG does. While a search is
+// active, polygons that do not match are dimmed.
+function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
+  for (const i of v.envelopes) {
+    ctx.beginPath(); tracePolygon(ctx, win, i, X, Y);
     ctx.globalAlpha = 0.35; ctx.fillStyle = tableau10[9]; ctx.fill(); ctx.globalAlpha = 1;
     ctx.strokeStyle = '#000'; ctx.lineWidth = 2; ctx.stroke();
   }
-  groups.forEach((g, k) => {
-    if (!g.length) return;
-    ctx.beginPath();
-    for (const i of g) trace(i);
-    ctx.globalAlpha = k >= 10 ? 0.2 : 1;
-    ctx.fillStyle = tableau10[k % 10];
-    ctx.fill();
+  const W = ctx.canvas.width, H = ctx.canvas.height;
+  const img = ctx.getImageData(0, 0, W, H), px = img.data;
+  const cx0 = Math.max(0, Math.floor(clip.x * dpr)), cx1 = Math.min(W, Math.ceil((clip.x + clip.w) * dpr));
+  const cy0 = Math.max(0, Math.floor(clip.y * dpr)), cy1 = Math.min(H, Math.ceil((clip.y + clip.h) * dpr));
+  const base = win.x0, xs = win.xs, ys = win.ys;
+  const rgb = tableau10.map(c => [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)]);
+  // Edges in device pixels, reused between polygons: x, the bottom and
+  // the top (the top edge's points are the bottom's, in reverse).
+  let bx = new Float64Array(64), by = new Float64Array(64), ty = new Float64Array(64);
+  v.groups.forEach((g, k) => {
+    const [cr, cg, cb] = rgb[k % 10];
+    const alpha = k >= 10 ? 0.2 : 1;
+    for (const i of g) {
+      const s = win.starts[i], n = win.starts[i + 1] - s, half = n >> 1;
+      if (half > bx.length) { bx = new Float64Array(2 * half); by = new Float64Array(2 * half); ty = new Float64Array(2 * half); }
+      for (let j = 0; j < half; j++) {
+        bx[j] = X(base + xs[s + j]) * dpr; by[j] = Y(ys[s + j]) * dpr; ty[j] = Y(ys[s + n - 1 - j]) * dpr;
+      }
+      // Slice by slice between the points (top and bottom edges share
+      // their x): a flat slice fills the same rows in each of its
+      // columns, a sloped one (a slide, at most 3 timesteps) is
+      // interpolated column by column.
+      for (let j = 0; j + 1 < half; j++) {
+        const xa = bx[j], xb = bx[j + 1];
+        if (!(xb > xa)) continue;
+        const c0 = Math.max(cx0, Math.floor(xa)), c1 = Math.min(cx1, Math.ceil(xb));
+        if (c0 >= c1) continue;
+        if (by[j] === by[j + 1] && ty[j] === ty[j + 1]) {
+          const yt = ty[j], yb = by[j];
+          const r0 = Math.max(cy0, Math.floor(yt)), r1 = Math.min(cy1, Math.ceil(yb));
+          for (let row = r0; row < r1; row++) {
+            const va = alpha * (Math.min(row + 1, yb) - Math.max(row, yt));
+            if (va <= 0) continue;
+            for (let col = c0, o = 4 * (row * W + c0); col < c1; col++, o += 4) {
+              const a = col === c0 || col === c1 - 1 ? va * (Math.min(col + 1, xb) - Math.max(col, xa)) : va;
+              px[o] += (cr - px[o]) * a; px[o + 1] += (cg - px[o + 1]) * a; px[o + 2] += (cb - px[o + 2]) * a;
+            }
+          }
+          continue;
+        }
+        for (let col = c0; col < c1; col++) {
+          const l = Math.max(col, xa), r = Math.min(col + 1, xb), hcov = r - l;
+          if (hcov <= 0) continue;
+          const f = ((l + r) / 2 - xa) / (xb - xa);
+          const yb = by[j] + (by[j + 1] - by[j]) * f, yt = ty[j] + (ty[j + 1] - ty[j]) * f;
+          const r0 = Math.max(cy0, Math.floor(yt)), r1 = Math.min(cy1, Math.ceil(yb));
+          for (let row = r0; row < r1; row++) {
+            const a = alpha * hcov * (Math.min(row + 1, yb) - Math.max(row, yt));
+            if (a <= 0) continue;
+            const o = 4 * (row * W + col);
+            px[o] += (cr - px[o]) * a; px[o + 1] += (cg - px[o + 1]) * a; px[o + 2] += (cb - px[o + 2]) * a;
+          }
+        }
+      }
+    }
   });
-  ctx.globalAlpha = 1;
-  for (const i of [...outlined, ...envelopes.filter(i => win.ids[i] === S.selId || win.ids[i] === S.hoverId)]) {
+  ctx.putImageData(img, 0, 0);
+}
+
+// outlinePolygons outlines search matches, the hovered and the selected
+// polygon.
+function outlinePolygons(ctx, win, v, X, Y) {
+  for (const i of v.outlined) {
     const id = win.ids[i];
-    ctx.beginPath(); trace(i);
+    ctx.beginPath(); tracePolygon(ctx, win, i, X, Y);
     const am = S.addrMatch.has(id), fm = S.frameMatch.has(id);
     if (am || fm) {
       ctx.setLineDash(am && fm ? [4, 2] : []);
@@ -804,7 +859,41 @@ function drawPolygons(ctx, win, X, Y, vy0, vy1) {
       ctx.strokeStyle = '#000'; ctx.lineWidth = id === S.selId ? 2 : 1; ctx.stroke();
     }
   }
-  return drawn;
+}
+
+// plotLayer returns a canvas of the grey band and the filled polygons for
+// the current view, drawing it only when the view, the window or the
+// search changed: hovering redraws just the outlines over it.
+const layer = { canvas: null, key: '' };
+function plotLayer(win, v, w, h, dpr, X, Y, vy0, vy1, pw, ph) {
+  const key = [win.seq, S.x0, S.x1, vy0, vy1, w, h, dpr, S.searchSeq].join(',');
+  if (layer.key === key) return layer.canvas;
+  const c = layer.canvas || (layer.canvas = document.createElement('canvas'));
+  c.width = Math.round(w * dpr); c.height = Math.round(h * dpr);
+  const ctx = c.getContext('2d', { willReadFrequently: true });
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.fillStyle = '#fff'; ctx.fillRect(0, 0, w, h);
+  ctx.beginPath(); ctx.rect(PAD.l, PAD.t, pw, ph); ctx.clip();
+  // Total memory per column: the allocations past Detail lie in this
+  // grey band, drawn as one step-shaped polygon (a single simple path
+  // fills several times faster than a rectangle per column).
+  ctx.fillStyle = '#d3d7dc';
+  const base = win.x0, y0 = Y(Math.max(0, vy0 - (vy1 - vy0)));
+  ctx.beginPath();
+  let lastX = null;
+  for (let c2 = 0; c2 < win.w; c2++) {
+    const cv = win.colMax[c2];
+    const xa = X(base + win.colX[c2]), xb = X(base + win.colX[c2 + 1]);
+    if (xb < PAD.l - 2 || xa > PAD.l + pw + 2) continue;
+    const y = cv > 0 ? Math.max(Y(cv), PAD.t - 2) : y0;
+    if (lastX === null) ctx.moveTo(xa, y0);
+    ctx.lineTo(xa, y); ctx.lineTo(xb, y);
+    lastX = xb;
+  }
+  if (lastX !== null) { ctx.lineTo(lastX, y0); ctx.closePath(); ctx.fill(); }
+  fillPolygons(ctx, win, v, X, Y, dpr, { x: PAD.l, y: PAD.t, w: pw, h: ph });
+  layer.key = key;
+  return c;
 }
 
 // drawBox outlines the box being dragged out for a box zoom.
@@ -1105,13 +1194,13 @@ function runSearch() {
     const addr = $('search-addr').value, frame = $('search-frame').value;
     if (!isTimeline()) return;
     if (!addr.trim() && !frame.trim()) {
-      S.addrMatch = new Set(); S.frameMatch = new Set();
+      S.addrMatch = new Set(); S.frameMatch = new Set(); S.searchSeq++;
       $('addr-count').textContent = ''; $('frame-count').textContent = '';
       drawPlot(); return;
     }
     try {
       const r = await api.search(S.p, addr, frame);
-      S.addrMatch = new Set(r.addr.ids); S.frameMatch = new Set(r.frame.ids);
+      S.addrMatch = new Set(r.addr.ids); S.frameMatch = new Set(r.frame.ids); S.searchSeq++;
       const lbl = (n) => `${formatCount(n)} match${n === 1 ? '' : 'es'}`;
       $('addr-count').textContent = addr.trim() ? lbl(r.addr.count) : '';
       $('frame-count').textContent = frame.trim() ? lbl(r.frame.count) : '';
