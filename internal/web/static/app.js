@@ -286,7 +286,7 @@ const S = {
   meta: null, win: null, curves: null, full: null, x0: 0, x1: 1, lo: 0, hi: 1,
   // The visible bytes: [y0, y1], or the whole height while yAuto.
   y0: 0, y1: 1, yAuto: true,
-  hoverId: -1, selId: -1, elemCache: new Map(), addrMatch: new Set(), frameMatch: new Set(), searchSeq: 0,
+  hoverId: -1, selId: -1, elemCache: new Map(), addrMatch: new Set(), frameMatch: new Set(),
   seq: 0, stateIdx: -1, eventsTotal: 0, eventPages: new Map(), layoutPlot: null, stateLayout: null,
   // Colour by category or stream: a class per allocation and the legend's
   // names (null: colour by allocation). The answer panel: the moment it
@@ -447,7 +447,7 @@ function takePrefetch() {
 
 async function openTimeline(h) {
   const seq = ++S.seq;
-  S.elemCache = new Map(); S.hoverId = -1; S.selId = -1; S.addrMatch = new Set(); S.frameMatch = new Set(); S.searchSeq++;
+  S.elemCache = new Map(); S.hoverId = -1; S.selId = -1; S.addrMatch = new Set(); S.frameMatch = new Set();
   S.win = null; S.curves = null; S.full = null;
   const pf = takePrefetch();
   const meta = await (pf ? pf.meta : api.meta(S.p));
@@ -861,12 +861,23 @@ function outlinePolygons(ctx, win, v, X, Y) {
   }
 }
 
+// objectId numbers objects, for cache keys.
+const objectIds = new WeakMap();
+let lastObjectId = 0;
+function objectId(o) {
+  if (!o) return 0;
+  if (!objectIds.has(o)) objectIds.set(o, ++lastObjectId);
+  return objectIds.get(o);
+}
+
 // plotLayer returns a canvas of the grey band and the filled polygons for
 // the current view, drawing it only when the view, the window or the
 // search changed: hovering redraws just the outlines over it.
 const layer = { canvas: null, key: '' };
 function plotLayer(win, v, w, h, dpr, X, Y, vy0, vy1, pw, ph) {
-  const key = [win.seq, S.x0, S.x1, vy0, vy1, w, h, dpr, S.searchSeq].join(',');
+  // The sets and the colour classes are replaced, never changed in place.
+  const key = [win.seq, S.x0, S.x1, vy0, vy1, w, h, dpr,
+    objectId(S.addrMatch), objectId(S.frameMatch), objectId(S.siteMatch), objectId(S.classes)].join(',');
   if (layer.key === key) return layer.canvas;
   const c = layer.canvas || (layer.canvas = document.createElement('canvas'));
   c.width = Math.round(w * dpr); c.height = Math.round(h * dpr);
@@ -1194,13 +1205,13 @@ function runSearch() {
     const addr = $('search-addr').value, frame = $('search-frame').value;
     if (!isTimeline()) return;
     if (!addr.trim() && !frame.trim()) {
-      S.addrMatch = new Set(); S.frameMatch = new Set(); S.searchSeq++;
+      S.addrMatch = new Set(); S.frameMatch = new Set();
       $('addr-count').textContent = ''; $('frame-count').textContent = '';
       drawPlot(); return;
     }
     try {
       const r = await api.search(S.p, addr, frame);
-      S.addrMatch = new Set(r.addr.ids); S.frameMatch = new Set(r.frame.ids); S.searchSeq++;
+      S.addrMatch = new Set(r.addr.ids); S.frameMatch = new Set(r.frame.ids);
       const lbl = (n) => `${formatCount(n)} match${n === 1 ? '' : 'es'}`;
       $('addr-count').textContent = addr.trim() ? lbl(r.addr.count) : '';
       $('frame-count').textContent = frame.trim() ? lbl(r.frame.count) : '';
