@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
+	"slices"
 
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/internal/report"
@@ -26,8 +27,9 @@ settings, annotations, and warnings such as a trace that starts mid-run.
 --json prints the same as JSON (an array when several files are given).`
 
 func runInfo(env *Env, args []string) error {
-	fs := newFlagSet(env, "info", "[--json] [--demo] FILE...", infoAbout)
+	fs := newFlagSet(env, "info", "[--json] [--device N] [--demo] FILE...", infoAbout)
 	asJSON := fs.Bool("json", false, "print JSON")
+	device := deviceFlag(fs, "describe only device")
 	useDemo := fs.Bool("demo", false, "include the embedded demo snapshot")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -42,7 +44,15 @@ func runInfo(env *Env, args []string) error {
 	}
 	infos := make([]*report.Info, len(snaps))
 	for i, s := range snaps {
+		if *device >= 0 {
+			if _, err := oneDevice(s, *device); err != nil {
+				return err
+			}
+		}
 		infos[i] = report.BuildInfo(s, replay.Peaks)
+		if *device >= 0 {
+			infos[i].Devices = slices.DeleteFunc(infos[i].Devices, func(d report.DeviceInfo) bool { return d.Device != *device })
+		}
 	}
 	w := bufio.NewWriter(env.Stdout)
 	if *asJSON {

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"io"
+	"slices"
 
 	"github.com/gpumem/gpumem/internal/report"
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 func init() {
@@ -22,8 +24,9 @@ full, *: full, space: free), the segment's size ("allocated" means reserved,
 as in PyTorch) and its free memory, then totals over all segments.`
 
 func runStats(env *Env, args []string) error {
-	fs := newFlagSet(env, "stats", "[--demo] FILE", statsAbout)
+	fs := newFlagSet(env, "stats", "[--device N] [--demo] FILE", statsAbout)
 	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")
+	device := deviceFlag(fs, "summarize only the segments of device")
 	files, err := parseOneSnapshot(env, fs, args, useDemo)
 	if err != nil {
 		return err
@@ -31,6 +34,16 @@ func runStats(env *Env, args []string) error {
 	s, err := loadOne(env, files, *useDemo)
 	if err != nil {
 		return err
+	}
+	if *device >= 0 {
+		if _, err := oneDevice(s, *device); err != nil {
+			return err
+		}
+		// The same snapshot but for the other devices' segments (their
+		// blocks stay where the kept segments find theirs).
+		only := *s
+		only.Segments = slices.DeleteFunc(slices.Clone(s.Segments), func(sg snapshot.Segment) bool { return int(sg.Device) != *device })
+		s = &only
 	}
 	return writeStdout(env, func(w io.Writer) error { return report.Stats(w, s) })
 }
