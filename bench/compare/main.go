@@ -28,6 +28,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gpumem/gpumem/internal/atomicfile"
 )
 
 const defaultSrc = "../shared/snapshots/real/cs336-kkaitlyn111__memory_files_memory_ctx256_fullstep_.pickle"
@@ -364,18 +366,5 @@ func writeAtomic(path string, data []byte) error {
 			data = append(append(data, '\n'), old[i:]...)
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".results-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.WriteFile(path, data)
 }

@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/atomicfile"
 	"github.com/gpumem/gpumem/internal/export"
 	"github.com/gpumem/gpumem/internal/units"
 )
@@ -92,7 +92,7 @@ func writeOutput(env *Env, path string, write func(w io.Writer) error) error {
 	if path == "" || path == "-" {
 		return writeStdout(env, write)
 	}
-	return writeHTMLFileAtomic(path, func(f *os.File) error {
+	return atomicfile.Write(path, func(f io.Writer) error {
 		w := bufio.NewWriterSize(f, 1<<20)
 		if err := write(w); err != nil {
 			return err

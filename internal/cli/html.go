@@ -1,9 +1,8 @@
 package cli
 
 import (
-	"bufio"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 
 	"github.com/gpumem/gpumem/internal/web"
@@ -55,33 +54,7 @@ func runHTML(env *Env, args []string) error {
 	if len(files) == 1 {
 		name = filepath.Base(files[0])
 	}
-	return writeHTMLFileAtomic(*out, func(f *os.File) error {
-		w := bufio.NewWriterSize(f, 1<<20)
-		if err := web.WriteHTML(w, name, s, web.HTMLOptions{View: *view, Device: *device, Detail: *detail, Width: *width}); err != nil {
-			return err
-		}
-		return w.Flush()
+	return writeOutput(env, *out, func(w io.Writer) error {
+		return web.WriteHTML(w, name, s, web.HTMLOptions{View: *view, Device: *device, Detail: *detail, Width: *width})
 	})
-}
-
-// writeHTMLFileAtomic writes path through a temporary file in the same directory
-// and renames it into place, so readers never see a half-written file.
-func writeHTMLFileAtomic(path string, write func(*os.File) error) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

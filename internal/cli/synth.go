@@ -118,7 +118,7 @@ func runSynth(env *Env, args []string) error {
 	}
 	n, err := synth.WriteFile(a.out, snap, a.json)
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", a.out, err)
+		return err // names a.out
 	}
 	report := env.Stdout
 	if a.out == "-" {

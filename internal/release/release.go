@@ -14,6 +14,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/gpumem/gpumem/internal/atomicfile"
 	"github.com/gpumem/gpumem/internal/version"
 )
 
@@ -81,7 +82,7 @@ func Release(ctx context.Context, o Options) error {
 			return fmt.Errorf("%s: %v", WheelName(o.Stamp.Version, t), err)
 		}
 		for _, f := range []File{{Name: name, Data: arch}, {Name: WheelName(o.Stamp.Version, t), Data: whl}} {
-			if err := writeAtomic(filepath.Join(o.Dist, f.Name), f.Data); err != nil {
+			if err := atomicfile.WriteFile(filepath.Join(o.Dist, f.Name), f.Data); err != nil {
 				return err
 			}
 			written = append(written, f.Name)
@@ -98,7 +99,7 @@ func Release(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(o.Dist, "SHA256SUMS"), sums)
+	return atomicfile.WriteFile(filepath.Join(o.Dist, "SHA256SUMS"), sums)
 }
 
 // Archive returns the release archive for t and its name: a .tar.gz (a
@@ -150,31 +151,6 @@ func checkStamp(ctx context.Context, bin string, s Stamp) error {
 	want := version.Info{Version: s.Version, Commit: s.Commit, Date: s.Date.UTC().Format(time.RFC3339)}
 	if got.Version != want.Version || got.Commit != want.Commit || got.Date != want.Date {
 		return fmt.Errorf("%s version reports %s %s %s, want %s %s %s", bin, got.Version, got.Commit, got.Date, want.Version, want.Commit, want.Date)
-	}
-	return nil
-}
-
-// writeAtomic writes data to path through a temporary file in the same
-// folder, so an interrupted release never leaves half a file behind.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(f.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("writing %s: %v", path, werr)
 	}
 	return nil
 }

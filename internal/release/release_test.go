@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpumem/gpumem/internal/atomicfile"
 )
 
 var testStamp = Stamp{Version: "9.8.7rc1", Commit: "0123456789abcdef0123456789abcdef01234567", Date: time.Date(2026, 11, 25, 14, 3, 22, 0, time.UTC)}
@@ -234,7 +236,7 @@ func TestArchive(t *testing.T) {
 func TestSHA256Sums(t *testing.T) {
 	dir := t.TempDir()
 	for n, s := range map[string]string{"b.whl": "abc", "a.tar.gz": ""} {
-		if err := writeAtomic(filepath.Join(dir, n), []byte(s)); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, n), []byte(s)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,8 +5,8 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 
+	"github.com/gpumem/gpumem/internal/atomicfile"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -29,26 +29,17 @@ func WriteFile(path string, s *snapshot.Snapshot, asJSON bool) (int64, error) {
 		err := Write(cw, s, asJSON)
 		return cw.n, err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	var n int64
+	err := atomicfile.Write(path, func(w io.Writer) error {
+		cw := &countWriter{w: w}
+		err := Write(cw, s, asJSON)
+		n = cw.n
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
-	cw := &countWriter{w: tmp}
-	err = Write(cw, s, asJSON)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return 0, err
-	}
-	return cw.n, nil
+	return n, nil
 }
 
 type countWriter struct {
