@@ -29,7 +29,7 @@ func TestSynthCommand(t *testing.T) {
 		{"bad config", []string{"--config", "max_split_size_mb:1", "-o", out}, 1, "", "gpumem synth: allocator config"},
 		{"bad capacity", []string{"--capacity", "lots", "-o", out}, 1, "", "gpumem synth: --capacity: bad size"},
 		{"bad model", []string{"--model", "rnn", "-o", out}, 1, "", "gpumem synth: unknown model"},
-		{"missing dir", append(append([]string{}, small...), "-o", filepath.Join(dir, "no", "x.pickle")), 1, "", "gpumem synth: writing"},
+		{"missing dir", append(append([]string{}, small...), "-o", filepath.Join(dir, "no", "x.pickle")), 1, "", "gpumem synth: " + filepath.Join(dir, "no", "x.pickle") + ": no such directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, stdout, stderr := runMain(t, nil, append([]string{"synth"}, tc.args...)...)
