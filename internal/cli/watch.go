@@ -83,6 +83,9 @@ func runWatch(env *Env, args []string) error {
 	if o.interval < 50*time.Millisecond {
 		return usageError(fs, env.Stderr, "-interval must be at least 50ms")
 	}
+	if o.count < 0 {
+		return usageError(fs, env.Stderr, "-count must be at least 0 (0: run until Ctrl-C)")
+	}
 	if o.report < o.interval {
 		return usageError(fs, env.Stderr, "-report must be at least -interval")
 	}

@@ -155,6 +155,7 @@ func TestWatchUsageAndBadLogs(t *testing.T) {
 		{[]string{"watch", "--alert", "120"}, 2, "-alert is a percentage"},
 		{[]string{"watch", "x.jsonl"}, 2, "a log is read with --replay FILE"},
 		{[]string{"watch", "--device", "-1"}, 2, "want a device number (0, 1, ...)"},
+		{[]string{"watch", "--demo", "--count", "-1"}, 2, "-count must be at least 0"},
 		{[]string{"watch", "--replay", bad}, 1, "gpumem watch: " + bad + ": line 2 (byte 17): not a JSON object"},
 		{[]string{"watch", "--replay", filepath.Join(dir, "missing.jsonl")}, 1, "gpumem watch: " + filepath.Join(dir, "missing.jsonl") + ": no such file\n"},
 		{[]string{"watch", "--replay", dir}, 1, "gpumem watch: " + dir + ": is a directory, not a watch log\n"},
