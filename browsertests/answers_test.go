@@ -120,3 +120,22 @@ func TestOOMMarkerVerdict(t *testing.T) {
 	}
 	screenshot(ctx, t, "oom-verdict")
 }
+
+// TestFragmentationCurve: the Fragmentation switch draws the headline over
+// the window, as the server's analysis computes it.
+func TestFragmentationCurve(t *testing.T) {
+	ctx, url, _ := serveReal(t)
+	openPage(ctx, t, url+"#view=active&frag=1")
+	var n int
+	if err := chromedp.Run(ctx,
+		chromedp.Poll(`window.gpumem.S.fragCurve && window.gpumem.S.fragCurve.xs.length > 1`, nil, chromedp.WithPollingTimeout(20*time.Second)),
+		chromedp.Evaluate(`window.gpumem.S.fragCurve.headline.filter(v => v >= 0 && v <= 1).length`, &n)); err != nil {
+		var dbg string
+		chromedp.Run(ctx, chromedp.Evaluate(`JSON.stringify([document.getElementById('error').textContent, document.getElementById('fragcurve').checked, location.hash, !!window.gpumem.S.fragCurve])`, &dbg))
+		t.Fatalf("no fragmentation curve: %v (%s)", err, dbg)
+	}
+	if n < 2 || !strings.Contains(text(ctx, t, "#legend"), "Fragmentation") {
+		t.Errorf("%d points in [0, 1]; legend %q", n, text(ctx, t, "#legend"))
+	}
+	screenshot(ctx, t, "fragmentation-curve")
+}

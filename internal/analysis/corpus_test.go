@@ -105,3 +105,24 @@ func TestCorpusStateAt(t *testing.T) {
 		}
 	}
 }
+
+// TestCorpusFragmentationCurve: the one-sweep curve equals the state at
+// each of its points, on every real snapshot.
+func TestCorpusFragmentationCurve(t *testing.T) {
+	for _, f := range corpus.Files(t) {
+		s := openReal(t, filepath.Base(f))
+		for _, dev := range s.Devices() {
+			d := NewDevice(s, dev)
+			n := len(d.Active.Events)
+			actions := []int{-1, n / 3, n / 2, d.Active.PeakAction, n - 1}
+			sort.Ints(actions)
+			curve := d.FragmentationCurve(actions)
+			for j, k := range actions {
+				m := Moment{Action: k, Event: d.eventOfAction(d.Active, k)}
+				if want := d.FragmentationAt(m); curve[j] != want {
+					t.Errorf("%s device %d action %d: curve %+v, state %+v", filepath.Base(f), dev, k, curve[j], want)
+				}
+			}
+		}
+	}
+}

@@ -103,9 +103,18 @@ const smallSegment = 2 << 20
 // trace never allocated are added. O(live log live); no replay of the
 // trace. It equals replay.History's state (tested on the real corpus).
 func (d *Device) StateAt(m Moment) *replay.State {
+	var segs, allocs []int32
+	d.Segments.Live(d.Segments.ActionAtEvent(m.Event), func(i int) { segs = append(segs, int32(i)) })
+	d.Active.Live(m.Action, func(i int) { allocs = append(allocs, int32(i)) })
+	return d.stateOf(m.Event, segs, allocs)
+}
+
+// stateOf builds the state after raw event ev from the live segments
+// (items of d.Segments) and allocations (items of d.Active).
+func (d *Device) stateOf(event int, segs, allocs []int32) *replay.State {
 	s, ev := d.S, d.Events()
-	st := &replay.State{Event: m.Event}
-	d.Segments.Live(d.Segments.ActionAtEvent(m.Event), func(i int) {
+	st := &replay.State{Event: event}
+	for _, i := range segs {
 		it := &d.Segments.Items[i]
 		var sg replay.SegmentState
 		switch {
@@ -124,12 +133,12 @@ func (d *Device) StateAt(m Moment) *replay.State {
 		}
 		st.Segments = append(st.Segments, sg)
 		st.Reserved += sg.Size
-	})
+	}
 	round := replay.Rounder(s)
 	last := int32(len(d.Active.Events))
-	d.Active.Live(m.Action, func(i int) {
+	for _, i := range allocs {
 		it := &d.Active.Items[i]
-		stack, _, addr := d.itemSource(i)
+		stack, _, addr := d.itemSource(int(i))
 		b := replay.StateBlock{Addr: addr, Requested: it.Size, Size: round(it.Size), Stack: stack, Segment: -1}
 		if it.Died == last {
 			// Live at the dump: the dump has its real size (a remainder
@@ -139,7 +148,7 @@ func (d *Device) StateAt(m Moment) *replay.State {
 			}
 		}
 		st.Blocks = append(st.Blocks, b)
-	})
+	}
 	// Blocks the dump holds as active_pending_free are not on the
 	// timeline (memory_viz draws allocated blocks only) but occupy their
 	// memory until the stream events complete.
@@ -201,6 +210,70 @@ func (d *Device) dumpBlockSize(addr uint64) (uint64, bool) {
 		return blocks[k].Size, true
 	}
 	return 0, false
+}
+
+// FragmentationCurve measures the cache after each of actions (Active
+// Memory Timeline action indices, ascending; -1 is before the first) in
+// one sweep over the trace: O(n) plus O(live log live) per point.
+func (d *Device) FragmentationCurve(actions []int) []Fragmentation {
+	n := len(d.Active.Events)
+	// The item each action pushes or pops, per timeline.
+	who := func(lt *replay.Lifetimes) []int32 {
+		w := make([]int32, len(lt.Events))
+		for i := range lt.Items {
+			if b := lt.Items[i].Born; b >= 0 {
+				w[b] = int32(i)
+			}
+			if e := lt.Items[i].Died; int(e) < len(lt.Events) {
+				w[e] = int32(i)
+			}
+		}
+		return w
+	}
+	type liveSet struct {
+		lt   *replay.Lifetimes
+		who  []int32
+		pos  []int32 // position in ids + 1, 0 when not live
+		ids  []int32
+		next int // the next action to apply
+	}
+	newSet := func(lt *replay.Lifetimes) *liveSet {
+		ls := &liveSet{lt: lt, who: who(lt), pos: make([]int32, len(lt.Items))}
+		for i := range lt.Items {
+			if lt.Items[i].Born < 0 {
+				ls.ids = append(ls.ids, int32(i))
+				ls.pos[i] = int32(len(ls.ids))
+			}
+		}
+		return ls
+	}
+	// advance applies the actions up to and including k.
+	advance := func(ls *liveSet, k int) {
+		for ; ls.next <= k && ls.next < len(ls.who); ls.next++ {
+			i := ls.who[ls.next]
+			if ls.pos[i] == 0 { // born
+				ls.ids = append(ls.ids, i)
+				ls.pos[i] = int32(len(ls.ids))
+				continue
+			}
+			p := ls.pos[i] - 1 // died: move the last into its place
+			last := ls.ids[len(ls.ids)-1]
+			ls.ids[p] = last
+			ls.pos[last] = p + 1
+			ls.ids = ls.ids[:len(ls.ids)-1]
+			ls.pos[i] = 0
+		}
+	}
+	allocs, segs := newSet(d.Active), newSet(d.Segments)
+	out := make([]Fragmentation, len(actions))
+	for j, k := range actions {
+		k = min(max(k, -1), n-1)
+		event := d.eventOfAction(d.Active, k)
+		advance(allocs, k)
+		advance(segs, d.Segments.ActionAtEvent(event))
+		out[j], _ = fragmentationOf(d.stateOf(event, segs.ids, allocs.ids))
+	}
+	return out
 }
 
 // FragmentationAt measures the cache at moment m.

@@ -101,3 +101,50 @@ func (s *Server) handleOOM(w http.ResponseWriter, r *http.Request) {
 	a.File = p.f.Name
 	writeJSON(w, http.StatusOK, a)
 }
+
+type fragCurveJSON struct {
+	// Xs are the points in the request's x unit; at each, the headline
+	// fragmentation and the free cached bytes with the largest free block.
+	Xs       []float64 `json:"xs"`
+	Headline []float64 `json:"headline"`
+	Free     []uint64  `json:"free"`
+	Largest  []uint64  `json:"largest"`
+}
+
+// handleFragCurve answers /api/fragcurve?x0&x1&w: the fragmentation
+// headline at up to w/6 (at most 300) evenly spaced points of the window.
+func (s *Server) handleFragCurve(w http.ResponseWriter, r *http.Request) {
+	p, tl, ok := s.timelineParams(w, r, "has no fragmentation curve")
+	if !ok {
+		return
+	}
+	if !allocationView(p, tl) {
+		writeErr(w, http.StatusBadRequest, "view %q: the fragmentation curve is drawn over the allocation timelines", p.view)
+		return
+	}
+	d, err := p.f.device(p.device).analysisDevice()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
+		return
+	}
+	x0, x1 := floatParam(r, "x0", 0), floatParam(r, "x1", 0)
+	if !(x1 > x0) {
+		writeErr(w, http.StatusBadRequest, "want x0 < x1")
+		return
+	}
+	n := min(max(intParam(r, "w", 600)/6, 2), 300)
+	tl.axes()
+	out := fragCurveJSON{}
+	actions := make([]int, n)
+	for j := range actions {
+		x := x0 + (x1-x0)*float64(j)/float64(n-1)
+		out.Xs = append(out.Xs, x)
+		actions[j] = d.MomentAtTimestep(tl.toStep(x, p.mode)).Action
+	}
+	for _, f := range d.FragmentationCurve(actions) {
+		out.Headline = append(out.Headline, f.Headline)
+		out.Free = append(out.Free, f.Free)
+		out.Largest = append(out.Largest, f.LargestFreeBlock)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

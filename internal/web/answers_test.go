@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
@@ -79,6 +80,16 @@ func TestAnswersAPI(t *testing.T) {
 			Config    string
 			AvoidsOOM bool `json:"avoids_oom"`
 		}
+	}
+	var fc struct {
+		Xs       []float64
+		Headline []float64
+		Free     []uint64
+	}
+	decodeJSON(t, get(t, h, host, "/api/fragcurve?file=2&device=0&view=active&mode=event&x0=0&x1=1000000&w=60"), &fc)
+	end := analysis.DumpFragmentation(frag, 0)
+	if len(fc.Xs) != 10 || len(fc.Headline) != 10 || fc.Headline[9] != end.Headline || fc.Free[9] != end.Free || fc.Headline[0] != 0 {
+		t.Errorf("fragmentation curve %+v; the dump's headline %v, free %d", fc, end.Headline, end.Free)
 	}
 	decodeJSON(t, get(t, h, host, "/api/oom?file=2&device=0"), &oom)
 	if oom.Verdict != "fragmentation" || oom.Requested != 12<<20 || len(oom.Settings) == 0 {

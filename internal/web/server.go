@@ -92,6 +92,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/classes", s.handleClasses)
 	mux.HandleFunc("GET /api/peak", s.handlePeak)
 	mux.HandleFunc("GET /api/oom", s.handleOOM)
+	mux.HandleFunc("GET /api/fragcurve", s.handleFragCurve)
 	mux.HandleFunc("POST /api/upload", s.handleUpload)
 	mux.HandleFunc("GET /api/watch", s.handleWatch)
 	return s.hostCheck(mux)

@@ -4,6 +4,10 @@
 const $ = (id) => document.getElementById(id);
 const tableau10 = ['#4e79a7', '#f28e2c', '#e15759', '#76b7b2', '#59a14f', '#edc949', '#af7aa1', '#ff9da7', '#9c755f', '#bab0ab'];
 const VIEWS = ['active', 'private', 'state', 'segments', 'settings'];
+// Category colours (tableau10 indices; the same in every file) and the
+// fragmentation curve's colour.
+const CATEGORY_COLOURS = { parameter: 0, optimizer_state: 1, gradient: 2, activation: 3, temporary: 4, input: 5, autograd_detail: 6, unknown: 7 };
+const FRAG_COLOUR = '#b35806';
 
 // ---------- formatting ----------
 // formatCount writes a whole number with thousands separators. It is not
@@ -154,6 +158,7 @@ const serverAPI = {
   classes: (p, by) => getJSON('api/classes?' + q(p, { by })),
   peak: (p, extra) => getJSON('api/peak?' + q(p, extra)),
   oom: (p) => getJSON('api/oom?' + q(p)),
+  fragCurve: (p, x0, x1, w) => getJSON('api/fragcurve?' + q(p, { x0, x1, w })),
 };
 
 // The embedded bundle holds one precomputed full-range window per view
@@ -309,6 +314,7 @@ function readHash() {
   if (h.has('detail')) p.detail = Math.max(0, +h.get('detail') || 0);
   if (h.has('mode')) p.mode = h.get('mode') === 'time' ? 'time' : 'event';
   if (h.has('color') && ['category', 'stream'].includes(h.get('color'))) S.colorBy = h.get('color');
+  if (h.has('frag')) $('fragcurve').checked = h.get('frag') === '1';
   return h;
 }
 
@@ -317,6 +323,7 @@ function writeHash() {
   if (S.p.detail !== 15000) h.set('detail', S.p.detail);
   if (S.p.mode !== 'event') h.set('mode', S.p.mode);
   if (S.colorBy !== 'allocation') h.set('color', S.colorBy);
+  if ($('fragcurve').checked) h.set('frag', '1');
   if (isTimeline()) {
     if (S.x0 !== S.lo || S.x1 !== S.hi) { h.set('x0', +S.x0.toPrecision(12)); h.set('x1', +S.x1.toPrecision(12)); }
     if (!S.yAuto) { h.set('y0', Math.round(S.y0)); h.set('y1', Math.round(S.y1)); }
@@ -510,6 +517,7 @@ function renderLegend() {
   if ($('totals').checked) {
     items.push(['ln', '#111', 'Reserved (segments)'], ['ln', '#1f6feb', 'Allocated'], ['ln', '#2da44e', 'Active (incl. pending free)']);
   }
+  if ($('fragcurve').checked && answersAvailable()) items.push(['ln', FRAG_COLOUR, 'Fragmentation (1 − largest free block / free cached; right axis 0–1)']);
   items.push(['ln', '#d1242f', 'OOM'], ['ln', '#8250df', 'snapshot'], ['ln', '#bf8700', 'annotation']);
   $('legend').innerHTML = items.map(([k, c, t]) =>
     k === 'sw' ? `<span><i class="sw" style="background:${c}"></i>${t}</span>` : `<span><i class="ln" style="border-color:${c}"></i>${t}</span>`).join('');
@@ -580,7 +588,7 @@ async function refreshWindow(first, pending) {
   const x0 = S.x0, x1 = S.x1;
   const [y0, y1] = yWindow();
   if (!$('totals').checked) S.curves = null;
-  const loadCurves = () => { if ($('totals').checked) requestCurves(x0, x1, w); };
+  const loadCurves = () => { if ($('totals').checked) requestCurves(x0, x1, w); loadFragCurve(x0, x1, w); };
   // On the first load the curves (built on first use) wait for the first
   // window so that they do not compete with it for the CPU.
   if (!first) loadCurves();
@@ -730,6 +738,7 @@ function drawPlot() {
     }
   }
   drawMoment(ctx, X, ph);
+  drawFragCurve(ctx, X, pw, ph);
   ctx.restore();
   window.gpumem.drawn = drawn;
   drawAxes(ctx, w, h, pw, ph, vy0, vy1, X, Y);
@@ -1395,6 +1404,10 @@ function setupControls() {
   $('mode').addEventListener('change', () => { S.p.mode = $('mode').value; openView(null); });
   $('detail').addEventListener('change', () => { S.p.detail = Math.max(0, Math.round(+$('detail').value || 0)); openView(null); });
   $('totals').addEventListener('change', () => { renderLegend(); refreshWindow(false); });
+  $('fragcurve').addEventListener('change', () => {
+    S.fragCurve = null; renderLegend(); writeHash();
+    if ($('fragcurve').checked) loadFragCurve(S.x0, S.x1, plotSize().w); else drawPlot();
+  });
   $('colorby').addEventListener('change', async () => {
     S.colorBy = $('colorby').value;
     await loadClasses(S.seq);
@@ -1481,9 +1494,8 @@ init();
 // The server computes them (internal/analysis, as gpumem peak and gpumem
 // oom print them); the page only draws. A page from gpumem html has no
 // server: the colour selector and the panel are hidden there.
-const CATEGORY_COLOURS = { parameter: 0, optimizer_state: 1, gradient: 2, activation: 3, temporary: 4, input: 5, autograd_detail: 6, unknown: 7 };
 
-const answersAvailable = () => !embedded && ['active', 'private'].includes(S.p.view);
+function answersAvailable() { return !embedded && ['active', 'private'].includes(S.p.view); }
 
 // loadClasses fetches the class of every allocation for "Colour by".
 async function loadClasses(seq) {
@@ -1530,7 +1542,7 @@ function drawMoment(ctx, X, ph) {
   ctx.setLineDash([]);
 }
 
-const sizeText = (n) => formatSize(n, false);
+function sizeText(n) { return formatSize(n, false); }
 
 // showAnswer fills the panel with gpumem peak's answer for the moment (the
 // peak until a moment is clicked).
@@ -1607,4 +1619,35 @@ async function showOOM(marker) {
     (o.settings && o.settings.length ? `<div class="muted">Allocator settings replayed at ${sizeText(o.settings[0].capacity_bytes)} (reserved + CUDA free): ` +
       `${avoid.length ? 'avoided by ' + escapeHTML(avoid.join('; ')) : 'none avoids it'}.</div>` : '');
   $('answer-peak').onclick = () => { S.moment = null; S.siteMatch = new Set(); showAnswer(); };
+}
+
+// ---------- fragmentation curve ----------
+
+// loadFragCurve asks for the fragmentation headline over the window (when
+// switched on) and redraws.
+async function loadFragCurve(x0, x1, w) {
+  if (!$('fragcurve').checked || !answersAvailable()) { S.fragCurve = null; return; }
+  const seq = S.seq;
+  try {
+    const c = await api.fragCurve(S.p, x0, x1, w);
+    if (seq !== S.seq && S.x0 !== x0) return;
+    requestDraw(() => { S.fragCurve = c; });
+  } catch (e) {
+    showError(String(e.message || e));
+  }
+}
+
+// drawFragCurve draws the fragmentation headline (0..1, right axis).
+function drawFragCurve(ctx, X, pw, ph) {
+  const c = S.fragCurve;
+  if (!c || !$('fragcurve').checked) return;
+  const Yf = (v) => PAD.t + ph - v * ph;
+  ctx.strokeStyle = FRAG_COLOUR; ctx.lineWidth = 1.5;
+  ctx.beginPath();
+  c.xs.forEach((x, i) => { const px = X(x), py = Yf(c.headline[i]); if (i === 0) ctx.moveTo(px, py); else ctx.lineTo(px, py); });
+  ctx.stroke();
+  ctx.fillStyle = FRAG_COLOUR; ctx.font = '10px system-ui, sans-serif'; ctx.textAlign = 'right';
+  ctx.fillText('frag 1', PAD.l + pw - 2, PAD.t + 10);
+  ctx.fillText('0', PAD.l + pw - 2, PAD.t + ph - 3);
+  ctx.textAlign = 'left';
 }
