@@ -87,6 +87,18 @@ type ReplayResult struct {
 	Stats MemoryStats
 }
 
+// OOMs counts the requests that failed in the model: its own OOMs and
+// the recorded OOMs whose request still fails at the what-if's capacity.
+func (r *ReplayResult) OOMs() int {
+	n := len(r.ModelOOMs)
+	for _, o := range r.RecordedOOMs {
+		if o.StillOOM {
+			n++
+		}
+	}
+	return n
+}
+
 // ReplayOOM places an out-of-memory.
 type ReplayOOM struct {
 	Event int    // trace index

@@ -99,7 +99,7 @@ func Sweep(s *snapshot.Snapshot, dev int, o SweepOptions) ([]SweepRow, error) {
 		rows[k].DeltaReserved = int64(rows[k].Result.PeakReserved) - int64(base.PeakReserved)
 	}
 	sort.SliceStable(rows, func(i, j int) bool {
-		oi, oj := len(rows[i].Result.ModelOOMs) > 0, len(rows[j].Result.ModelOOMs) > 0
+		oi, oj := rows[i].Result.OOMs() > 0, rows[j].Result.OOMs() > 0
 		if oi != oj {
 			return !oi
 		}

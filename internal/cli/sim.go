@@ -416,7 +416,7 @@ func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
 			for _, row := range rows {
 				r := row.Result
 				dj.Sweep = append(dj.Sweep, sweepRowJSON{row.Name, r.PeakReserved, r.PeakAllocated, row.DeltaReserved,
-					r.UnallocatedAtPeak, r.CudaMallocs, r.CudaFrees, len(r.ModelOOMs)})
+					r.UnallocatedAtPeak, r.CudaMallocs, r.CudaFrees, r.OOMs()})
 			}
 		case oomCap != nil && cfg == nil:
 			configs := append([]string{"recorded"}, alloc.SweepConfigs...)

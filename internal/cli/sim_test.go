@@ -203,6 +203,22 @@ func TestSimCapacityOOM(t *testing.T) {
 	if len(doc.WhatIf) != 12 || doc.WhatIf[0].Config != "recorded" || !doc.WhatIf[0].StillOOM || doc.WhatIf[0].First != doc.Capacity.Event {
 		t.Errorf("what-if rows: %+v", doc.WhatIf)
 	}
+	// The sweep at that capacity counts the recorded OOM in its OOMs column.
+	code, out, errs = runMain(t, nil, "sim", snap, "--capacity", "oom", "--sweep", "--json")
+	var sw struct {
+		Sweep []struct {
+			Config string `json:"config"`
+			OOMs   int    `json:"ooms"`
+		} `json:"sweep"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &sw) != nil {
+		t.Fatalf("sweep at --capacity oom: %d %s", code, errs)
+	}
+	for _, row := range sw.Sweep {
+		if row.Config == "default" && row.OOMs != 1 {
+			t.Errorf("sweep at the implied capacity: default row has %d OOMs, want the recorded one", row.OOMs)
+		}
+	}
 	code, out, _ = runMain(t, nil, "sim", snap, "--capacity", "oom")
 	if code != 0 || !strings.Contains(out, "capacity it implies: 2.83 GiB reserved + 170 MiB free = 3 GiB") ||
 		!strings.Contains(out, "recorded (default)") {

@@ -150,7 +150,7 @@ func SimSweep(w io.Writer, name string, dev int, rows []alloc.SweepRow, fromEmpt
 			rel = fmt.Sprintf("%s (%+.1f%%)", units.HumanSigned(row.DeltaReserved), 100*float64(row.DeltaReserved)/float64(base.Result.PeakReserved))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f%%\t%d\t%d\t%d\n", row.Name, units.Human(r.PeakReserved), rel,
-			units.Human(r.PeakAllocated), 100*r.UnallocatedAtPeak, r.CudaMallocs, r.CudaFrees, len(r.ModelOOMs))
+			units.Human(r.PeakAllocated), 100*r.UnallocatedAtPeak, r.CudaMallocs, r.CudaFrees, r.OOMs())
 	}
 	tw.Flush()
 	best := rows[0]
