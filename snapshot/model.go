@@ -415,22 +415,26 @@ func (s *Snapshot) Devices() []int {
 }
 
 // DefaultDevice is the device a one-device view or export shows when none
-// is chosen: memory_viz's choice, the device with the longest trace, else
-// the first device with segments (0 for an empty snapshot).
+// is chosen: memory_viz's choice, the device with the longest trace; on a
+// tie (or with no trace) the one with more memory reserved in the dump,
+// then the lowest number (0 for an empty snapshot). A device whose trace
+// is one snapshot entry and no memory never wins over one that holds it.
 func (s *Snapshot) DefaultDevice() int {
-	best, n := -1, -1
-	for d := range s.Traces {
-		if len(s.Traces[d].Events) > n {
-			best, n = d, len(s.Traces[d].Events)
+	reserved := map[int]uint64{}
+	for i := range s.Segments {
+		reserved[int(s.Segments[i].Device)] += s.Segments[i].TotalSize
+	}
+	best, bestEvents, bestReserved := 0, -1, uint64(0)
+	for _, d := range s.Devices() {
+		n := 0
+		if d < len(s.Traces) {
+			n = len(s.Traces[d].Events)
+		}
+		if n > bestEvents || n == bestEvents && reserved[d] > bestReserved {
+			best, bestEvents, bestReserved = d, n, reserved[d]
 		}
 	}
-	if n > 0 {
-		return best
-	}
-	if devs := s.Devices(); len(devs) > 0 {
-		return devs[0]
-	}
-	return 0
+	return best
 }
 
 // Divisions is the roundup_power2_divisions table the file records (the

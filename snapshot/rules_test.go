@@ -53,3 +53,23 @@ func TestInPrivatePool(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultDevice(t *testing.T) {
+	trace := func(n int) Trace { return Trace{Events: make([]Event, n)} }
+	for _, tt := range []struct {
+		name string
+		s    Snapshot
+		want int
+	}{
+		{"empty", Snapshot{}, 0},
+		{"longest trace", Snapshot{Traces: []Trace{trace(2), trace(5)}}, 1},
+		{"tie: the one holding memory", Snapshot{Traces: []Trace{trace(1), trace(1)},
+			Segments: []Segment{{Device: 1, TotalSize: 2 << 20}}}, 1},
+		{"tie, same memory: the lowest", Snapshot{Traces: []Trace{trace(3), trace(3)}}, 0},
+		{"no trace: segments decide", Snapshot{Segments: []Segment{{Device: 2, TotalSize: 1}, {Device: 3, TotalSize: 5}}}, 3},
+	} {
+		if got := tt.s.DefaultDevice(); got != tt.want {
+			t.Errorf("%s: DefaultDevice = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
