@@ -63,37 +63,49 @@ func TestImpliedCapacityNeedsAnOOM(t *testing.T) {
 	}
 }
 
-// TestSynthExpandableReplay: synth runs with expandable segments on
-// several devices and seeds sit at different bases; with and without a
-// capacity (reservations then sized from it) they replay exactly.
-func TestSynthExpandableReplay(t *testing.T) {
+// TestSynthSeedsReplay is the seed experiment: synth runs under five
+// settings and five seeds (each on another device, the last with a
+// capacity it runs out of) replay exactly, 25 of 25. Expandable runs sit
+// at different bases per seed and device, so a replay that made up its
+// reservation addresses would fail.
+func TestSynthSeedsReplay(t *testing.T) {
+	configs := []string{"", "expandable_segments:True", "max_split_size_mb:128", "roundup_power2_divisions:4",
+		"expandable_segments:True,max_split_size_mb:128"}
 	bases := map[uint64]string{}
-	for _, tc := range []struct {
-		seed     int64
-		dev      int
-		capacity uint64
-	}{{1, 0, 0}, {2, 1, 0}, {3, 2, 0}, {4, 1, 4 << 30}, {5, 3, 3 << 30}} {
-		w := synth.Workload{Model: "transformer", Layers: 2, Steps: 2, Seed: tc.seed}
-		s, _, err := synth.Generate(w, synth.Options{Config: "expandable_segments:True", Device: tc.dev, Capacity: tc.capacity})
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := fmt.Sprintf("seed %d device %d capacity %d", tc.seed, tc.dev, tc.capacity)
-		base := s.Segments[0].Address
-		if other, ok := bases[base]; ok {
-			t.Errorf("%s: base %#x is also that of %s", name, base, other)
-		}
-		bases[base] = name
-		r, err := alloc.Simulate(s, tc.dev, alloc.ReplayOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: base %#x, %d allocs, %d maps, %d unmaps", name, base, r.AllocAddrsTotal, r.SegEventsTotal, r.ReleasesTotal)
-		if r.AllocAddrsTotal == 0 || r.AllocAddrsMatched != r.AllocAddrsTotal || r.SegEventsMatched != r.SegEventsTotal ||
-			r.ReleasesMatched != r.ReleasesTotal || !r.FinalStateMatches {
-			t.Errorf("%s (base %#x): addresses %d/%d, maps %d/%d, unmaps %d/%d, final %v: %v", name, base,
-				r.AllocAddrsMatched, r.AllocAddrsTotal, r.SegEventsMatched, r.SegEventsTotal,
-				r.ReleasesMatched, r.ReleasesTotal, r.FinalStateMatches, r.Mismatches)
+	exactRuns := 0
+	for _, conf := range configs {
+		for seed := int64(1); seed <= 5; seed++ {
+			var capacity uint64
+			if seed == 5 {
+				capacity = 3 << 30
+			}
+			dev := int(seed % 4)
+			w := synth.Workload{Model: "transformer", Layers: 2, Steps: 2, Seed: seed}
+			s, _, err := synth.Generate(w, synth.Options{Config: conf, Device: dev, Capacity: capacity})
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("%q seed %d device %d capacity %d", conf, seed, dev, capacity)
+			r, err := alloc.Simulate(s, dev, alloc.ReplayOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.AllocAddrsTotal == 0 || r.AllocAddrsMatched != r.AllocAddrsTotal || r.SegEventsMatched != r.SegEventsTotal ||
+				r.ReleasesMatched != r.ReleasesTotal || !r.FinalStateMatches {
+				t.Errorf("%s: addresses %d/%d, segments %d/%d, releases %d/%d, final %v: %v", name,
+					r.AllocAddrsMatched, r.AllocAddrsTotal, r.SegEventsMatched, r.SegEventsTotal,
+					r.ReleasesMatched, r.ReleasesTotal, r.FinalStateMatches, r.Mismatches)
+				continue
+			}
+			exactRuns++
+			if conf == "expandable_segments:True" {
+				base := s.Segments[0].Address
+				if other, ok := bases[base]; ok {
+					t.Errorf("%s: base %#x is also that of %s", name, base, other)
+				}
+				bases[base] = name
+			}
 		}
 	}
+	t.Logf("seed experiment: %d/%d synth runs replayed exactly", exactRuns, len(configs)*5)
 }
