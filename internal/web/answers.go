@@ -16,6 +16,27 @@ func allocationView(p *params, tl *timeline) bool {
 	return p.view == "active" || p.view == "private" && tl.tl.Envelopes() == 0
 }
 
+// allocationParams reads a request about the allocation timelines: its
+// parameters, timeline and the device's analysis. On a mistake it answers
+// the request, saying that what (the thing asked for) exists for the
+// allocation timelines only, and ok is false.
+func (s *Server) allocationParams(w http.ResponseWriter, r *http.Request, what string) (p *params, tl *timeline, d *analysis.Device, ok bool) {
+	p, tl, ok = s.timelineParams(w, r, "has no "+what)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	if !allocationView(p, tl) {
+		writeErr(w, http.StatusBadRequest, "view %q: %s is for the allocation timelines", p.view, what)
+		return nil, nil, nil, false
+	}
+	d, err := p.f.device(p.device).analysisDevice()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
+		return nil, nil, nil, false
+	}
+	return p, tl, d, true
+}
+
 type classesJSON struct {
 	By     string   `json:"by"`
 	Legend []string `json:"legend"`
@@ -26,20 +47,11 @@ type classesJSON struct {
 // handleClasses answers /api/classes?by=category|stream: a class per
 // allocation for "Colour by".
 func (s *Server) handleClasses(w http.ResponseWriter, r *http.Request) {
-	p, tl, ok := s.timelineParams(w, r, "cannot be coloured by category or stream")
+	_, _, d, ok := s.allocationParams(w, r, "colour by category or stream")
 	if !ok {
 		return
 	}
-	if !allocationView(p, tl) {
-		writeErr(w, http.StatusBadRequest, "view %q: colour by category or stream applies to the allocation timelines", p.view)
-		return
-	}
 	by := r.URL.Query().Get("by")
-	d, err := p.f.device(p.device).analysisDevice()
-	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
-		return
-	}
 	legend, classes, err := d.Classes(by)
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", err)
@@ -52,17 +64,8 @@ func (s *Server) handleClasses(w http.ResponseWriter, r *http.Request) {
 // reserved-peak, end, eN, a time) or at the timeline's ?x= (in ?mode's
 // unit), with each site's allocation ids.
 func (s *Server) handlePeak(w http.ResponseWriter, r *http.Request) {
-	p, tl, ok := s.timelineParams(w, r, "has no peak answer")
+	p, tl, d, ok := s.allocationParams(w, r, "the peak answer")
 	if !ok {
-		return
-	}
-	if !allocationView(p, tl) {
-		writeErr(w, http.StatusBadRequest, "view %q: the peak answer is about the allocation timelines", p.view)
-		return
-	}
-	d, err := p.f.device(p.device).analysisDevice()
-	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
 		return
 	}
 	q := r.URL.Query()
@@ -71,6 +74,7 @@ func (s *Server) handlePeak(w http.ResponseWriter, r *http.Request) {
 		tl.axes()
 		m = d.MomentAtTimestep(tl.toStep(floatParam(r, "x", 0), p.mode))
 	} else {
+		var err error
 		if m, err = d.Resolve(q.Get("at")); err != nil {
 			writeErr(w, http.StatusBadRequest, "%v", err)
 			return
@@ -114,17 +118,8 @@ type fragCurveJSON struct {
 // handleFragCurve answers /api/fragcurve?x0&x1&w: the fragmentation
 // headline at up to w/6 (at most 300) evenly spaced points of the window.
 func (s *Server) handleFragCurve(w http.ResponseWriter, r *http.Request) {
-	p, tl, ok := s.timelineParams(w, r, "has no fragmentation curve")
+	p, tl, d, ok := s.allocationParams(w, r, "the fragmentation curve")
 	if !ok {
-		return
-	}
-	if !allocationView(p, tl) {
-		writeErr(w, http.StatusBadRequest, "view %q: the fragmentation curve is drawn over the allocation timelines", p.view)
-		return
-	}
-	d, err := p.f.device(p.device).analysisDevice()
-	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
 		return
 	}
 	x0, x1 := floatParam(r, "x0", 0), floatParam(r, "x1", 0)
