@@ -4,6 +4,7 @@ package cli
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -48,13 +49,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				// Asked-for help is not a usage mistake.
-				if code := run(env, c, []string{"-h"}); code != 2 {
-					return code
-				}
-				return 0
+			c, ok := commands[args[1]]
+			if !ok {
+				fmt.Fprintf(stderr, "gpumem: unknown command %q; run 'gpumem help'\n", args[1])
+				return 2
 			}
+			return run(env, c, []string{"-h"})
 		}
 		usage(stdout)
 		if len(args) == 0 {
@@ -72,6 +72,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if s, has := commands["serve"]; has && !strings.HasPrefix(name, "-") {
 			if _, err := os.Stat(name); err == nil {
 				return run(env, s, args)
+			}
+			// A missing file, not an unknown command, when it looks like
+			// a path.
+			if strings.ContainsAny(name, `./\`) {
+				fmt.Fprintf(stderr, "gpumem: %s: no such file\n", name)
+				return 1
 			}
 		}
 		fmt.Fprintf(stderr, "gpumem: unknown command %q; run 'gpumem help'\n", name)
@@ -93,6 +99,8 @@ func run(env *Env, c *Command, args []string) (code int) {
 	switch {
 	case err == nil:
 		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0 // help was asked for
 	case errors.Is(err, ErrUsage):
 		return 2
 	default:

@@ -55,3 +55,26 @@ func TestDeviceFlagStatsInfo(t *testing.T) {
 		t.Errorf("info --json --device 1: devices %+v (%v), want only device 1", in.Devices, err)
 	}
 }
+
+// TestHelpAndUnknown: asking for help exits 0, an unknown command 2, and
+// a missing file given as "gpumem FILE" is a missing file (exit 1).
+func TestHelpAndUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"stats", "-h"}, 0, "usage: gpumem stats"},
+		{[]string{"sim", "--help"}, 0, "usage: gpumem sim"},
+		{[]string{"help", "trace"}, 0, "usage: gpumem trace"},
+		{[]string{"help", "bogus"}, 2, `unknown command "bogus"`},
+		{[]string{"bogus"}, 2, `unknown command "bogus"`},
+		{[]string{"missing/x.pickle"}, 1, "missing/x.pickle: no such file"},
+		{[]string{"peak", "--demo", "--device", "-1"}, 2, "want a device number"},
+	} {
+		code, out, errs := runMain(t, nil, tc.args...)
+		if code != tc.code || !strings.Contains(out+errs, tc.msg) {
+			t.Errorf("gpumem %v: exit %d, output %q; want exit %d mentioning %q", tc.args, code, out+errs, tc.code, tc.msg)
+		}
+	}
+}

@@ -20,6 +20,9 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, flag.ErrHelp // asked for: exit 0
+			}
 			return nil, ErrUsage
 		}
 		rest := fs.Args()

@@ -41,7 +41,8 @@ type answerFlags struct {
 func (f *answerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.asJSON, "json", false, "print JSON")
 	fs.BoolVar(&f.useDemo, "demo", false, "include the embedded demo snapshot")
-	fs.IntVar(&f.device, "device", -1, "only device `N` (default: every device)")
+	f.device = -1
+	fs.Var(deviceValue{&f.device}, "device", "only device `N` (a device number 0, 1, ...; default: every device)")
 	fs.IntVar(&f.depth, "depth", 3, "user frames that identify a site (`K`)")
 	fs.IntVar(&f.top, "top", 20, "sites listed (`N`; 0 = all)")
 }

@@ -103,7 +103,7 @@ func parseSimArgs(env *Env, args []string) (*simFlags, []string, error) {
 	} else if f.capacity != "" {
 		c, err := units.Parse(f.capacity)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--capacity: %w", err)
+			return nil, nil, usageError(fs, env.Stderr, "--capacity: "+err.Error())
 		}
 		f.capacityBytes = c
 	}

@@ -82,13 +82,13 @@ func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
 	var capBytes uint64
 	if *capacity != "" {
 		if capBytes, err = units.Parse(*capacity); err != nil {
-			return nil, fmt.Errorf("--capacity: %w", err)
+			return nil, usageError(fs, env.Stderr, "--capacity: "+err.Error())
 		}
 	}
 	var leakBytes uint64
 	if *leak != "" {
 		if leakBytes, err = units.Parse(*leak); err != nil {
-			return nil, fmt.Errorf("--leak: %w", err)
+			return nil, usageError(fs, env.Stderr, "--leak: "+err.Error())
 		}
 	}
 	a.workload = synth.Workload{Model: *model, Layers: *layers, Hidden: *hidden, DModel: *dModel, Heads: *heads,

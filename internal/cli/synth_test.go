@@ -27,7 +27,7 @@ func TestSynthCommand(t *testing.T) {
 		{"bad flag", []string{"--nope", "-o", out}, 2, "", "flag provided but not defined"},
 		{"bad dtype", []string{"--dtype", "fp8", "-o", out}, 1, "", "gpumem synth: unknown dtype"},
 		{"bad config", []string{"--config", "max_split_size_mb:1", "-o", out}, 1, "", "gpumem synth: allocator config"},
-		{"bad capacity", []string{"--capacity", "lots", "-o", out}, 1, "", "gpumem synth: --capacity: bad size"},
+		{"bad capacity", []string{"--capacity", "lots", "-o", out}, 2, "", "gpumem synth: --capacity: bad size"},
 		{"bad model", []string{"--model", "rnn", "-o", out}, 1, "", "gpumem synth: unknown model"},
 		{"missing dir", append(append([]string{}, small...), "-o", filepath.Join(dir, "no", "x.pickle")), 1, "", "gpumem synth: " + filepath.Join(dir, "no", "x.pickle") + ": no such directory"},
 	} {
