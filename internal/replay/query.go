@@ -29,10 +29,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	if len(vis) == 0 {
 		return f
 	}
-	byPos := func(vis []int32) {
-		sort.Slice(vis, func(a, b int) bool { return t.pos[vis[a]] < t.pos[vis[b]] })
-	}
-	byPos(vis)
+	sort.Slice(vis, func(a, b int) bool { return t.pos[vis[a]] < t.pos[vis[b]] })
 	nv := len(vis)
 	vpos := make([]int32, nv)
 	base := make([]float64, nv)
@@ -292,34 +289,4 @@ func (t *Timeline) columns(t0, tpp float64, w int) (mn, mx []float64) {
 		mn[c], mx[c] = float64(lo), float64(hi)
 	}
 	return
-}
-
-// offsetsAt returns, for the elements of vis (sorted by stack position)
-// selected by want, their bottom edge at time x, with one walk of the
-// stack at x.
-func (t *Timeline) offsetsAt(x float64, vis []int32, want func(int32) bool) []float64 {
-	out := make([]float64, len(vis))
-	maxPos := int32(-1)
-	for _, id := range vis {
-		if want(id) {
-			maxPos = t.pos[id]
-		}
-	}
-	if maxPos < 0 {
-		return out
-	}
-	k := 0
-	var sum float64
-	t.stack(x, int(maxPos)+1, func(id int32, wsize float64) {
-		p := t.pos[id]
-		for k < len(vis) && t.pos[vis[k]] <= p {
-			out[k] = sum
-			k++
-		}
-		sum += wsize
-	})
-	for ; k < len(vis); k++ {
-		out[k] = sum
-	}
-	return out
 }

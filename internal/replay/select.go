@@ -50,16 +50,6 @@ func (t *Timeline) bySizeDesc(a, b int32) int {
 	return int(a - b)
 }
 
-// windowClass is what selectWindow knows of an element after one walk of
-// the stack at each end of the window.
-type windowClass int8
-
-const (
-	classOut   windowClass = iota // never inside the window
-	classIn                       // inside at some time
-	classMaybe                    // starts above it and ends inside it: may slide in
-)
-
 // selectWindow returns the largest detail elements that intersect
 // [t0, t1] x [y0, y1] (overlapping it in time, and in bytes at some
 // moment), with each one's bottom edge at its first sample in the window,
@@ -151,6 +141,7 @@ type stackPrefix struct {
 	limit int32
 }
 
+// prefixAt walks the stack at x below position limit.
 func (t *Timeline) prefixAt(x float64, limit int32) *stackPrefix {
 	n := min(int(limit), 1<<20)
 	sp := &stackPrefix{pos: make([]int32, 0, n), below: make([]float64, 0, n), limit: limit}
@@ -181,8 +172,10 @@ func (w *windowSel) prefix(sp *stackPrefix, x float64, p int32) *stackPrefix {
 	return w.t.prefixAt(x, max(limit, p+1))
 }
 
-// classify sorts cand into in and maybe, recording the bottom edge at
-// the first sample of each.
+// classify sorts cand into in (intersecting) and maybe (starting above
+// the window and ending inside it: it may slide in), recording the bottom
+// edge at the first sample of each; for the whole height it only records
+// the bottom edges.
 func (w *windowSel) classify(cand []int32) {
 	t := w.t
 	for _, id := range cand {
