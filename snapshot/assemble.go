@@ -3,6 +3,7 @@ package snapshot
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"unsafe"
 
 	"github.com/gpumem/gpumem/internal/pickle"
@@ -29,6 +30,9 @@ func (b *builder) assemble(root pickle.Value) error {
 		s.Source.Generation = GenL
 	} else if root.Kind == pickle.Dict {
 		kv := d.Items(root)
+		if err := b.notExport(kv); err != nil {
+			return err
+		}
 		for i := 0; i+1 < len(kv); i += 2 {
 			key, ok := d.Str(kv[i])
 			val := kv[i+1]
@@ -81,6 +85,24 @@ func (b *builder) assemble(root pickle.Value) error {
 		s.Source.Generation = b.generation()
 	}
 	return nil // annotated by versioned, the decode's last step
+}
+
+// ExportSchemaPrefix starts the "schema" value of the JSON gpumem export
+// writes (gpumem.snapshot/1), which is not a PyTorch snapshot: its
+// segments look like PyTorch's but frames, stacks and events do not.
+const ExportSchemaPrefix = "gpumem.snapshot/"
+
+// notExport is an error naming gpumem's own export when the top-level
+// dict has its "schema" key, rather than decoding it as a broken snapshot.
+func (b *builder) notExport(kv []pickle.Value) error {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if key, ok := b.d.Str(kv[i]); ok && key == "schema" {
+			if v, ok := b.d.Str(kv[i+1]); ok && strings.HasPrefix(v, ExportSchemaPrefix) {
+				return fmt.Errorf("this is a gpumem export (%s), not a PyTorch snapshot: open the snapshot it was exported from", v)
+			}
+		}
+	}
+	return nil
 }
 
 func (b *builder) traces(v pickle.Value) error {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -45,7 +46,7 @@ type diffSide struct {
 	File                string            `json:"file"`
 	Device              int               `json:"device"`
 	At                  string            `json:"at"`
-	Event               int               `json:"event"`
+	Event               *int              `json:"event"`
 	LiveBytes           uint64            `json:"live_bytes"`
 	PeakAllocatedBytes  uint64            `json:"peak_allocated_bytes"`
 	PeakReservedBytes   uint64            `json:"peak_reserved_bytes"`
@@ -101,6 +102,9 @@ func runDiff(env *Env, args []string) error {
 	if len(files) != 2 {
 		return usageError(fs, env.Stderr, "want two snapshots A and B")
 	}
+	if err := stdinOnce(env, fs, files); err != nil {
+		return err
+	}
 	if da < 0 {
 		da = *device
 	}
@@ -143,9 +147,6 @@ func buildDiff(a, b *live, depth int) *diffResult {
 		d := sites[k]
 		if d == nil {
 			d = &diffSite{Frames: p.FrameStrings(smp)}
-			if len(d.Frames) == 0 {
-				d.Frames = []string{"<no stack>"}
-			}
 			sites[k] = d
 		}
 		return d
@@ -207,9 +208,12 @@ func allocProfile(x *live) *analysis.Profile {
 func side(x *live) diffSide {
 	active, reserved := replay.Peaks(x.s, x.device)
 	sd := diffSide{
-		File: x.s.Source.Name, Device: x.device, At: x.m.Spec, Event: x.m.Event,
+		File: x.s.Source.Name, Device: x.device, At: x.m.Spec,
 		LiveBytes: x.prof.Bytes, PeakAllocatedBytes: active, PeakReservedBytes: reserved,
 		Categories: map[string]uint64{},
+	}
+	if x.m.Event >= 0 {
+		sd.Event = &x.m.Event
 	}
 	for _, c := range analysis.Categories() {
 		sd.Categories[c.String()] = 0
@@ -275,7 +279,21 @@ func orAbsent(v string) string {
 	return v
 }
 
+// writeDiffText prints the diff as text. The tables pad every cell, empty
+// last ones too, so lines are trimmed on the way out.
 func writeDiffText(w io.Writer, r *diffResult, top int) error {
+	var buf bytes.Buffer
+	diffText(&buf, r, top)
+	for line := range bytes.Lines(buf.Bytes()) {
+		if _, err := w.Write(append(bytes.TrimRight(line, " \n"), '\n')); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// diffText writes the text of writeDiffText (writes to a buffer cannot fail).
+func diffText(w *bytes.Buffer, r *diffResult, top int) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "A  %s (cuda:%d)\nB  %s (cuda:%d)\n\n", r.A.File, r.A.Device, r.B.File, r.B.Device)
 	row := func(name string, a, b uint64) {
@@ -287,8 +305,8 @@ func writeDiffText(w io.Writer, r *diffResult, top int) error {
 	row("allocated over the trace", r.A.AllocatedTotalBytes, r.B.AllocatedTotalBytes)
 	fmt.Fprintf(tw, "allocations\t%d\t%d\t%+d\t\n", r.A.Allocations, r.B.Allocations, r.B.Allocations-r.A.Allocations)
 	at := func(sd diffSide) string {
-		if sd.Event >= 0 {
-			return fmt.Sprintf("%s (event %d)", sd.At, sd.Event)
+		if sd.Event != nil {
+			return fmt.Sprintf("%s (event %d)", sd.At, *sd.Event)
 		}
 		return sd.At
 	}
@@ -301,64 +319,22 @@ func writeDiffText(w io.Writer, r *diffResult, top int) error {
 			row("  "+n, r.A.Categories[n], r.B.Categories[n])
 		}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	tw.Flush()
 	fmt.Fprintf(w, "\nsites by change of live bytes (innermost user frames; %d of %d):\n", min(top, len(r.Sites)), len(r.Sites))
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  B - A\tA\tB\tallocs A/B\tsite\n")
 	for _, s := range r.Sites[:min(top, len(r.Sites))] {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d/%d\t%s\n", units.HumanSigned(s.DeltaBytes), units.Human(s.ABytes), units.Human(s.BBytes), s.AAllocs, s.BAllocs, shortSite(s.Frames))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d/%d\t%s\n", units.HumanSigned(s.DeltaBytes), units.Human(s.ABytes), units.Human(s.BBytes), s.AAllocs, s.BAllocs, analysis.SiteString(s.Frames))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	tw.Flush()
 	if len(r.Settings) == 0 {
 		fmt.Fprintf(w, "\nallocator settings: the same\n")
-		return nil
+		return
 	}
 	fmt.Fprintf(w, "\nallocator settings that differ:\n")
 	for _, s := range r.Settings {
 		fmt.Fprintf(w, "  %s: %s -> %s\n", s.Key, s.A, s.B)
 	}
-	return nil
-}
-
-// shortSite is "func (file.py:LINE) < caller (file.py:LINE)".
-func shortSite(frames []string) string {
-	parts := make([]string, len(frames))
-	for i, f := range frames {
-		parts[i] = shortFrameString(f)
-	}
-	return strings.Join(parts, " < ")
-}
-
-// shortFrameString turns "path/file.py:LINE:func" into "func (file.py:LINE)"
-// and a C++ frame's signature into its qualified name.
-func shortFrameString(f string) string {
-	file, rest, ok := strings.Cut(f, ":")
-	if !ok {
-		return f
-	}
-	line, name, ok := strings.Cut(rest, ":")
-	if !ok {
-		return f
-	}
-	if !strings.HasSuffix(file, ".py") {
-		if i := strings.IndexByte(name, '('); i > 0 {
-			name = name[:i]
-		}
-		if i := strings.LastIndexByte(name, ' '); i >= 0 {
-			name = name[i+1:] // return type
-		}
-		if parts := strings.Split(name, "::"); len(name) > 40 && len(parts) > 2 {
-			name = strings.Join(parts[len(parts)-2:], "::")
-		}
-		if file == "" || file == "??" {
-			return name
-		}
-	}
-	return name + " (" + baseName(file) + ":" + line + ")"
 }
 
 // runCompareSegments is _memory_viz.py compare.
@@ -372,15 +348,14 @@ func runCompareSegments(env *Env, files []string, da, db int, out string, collap
 		return err
 	}
 	c := export.CompareSegments(a, da, b, db)
-	err = writeStdout(env, func(w io.Writer) error {
-		if asJSON {
-			return json.NewEncoder(w).Encode(map[string][]uint64{"only_before": c.OnlyBefore, "only_after": c.OnlyAfter})
-		}
-		fmt.Fprintf(w, "only_before = %s\nonly_after = %s\n", pyList(c.OnlyBefore), pyList(c.OnlyAfter))
-		return nil
-	})
-	if err != nil || out == "" {
-		return err
+	if out == "" { // with -o only the file is written, as flame -o
+		return writeStdout(env, func(w io.Writer) error {
+			if asJSON {
+				return json.NewEncoder(w).Encode(map[string][]uint64{"only_before": c.OnlyBefore, "only_after": c.OnlyAfter})
+			}
+			_, err := fmt.Fprintf(w, "only_before = %s\nonly_after = %s\n", pyList(c.OnlyBefore), pyList(c.OnlyAfter))
+			return err
+		})
 	}
 	return writeOutput(env, out, func(w io.Writer) error {
 		if collapsed {

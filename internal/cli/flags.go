@@ -130,3 +130,16 @@ func oneDevice(s *snapshot.Snapshot, dev int) (int, error) {
 	}
 	return dev, nil
 }
+
+// stdinOnce is a usage error when files name standard input ("-") more
+// than once: it can be read only once.
+func stdinOnce(env *Env, fs *flag.FlagSet, files []string) error {
+	n := 0
+	for _, f := range files {
+		n += boolInt(f == "-")
+	}
+	if n > 1 {
+		return usageError(fs, env.Stderr, "standard input (-) can be given only once")
+	}
+	return nil
+}

@@ -61,6 +61,9 @@ func runFlame(env *Env, args []string) error {
 	if len(files) != want {
 		return usageError(fs, env.Stderr, fmt.Sprintf("flame %s wants %d snapshot(s)", kind, want))
 	}
+	if err := stdinOnce(env, fs, files); err != nil {
+		return err
+	}
 	dev := *device
 	var f *export.Flame
 	var title, sub string

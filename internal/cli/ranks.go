@@ -44,11 +44,13 @@ type rankRow struct {
 	Device             int     `json:"device"`
 	PeakAllocatedBytes uint64  `json:"peak_allocated_bytes"`
 	PeakReservedBytes  uint64  `json:"peak_reserved_bytes"`
-	PeakEvent          int     `json:"peak_event"`
+	PeakEvent          *int    `json:"peak_event"`
 	PeakTimeUS         *int64  `json:"peak_time_us_from_start"`
 	Fragmentation      float64 `json:"fragmentation_at_peak"`
 	TopSite            string  `json:"top_site"`
 	TopSiteBytes       uint64  `json:"top_site_bytes"`
+
+	hasTrace bool // the device has trace events (else its peak is the dump's state)
 }
 
 type ranksResult struct {
@@ -87,6 +89,9 @@ func runRanks(env *Env, args []string) error {
 	}
 	if len(files) == 0 {
 		return usageError(fs, env.Stderr, "no snapshot given")
+	}
+	if err := stdinOnce(env, fs, files); err != nil {
+		return err
 	}
 	if *jobs < 1 {
 		return usageError(fs, env.Stderr, "-j wants at least 1")
@@ -133,8 +138,11 @@ func rankOf(env *Env, path string, pos, device int) (rankRow, error) {
 		return rankRow{}, err
 	}
 	name := lv.s.Source.Name
-	row := rankRow{Rank: pos, File: name, Device: lv.device, PeakEvent: lv.m.Event,
+	row := rankRow{Rank: pos, File: name, Device: lv.device, hasTrace: len(lv.dv.Events()) > 0,
 		PeakAllocatedBytes: lv.dv.Active.PeakBytes, PeakReservedBytes: lv.dv.Segments.PeakBytes}
+	if lv.m.Event >= 0 {
+		row.PeakEvent = &lv.m.Event
+	}
 	if m := rankInName.FindStringSubmatch(filepath.Base(name)); m != nil {
 		row.Rank, _ = strconv.Atoi(m[1])
 	}
@@ -150,10 +158,7 @@ func rankOf(env *Env, path string, pos, device int) (rankRow, error) {
 	p := lv.prof.Fold(2, 0)
 	p.Sort()
 	if len(p.Samples) > 0 {
-		row.TopSite = shortSite(p.FrameStrings(&p.Samples[0])[:min(1, len(p.Samples[0].Frames))])
-		if row.TopSite == "" {
-			row.TopSite = "<no stack>"
-		}
+		row.TopSite = analysis.SiteString(p.FrameStrings(&p.Samples[0])[:min(1, len(p.Samples[0].Frames))])
 		row.TopSiteBytes = p.Samples[0].Bytes
 	}
 	return row, nil
@@ -193,10 +198,7 @@ func writeRanksText(w io.Writer, r *ranksResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "rank\tpeak allocated\tpeak reserved\tpeak at\tfragmentation\ttop site at peak\tfile\n")
 	for _, row := range r.Ranks {
-		at := fmt.Sprintf("event %d", row.PeakEvent)
-		if row.PeakTimeUS != nil {
-			at = analysis.FormatDurationUS(*row.PeakTimeUS)
-		}
+		at := peakAtText(row)
 		site := "-"
 		if row.TopSite != "" {
 			site = units.Human(row.TopSiteBytes) + " " + row.TopSite
@@ -218,4 +220,19 @@ func writeRanksText(w io.Writer, r *ranksResult) error {
 			units.HumanSigned(r.Outlier.FromMedian), r.Outlier.PercentOfMed)
 	}
 	return nil
+}
+
+// peakAtText is when a rank's peak happens: the time from the trace's first
+// event, else the event, else "before trace" (the state the trace starts
+// from) or "dump" (a file without a trace: the peak is the dump's state).
+func peakAtText(row rankRow) string {
+	switch {
+	case row.PeakTimeUS != nil:
+		return analysis.FormatDurationUS(*row.PeakTimeUS)
+	case row.PeakEvent != nil:
+		return fmt.Sprintf("event %d", *row.PeakEvent)
+	case row.hasTrace:
+		return "before trace"
+	}
+	return "dump"
 }

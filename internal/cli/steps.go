@@ -52,8 +52,8 @@ type stepJSON struct {
 	LastEvent     int    `json:"last_event"`
 	StartBytes    uint64 `json:"start_bytes"`
 	PeakBytes     uint64 `json:"peak_bytes"`
-	PeakEvent     int    `json:"peak_event"`
-	PeakPhase     string `json:"peak_phase"`
+	PeakEvent     *int   `json:"peak_event"` // null: before the trace's first event
+	PeakPhase     string `json:"peak_phase"` // "start": nothing in the step went above its start
 	EndBytes      uint64 `json:"end_bytes"`
 	ForwardEnd    uint64 `json:"forward_end_bytes"`
 	BackwardEnd   uint64 `json:"backward_end_bytes"`
@@ -90,9 +90,15 @@ func runSteps(env *Env, args []string) error {
 	}
 	for i, st := range r.Steps {
 		j := stepJSON{Index: st.Index, Name: st.Name, FirstEvent: st.First, LastEvent: st.Last,
-			StartBytes: st.StartBytes, PeakBytes: st.PeakBytes, PeakEvent: st.PeakEvent, PeakPhase: st.PeakPhase.String(),
+			StartBytes: st.StartBytes, PeakBytes: st.PeakBytes, PeakPhase: st.PeakPhase.String(),
 			EndBytes: st.EndBytes, ForwardEnd: st.PhaseEndBytes[steps.Forward], BackwardEnd: st.PhaseEndBytes[steps.Backward],
 			OptimizerEnd: st.PhaseEndBytes[steps.Optimizer], TimeUS: st.TimeUS, DurationUS: st.DurationUS}
+		if st.PeakEvent >= 0 {
+			j.PeakEvent = &st.PeakEvent
+		}
+		if st.PeakEvent < st.First { // the step's start is its highest point: no phase
+			j.PeakPhase = "start"
+		}
 		if i > 0 {
 			j.GrowthToStart = int64(st.StartBytes) - int64(r.Steps[i-1].StartBytes)
 		}
@@ -113,7 +119,11 @@ func writeStepsText(w io.Writer, name string, r *steps.Report, js []stepJSON) er
 		_, err := fmt.Fprintf(w, "%s device %d: no steps found (no ProfilerStep or optimizer annotations, no repeating allocation sites)\n", name, r.Device)
 		return err
 	}
-	fmt.Fprintf(w, "%s device %d: %d steps (from %s)\n\n", name, r.Device, len(r.Steps), r.Source)
+	plural := "s"
+	if len(r.Steps) == 1 {
+		plural = ""
+	}
+	fmt.Fprintf(w, "%s device %d: %d step%s (from %s)\n\n", name, r.Device, len(r.Steps), plural, r.Source)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "step\tevents\tlive at start\tpeak\tpeak phase\tend of forward\tend of backward\tend of optimizer\tduration\n")
 	phase := func(st stepJSON, v uint64, has bool) string {
@@ -143,7 +153,7 @@ func writeStepsText(w io.Writer, name string, r *steps.Report, js []stepJSON) er
 		fmt.Fprintf(w, "\nLEAK: live memory at the start of every step from step 1 on, and at the end, grows by %s per step\n", units.HumanSigned(r.GrowthPerStep))
 		fmt.Fprintf(w, "sites that grew from the start of step 1 to the end:\n")
 		for _, g := range r.Sites[:min(len(r.Sites), 10)] {
-			fmt.Fprintf(w, "  %s  %s\n", units.HumanSigned(g.Bytes), shortSite(g.Frames))
+			fmt.Fprintf(w, "  %s  %s\n", units.HumanSigned(g.Bytes), analysis.SiteString(g.Frames))
 		}
 	default:
 		fmt.Fprintf(w, "\nno leak: live memory at the start of steps 1..%d and at the end does not keep growing (%s per step on average)\n", len(r.Steps)-1, units.HumanSigned(r.GrowthPerStep))

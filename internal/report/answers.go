@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/units"
@@ -62,11 +61,7 @@ func writeSites(bw *bufio.Writer, title string, sites []analysis.Site) {
 	fmt.Fprintf(bw, "\n%s\n", title)
 	fmt.Fprintf(bw, "  %10s %6s %6s  %-16s %s\n", "bytes", "share", "count", "category", "site (innermost first)")
 	for _, s := range sites {
-		where := "(no stack recorded)"
-		if len(s.Frames) > 0 {
-			where = strings.Join(s.Frames, " < ")
-		}
-		fmt.Fprintf(bw, "  %10s %5.1f%% %6d  %-16s %s\n", units.Human(s.Bytes), 100*s.Share, s.Count, s.Category, where)
+		fmt.Fprintf(bw, "  %10s %5.1f%% %6d  %-16s %s\n", units.Human(s.Bytes), 100*s.Share, s.Count, s.Category, analysis.SiteString(s.Frames))
 	}
 }
 

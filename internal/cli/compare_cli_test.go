@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpumem/gpumem/internal/corpus"
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// TestDiffSegmentsOutputOnlyFile: with -o, diff --segments writes only the
+// file (as flame -o); a failed write prints only the one-line error.
+func TestDiffSegmentsOutputOnlyFile(t *testing.T) {
+	dir := t.TempDir()
+	svg := filepath.Join(dir, "x.svg")
+	code, out, stderr := runCLI("diff", "--segments", "--demo", "-o", svg)
+	if b, err := os.ReadFile(svg); code != 0 || out != "" || err != nil || !strings.Contains(string(b), "<svg") {
+		t.Errorf("diff --segments -o: exit %d, stdout %q, stderr %q, file %v", code, out, stderr, err)
+	}
+	code, out, stderr = runCLI("diff", "--segments", "--demo", "-o", filepath.Join(dir, "missing", "x.svg"))
+	if code != 1 || out != "" || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("diff --segments -o into a missing directory: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}
+
+// TestDiffTextNoTrailingSpace: no line of diff's text ends in blanks
+// (the table pads empty cells).
+func TestDiffTextNoTrailingSpace(t *testing.T) {
+	code, out, stderr := runCLI("diff", "--demo")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for i, line := range strings.Split(out, "\n") {
+		if strings.TrimRight(line, " \t") != line {
+			t.Errorf("line %d ends in blanks: %q", i+1, line)
+		}
+	}
+	if !strings.Contains(out, "\n\n                   live at  peak (event") {
+		t.Errorf("the live-at table lost its alignment:\n%s", out)
+	}
+}
+
+// TestStdinOnlyOnce: commands taking several files refuse "-" twice
+// (standard input can be read once) as a usage mistake.
+func TestStdinOnlyOnce(t *testing.T) {
+	for _, args := range [][]string{{"diff", "-", "-"}, {"ranks", "-", "x", "-"}, {"flame", "diff", "-", "-"}} {
+		code, out, stderr := runCLI(args...)
+		if first, _, _ := strings.Cut(stderr, "\n"); code != 2 || out != "" || first != "gpumem "+args[0]+": standard input (-) can be given only once" {
+			t.Errorf("%v: exit %d, stderr starts %q", args, code, first)
+		}
+	}
+}
+
+// TestExportJSONIsNotASnapshot: gpumem's own JSON export given back to a
+// command is named as such, in one line, exit 1 (it was misread as a
+// broken PyTorch snapshot).
+func TestExportJSONIsNotASnapshot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.json")
+	if code, _, stderr := runCLI("export", "json", "--demo", "-o", path); code != 0 {
+		t.Fatalf("export json: exit %d: %s", code, stderr)
+	}
+	want := "gpumem info: " + path + ": this is a gpumem export (gpumem.snapshot/1), not a PyTorch snapshot: open the snapshot it was exported from\n"
+	if code, out, stderr := runCLI("info", path); code != 1 || out != "" || stderr != want {
+		t.Errorf("info on an export: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}
+
+// TestSitesOneNotation: peak, diff and steps print a site the same way
+// (analysis.SiteString): "function (file.py:LINE) < caller (file.py:LINE)".
+func TestSitesOneNotation(t *testing.T) {
+	const site = "train_step (train.py:159) < main (train.py:201)"
+	for _, args := range [][]string{{"peak", "--demo"}, {"oom", "--demo"}, {"diff", "--demo", "--depth", "2"}} {
+		code, out, stderr := runCLI(args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		if !strings.Contains(out, site) || strings.Contains(out, "/workspace/") || strings.Contains(out, "<no stack>") {
+			t.Errorf("%v: sites not in the one notation (want e.g. %q):\n%s", args, site, out)
+		}
+	}
+}
+
+// TestNoEventMinusOne: a peak that is the dump's state (a file without a
+// trace) or the state before the trace is said so, never "event -1", and
+// is null in JSON; every one-device command takes the README's default
+// device (longest trace, tie: lowest number) — on LayoutEditing 7bced596
+// cuda:0 — and says which.
+func TestNoEventMinusOne(t *testing.T) {
+	bare := corpus.File(t, "LayoutEditing__memory_snapshot.pickle")
+	two := corpus.File(t, "LayoutEditing__dump_snapshot__7bced596.pickle")
+	code, out, stderr := runCLI("ranks", bare, two)
+	if code != 0 {
+		t.Fatalf("ranks: exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) < 3 || !strings.Contains(lines[1], " dump ") || !strings.Contains(lines[2], " before trace ") {
+		t.Errorf("ranks: peak at is not dump / before trace:\n%s", out)
+	}
+	code, out, _ = runCLI("ranks", "--json", bare)
+	if code != 0 || !strings.Contains(out, `"peak_event": null`) {
+		t.Errorf("ranks --json of a file without trace: exit %d:\n%s", code, out)
+	}
+	code, out, _ = runCLI("diff", "--json", bare, bare)
+	if code != 0 || !strings.Contains(out, `"event": null`) {
+		t.Errorf("diff --json of a file without trace: exit %d:\n%s", code, out)
+	}
+	s, err := snapshot.Open(two, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := s.DefaultDevice()
+	for _, args := range [][]string{
+		{"ranks", "--json", two}, {"diff", "--json", two, two}, {"steps", "--json", two},
+		{"flame", "peak", two}, {"ranks", two}, {"diff", two, two}, {"steps", two},
+	} {
+		code, out, stderr := runCLI(args...)
+		if code != 0 || strings.Contains(out, "event -1") || strings.Contains(out, `"event": -1`) || strings.Contains(out, `"peak_event": -1`) {
+			t.Errorf("%v: exit %d %s, output says event -1:\n%s", args, code, stderr, out)
+		}
+		if strings.Contains(args[1], "json") {
+			var v struct {
+				Device *int                    `json:"device"`
+				A      struct{ Device *int }   `json:"a"`
+				Ranks  []struct{ Device *int } `json:"ranks"`
+			}
+			if err := json.Unmarshal([]byte(out), &v); err != nil {
+				t.Fatal(err)
+			}
+			got := v.Device
+			if v.A.Device != nil {
+				got = v.A.Device
+			}
+			if len(v.Ranks) > 0 {
+				got = v.Ranks[0].Device
+			}
+			if got == nil || *got != dev {
+				t.Errorf("%v: device %v, want the default device %d", args, got, dev)
+			}
+		}
+	}
+}
