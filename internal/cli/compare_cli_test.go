@@ -142,3 +142,97 @@ func TestNoEventMinusOne(t *testing.T) {
 		}
 	}
 }
+
+// readmeExample finds the output README.md shows under the line "$ CMD":
+// the text up to the next "$ " line or the end of the code block, as
+// readme[start:end].
+func readmeExample(t *testing.T, readme, cmd string) (start, end int) {
+	t.Helper()
+	i := strings.Index(readme, "\n$ "+cmd+"\n")
+	if i < 0 {
+		t.Fatalf("README.md has no example $ %s", cmd)
+	}
+	start = i + len(cmd) + 4
+	end = len(readme)
+	for _, stop := range []string{"\n$ ", "\n```"} {
+		if k := strings.Index(readme[start-1:], stop); k >= 0 && start-1+k+1 < end {
+			end = start - 1 + k + 1
+		}
+	}
+	return start, end
+}
+
+// TestCompareReadmeExamples runs the examples of README's diff, steps,
+// ranks and export sections and checks README shows their real output
+// (go test -update rewrites the exact ones in README.md).
+func TestCompareReadmeExamples(t *testing.T) {
+	path := filepath.Join("..", "..", "README.md")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	dir := t.TempDir()
+	run := func(args ...string) string {
+		t.Helper()
+		code, out, stderr := runCLI(args...)
+		if code != 0 {
+			t.Fatalf("gpumem %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+		}
+		return out
+	}
+	// exact: README shows the whole output of cmd.
+	exact := func(cmd, got string) {
+		t.Helper()
+		start, end := readmeExample(t, readme, cmd)
+		if *update {
+			readme = readme[:start] + got + readme[end:]
+			return
+		}
+		if want := readme[start:end]; got != want {
+			t.Errorf("README's example of $ %s is not the real output (go test -update rewrites it); differs at line %s:\n%s", cmd, firstDiff(got, want), got)
+		}
+	}
+	// shows: every line README shows under cmd is in got, a line ending in
+	// "...]" (a list cut short) as a prefix of one of got's lines.
+	shows := func(cmd, got string) {
+		t.Helper()
+		start, end := readmeExample(t, readme, cmd)
+		for _, line := range strings.Split(strings.TrimSuffix(readme[start:end], "\n"), "\n") {
+			want := "\n" + line
+			if cut, ok := strings.CutSuffix(line, "...]"); ok {
+				want = "\n" + cut
+			}
+			if !strings.Contains("\n"+got, want) {
+				t.Errorf("README's example of $ %s shows %q, not in the real output", cmd, line)
+			}
+		}
+	}
+
+	run("synth", "--leak", "64MiB", "--steps", "5", "-o", filepath.Join(dir, "leak.pickle"))
+	exact("gpumem steps leak.pickle", run("steps", filepath.Join(dir, "leak.pickle")))
+	perfetto := strings.SplitAfterN(run("export", "perfetto", "--demo"), "\n", 4)
+	exact("gpumem export perfetto --demo | head -3", strings.Join(perfetto[:3], ""))
+	model := run("export", "json", "--demo")
+	seg := model[strings.Index(model, "\n"+`{"device":0,"address"`)+1:]
+	seg = seg[:strings.Index(seg, `,"blocks":[`)] + "}\n"
+	exact("jq -c '.segments[0] | del(.blocks)' demo.json", seg)
+	shows("jq -c '.devices[0].events[0]' demo.json", model)
+
+	real := func(name string) string { return corpus.File(t, name) }
+	ctx := func(n string) string {
+		return real("cs336-kkaitlyn111__memory_files_memory_ctx" + n + "_fullstep_.pickle")
+	}
+	corpusDir := filepath.Dir(ctx("128")) + string(filepath.Separator)
+	exact("gpumem diff cs336-kkaitlyn111__memory_files_memory_ctx128_fullstep_.pickle cs336-kkaitlyn111__memory_files_memory_ctx512_fullstep_.pickle --top 5",
+		strings.ReplaceAll(run("diff", ctx("128"), ctx("512"), "--top", "5"), corpusDir, ""))
+	exact("gpumem ranks cs336-kkaitlyn111__memory_files_memory_ctx*_fullstep_.pickle cs336-notHanmin__memory_snapshot.pickle",
+		run("ranks", ctx("128"), ctx("256"), ctx("512"), real("cs336-notHanmin__memory_snapshot.pickle")))
+	shows("gpumem diff --segments flexgen-Yiyi__1.3b_snapshot__66f06b43.pickle flexgen-Yiyi__log1_1.3b_snapshot.pickle",
+		run("diff", "--segments", real("flexgen-Yiyi__1.3b_snapshot__66f06b43.pickle"), real("flexgen-Yiyi__log1_1.3b_snapshot.pickle")))
+	if *update {
+		if err := os.WriteFile(path, []byte(readme), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
