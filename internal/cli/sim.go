@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/gpumem/gpumem/internal/alloc"
@@ -346,19 +347,20 @@ func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
 	if len(files) == 1 {
 		path = files[0]
 	}
-	devs := alloc.Replayable(s)
 	if f.device >= 0 {
-		found := false
-		for _, d := range devs {
-			found = found || d == f.device
+		if _, err := oneDevice(s, f.device); err != nil {
+			return err // every command's "no device N (devices: ...)"
 		}
-		if !found {
-			return fmt.Errorf("%s: device %d has no alloc events to replay (devices with alloc events: %v)", path, f.device, devs)
-		}
-		devs = []int{f.device}
 	}
+	devs := alloc.Replayable(s)
 	if len(devs) == 0 {
 		return fmt.Errorf("%s: no device trace with alloc events to replay (record with torch.cuda.memory._record_memory_history())", path)
+	}
+	if f.device >= 0 {
+		if !slices.Contains(devs, f.device) {
+			return fmt.Errorf("%s: device %d has no alloc events to replay (devices with alloc events: %s)", path, f.device, joinInts(devs))
+		}
+		devs = []int{f.device}
 	}
 	var cfg *alloc.Config
 	if f.config != "" {
