@@ -34,6 +34,19 @@ func TestMissingDeviceIsAnError(t *testing.T) {
 	}
 }
 
+// TestAnswerFlagValues: peak and oom reject what is not a device number
+// and a negative --top, as usage mistakes.
+func TestAnswerFlagValues(t *testing.T) {
+	for _, args := range [][]string{
+		{"peak", "--demo", "--device", "-1"}, {"oom", "--demo", "--device", "-2"},
+		{"peak", "--demo", "--top", "-3"}, {"oom", "--demo", "--top", "-1"},
+	} {
+		if code, out, stderr := runCLI(args...); code != 2 || out != "" {
+			t.Errorf("%v: exit %d, stdout %d bytes, stderr %q; want a usage error", args, code, len(out), stderr)
+		}
+	}
+}
+
 func TestExportCLI(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.pickle")

@@ -80,6 +80,9 @@ func (f *answerFlags) parse(env *Env, fs *flag.FlagSet, args []string) ([]string
 	if f.depth < 1 {
 		return nil, usageError(fs, env.Stderr, "--depth must be at least 1")
 	}
+	if f.top < 0 {
+		return nil, usageError(fs, env.Stderr, "--top must be at least 0 (0 = all)")
+	}
 	return files, nil
 }
 
