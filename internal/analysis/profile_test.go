@@ -12,7 +12,7 @@ const mb = 1 << 20
 // (4 MiB, no stack) still live; the trace allocates b (2 MiB) and c
 // (3 MiB) from two call sites that share their innermost user frame,
 // d (1 MiB) from a third, then frees c. Peak: a+b+c+d = 10 MiB after d.
-func liveSnap(t *testing.T) *Device {
+func liveSnap(t testing.TB) *Device {
 	lib := "/usr/lib/python3.11/site-packages/torch/nn/functional.py:10:linear"
 	s := build(t, []seg{{addr: 0x1000000, blocks: []blk{
 		{size: 4 * mb, req: 4 * mb, state: "active_allocated"},
@@ -143,4 +143,23 @@ func TestSiteItems(t *testing.T) {
 	if total != 10*mb {
 		t.Errorf("items cover %d bytes", total)
 	}
+}
+
+// FuzzResolve: any --at text resolves to a moment inside the trace or is
+// an error; it never panics.
+func FuzzResolve(f *testing.F) {
+	for _, s := range []string{"peak", "end", "reserved-peak", "e0", "e4", "e-1", "1ms", "2.5ms", "1e3us", "NaNs", "-3s", "9999999999999999999us", "ms", "e"} {
+		f.Add(s)
+	}
+	d := liveSnap(f)
+	n := len(d.Events())
+	f.Fuzz(func(t *testing.T, spec string) {
+		m, err := d.Resolve(spec)
+		if err != nil {
+			return
+		}
+		if m.Event < -1 || m.Event >= n || m.Action < -1 || m.Action >= len(d.Active.Events) {
+			t.Errorf("%q: moment %+v outside the trace", spec, m)
+		}
+	})
 }
