@@ -240,6 +240,8 @@ type oomJSON struct {
 	Event    int    `json:"event"`
 	Size     uint64 `json:"size"`
 	StillOOM *bool  `json:"still_oom,omitempty"`
+	// AtStart: from empty, one of the blocks live at trace start did not fit.
+	AtStart bool `json:"at_trace_start,omitempty"`
 }
 
 type predictedJSON struct {
@@ -310,7 +312,7 @@ type sweepRowJSON struct {
 func oomsJSON(in []alloc.ReplayOOM, withStill bool) []oomJSON {
 	out := []oomJSON{}
 	for _, o := range in {
-		j := oomJSON{Event: o.Event, Size: o.Size}
+		j := oomJSON{Event: o.Event, Size: o.Size, AtStart: o.AtStart}
 		if withStill {
 			still := o.StillOOM
 			j.StillOOM = &still

@@ -122,7 +122,11 @@ func SimReplay(w io.Writer, name string, s *snapshot.Snapshot, r *alloc.ReplayRe
 	}
 	if len(r.ModelOOMs) > 0 {
 		o := r.ModelOOMs[0]
-		fmt.Fprintf(w, "  the model runs out of memory %d times, first at event %d (%s)\n", len(r.ModelOOMs), o.Event, units.Human(o.Size))
+		where := fmt.Sprintf("at event %d", o.Event)
+		if o.AtStart {
+			where = "while allocating the blocks live at trace start"
+		}
+		fmt.Fprintf(w, "  the model runs out of memory %d times, first %s (%s)\n", len(r.ModelOOMs), where, units.Human(o.Size))
 	} else if capacity > 0 {
 		fmt.Fprintf(w, "  no allocation fails at %s\n", units.Human(capacity))
 	}
