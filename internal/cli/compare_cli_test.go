@@ -236,3 +236,35 @@ func TestCompareReadmeExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareBadFlagValues: a flag value diff or flame cannot use is a
+// usage mistake (exit 2, the usage printed), not a panic or a drawing.
+func TestCompareBadFlagValues(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"diff", "--demo", "--top", "-1"}, "--depth must be at least 1 and --top at least 0"},
+		{[]string{"diff", "--demo", "--depth", "0"}, "--depth must be at least 1 and --top at least 0"},
+		{[]string{"flame", "peak", "--demo", "--width", "0"}, "--width must be at least 200 pixels"},
+		{[]string{"flame", "memory", "--demo", "--width", "-3"}, "--width must be at least 200 pixels"},
+	} {
+		code, out, stderr := runCLI(tt.args...)
+		if first, _, _ := strings.Cut(stderr, "\n"); code != 2 || out != "" || first != "gpumem "+tt.args[0]+": "+tt.msg {
+			t.Errorf("%v: exit %d, stdout %d bytes, stderr starts %q", tt.args, code, len(out), first)
+		}
+	}
+}
+
+// TestRanksSameRankWarns: two files with the same rank number are still
+// two rows, with a warning naming them on standard error.
+func TestRanksSameRankWarns(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "snap_rank0.pickle")
+	if code, _, stderr := runCLI("synth", "--steps", "1", "-o", f); code != 0 {
+		t.Fatalf("synth: exit %d: %s", code, stderr)
+	}
+	code, out, stderr := runCLI("ranks", f, f)
+	if code != 0 || strings.Count(out, "snap_rank0.pickle") != 2 || stderr != "gpumem ranks: warning: 2 files give rank 0: snap_rank0.pickle, snap_rank0.pickle\n" {
+		t.Errorf("exit %d, stderr %q:\n%s", code, stderr, out)
+	}
+}

@@ -105,6 +105,9 @@ func runDiff(env *Env, args []string) error {
 	if err := stdinOnce(env, fs, files); err != nil {
 		return err
 	}
+	if *depth < 1 || *top < 0 {
+		return usageError(fs, env.Stderr, "--depth must be at least 1 and --top at least 0")
+	}
 	if da < 0 {
 		da = *device
 	}

@@ -64,6 +64,9 @@ func runFlame(env *Env, args []string) error {
 	if err := stdinOnce(env, fs, files); err != nil {
 		return err
 	}
+	if *width < minFlameWidth {
+		return usageError(fs, env.Stderr, fmt.Sprintf("--width must be at least %d pixels", minFlameWidth))
+	}
 	dev := *device
 	var f *export.Flame
 	var title, sub string
@@ -116,6 +119,10 @@ func runFlame(env *Env, args []string) error {
 		return export.WriteFlameSVG(w, f, export.FlameOptions{Title: title, Subtitle: sub, Width: *width})
 	})
 }
+
+// minFlameWidth is the narrowest SVG flame accepts: room for the margins,
+// the title and the controls.
+const minFlameWidth = 200
 
 // demoArg stands for the embedded demo in a file list.
 const demoArg = "\x00demo"

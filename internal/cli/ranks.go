@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -120,6 +121,7 @@ func runRanks(env *Env, args []string) error {
 		}
 	}
 	r := summarizeRanks(rows)
+	warnSameRank(env, r.Ranks)
 	return writeStdout(env, func(w io.Writer) error {
 		if *asJSON {
 			enc := json.NewEncoder(w)
@@ -235,4 +237,24 @@ func peakAtText(row rankRow) string {
 		return "before trace"
 	}
 	return "dump"
+}
+
+// warnSameRank warns on standard error when files give the same rank
+// number (rows sorted by rank): the same file twice, or names without
+// "rank N" mixed with ones that have it.
+func warnSameRank(env *Env, rows []rankRow) {
+	for i := 0; i < len(rows); {
+		j := i + 1
+		for j < len(rows) && rows[j].Rank == rows[i].Rank {
+			j++
+		}
+		if j-i > 1 {
+			names := make([]string, 0, j-i)
+			for _, row := range rows[i:j] {
+				names = append(names, baseName(row.File))
+			}
+			fmt.Fprintf(env.Stderr, "gpumem ranks: warning: %d files give rank %d: %s\n", j-i, rows[i].Rank, strings.Join(names, ", "))
+		}
+		i = j
+	}
 }
