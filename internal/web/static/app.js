@@ -1501,6 +1501,7 @@ function answersAvailable() { return !embedded && ['active', 'private'].includes
 async function loadClasses(seq) {
   const sel = $('colorby');
   sel.disabled = !answersAvailable();
+  $('fragcurve').disabled = !answersAvailable();
   sel.value = S.colorBy;
   S.classes = null; S.classNames = [];
   if (!answersAvailable() || S.colorBy === 'allocation') return;
