@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/gpumem/gpumem/internal/pickle"
@@ -16,8 +17,8 @@ type DecodeError struct {
 	// input, an upload's name.
 	File string
 	// Offset is the byte offset in the (decompressed) input where decoding
-	// stopped, or -1 when the failure has no position (an empty input, a
-	// size limit).
+	// stopped (for a truncated gzip or zstd file, where the file ends), or
+	// -1 when the failure has no position (an empty input, a size limit).
 	Offset int64
 	Err    error
 }
@@ -38,6 +39,20 @@ func (e *jsonError) Error() string {
 	return "json at byte " + strconv.FormatInt(e.off, 10) + ": " + e.msg
 }
 
+// truncatedError is a gzip or zstd file that ends inside its stream:
+// what the decoder made of the decompressed bytes (err) is a consequence.
+type truncatedError struct {
+	kind    string // gzip or zstd
+	at, out int64  // bytes of the file read; bytes decompressed
+	err     error
+}
+
+func (e *truncatedError) Error() string {
+	return fmt.Sprintf("%s stream truncated at byte %d (%d bytes decompressed)", e.kind, e.at, e.out)
+}
+
+func (e *truncatedError) Unwrap() error { return e.err }
+
 // decodeError wraps err, a failure decoding the input called name, in a
 // DecodeError (err itself when it is one already).
 func decodeError(name string, err error) error {
@@ -51,7 +66,10 @@ func decodeError(name string, err error) error {
 	off := int64(-1)
 	var pe *pickle.Error
 	var je *jsonError
+	var te *truncatedError
 	switch {
+	case errors.As(err, &te):
+		off = te.at
 	case errors.As(err, &pe):
 		off = pe.Offset
 	case errors.As(err, &je):

@@ -1,10 +1,14 @@
 package snapshot
 
 import (
+	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // TestDecodeError checks that every decode failure is a *DecodeError with
@@ -42,6 +46,31 @@ func TestDecodeError(t *testing.T) {
 		// A second wrap keeps the first.
 		if again := decodeError("other", err); again != err {
 			t.Errorf("%s: decodeError re-wrapped a DecodeError", tt.name)
+		}
+	}
+}
+
+// TestTruncatedCompressed: a gzip or zstd file cut short says so, with
+// where the file ends and how much was decompressed, not a pickle error
+// at an offset of the decompressed stream.
+func TestTruncatedCompressed(t *testing.T) {
+	raw := streamsPickle(3000)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(raw)
+	zw.Close()
+	enc, _ := zstd.NewWriter(nil)
+	zs := enc.EncodeAll(raw, nil)
+	for _, tc := range []struct {
+		kind string
+		data []byte
+	}{{"gzip", gz.Bytes()}, {"zstd", zs}} {
+		cut := tc.data[:len(tc.data)/2]
+		_, err := DecodeBytes(cut, "t."+tc.kind, nil)
+		var de *DecodeError
+		want := fmt.Sprintf("t.%s: %s stream truncated at byte %d (", tc.kind, tc.kind, len(cut))
+		if !errors.As(err, &de) || !strings.HasPrefix(err.Error(), want) || de.Offset != int64(len(cut)) {
+			t.Errorf("%s cut at %d: %v (offset %v), want %q...", tc.kind, len(cut), err, de, want)
 		}
 	}
 }

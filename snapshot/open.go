@@ -188,16 +188,21 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// limitReader fails once more than max bytes were read.
+// limitReader fails once more than max bytes were read; err keeps the
+// first error of the reader it reads (a decompressor's "unexpected EOF").
 type limitReader struct {
 	r   io.Reader
 	n   int64
 	max int64
+	err error
 }
 
 func (l *limitReader) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	l.n += int64(n)
+	if err != nil && err != io.EOF && l.err == nil {
+		l.err = err
+	}
 	if l.max > 0 && l.n > l.max {
 		return n, fmt.Errorf("decompressed input exceeds the %d-byte limit", l.max)
 	}
@@ -225,7 +230,7 @@ func decode(r io.Reader, name string, size int64, opt *Options) (*Snapshot, erro
 	return s, nil
 }
 
-func decodeStream(r io.Reader, name string, size int64, opt *Options) (*Snapshot, error) {
+func decodeStream(r io.Reader, name string, size int64, opt *Options) (s *Snapshot, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(512)
 	compression := ""
@@ -248,6 +253,17 @@ func decodeStream(r io.Reader, name string, size int64, opt *Options) (*Snapshot
 		src, compression, innerSize = zr, "zstd", -1
 	}
 	lr := &limitReader{r: src, max: opt.MaxBytes}
+	// Whatever the decoder makes of a compressed stream that ends early, the
+	// cause is the truncation.
+	defer func() {
+		if err != nil && compression != "" && errors.Is(lr.err, io.ErrUnexpectedEOF) {
+			te := &truncatedError{kind: compression, out: lr.n, err: err}
+			if cr, ok := r.(*countingReader); ok {
+				te.at = cr.n
+			}
+			s, err = nil, te
+		}
+	}()
 	ibr := br
 	if compression != "" {
 		ibr = bufio.NewReaderSize(lr, 64<<10)
@@ -259,8 +275,6 @@ func decodeStream(r io.Reader, name string, size int64, opt *Options) (*Snapshot
 	}
 	head, _ = ibr.Peek(512)
 	kind := sniff(head)
-	var s *Snapshot
-	var err error
 	switch kind {
 	case "pickle":
 		defer eagerGC(innerSize)()
