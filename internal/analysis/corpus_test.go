@@ -3,6 +3,7 @@ package analysis
 import (
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -122,6 +123,65 @@ func TestCorpusFragmentationCurve(t *testing.T) {
 				if want := d.FragmentationAt(m); curve[j] != want {
 					t.Errorf("%s device %d action %d: curve %+v, state %+v", filepath.Base(f), dev, k, curve[j], want)
 				}
+			}
+		}
+	}
+}
+
+// TestCorpusCategorySites pins the hand check behind the totals: at the
+// end of these AdamW runs every parameter has two optimizer states (one
+// allocation site each, the course AdamW's zeros_like lines) and one
+// gradient, made by the autograd engine's BmmBackward0 (weights),
+// IndexBackward0 (embedding) and the reduction of broadcast gradients
+// (biases, norms); the parameters are the stackless blocks from before the
+// trace (one more small block pairs by size).
+func TestCorpusCategorySites(t *testing.T) {
+	type site struct {
+		cat   Category
+		frame string // substring of the innermost frame ("" = no stack)
+		count int
+		bytes uint64
+	}
+	for _, tt := range []struct {
+		file  string
+		sites []site
+	}{
+		{"cs336-notHanmin__memory_snapshot.pickle", []site{
+			{Parameter, "", 328, 3877655552},
+			{OptimizerState, "adapters.py:887:step", 327, 3877647360},
+			{OptimizerState, "adapters.py:888:step", 327, 3877647360},
+			{Gradient, "BmmBackward0::apply", 253, 3826073600},
+			{Gradient, "IndexBackward0::apply", 1, 51200000},
+			{Gradient, "resize_reduction", 73, 373760},
+		}},
+		{"cs336-kkaitlyn111__memory_files_memory_ctx256_fullstep_.pickle", []site{
+			{Parameter, "", 292, 13627246592},
+			{OptimizerState, "optimizers.py:82:step", 291, 13627238400},
+			{OptimizerState, "optimizers.py:84:step", 291, 13627238400},
+			{Gradient, "BmmBackward0::apply", 225, 13524172800},
+			{Gradient, "IndexBackward0::apply", 1, 102400000},
+			{Gradient, "resize_reduction", 65, 665600},
+		}},
+	} {
+		d := NewDevice(openReal(t, tt.file), 0)
+		m, _ := d.Resolve("end")
+		a := d.LiveAnswer(m, LiveOptions{Depth: 1})
+		for _, w := range tt.sites {
+			found := false
+			for _, s := range a.Sites {
+				inner := ""
+				if len(s.Frames) > 0 {
+					inner = s.Frames[0]
+				}
+				if s.Category == w.cat.String() && (w.frame == "" && inner == "" || w.frame != "" && strings.Contains(inner, w.frame)) {
+					found = true
+					if s.Count != w.count || s.Bytes != w.bytes {
+						t.Errorf("%s %s %q: %d allocations, %d bytes; want %d, %d", tt.file, w.cat, w.frame, s.Count, s.Bytes, w.count, w.bytes)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("%s: no %s site %q", tt.file, w.cat, w.frame)
 			}
 		}
 	}
