@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/replay"
@@ -22,6 +23,7 @@ type deviceData struct {
 
 	curves  lazy[*replay.Curves]
 	history lazy[*stateHistory]
+	warmed  sync.Once              // warmState started
 	an      lazy[*analysis.Device] // categories, peak and OOM answers (answers.go)
 }
 

@@ -13,8 +13,9 @@ import (
 // stateHistory answers "what did the allocator hold after event i" with
 // replay's checkpointed history.
 type stateHistory struct {
-	d *deviceData
-	h *replay.History
+	d   *deviceData
+	h   *replay.History
+	end lazy[*stateJSON] // the state at the end of the trace, the view's first
 }
 
 func (d *deviceData) stateHist() (*stateHistory, error) {
@@ -52,7 +53,39 @@ type segJSON struct {
 	Blocks  [][5]any `json:"blocks"` // offset, size, requested, pending, version
 }
 
+// warmState prepares in the background, once per device and when the file
+// is ready, what opening the Allocator State History needs first: the
+// history (whose checkpoints are then built in the background too) and the
+// state at the end of the trace. The server calls it after answering a
+// timeline window, so that it runs after the first paint.
+func (f *file) warmState(device int) {
+	d := f.device(device)
+	d.warmed.Do(func() {
+		go func() {
+			defer func() { _ = recover() }() // a failure shows when the view is opened
+			<-f.ready
+			if f.loadErr != nil {
+				return
+			}
+			if h, err := d.stateHist(); err == nil {
+				h.stateJSON(h.h.Len() - 1)
+			}
+		}()
+	})
+}
+
 func (h *stateHistory) stateJSON(idx int) *stateJSON {
+	if idx == h.h.Len()-1 {
+		st, _ := h.end.get(func() *stateJSON { return h.build(idx) }, "the state at the end of device %d's trace", h.d.device)
+		if st != nil {
+			return st
+		}
+	}
+	return h.build(idx)
+}
+
+// build lays out the state after event idx for the page.
+func (h *stateHistory) build(idx int) *stateJSON {
 	st := h.h.StateAt(idx)
 	out := &stateJSON{Index: idx, Segments: make([]segJSON, 0, len(st.Segments))}
 	if idx >= 0 && idx < h.h.Len() {
