@@ -127,7 +127,11 @@ func runServe(env *Env, args []string) error {
 		url += "watch.html"
 		fmt.Fprintf(env.Stdout, "gpumem: serving %d watch log(s) at %s (Ctrl-C to stop)\n", nlogs, url)
 	} else {
-		fmt.Fprintf(env.Stdout, "gpumem: serving %d snapshot(s) at %s (Ctrl-C to stop)\n", len(files)+boolInt(a.demo), url)
+		logs := "" // logs given beside snapshots are on their own page
+		if nlogs > 0 {
+			logs = fmt.Sprintf(", %d watch log(s) at %swatch.html", nlogs, url)
+		}
+		fmt.Fprintf(env.Stdout, "gpumem: serving %d snapshot(s) at %s%s (Ctrl-C to stop)\n", len(files)+boolInt(a.demo), url, logs)
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	if !a.noBrowser {
