@@ -56,8 +56,9 @@ func TestDeviceFlagStatsInfo(t *testing.T) {
 	}
 }
 
-// TestHelpAndUnknown: asking for help exits 0, an unknown command 2, and
-// a missing file given as "gpumem FILE" is a missing file (exit 1).
+// TestHelpAndUnknown: asking for help exits 0, an unknown command or a
+// bad flag value 2, and a missing file given as "gpumem FILE" is a missing
+// file (exit 1).
 func TestHelpAndUnknown(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -71,6 +72,9 @@ func TestHelpAndUnknown(t *testing.T) {
 		{[]string{"bogus"}, 2, `unknown command "bogus"`},
 		{[]string{"missing/x.pickle"}, 1, "missing/x.pickle: no such file"},
 		{[]string{"peak", "--demo", "--device", "-1"}, 2, "want a device number"},
+		{[]string{"synth", "--model", "cnn", "-o", "x.pickle"}, 2, `--model "cnn": want mlp or transformer`},
+		{[]string{"synth", "--layers", "-2", "-o", "x.pickle"}, 2, "--layers -2"},
+		{[]string{"sim", "--demo", "--capacity", "-1GiB"}, 2, "bad size"},
 	} {
 		code, out, errs := runMain(t, nil, tc.args...)
 		if code != tc.code || !strings.Contains(out+errs, tc.msg) {

@@ -77,7 +77,18 @@ func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
 	}
 	dt, err := synth.ParseDType(*dtype)
 	if err != nil {
-		return nil, err
+		return nil, usageError(fs, env.Stderr, "--dtype: "+err.Error())
+	}
+	if *model != "mlp" && *model != "transformer" {
+		return nil, usageError(fs, env.Stderr, fmt.Sprintf("--model %q: want mlp or transformer", *model))
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"layers", *layers}, {"hidden", *hidden}, {"d-model", *dModel}, {"heads", *heads}, {"seq", *seq}, {"vocab", *vocab}, {"batch", *batch}, {"steps", *steps}} {
+		if n.v < 0 {
+			return nil, usageError(fs, env.Stderr, fmt.Sprintf("--%s %d: want a positive number (0: the default)", n.name, n.v))
+		}
 	}
 	var capBytes uint64
 	if *capacity != "" {

@@ -517,7 +517,7 @@ func warnings(s *snapshot.Snapshot, in *Info) []string {
 			continue
 		}
 		if d.PreTraceFrees > 0 {
-			w = append(w, fmt.Sprintf("device %d: %d frees of blocks allocated before the trace started (ring buffer max_entries or recording started late); the timeline starts mid-run", d.Device, d.PreTraceFrees))
+			w = append(w, fmt.Sprintf("device %d: %s of blocks allocated before the trace started (ring buffer max_entries or recording started late); the timeline starts mid-run", d.Device, plural(d.PreTraceFrees, "free")))
 		}
 		if d.PreTraceSegmentFrees > 0 {
 			w = append(w, fmt.Sprintf("device %d: %d cudaFree of segments allocated before the trace started", d.Device, d.PreTraceSegmentFrees))
