@@ -268,3 +268,15 @@ func TestRanksSameRankWarns(t *testing.T) {
 		t.Errorf("exit %d, stderr %q:\n%s", code, stderr, out)
 	}
 }
+
+// TestPeakActiveName: diff and ranks call the Active Memory Timeline's
+// peak (requested bytes) "peak active", as info does; "allocated" is the
+// allocator's rounded blocks.
+func TestPeakActiveName(t *testing.T) {
+	for _, args := range [][]string{{"diff", "--demo"}, {"ranks", "--demo"}} {
+		code, out, stderr := runCLI(args...)
+		if code != 0 || !strings.Contains(out, "peak active") || strings.Contains(out, "peak allocated") {
+			t.Errorf("%v: exit %d %s, want \"peak active\", not \"peak allocated\":\n%s", args, code, stderr, out)
+		}
+	}
+}

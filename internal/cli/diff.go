@@ -30,7 +30,7 @@ Compares two snapshots (B against A): the bytes live at each run's peak
 (--at: peak, reserved-peak, end, eN or a time such as 12.5ms) by memory
 category and by allocation site (the innermost --depth user frames),
 sorted by the size of the change; each run's Active Memory Timeline peak
-("peak allocated") and Active Cached Segment Timeline peak ("peak
+("peak active", as info names it) and Active Cached Segment Timeline peak ("peak
 reserved") and their change; allocations and bytes allocated over each
 trace; the allocator settings that differ. Works across snapshot
 generations; --device-a/--device-b pick devices that differ (default each
@@ -303,7 +303,7 @@ func diffText(w *bytes.Buffer, r *diffResult, top int) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", name, units.Human(a), units.Human(b), units.HumanSigned(int64(b)-int64(a)))
 	}
 	fmt.Fprintf(tw, "\tA\tB\tB - A\t\n")
-	row("peak allocated", r.A.PeakAllocatedBytes, r.B.PeakAllocatedBytes)
+	row("peak active", r.A.PeakAllocatedBytes, r.B.PeakAllocatedBytes)
 	row("peak reserved", r.A.PeakReservedBytes, r.B.PeakReservedBytes)
 	row("allocated over the trace", r.A.AllocatedTotalBytes, r.B.AllocatedTotalBytes)
 	fmt.Fprintf(tw, "allocations\t%d\t%d\t%+d\t\n", r.A.Allocations, r.B.Allocations, r.B.Allocations-r.A.Allocations)

@@ -30,7 +30,7 @@ func init() {
 const ranksAbout = `
 Compares the snapshots of the ranks of one distributed job (one file per
 rank, e.g. snapshot_rank3.pickle): per file its rank (from "rank N" in the
-name, else its position), peak allocated (Active Memory Timeline) and peak
+name, else its position), peak active (Active Memory Timeline) and peak
 reserved (Active Cached Segment Timeline), when the peak happens (from the
 trace's first event), the fragmentation of the cache at the peak
 (1 - largest free block / free cached bytes) and the site holding the most
@@ -198,7 +198,7 @@ func summarizeRanks(rows []rankRow) *ranksResult {
 
 func writeRanksText(w io.Writer, r *ranksResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "rank\tpeak allocated\tpeak reserved\tpeak at\tfragmentation\ttop site at peak\tfile\n")
+	fmt.Fprintf(tw, "rank\tpeak active\tpeak reserved\tpeak at\tfragmentation\ttop site at peak\tfile\n")
 	for _, row := range r.Ranks {
 		at := peakAtText(row)
 		site := "-"
@@ -211,7 +211,7 @@ func writeRanksText(w io.Writer, r *ranksResult) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\npeak allocated: median %s, spread %s (%.1f%% of the median)\n", units.Human(r.MedianPeakBytes), units.Human(r.SpreadBytes), r.SpreadPercent)
+	fmt.Fprintf(w, "\npeak active: median %s, spread %s (%.1f%% of the median)\n", units.Human(r.MedianPeakBytes), units.Human(r.SpreadBytes), r.SpreadPercent)
 	switch {
 	case len(r.Ranks) < 3:
 		fmt.Fprintf(w, "outlier: needs at least 3 ranks\n")

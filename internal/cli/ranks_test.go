@@ -56,7 +56,7 @@ func TestRanks(t *testing.T) {
 		t.Errorf("outlier %+v, want rank 5 below the median", r.Outlier)
 	}
 	code, text, _ := runCLI(append([]string{"ranks"}, paths[:3]...)...)
-	if code != 0 || !strings.Contains(text, "peak allocated: median") || strings.Count(text, ".pickle") != 3 {
+	if code != 0 || !strings.Contains(text, "peak active: median") || strings.Count(text, ".pickle") != 3 {
 		t.Errorf("text table (exit %d):\n%s", code, text)
 	}
 }
