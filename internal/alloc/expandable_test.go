@@ -20,9 +20,10 @@ type expandableFixture struct {
 }
 
 var expandableFixtures = []expandableFixture{
-	{"three-devices.json", 0, 11, 7, 1},
-	{"three-devices.json", 1, 6, 4, 1},
-	{"three-devices.json", 2, 2, 1, 1},
+	{"four-devices.json", 0, 11, 7, 1},
+	{"four-devices.json", 1, 6, 4, 1},
+	{"four-devices.json", 2, 2, 1, 1},
+	{"four-devices.json", 3, 5, 5, 1},
 }
 
 func openFixture(t *testing.T, name string) *snapshot.Snapshot {
@@ -106,7 +107,7 @@ func TestExpandableAblation(t *testing.T) {
 // unmapping six free pages. At the capacity the OOM implies the model
 // releases the same pages and still fails; 100 MiB more lets it map.
 func TestExpandableOOMRetry(t *testing.T) {
-	s := openFixture(t, "three-devices.json")
+	s := openFixture(t, "four-devices.json")
 	c, err := ImpliedCapacity(s, 1)
 	if err != nil {
 		t.Fatal(err)
