@@ -25,7 +25,7 @@ func TestSynthCommand(t *testing.T) {
 		{"target size", []string{"--layers", "1", "--d-model", "64", "--heads", "4", "--seq", "32", "--batch", "2", "--vocab", "100", "--target-mb", "0.3", "-o", out}, 0, "(0.3 MB)", ""},
 		{"no output", small, 2, "", "-o OUT is required"},
 		{"bad flag", []string{"--nope", "-o", out}, 2, "", "flag provided but not defined"},
-		{"bad dtype", []string{"--dtype", "fp8", "-o", out}, 1, "", "gpumem synth: unknown dtype"},
+		{"bad dtype", []string{"--dtype", "fp8", "-o", out}, 2, "", "gpumem synth: --dtype: unknown dtype"},
 		{"bad config", []string{"--config", "max_split_size_mb:1", "-o", out}, 1, "", "gpumem synth: allocator config"},
 		{"bad capacity", []string{"--capacity", "lots", "-o", out}, 2, "", "gpumem synth: --capacity: bad size"},
 		{"bad model", []string{"--model", "rnn", "-o", out}, 1, "", "gpumem synth: unknown model"},
