@@ -28,7 +28,7 @@ func TestSynthCommand(t *testing.T) {
 		{"bad dtype", []string{"--dtype", "fp8", "-o", out}, 2, "", "gpumem synth: --dtype: unknown dtype"},
 		{"bad config", []string{"--config", "max_split_size_mb:1", "-o", out}, 1, "", "gpumem synth: allocator config"},
 		{"bad capacity", []string{"--capacity", "lots", "-o", out}, 2, "", "gpumem synth: --capacity: bad size"},
-		{"bad model", []string{"--model", "rnn", "-o", out}, 1, "", "gpumem synth: unknown model"},
+		{"bad model", []string{"--model", "rnn", "-o", out}, 2, "", `gpumem synth: --model "rnn": want mlp or transformer`},
 		{"missing dir", append(append([]string{}, small...), "-o", filepath.Join(dir, "no", "x.pickle")), 1, "", "gpumem synth: " + filepath.Join(dir, "no", "x.pickle") + ": no such directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
