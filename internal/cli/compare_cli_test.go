@@ -237,8 +237,9 @@ func TestCompareReadmeExamples(t *testing.T) {
 	}
 }
 
-// TestCompareBadFlagValues: a flag value diff or flame cannot use is a
-// usage mistake (exit 2, the usage printed), not a panic or a drawing.
+// TestCompareBadFlagValues: a flag value diff or flame cannot use, or a
+// flag they would ignore, is a usage mistake (exit 2, the usage printed),
+// not a panic, a drawing or silence.
 func TestCompareBadFlagValues(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
@@ -248,6 +249,10 @@ func TestCompareBadFlagValues(t *testing.T) {
 		{[]string{"diff", "--demo", "--depth", "0"}, "--depth must be at least 1 and --top at least 0"},
 		{[]string{"flame", "peak", "--demo", "--width", "0"}, "--width must be at least 200 pixels"},
 		{[]string{"flame", "memory", "--demo", "--width", "-3"}, "--width must be at least 200 pixels"},
+		{[]string{"flame", "memory", "--demo", "x.pickle"}, "--demo stands for a missing snapshot, but 1 given: flame memory wants 1 snapshot(s)"},
+		{[]string{"diff", "--demo", "a.pickle", "b.pickle"}, "--demo stands for a missing snapshot, but 2 given: want two snapshots A and B"},
+		{[]string{"diff", "--demo", "-o", "x.svg"}, "-o and --collapsed go with --segments (a flamegraph of two runs: gpumem flame diff A B)"},
+		{[]string{"diff", "--demo", "--collapsed"}, "-o and --collapsed go with --segments (a flamegraph of two runs: gpumem flame diff A B)"},
 	} {
 		code, out, stderr := runCLI(tt.args...)
 		if first, _, _ := strings.Cut(stderr, "\n"); code != 2 || out != "" || first != "gpumem "+tt.args[0]+": "+tt.msg {

@@ -96,11 +96,12 @@ func runDiff(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	for *useDemo && len(files) < 2 {
-		files = append(files, demoArg)
+	files, err = withDemo(env, fs, files, *useDemo, 2, "want two snapshots A and B")
+	if err != nil {
+		return err
 	}
-	if len(files) != 2 {
-		return usageError(fs, env.Stderr, "want two snapshots A and B")
+	if !*segments && (*out != "" || *collapsed) {
+		return usageError(fs, env.Stderr, "-o and --collapsed go with --segments (a flamegraph of two runs: gpumem flame diff A B)")
 	}
 	if err := stdinOnce(env, fs, files); err != nil {
 		return err

@@ -143,3 +143,22 @@ func stdinOnce(env *Env, fs *flag.FlagSet, files []string) error {
 	}
 	return nil
 }
+
+// withDemo completes files to want snapshots with the embedded demo when
+// --demo is given (diff --demo B compares B with the demo); --demo with no
+// snapshot missing is a usage error, not silently ignored. what is the
+// usage message for a wrong count.
+func withDemo(env *Env, fs *flag.FlagSet, files []string, useDemo bool, want int, what string) ([]string, error) {
+	if useDemo {
+		if len(files) >= want {
+			return nil, usageError(fs, env.Stderr, fmt.Sprintf("--demo stands for a missing snapshot, but %d given: %s", len(files), what))
+		}
+		for len(files) < want {
+			files = append(files, demoArg)
+		}
+	}
+	if len(files) != want {
+		return nil, usageError(fs, env.Stderr, what)
+	}
+	return files, nil
+}

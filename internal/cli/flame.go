@@ -40,7 +40,7 @@ func runFlame(env *Env, args []string) error {
 	device := deviceFlag(fs, "memory, segments: only device (default all); peak, diff: device")
 	at := fs.String("at", "peak", "peak, diff: the `MOMENT` (peak, reserved-peak, end, eN, or a time such as 12.5ms)")
 	width := fs.Int("width", 1200, "SVG width in `pixels`")
-	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot (diff: as A and B)")
+	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot for the missing one (diff: A and/or B)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -53,13 +53,9 @@ func runFlame(env *Env, args []string) error {
 	if kind == "diff" {
 		want = 2
 	}
-	if *useDemo && len(files) == 0 {
-		for range want {
-			files = append(files, demoArg)
-		}
-	}
-	if len(files) != want {
-		return usageError(fs, env.Stderr, fmt.Sprintf("flame %s wants %d snapshot(s)", kind, want))
+	files, err = withDemo(env, fs, files, *useDemo, want, fmt.Sprintf("flame %s wants %d snapshot(s)", kind, want))
+	if err != nil {
+		return err
 	}
 	if err := stdinOnce(env, fs, files); err != nil {
 		return err
