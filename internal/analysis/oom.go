@@ -132,7 +132,7 @@ func (d *Device) OOMAnswer(o OOMOptions) (*OOMAnswer, error) {
 			ans.Arithmetic = append(ans.Arithmetic, fmt.Sprintf("headroom = capacity %s − peak reserved %s = %s",
 				sz(c), sz(h.PeakReservedBytes), units.HumanSigned(hb)))
 		} else {
-			ans.Arithmetic = append(ans.Arithmetic, fmt.Sprintf("peak reserved %s, peak allocated %s; give --capacity or --gpu for the headroom",
+			ans.Arithmetic = append(ans.Arithmetic, fmt.Sprintf("peak reserved %s, peak active %s; give --capacity or --gpu for the headroom",
 				sz(h.PeakReservedBytes), sz(h.PeakAllocatedBytes)))
 		}
 		ans.Headroom = h

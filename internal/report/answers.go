@@ -29,7 +29,7 @@ func moment(a analysis.At, t0 int64, hasT0 bool) string {
 func WriteLive(w io.Writer, file string, a *analysis.Live, t0 int64, hasT0 bool) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "%s device %d at %s (%s)\n", file, a.Device, a.At.Spec, moment(a.At, t0, hasT0))
-	fmt.Fprintf(bw, "  peak allocated  %s  (Active Memory Timeline, as info)\n", size(a.PeakAllocatedBytes))
+	fmt.Fprintf(bw, "  peak active     %s  (Active Memory Timeline, as info)\n", size(a.PeakAllocatedBytes))
 	fmt.Fprintf(bw, "  peak reserved   %s  (Active Cached Segment Timeline)\n", size(a.PeakReservedBytes))
 	fmt.Fprintf(bw, "  live            %s in %d allocations\n", size(a.LiveBytes), a.LiveCount)
 	writeCategories(bw, a.Categories, a.LiveBytes)
