@@ -168,12 +168,16 @@ func simScript(env *Env, f *simFlags, capacity uint64) error {
 	if f.script == "-" {
 		r = env.Stdin
 	} else {
+		fi, err := os.Stat(f.script)
+		if err != nil {
+			return prefixError(f.script, err) // "PATH: no such file", as every command
+		}
+		if fi.IsDir() {
+			return fmt.Errorf("%s: is a directory, not a script", f.script)
+		}
 		fh, err := os.Open(f.script)
 		if err != nil {
-			if os.IsNotExist(err) {
-				return fmt.Errorf("%s: no such file", f.script)
-			}
-			return err
+			return prefixError(f.script, err)
 		}
 		defer fh.Close()
 		r = fh

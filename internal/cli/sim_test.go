@@ -69,6 +69,7 @@ func TestSimErrors(t *testing.T) {
 		{[]string{"sim", "--script", bad, "--config", "max_split_size_mb:5"}, 1, "max_split_size_mb too small"},
 		{[]string{"sim", "--script", bad, "--config", "nonsense:1"}, 1, `Unrecognized key "nonsense"`},
 		{[]string{"sim", "--script", filepath.Join(dir, "none")}, 1, "no such file"},
+		{[]string{"sim", "--script", dir}, 1, dir + ": is a directory, not a script"},
 		{[]string{"sim", "--script", bad, "--capacity", "lots"}, 2, "--capacity"},
 		{[]string{"sim", filepath.Join(dir, "none.pickle")}, 1, "no such file"},
 		{[]string{"sim"}, 2, "need --script FILE or one snapshot FILE"},
