@@ -86,8 +86,9 @@ func TestSitesOneNotation(t *testing.T) {
 // TestNoEventMinusOne: a peak that is the dump's state (a file without a
 // trace) or the state before the trace is said so, never "event -1", and
 // is null in JSON; every one-device command takes the README's default
-// device (longest trace, tie: lowest number) — on LayoutEditing 7bced596
-// cuda:0 — and says which.
+// device (longest trace; on a tie the one with more memory reserved) — on
+// LayoutEditing 7bced596, whose cuda:0 holds one snapshot entry and no
+// memory, cuda:1 — and says which.
 func TestNoEventMinusOne(t *testing.T) {
 	bare := corpus.File(t, "LayoutEditing__memory_snapshot.pickle")
 	two := corpus.File(t, "LayoutEditing__dump_snapshot__7bced596.pickle")
@@ -96,7 +97,7 @@ func TestNoEventMinusOne(t *testing.T) {
 		t.Fatalf("ranks: exit %d: %s", code, stderr)
 	}
 	lines := strings.Split(out, "\n")
-	if len(lines) < 3 || !strings.Contains(lines[1], " dump ") || !strings.Contains(lines[2], " before trace ") {
+	if len(lines) < 3 || !strings.Contains(lines[1], " dump ") || !strings.Contains(lines[2], " before trace ") { // cuda:1 only frees
 		t.Errorf("ranks: peak at is not dump / before trace:\n%s", out)
 	}
 	code, out, _ = runCLI("ranks", "--json", bare)
@@ -112,6 +113,9 @@ func TestNoEventMinusOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev := s.DefaultDevice()
+	if dev != 1 {
+		t.Errorf("the default device of %s is the empty cuda:%d, want cuda:1", filepath.Base(two), dev)
+	}
 	for _, args := range [][]string{
 		{"ranks", "--json", two}, {"diff", "--json", two, two}, {"steps", "--json", two},
 		{"flame", "peak", two}, {"ranks", two}, {"diff", two, two}, {"steps", two},

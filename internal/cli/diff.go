@@ -34,7 +34,7 @@ sorted by the size of the change; each run's Active Memory Timeline peak
 reserved") and their change; allocations and bytes allocated over each
 trace; the allocator settings that differ. Works across snapshot
 generations; --device-a/--device-b pick devices that differ (default each
-file's device with the longest trace).
+file's device with the longest trace, on a tie the one with more memory).
 
 --segments prints _memory_viz.py compare's output instead (fixed: it
 crashes on every snapshot written since PyTorch 2.0): the addresses of the
