@@ -229,6 +229,20 @@ func classify(d *Device) []Category {
 		prev = p
 	}
 
+	// cut: the trace ends with an OOM that no allocation follows (synth
+	// --capacity, a dump from an OOM observer): the last phase never ended.
+	cut := false
+	for r := len(ev) - 1; r >= 0; r-- {
+		if ev[r].Action == snapshot.ActionOOM {
+			last := int32(-1)
+			for i := range items {
+				last = max(last, items[i].Born)
+			}
+			cut = int(last) <= d.Active.ActionAtEvent(r)
+			break
+		}
+	}
+
 	// Allocations of a forward run made before its first module forward
 	// (the batch put on the device) are inputs when they outlive the run.
 	seenForward := false
@@ -279,6 +293,12 @@ func classify(d *Device) []Category {
 			continue
 		}
 		outlived := it.Died >= runEnd[i]
+		if cut && runEnd[i] == n && it.Died == n && (p == phaseBackward || p == phaseOptimizer) {
+			// The OOM ended the trace inside this backward pass or
+			// optimizer step: whether what is live would have outlived
+			// it is not known.
+			continue
+		}
 		switch p {
 		case phaseOptimizer:
 			cats[i] = pick(outlived, OptimizerState, Temporary)

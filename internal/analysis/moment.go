@@ -139,6 +139,30 @@ func (d *Device) MomentAtTimestep(t float64) Moment {
 	return m
 }
 
+// CheckMomentSpec reports whether spec is a moment Resolve understands
+// (peak, reserved-peak, end, eN, a time such as 12.5ms) without looking at
+// a trace: a malformed one is a usage mistake, one outside the trace is
+// only found by Resolve.
+func CheckMomentSpec(spec string) error {
+	switch {
+	case spec == "" || spec == "peak" || spec == "reserved-peak" || spec == "end":
+		return nil
+	case len(spec) > 1 && spec[0] == 'e' && spec[1] >= '0' && spec[1] <= '9':
+		if _, err := strconv.Atoi(spec[1:]); err == nil {
+			return nil
+		}
+		// A number too large is outside every trace, not malformed.
+		if strings.Trim(spec[1:], "0123456789") == "" {
+			return nil
+		}
+	default:
+		if _, err := parseDurationUS(spec); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("--at %q: want peak, reserved-peak, end, eN (a trace event) or a time from the trace start such as 12.5ms", spec)
+}
+
 // eventOfAction is the raw event of action k of lt (-1 for k == -1).
 func (d *Device) eventOfAction(lt *replay.Lifetimes, k int) int {
 	if k < 0 || k >= len(lt.Events) {

@@ -131,6 +131,9 @@ func (d *Device) OOMAnswer(o OOMOptions) (*OOMAnswer, error) {
 			ans.CapacityBytes = &c
 			ans.Arithmetic = append(ans.Arithmetic, fmt.Sprintf("headroom = capacity %s − peak reserved %s = %s",
 				sz(c), sz(h.PeakReservedBytes), units.HumanSigned(hb)))
+			if hb < 0 {
+				ans.Arithmetic = append(ans.Arithmetic, "the run itself reserved more than this capacity, so it could not have run on such a device: check --capacity / --gpu")
+			}
 		} else {
 			ans.Arithmetic = append(ans.Arithmetic, fmt.Sprintf("peak reserved %s, peak active %s; give --capacity or --gpu for the headroom",
 				sz(h.PeakReservedBytes), sz(h.PeakAllocatedBytes)))
@@ -203,6 +206,10 @@ func (d *Device) oomAt(raw int, o OOMOptions) (*OOM, error) {
 		r.OutsideAllocatorBytes = &x
 	}
 	r.verdict()
+	if r.CapacityBytes != nil && *r.CapacityBytes < r.ReservedBytes+r.DeviceFreeBytes {
+		r.Arithmetic = append(r.Arithmetic, fmt.Sprintf("the given capacity %s is below reserved + CUDA free = %s, which the run itself had: check --capacity / --gpu (memory outside the allocator is taken as 0)",
+			sz(*r.CapacityBytes), sz(r.ReservedBytes+r.DeviceFreeBytes)))
+	}
 	r.Settings = []SettingOutcome{}
 	if !o.NoReplay {
 		r.replaySettings(d, raw)
@@ -292,7 +299,7 @@ func (r *OOM) suggest(live *Live) {
 			}
 			where := "allocations without a stack"
 			if len(st.Frames) > 0 {
-				where = st.Frames[0]
+				where = SiteString(st.Frames[:1])
 			}
 			r.Suggestions = append(r.Suggestions, Suggestion{Kind: "free_site", Bytes: st.Bytes,
 				Text: fmt.Sprintf("free or shrink %s (%s, %d allocations, %s live) before this point", where, st.Category, st.Count, units.Human(st.Bytes))})

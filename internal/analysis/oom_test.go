@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/alloc"
+	"github.com/gpumem/gpumem/internal/synth"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -235,7 +236,7 @@ func TestOOMSuggestions(t *testing.T) {
 	want := []sug{
 		{"smaller_batch", 4 * mb, "reduce the batch so that activations (24 MiB live) shrink by at least 4 MiB (17%)"},
 		{"activation_checkpointing", 24 * mb, "activation checkpointing frees up to 24 MiB of activations (4 MiB needed)"},
-		{"free_site", 24 * mb, "free or shrink model.py:5:forward (activation, 1 allocations, 24 MiB live) before this point"},
+		{"free_site", 24 * mb, "free or shrink forward (model.py:5) (activation, 1 allocations, 24 MiB live) before this point"},
 	}
 	if len(a.Suggestions) != len(want) {
 		t.Fatalf("suggestions %+v", a.Suggestions)
@@ -258,5 +259,24 @@ func TestSeveralOOMs(t *testing.T) {
 	if len(a.OOMs) != 2 || a.RequestedBytes != 50*mb || a.OOMs[0].RequestedBytes != 50*mb || a.OOMs[1].RequestedBytes != 45*mb ||
 		a.OOMs[1].ShortBytes != 5*mb || a.OOMs[1].Verdict != VerdictShortage || a.OOMs[1].At.Event <= a.OOMs[0].At.Event {
 		t.Errorf("%d OOMs: top %d; %+v", len(a.OOMs), a.RequestedBytes, a.OOMs)
+	}
+}
+
+// TestOOMInsideBackward: a synthetic run (gpumem synth --capacity 4GiB)
+// that runs out inside its backward pass. What the unfinished pass still
+// holds has no known fate: unknown, not gradient; the rest keeps its
+// category.
+func TestOOMInsideBackward(t *testing.T) {
+	s, res, err := synth.Generate(synth.DefaultWorkload("transformer"), synth.Options{Capacity: 4 << 30})
+	if err != nil || res.OOM == nil {
+		t.Fatalf("synth: %v (no OOM: %v)", err, res.OOM == nil)
+	}
+	a, err := NewDevice(s, 0).OOMAnswer(OOMOptions{NoReplay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := a.Categories
+	if c["gradient"] != 0 || c["unknown"] != 500*mb || c["parameter"] == 0 || c["optimizer_state"] != 2*c["parameter"] {
+		t.Errorf("categories at the OOM: %v", c)
 	}
 }

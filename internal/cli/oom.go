@@ -52,7 +52,7 @@ func runOOM(env *Env, args []string) error {
 	case *gpu != "":
 		g, err := analysis.LookupGPU(*gpu)
 		if err != nil {
-			return err
+			return usageError(fs, env.Stderr, err.Error())
 		}
 		capacity = g.Bytes
 	}

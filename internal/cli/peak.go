@@ -56,6 +56,9 @@ func runPeak(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := analysis.CheckMomentSpec(*at); err != nil {
+		return usageError(fs, env.Stderr, err.Error())
+	}
 	return runAnswers(env, &f, files, func(name string, d *analysis.Device) (any, func(io.Writer) error, error) {
 		m, err := d.Resolve(*at)
 		if err != nil {

@@ -29,9 +29,9 @@ func moment(a analysis.At, t0 int64, hasT0 bool) string {
 func WriteLive(w io.Writer, file string, a *analysis.Live, t0 int64, hasT0 bool) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "%s device %d at %s (%s)\n", file, a.Device, a.At.Spec, moment(a.At, t0, hasT0))
-	fmt.Fprintf(bw, "  peak active     %s  (Active Memory Timeline, as info)\n", size(a.PeakAllocatedBytes))
+	fmt.Fprintf(bw, "  peak active     %s  (Active Memory Timeline, requested bytes, as info)\n", size(a.PeakAllocatedBytes))
 	fmt.Fprintf(bw, "  peak reserved   %s  (Active Cached Segment Timeline)\n", size(a.PeakReservedBytes))
-	fmt.Fprintf(bw, "  live            %s in %d allocations\n", size(a.LiveBytes), a.LiveCount)
+	fmt.Fprintf(bw, "  live            %s requested in %d allocations\n", size(a.LiveBytes), a.LiveCount)
 	writeCategories(bw, a.Categories, a.LiveBytes)
 	writeSites(bw, fmt.Sprintf("sites (%d of %d, by the %d innermost user frames)", len(a.Sites), len(a.Sites)+a.SitesOmitted, a.Profile.Depth), a.Sites)
 	fmt.Fprintf(bw, "\nsize classes\n")
@@ -68,7 +68,7 @@ func writeSites(bw *bufio.Writer, title string, sites []analysis.Site) {
 func writeFragmentation(bw *bufio.Writer, f *analysis.Fragmentation) {
 	fmt.Fprintf(bw, "\nfragmentation %.3f  (1 − largest free block / all free cached bytes)\n", f.Headline)
 	fmt.Fprintf(bw, "  reserved               %s\n", size(f.Reserved))
-	fmt.Fprintf(bw, "  allocated              %s\n", size(f.Allocated))
+	fmt.Fprintf(bw, "  allocated              %s  (blocks, rounded sizes)\n", size(f.Allocated))
 	fmt.Fprintf(bw, "  reserved − allocated   %s\n", size(f.ReservedUnallocated))
 	fmt.Fprintf(bw, "  free cached            %s\n", size(f.Free))
 	fmt.Fprintf(bw, "  inactive split         %s\n", size(f.InactiveSplit))

@@ -44,14 +44,17 @@ type classesJSON struct {
 	Classes string `json:"classes"`
 }
 
-// handleClasses answers /api/classes?by=category|stream: a class per
-// allocation for "Colour by".
+// handleClasses answers /api/classes?by=category|stream (default
+// category): a class per allocation for "Colour by".
 func (s *Server) handleClasses(w http.ResponseWriter, r *http.Request) {
 	_, _, d, ok := s.allocationParams(w, r, "colour by category or stream")
 	if !ok {
 		return
 	}
 	by := r.URL.Query().Get("by")
+	if by == "" {
+		by = "category"
+	}
 	legend, classes, err := d.Classes(by)
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", err)
