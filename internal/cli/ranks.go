@@ -205,8 +205,8 @@ func writeRanksText(w io.Writer, r *ranksResult) error {
 		if row.TopSite != "" {
 			site = units.Human(row.TopSiteBytes) + " " + row.TopSite
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f%%\t%s\t%s\n", row.Rank, units.Human(row.PeakAllocatedBytes), units.Human(row.PeakReservedBytes),
-			at, 100*row.Fragmentation, site, baseName(row.File))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.3f\t%s\t%s\n", row.Rank, units.Human(row.PeakAllocatedBytes), units.Human(row.PeakReservedBytes),
+			at, row.Fragmentation, site, baseName(row.File))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
