@@ -788,8 +788,10 @@ func (a *Allocator) garbageCollectCachedBlocks() {
 	var reclaimed uint64
 	var totalAge int64
 	count := 0
+	// The average age counts unsplit expandable blocks too, as PyTorch
+	// does; only cudaMalloc'd segments are released.
 	for _, b := range a.large.releasable.all() {
-		if !b.isSplit() && b.exp == nil {
+		if !b.isSplit() {
 			totalAge += b.gcCount()
 			count++
 		}

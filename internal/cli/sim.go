@@ -108,6 +108,15 @@ func parseSimArgs(env *Env, args []string) (*simFlags, []string, error) {
 		}
 		f.capacityBytes = c
 	}
+	if f.fraction < 0 || f.fraction > 1 {
+		return nil, nil, usageError(fs, env.Stderr, fmt.Sprintf("--fraction must be in [0, 1], got %g", f.fraction))
+	}
+	if f.fraction > 0 && f.capacity == "" {
+		return nil, nil, usageError(fs, env.Stderr, "--fraction needs --capacity")
+	}
+	if _, err := simConfig(f.config); err != nil {
+		return nil, nil, usageError(fs, env.Stderr, "--config: "+err.Error())
+	}
 	return f, pos, nil
 }
 
@@ -117,12 +126,6 @@ func runSim(env *Env, args []string) error {
 		return err
 	}
 	capacity := f.capacityBytes
-	if f.fraction < 0 || f.fraction > 1 {
-		return fmt.Errorf("--fraction must be in [0, 1], got %g", f.fraction)
-	}
-	if f.fraction > 0 && capacity == 0 && !f.capacityOOM {
-		return errors.New("--fraction needs --capacity")
-	}
 	switch {
 	case f.script != "":
 		if len(pos) > 0 || f.demo {

@@ -66,8 +66,10 @@ func TestSimErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"sim", "--script", bad}, 1, "bad.script: line 2: b is not allocated"},
-		{[]string{"sim", "--script", bad, "--config", "max_split_size_mb:5"}, 1, "max_split_size_mb too small"},
-		{[]string{"sim", "--script", bad, "--config", "nonsense:1"}, 1, `Unrecognized key "nonsense"`},
+		{[]string{"sim", "--script", bad, "--config", "max_split_size_mb:5"}, 2, "max_split_size_mb too small"},
+		{[]string{"sim", "--script", bad, "--config", "nonsense:1"}, 2, `Unrecognized key "nonsense"`},
+		{[]string{"sim", "--script", bad, "--fraction", "2", "--capacity", "1GiB"}, 2, "--fraction must be in [0, 1], got 2"},
+		{[]string{"sim", "--script", bad, "--fraction", "0.5"}, 2, "--fraction needs --capacity"},
 		{[]string{"sim", "--script", filepath.Join(dir, "none")}, 1, "no such file"},
 		{[]string{"sim", "--script", dir}, 1, dir + ": is a directory, not a script"},
 		{[]string{"sim", "--script", bad, "--capacity", "lots"}, 2, "--capacity"},

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
 
+	"github.com/gpumem/gpumem/internal/alloc"
 	"github.com/gpumem/gpumem/internal/synth"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
@@ -90,6 +92,17 @@ func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
 			return nil, usageError(fs, env.Stderr, fmt.Sprintf("--%s %d: want a positive number (0: the default)", n.name, n.v))
 		}
 	}
+	stepsGiven := false
+	fs.Visit(func(fl *flag.Flag) { stepsGiven = stepsGiven || fl.Name == "steps" })
+	if stepsGiven && *steps == 0 {
+		return nil, usageError(fs, env.Stderr, "--steps 0: a run needs at least 1 step")
+	}
+	if a.targetMB < 0 || a.targetMB > 1e6 {
+		return nil, usageError(fs, env.Stderr, fmt.Sprintf("--target-mb %g: want a size between 0 and 10^6 MB", a.targetMB))
+	}
+	if _, err := alloc.ParseConfig(*config); err != nil {
+		return nil, usageError(fs, env.Stderr, "--config: "+err.Error())
+	}
 	var capBytes uint64
 	if *capacity != "" {
 		if capBytes, err = units.Parse(*capacity); err != nil {
@@ -117,9 +130,6 @@ func runSynth(env *Env, args []string) error {
 	var snap *snapshot.Snapshot
 	var res *synth.Result
 	if a.targetMB > 0 {
-		if a.targetMB > 1e6 {
-			return fmt.Errorf("--target-mb %g too large", a.targetMB)
-		}
 		snap, res, err = synth.GenerateSize(w, opt, int64(a.targetMB*1e6), a.json)
 	} else {
 		snap, res, err = synth.Generate(w, opt)

@@ -128,7 +128,11 @@ func SimReplay(w io.Writer, name string, s *snapshot.Snapshot, r *alloc.ReplayRe
 		}
 		fmt.Fprintf(w, "  the model runs out of memory %d times, first %s (%s)\n", len(r.ModelOOMs), where, units.Human(o.Size))
 	} else if capacity > 0 {
-		fmt.Fprintf(w, "  no allocation fails at %s\n", units.Human(capacity))
+		if r.OOMs() > 0 {
+			fmt.Fprintf(w, "  no other request of the trace fails at %s\n", units.Human(capacity))
+		} else {
+			fmt.Fprintf(w, "  no allocation fails at %s\n", units.Human(capacity))
+		}
 	}
 }
 
