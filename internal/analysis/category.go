@@ -49,10 +49,10 @@ func Categories() []Category {
 }
 
 // Category returns the category of item i of d.Active (see classify).
+// The first call classifies every allocation; it is safe for concurrent
+// use (the viewer asks from several requests).
 func (d *Device) Category(i int) Category {
-	if d.cats == nil {
-		d.cats = classify(d)
-	}
+	d.catsOnce.Do(func() { d.cats = classify(d) })
 	return d.cats[i]
 }
 

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
@@ -24,8 +25,9 @@ type Device struct {
 	Active   *replay.Lifetimes
 	Segments *replay.Lifetimes
 
-	segs []int32 // the device's dump segments by address
-	cats []Category
+	segs     []int32 // the device's dump segments by address
+	catsOnce sync.Once
+	cats     []Category
 }
 
 // NewDevice replays device d of s. O(n) for n trace events after the
