@@ -63,7 +63,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if args[0] == "--version" || args[0] == "-version" {
-		args = []string{"version"}
+		args = append([]string{"version"}, args[1:]...) // --version --json is version --json
 	}
 	name := args[0]
 	c, ok := commands[name]

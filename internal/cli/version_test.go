@@ -34,12 +34,14 @@ func TestVersionCommand(t *testing.T) {
 			}
 		})
 	}
-	status, stdout, _ := runMain(t, nil, "version", "--json")
-	var got version.Info
-	if err := json.Unmarshal([]byte(stdout), &got); status != 0 || err != nil {
-		t.Fatalf("version --json: status %d, %v: %q", status, err, stdout)
-	}
-	if got != version.Get() || got.Go != runtime.Version() || got.OS != runtime.GOOS {
-		t.Errorf("version --json = %+v, want %+v", got, version.Get())
+	for _, args := range [][]string{{"version", "--json"}, {"--version", "--json"}} {
+		status, stdout, _ := runMain(t, nil, args...)
+		var got version.Info
+		if err := json.Unmarshal([]byte(stdout), &got); status != 0 || err != nil {
+			t.Fatalf("%v: status %d, %v: %q", args, status, err, stdout)
+		}
+		if got != version.Get() || got.Go != runtime.Version() || got.OS != runtime.GOOS {
+			t.Errorf("%v = %+v, want %+v", args, got, version.Get())
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -400,6 +401,25 @@ func replayWatch(env *Env, path string, o watchOptions) error {
 	}
 	reports := lg.Reports
 	if o.device >= 0 {
+		// A GPU the log never saw is an error, as a missing --device is
+		// for a snapshot, not an empty replay.
+		seen := map[int]bool{}
+		for _, st := range lg.Starts {
+			for _, d := range st.Devices {
+				seen[d.GPU] = true
+			}
+		}
+		for _, r := range lg.Samples {
+			seen[r.Device().Index] = true
+		}
+		if !seen[o.device] {
+			gpus := make([]int, 0, len(seen))
+			for g := range seen {
+				gpus = append(gpus, g)
+			}
+			slices.Sort(gpus)
+			return fmt.Errorf("%s: no GPU %d in the log (GPUs: %s)", path, o.device, joinInts(gpus))
+		}
 		reports = reports[:0:0]
 		for _, r := range lg.Reports {
 			if r.GPU == o.device {

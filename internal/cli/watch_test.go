@@ -178,6 +178,11 @@ func TestWatchReplayStdin(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "run started 2026-11-25 14:00:00  backend fake") || errOut != "" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
+	// A GPU the log does not have is an error naming the ones it has.
+	code, out, errOut = runMain(t, []byte(log), "watch", "--replay", "-", "--device", "3")
+	if code != 1 || out != "" || errOut != "gpumem watch: -: no GPU 3 in the log (GPUs: 0)\n" {
+		t.Errorf("--device 3: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 }
 
 func TestWatchBackendError(t *testing.T) {
