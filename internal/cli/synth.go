@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -91,11 +90,6 @@ func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
 		if n.v < 0 {
 			return nil, usageError(fs, env.Stderr, fmt.Sprintf("--%s %d: want a positive number (0: the default)", n.name, n.v))
 		}
-	}
-	stepsGiven := false
-	fs.Visit(func(fl *flag.Flag) { stepsGiven = stepsGiven || fl.Name == "steps" })
-	if stepsGiven && *steps == 0 {
-		return nil, usageError(fs, env.Stderr, "--steps 0: a run needs at least 1 step")
 	}
 	if a.targetMB < 0 || a.targetMB > 1e6 {
 		return nil, usageError(fs, env.Stderr, fmt.Sprintf("--target-mb %g: want a size between 0 and 10^6 MB", a.targetMB))

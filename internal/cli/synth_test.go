@@ -27,7 +27,6 @@ func TestSynthCommand(t *testing.T) {
 		{"bad flag", []string{"--nope", "-o", out}, 2, "", "flag provided but not defined"},
 		{"bad dtype", []string{"--dtype", "fp8", "-o", out}, 2, "", "gpumem synth: --dtype: unknown dtype"},
 		{"bad config", []string{"--config", "max_split_size_mb:1", "-o", out}, 2, "", "gpumem synth: --config: allocator config"},
-		{"zero steps", []string{"--steps", "0", "-o", out}, 2, "", "--steps 0: a run needs at least 1 step"},
 		{"negative target", []string{"--target-mb", "-5", "-o", out}, 2, "", "--target-mb -5: want a size between 0 and 10^6 MB"},
 		{"bad capacity", []string{"--capacity", "lots", "-o", out}, 2, "", "gpumem synth: --capacity: bad size"},
 		{"bad model", []string{"--model", "rnn", "-o", out}, 2, "", `gpumem synth: --model "rnn": want mlp or transformer`},
