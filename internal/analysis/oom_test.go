@@ -280,3 +280,34 @@ func TestOOMInsideBackward(t *testing.T) {
 		t.Errorf("categories at the OOM: %v", c)
 	}
 }
+
+// TestSynthShortage: gpumem synth --model mlp --layers 8 --hidden 8192
+// --capacity 8GiB runs out creating optimizer state. The verdict and its
+// figures match PyTorch's own message for that OOM ("Tried to allocate
+// 256.00 MiB ... 170.00 MiB is free ... 19.05 MiB is reserved by PyTorch
+// but unallocated"), and no allocator setting avoids it in a replay.
+func TestSynthShortage(t *testing.T) {
+	s, res, err := synth.Generate(synth.Workload{Model: "mlp", Layers: 8, Hidden: 8192}, synth.Options{Capacity: 8 << 30})
+	if err != nil || res.OOM == nil {
+		t.Fatalf("synth: %v (no OOM: %v)", err, res.OOM == nil)
+	}
+	a, err := NewDevice(s, 0).OOMAnswer(OOMOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Verdict != VerdictShortage || a.RequestedBytes != 268435456 || a.DeviceFreeBytes != 178257920 ||
+		a.ReservedUnallocatedBytes != 19979264 || a.ShortBytes != 268435456-178257920-19979264 {
+		t.Errorf("%s: R %d F %d C %d short %d\n%s", a.Verdict, a.RequestedBytes, a.DeviceFreeBytes, a.ReservedUnallocatedBytes, a.ShortBytes, strings.Join(a.Arithmetic, "\n"))
+	}
+	if a.DeviceFreeBytes != res.OOM.DeviceFree || a.RequestedBytes != res.OOM.AllocSize && a.RequestedBytes != res.OOM.Size {
+		t.Errorf("OOM entry %d/%d, the allocator's error %+v", a.RequestedBytes, a.DeviceFreeBytes, res.OOM)
+	}
+	if len(a.Settings) != len(alloc.SweepConfigs)+1 {
+		t.Errorf("%d settings replayed", len(a.Settings))
+	}
+	for _, st := range a.Settings {
+		if st.AvoidsOOM || st.ReplayDeclined != "" {
+			t.Errorf("%s: avoids %v (%s)", st.Config, st.AvoidsOOM, st.ReplayDeclined)
+		}
+	}
+}
