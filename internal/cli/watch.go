@@ -255,7 +255,7 @@ func watch(ctx context.Context, env *Env, b gpumon.Backend, o watchOptions) erro
 				line := fmt.Sprintf("gpumem watch: warning: GPU %d%s at %.1f%% of its memory (%s of %s), --alert %g%%",
 					a.GPU, migSuffix(a.MIG), a.Percent, units.PythonU(a.Used), units.PythonU(a.Total), a.Threshold)
 				if scr != nil {
-					scr.setAlert(line)
+					scr.setAlert(fmt.Sprintf("%06d%s", a.GPU, migSuffix(a.MIG)), line)
 				} else {
 					fmt.Fprintln(env.Stderr, line)
 				}

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -20,7 +22,7 @@ type screen struct {
 	o       watchOptions
 	hist    map[string][]uint64 // used bytes per device, the last sparkWidth samples
 	report  []gpumon.Interval   // the last completed report
-	alert   string
+	alerts  map[string]string   // the latest warning of each device, by its sort key
 	drawn   time.Time
 	last    gpumon.Sample     // the latest sample and interval so far, drawn by stop
 	cur     []gpumon.Interval // if the throttle skipped them
@@ -45,7 +47,14 @@ func (s *screen) stop() {
 
 func (s *screen) setReport(ivs []gpumon.Interval) { s.report = ivs }
 
-func (s *screen) setAlert(line string) { s.alert = line }
+// setAlert keeps line as device dev's latest warning; every device's is
+// shown, so two GPUs crossing in one sample both stay on the screen.
+func (s *screen) setAlert(dev, line string) {
+	if s.alerts == nil {
+		s.alerts = map[string]string{}
+	}
+	s.alerts[dev] = line
+}
 
 // update records a sample and redraws, at most ten times a second.
 func (s *screen) update(smp gpumon.Sample, cur []gpumon.Interval) {
@@ -132,8 +141,11 @@ func (s *screen) lines(smp gpumon.Sample, cur []gpumon.Interval) []string {
 	for _, p := range smp.Procs {
 		out = append(out, fmt.Sprintf("%-5d %-8d %9s %9s  %s", p.Device, p.PID, procBytes(p.Used), procBytes(peaks[p.PID]), p.Command))
 	}
-	if s.alert != "" {
-		out = append(out, "", s.alert)
+	if len(s.alerts) > 0 {
+		out = append(out, "")
+		for _, k := range slices.Sorted(maps.Keys(s.alerts)) {
+			out = append(out, s.alerts[k])
+		}
 	}
 	return out
 }

@@ -274,3 +274,17 @@ func TestServeFindsWatchLogs(t *testing.T) {
 		t.Errorf("bad log: %v", err)
 	}
 }
+
+// TestWatchScreenKeepsEveryAlert: when two GPUs cross --alert, the terminal
+// table shows both warnings (it kept only the last one), each device's
+// latest, in device order.
+func TestWatchScreenKeepsEveryAlert(t *testing.T) {
+	s := newScreen(nil, "fake", watchOptions{})
+	s.setAlert("000001", "warning: GPU 1 at 31%")
+	s.setAlert("000000", "warning: GPU 0 at 32%")
+	s.setAlert("000001", "warning: GPU 1 at 35%")
+	got := s.lines(gpumon.Sample{}, nil)
+	if n := len(got); n < 3 || got[n-3] != "" || got[n-2] != "warning: GPU 0 at 32%" || got[n-1] != "warning: GPU 1 at 35%" {
+		t.Errorf("screen ends %q", got[max(0, len(got)-4):])
+	}
+}
