@@ -782,20 +782,7 @@ func TestDetailAndZoom2D(t *testing.T) {
 			chromedp.WithPollingTimeout(20*time.Second))); err != nil {
 		t.Fatalf("zoom: %v", err)
 	}
-	var labels []string
-	if err := chromedp.Run(ctx, chromedp.Evaluate(`window.gpumem.yLabels`, &labels)); err != nil {
-		t.Fatal(err)
-	}
-	if len(labels) < 3 || labels[len(labels)-1] != "2.0GiB" || !strings.HasSuffix(labels[1], "MiB") {
-		t.Errorf("y labels in the band: %v; want MiB steps up to 2.0GiB", labels)
-	}
-	var pts [][]float64
-	if err := chromedp.Run(ctx, chromedp.Evaluate(findAllocations+fmt.Sprintf("(%d)", 25<<20), &pts)); err != nil {
-		t.Fatal(err)
-	}
-	if len(pts) == 0 {
-		t.Fatal("no 25 MiB allocation drawn in the band")
-	}
+	pts := inBand(ctx, t)
 	// One with a recorded Python stack if there is one; in this band they
 	// are parameters allocated before recording began, whose stack is
 	// memory_viz's "This block has no frames" text.
@@ -828,6 +815,28 @@ func TestDetailAndZoom2D(t *testing.T) {
 		t.Errorf("the address lacks the y window: %s", location(ctx, t))
 	}
 	screenshot(ctx, t, "zoom-2d")
+}
+
+// inBand checks, once the page shows [0, 2 GiB] of cs336-notHanmin, that
+// the y labels follow the band, and returns the 25 MiB allocations drawn
+// there (findAllocations).
+func inBand(ctx context.Context, t *testing.T) [][]float64 {
+	t.Helper()
+	var labels []string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`window.gpumem.yLabels`, &labels)); err != nil {
+		t.Fatal(err)
+	}
+	if len(labels) < 3 || labels[len(labels)-1] != "2.0GiB" || !strings.HasSuffix(labels[1], "MiB") {
+		t.Errorf("y labels in the band: %v; want MiB steps up to 2.0GiB", labels)
+	}
+	var pts [][]float64
+	if err := chromedp.Run(ctx, chromedp.Evaluate(findAllocations+fmt.Sprintf("(%d)", 25<<20), &pts)); err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) == 0 {
+		t.Fatal("no 25 MiB allocation drawn in the band")
+	}
+	return pts
 }
 
 // pyFrame matches a Python frame line of a details text.
@@ -867,20 +876,7 @@ func TestHTMLExportZoomBand(t *testing.T) {
 		chromedp.Poll(`document.body.dataset.ready === '1' && window.gpumem.S.x1 === 2000`, nil, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
 		t.Fatal(err)
 	}
-	var labels []string
-	if err := chromedp.Run(ctx, chromedp.Evaluate(`window.gpumem.yLabels`, &labels)); err != nil {
-		t.Fatal(err)
-	}
-	if len(labels) < 3 || labels[len(labels)-1] != "2.0GiB" {
-		t.Errorf("offline y labels in the band: %v; want steps up to 2.0GiB", labels)
-	}
-	var pts [][]float64
-	if err := chromedp.Run(ctx, chromedp.Evaluate(findAllocations+fmt.Sprintf("(%d)", 25<<20), &pts)); err != nil {
-		t.Fatal(err)
-	}
-	if len(pts) == 0 {
-		t.Fatal("offline: no 25 MiB allocation drawn in the band")
-	}
+	pts := inBand(ctx, t)
 	if err := chromedp.Run(ctx, chromedp.MouseEvent(input.MouseMoved, pts[0][1], pts[0][2]),
 		chromedp.Poll(`document.getElementById('details').textContent.includes('Size: 25.0MiB')`, nil, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
 		t.Fatalf("offline hover: %v; details %q", err, text(ctx, t, "#details"))
