@@ -146,8 +146,11 @@ func runEstimate(env *Env, args []string) error {
 	if *fsdp {
 		o.ZeRO = 3
 	}
+	// Every mistake in a flag's value is a usage mistake (exit 2); only the
+	// files (--config, --check) give exit 1.
+	flagError := func(err error) error { return usageError(fs, env.Stderr, err.Error()) }
 	if o.CUDAContext, err = estimate.ParseSize(*ctx); err != nil {
-		return fmt.Errorf("--cuda-context: %v", err)
+		return flagError(fmt.Errorf("--cuda-context: %v", err))
 	}
 
 	sources := boolInt(*configPath != "") + boolInt(arch.given()) + boolInt(*params != "") + boolInt(*useDemo)
@@ -166,29 +169,31 @@ func runEstimate(env *Env, args []string) error {
 		}
 	case arch.given():
 		if o.Model, err = arch.model(); err != nil {
-			return err
+			return flagError(err)
 		}
 	case *params != "":
 		if o.Params, err = parseCount(*params); err != nil {
-			return err
+			return flagError(err)
 		}
 	case *useDemo:
 		demoOptions(&o, fs)
 	}
 
+	// ParseConfig has checked a config file's model, so what Estimate
+	// still rejects comes from the flags.
 	res, err := estimate.Estimate(o)
 	if err != nil {
-		return err
+		return flagError(err)
 	}
 	var verdict *estimate.Verdict
 	if *gpuName != "" {
 		gpu, err := parseGPU(*gpuName)
 		if err != nil {
-			return err
+			return flagError(err)
 		}
 		mb, err := estimate.MaxBatch(o, gpu.Bytes)
 		if err != nil {
-			return err
+			return flagError(err)
 		}
 		verdict = &estimate.Verdict{GPU: gpu, Fits: res.Fits(gpu.Bytes), MaxBatch: mb}
 	} else if *maxBatch {

@@ -23,6 +23,10 @@ and no network. Timelines are precomputed at a fixed resolution (zooming
 re-scales them); the state history replays the embedded trace in the page.
 Without --view every view is embedded.`
 
+// maxHTMLWidth is the most pixel columns the viewer's timeline window
+// computes (internal/web clamps wider requests to it).
+const maxHTMLWidth = 16384
+
 func runHTML(env *Env, args []string) error {
 	fs := newFlagSet(env, "html", "[flags] FILE -o OUT.html", htmlAbout)
 	out := fs.String("o", "", "output `file` (required)")
@@ -37,6 +41,14 @@ func runHTML(env *Env, args []string) error {
 	}
 	if *out == "" {
 		return usageError(fs, env.Stderr, "-o OUT.html is required")
+	}
+	// The page treats 0 as "the default", and the viewer draws at most
+	// 16384 columns: anything outside would be silently replaced.
+	if *width < 1 || *width > maxHTMLWidth {
+		return usageError(fs, env.Stderr, fmt.Sprintf("--width must be between 1 and %d pixel columns, got %d", maxHTMLWidth, *width))
+	}
+	if *detail < 1 {
+		return usageError(fs, env.Stderr, fmt.Sprintf("--detail must be at least 1 polygon, got %d", *detail))
 	}
 	switch *view {
 	case "", "active", "timeline", "private", "segments", "state", "settings":

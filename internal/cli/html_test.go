@@ -34,6 +34,12 @@ func TestHTMLCommand(t *testing.T) {
 		{[]string{"html", "--demo", "--view", "flame", "-o", out}, 2, `unknown --view "flame"`},
 		{[]string{"html", "--demo", "--device", "7", "-o", filepath.Join(dir, "x.html")}, 1, "demo: no device 7 (devices: 0)"},
 		{[]string{"html", "-o", out}, 2, "want exactly one snapshot"},
+		// Values the page would silently replace by its defaults.
+		{[]string{"html", "--demo", "--width", "0", "-o", filepath.Join(dir, "x.html")}, 2, "--width must be between 1 and 16384"},
+		{[]string{"html", "--demo", "--width", "-5", "-o", filepath.Join(dir, "x.html")}, 2, "got -5"},
+		{[]string{"html", "--demo", "--width", "20000", "-o", filepath.Join(dir, "x.html")}, 2, "got 20000"},
+		{[]string{"html", "--demo", "--detail", "0", "-o", filepath.Join(dir, "x.html")}, 2, "--detail must be at least 1"},
+		{[]string{"html", "--demo", "--detail", "-1", "-o", filepath.Join(dir, "x.html")}, 2, "got -1"},
 	} {
 		if code, _, stderr := runMain(t, nil, tc.args...); code != tc.code || !strings.Contains(stderr, tc.msg) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d mentioning %q", tc.args, code, stderr, tc.code, tc.msg)
