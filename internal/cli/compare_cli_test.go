@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -286,6 +287,67 @@ func TestPeakActiveName(t *testing.T) {
 		code, out, stderr := runCLI(args...)
 		if code != 0 || !strings.Contains(out, "peak active") || strings.Contains(out, "peak allocated") {
 			t.Errorf("%v: exit %d %s, want \"peak active\", not \"peak allocated\":\n%s", args, code, stderr, out)
+		}
+	}
+}
+
+// TestJSONListsNeverNull: on a snapshot with nothing in it (a pickled empty
+// list: no segments, no trace) every key that holds a list in the demo's
+// --json output holds [] too, never null, so a script needs no null check.
+func TestJSONListsNeverNull(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty.pickle")
+	if err := os.WriteFile(empty, []byte("\x80\x04]\x94."), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	decode := func(args []string) any {
+		t.Helper()
+		code, out, stderr := runCLI(args...)
+		var v any
+		if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
+			t.Fatalf("%v: exit %d %s:\n%.300s", args, code, stderr, out)
+		}
+		return v
+	}
+	for _, args := range [][]string{
+		{"steps", "--json", "F"}, {"diff", "--json", "F", "F"}, {"peak", "--json", "F"},
+		{"oom", "--json", "F"}, {"ranks", "--json", "F"}, {"info", "--json", "F"},
+		{"export", "json", "-o", "-", "F"}, {"export", "perfetto", "-o", "-", "F"},
+	} {
+		withFile := func(f string) []string {
+			a := slices.Clone(args)
+			for i := range a {
+				if a[i] == "F" {
+					a[i] = f
+				}
+			}
+			return a
+		}
+		lists := map[string]bool{}
+		jsonPaths(decode(withFile("--demo")), "", func(path string, v any) {
+			if _, ok := v.([]any); ok {
+				lists[path] = true
+			}
+		})
+		jsonPaths(decode(withFile(empty)), "", func(path string, v any) {
+			if v == nil && lists[path] {
+				t.Errorf("%v: %s is null, want []", args, path)
+			}
+		})
+	}
+}
+
+// jsonPaths calls fn with every value of a decoded JSON document and its
+// path (".key", "[]" for any element of a list).
+func jsonPaths(v any, at string, fn func(string, any)) {
+	fn(at, v)
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			jsonPaths(e, at+"."+k, fn)
+		}
+	case []any:
+		for _, e := range x {
+			jsonPaths(e, at+"[]", fn)
 		}
 	}
 }

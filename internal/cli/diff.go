@@ -138,7 +138,7 @@ func runDiff(env *Env, args []string) error {
 }
 
 func buildDiff(a, b *live, depth int) *diffResult {
-	r := &diffResult{A: side(a), B: side(b), CategoriesDelta: map[string]int64{}}
+	r := &diffResult{A: side(a), B: side(b), CategoriesDelta: map[string]int64{}, Sites: []diffSite{}} // [] not null in --json
 	for _, c := range analysis.Categories() {
 		n := c.String()
 		r.CategoriesDelta[n] = int64(r.B.Categories[n]) - int64(r.A.Categories[n])

@@ -84,7 +84,8 @@ func runSteps(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	out := stepsJSON{File: s.Source.Name, Device: r.Device, Source: r.Source, Leak: r.Leak, GrowthPerStep: r.GrowthPerStep, Sites: []siteJSON{}}
+	out := stepsJSON{File: s.Source.Name, Device: r.Device, Source: r.Source, Leak: r.Leak, GrowthPerStep: r.GrowthPerStep,
+		Steps: []stepJSON{}, Sites: []siteJSON{}} // [] not null in --json
 	for _, g := range r.Sites {
 		out.Sites = append(out.Sites, siteJSON{g.Frames, g.Bytes})
 	}
