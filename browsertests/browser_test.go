@@ -3,11 +3,15 @@ package browsertests
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"math"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -470,8 +474,8 @@ func TestHTMLExportOffline(t *testing.T) {
 				}
 			}
 			if view == "state" {
-				// The page replays the embedded trace itself: step back two
-				// events and compare with replay.
+				// The page applies the state history gpumem html embedded:
+				// step back two events and compare with replay.
 				var total int
 				if err := chromedp.Run(ctx, chromedp.Evaluate(`window.gpumem.S.eventsTotal`, &total),
 					chromedp.KeyEvent(kb.ArrowUp), chromedp.Sleep(100*time.Millisecond), chromedp.KeyEvent(kb.ArrowUp),
@@ -488,6 +492,86 @@ func TestHTMLExportOffline(t *testing.T) {
 			}
 			screenshot(ctx, t, "offline-"+view)
 		})
+	}
+}
+
+// TestHTMLOfflineStateMatchesServer: the offline page's Allocator State
+// History (precomputed by gpumem html) shows, at several events, the very
+// state and totals that gpumem serve's /api/state answers.
+func TestHTMLOfflineStateMatchesServer(t *testing.T) {
+	name, s := loadReal(t)
+	ctx := newBrowser(t)
+	out := filepath.Join(t.TempDir(), "state.html")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := web.WriteHTML(f, name, s, web.HTMLOptions{View: "state", Device: -1}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	url := startServer(t, name, s)
+	dev := s.DefaultDevice()
+	total := len(s.Traces[dev].Viz)
+	type state struct {
+		Index                      int
+		Allocated, Reserved        float64
+		BlockBytes, Rounding       float64
+		Free                       float64 `json:"free"`
+		LargestFree, Fragmentation float64
+		Text, Event                string
+		Segments                   []struct {
+			Addr            string
+			Size            float64
+			Stream, Version int
+			Pool            []int64
+			Blocks          [][]any
+		}
+	}
+	for _, idx := range []int{total - 1, total - 3, 2 * total / 3, total / 2, total / 5, 1, 0, -1} {
+		var js string
+		if err := chromedp.Run(ctx, network.Enable(), network.EmulateNetworkConditions(true, 0, 0, 0),
+			chromedp.Navigate("about:blank"),
+			chromedp.Navigate(fmt.Sprintf("file://%s#view=state&event=%d", out, idx)),
+			chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) }),
+			chromedp.Poll(fmt.Sprintf(`window.gpumem.S.state && window.gpumem.S.state.index === %d`, idx), nil,
+				chromedp.WithPollingTimeout(10*time.Second)),
+			chromedp.Evaluate(`JSON.stringify(window.gpumem.S.state)`, &js)); err != nil {
+			t.Fatalf("offline state after %d: %v", idx, err)
+		}
+		var off, srv state
+		if err := json.Unmarshal([]byte(js), &off); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Get(fmt.Sprintf("%sapi/state?file=0&device=%d&idx=%d", url, dev, idx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&srv)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(off.Fragmentation-srv.Fragmentation) > 1e-6 {
+			t.Errorf("after %d: offline fragmentation %v, served %v", idx, off.Fragmentation, srv.Fragmentation)
+		}
+		off.Fragmentation, srv.Fragmentation = 0, 0
+		// The offline page has the event as its list shows it, on one line.
+		if strings.Join(strings.Fields(off.Event), " ") != strings.Join(strings.Fields(srv.Event), " ") {
+			t.Errorf("after %d: offline event %q, served %q", idx, off.Event, srv.Event)
+		}
+		off.Event, srv.Event = "", ""
+		if !reflect.DeepEqual(off, srv) {
+			a, _ := json.Marshal(off)
+			b, _ := json.Marshal(srv)
+			t.Errorf("after event %d the offline state differs from the served one:\noffline %.400s\nserved  %.400s", idx, a, b)
+		}
+		if len(srv.Segments) == 0 && idx == total-1 {
+			t.Errorf("no segments at the end of the trace")
+		}
+		if !strings.Contains(text(ctx, t, "#state-text"), srv.Text) {
+			t.Errorf("after %d the page shows %q, served %q", idx, text(ctx, t, "#state-text"), srv.Text)
+		}
 	}
 }
 

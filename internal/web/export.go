@@ -13,7 +13,8 @@ import (
 )
 
 // MaxHTMLStateEvents caps the trace a page embeds for its state history
-// (about 100 bytes per event in the page).
+// (about 200 bytes per event in the page: the event's line, what undoing
+// it changes and the totals after it).
 const MaxHTMLStateEvents = 250_000
 
 // HTMLOptions choose what a self-contained page embeds.
@@ -144,36 +145,17 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 		// Every view was asked for: leave the state history out; the page
 		// says so when it is opened.
 	} else if want(ViewState) {
-		lines := make([]string, len(dd.viz))
-		evs := make([][5]any, len(dd.viz))
 		hist, err := dd.stateHist()
 		if err != nil {
 			return err
 		}
 		h := hist.h
-		for i, r := range dd.viz {
-			e := &dd.events[r]
+		lines := make([]string, h.Len())
+		for i := range lines {
 			lines[i] = eventLine(h.Event(i))
-			evs[i] = [5]any{e.VizAction().String(), float64(e.Addr), float64(e.Size), int32(e.Stream), e.Version}
 		}
 		data.Events[fmt.Sprint(device)] = map[string]any{"lines": lines}
-		// The state after the last event is the snapshot's own.
-		segs := []map[string]any{}
-		blocks := [][5]any{}
-		for si := range snap.Segments {
-			sg := &snap.Segments[si]
-			if int(sg.Device) != device {
-				continue
-			}
-			segs = append(segs, map[string]any{"addr": float64(sg.Address), "size": float64(sg.TotalSize), "stream": int32(sg.Stream), "version": sg.Version})
-			for _, b := range snap.SegmentBlocks(si) {
-				if b.State == snapshot.BlockInactive {
-					continue
-				}
-				blocks = append(blocks, [5]any{float64(b.Addr), float64(b.Size), float64(snap.Requested(&b)), b.State == snapshot.BlockActivePendingFree, b.Version})
-			}
-		}
-		data.States[fmt.Sprint(device)] = map[string]any{"segments": segs, "blocks": blocks, "events": evs}
+		data.States[fmt.Sprint(device)] = buildOfflineStates(h)
 	}
 
 	blob, err := json.Marshal(data) // escapes <, > and & so it cannot end the script

@@ -217,70 +217,52 @@ function embeddedAPI(data) {
     state: async (p, idx) => {
       const st = data.states && data.states[String(p.device)];
       if (!st) throw new Error('This file was exported without the state history; run gpumem html --view state');
-      return simulateOffline(st, data.events[String(p.device)].lines, idx);
+      return offlineState(st, data.events[String(p.device)].lines, idx);
     },
     settings: async () => ({ settings: data.settings }),
   };
 }
 
-// simulateOffline replays the embedded compact trace backwards from the
-// snapshot state (memory_viz's simulate_memory) for exported HTML files.
-function simulateOffline(st, lines, idx) {
-  const segs = st.segments.map(s => ({ ...s })).sort((x, y) => x.addr - y.addr);
-  const blocks = new Map(st.blocks.map(b => [b[0], { addr: b[0], size: b[1], req: b[2], pending: b[3], version: b[4] }]));
-  const ev = st.events; // [action, addr, size, stream, version]
-  for (let i = ev.length - 1; i > idx; i--) {
-    const [a, addr, size, stream, version] = ev[i];
-    if (a === 'free') blocks.set(addr, { addr, size, req: size, pending: false, version });
-    else if (a === 'free_requested') { const b = blocks.get(addr); if (b) b.pending = false; else blocks.set(addr, { addr, size, req: size, pending: false, version }); }
-    else if (a === 'free_completed') blocks.set(addr, { addr, size, req: size, pending: true, version });
-    else if (a === 'alloc') blocks.delete(addr);
-    else if (a === 'segment_free' || a === 'segment_unmap') {
-      segs.push({ addr, size, stream, version });
-      segs.sort((x, y) => x.addr - y.addr);
-      if (a === 'segment_unmap') {
-        for (let k = 0; k + 1 < segs.length; k++) {
-          if (segs[k].addr + segs[k].size === segs[k + 1].addr && segs[k].stream === segs[k + 1].stream &&
-              (segs[k].addr === addr || segs[k + 1].addr === addr)) {
-            segs[k].size += segs[k + 1].size; segs.splice(k + 1, 1); k--;
-          }
-        }
-      }
-    } else if (a === 'segment_alloc') { const k = segs.findIndex(s => s.addr === addr); if (k >= 0) segs.splice(k, 1); }
-    else if (a === 'segment_map') {
-      const end = addr + size;
-      for (let k = 0; k < segs.length; k++) {
-        const s = segs[k], sEnd = s.addr + s.size;
-        if (addr >= sEnd || end <= s.addr) continue;
-        const parts = [];
-        if (s.addr < addr) parts.push({ ...s, size: addr - s.addr });
-        if (end < sEnd) parts.push({ ...s, addr: end, size: sEnd - end });
-        segs.splice(k, 1, ...parts); k += parts.length - 1;
-      }
+// offlineState returns the state after event idx from the history that
+// gpumem html precomputed (replay's, with its totals): it applies the
+// embedded changes from the end of the trace back to idx and draws them.
+function offlineState(st, lines, idx) {
+  let c = st.cursor;
+  if (!c || c.idx < idx) {
+    c = st.cursor = { idx: st.steps.length - 1, segs: new Map(), blocks: new Map() };
+    applyStep(c, st.end);
+  }
+  for (; c.idx > idx; c.idx--) applyStep(c, st.steps[c.idx]);
+  if (!st.sums) { // the totals come as differences from the previous moment
+    st.sums = {};
+    for (const [k, d] of Object.entries(st.totals)) {
+      const v = new Float64Array(d.length);
+      for (let i = 0; i < d.length; i++) v[i] = (i ? v[i - 1] : 0) + d[i];
+      st.sums[k] = v;
     }
   }
-  const out = { index: idx, event: lines[idx] || '', stack: '', segments: [], allocated: 0, reserved: 0, blockBytes: 0, rounding: 0, largestFree: 0 };
-  const addrs = [...blocks.keys()].sort((x, y) => x - y);
-  let bi = 0;
-  for (const s of segs) {
-    const sj = { addr: `s'${s.addr.toString(16)}_${s.version}`, size: s.size, stream: s.stream, version: s.version, blocks: [] };
-    out.reserved += s.size;
-    while (bi < addrs.length && addrs[bi] < s.addr) bi++;
-    let cur = s.addr;
-    for (; bi < addrs.length && addrs[bi] < s.addr + s.size; bi++) {
-      const b = blocks.get(addrs[bi]);
-      sj.blocks.push([b.addr - s.addr, b.size, b.req, b.pending, b.version]);
-      out.allocated += b.req; out.blockBytes += b.size; out.rounding += Math.max(0, b.size - b.req);
-      if (b.addr > cur) out.largestFree = Math.max(out.largestFree, b.addr - cur);
-      cur = Math.max(cur, b.addr + b.size);
-    }
-    out.largestFree = Math.max(out.largestFree, s.addr + s.size - cur);
+  const out = { index: idx, event: lines[idx] || '', stack: '', segments: [] };
+  for (const [k, v] of Object.entries(st.sums)) out[k] = v[idx + 1];
+  out.fragmentation = Math.round(out.fragmentation * 1e6) / 1e6;
+  const byAddr = new Map();
+  for (const [addr, size, stream, version, p0, p1] of [...c.segs.values()].sort((x, y) => x[0] - y[0])) {
+    const sj = { addr: `s'${addr.toString(16)}_${version}`, size, stream, version, blocks: [] };
+    if (p0 !== undefined) sj.pool = [p0, p1];
+    byAddr.set(addr, sj);
     out.segments.push(sj);
   }
-  out.free = Math.max(0, out.reserved - out.blockBytes);
-  out.fragmentation = out.free > 0 ? 1 - out.largestFree / out.free : 0;
+  for (const [addr, size, req, pending, version, seg] of [...c.blocks.values()].sort((x, y) => x[0] - y[0])) {
+    byAddr.get(seg).blocks.push([addr - seg, size, req, pending, version]);
+  }
   out.text = `(${formatSize(out.allocated)} allocated / ${formatSize(out.reserved)} reserved)`;
   return out;
+}
+
+function applyStep(c, d) {
+  for (const a of d.sg || []) c.segs.delete(a);
+  for (const s of d.s || []) c.segs.set(s[0], s);
+  for (const a of d.bg || []) c.blocks.delete(a);
+  for (const b of d.b || []) c.blocks.set(b[0], b);
 }
 
 const api = embedded ? embeddedAPI(embedded) : serverAPI;
