@@ -4,6 +4,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -70,6 +72,8 @@ func bench(path string, runs int, sweep bool, cpu string) error {
 		fmt.Printf("  device %d: %d events, replay %.3f s wall = %.2f M events/s, %.3f s CPU = %.2f M events/s; addresses %d/%d, segment events %d/%d, final state matches %v\n",
 			d, r.Events, best.Seconds(), float64(r.Events)/best.Seconds()/1e6, bestCPU.Seconds(), float64(r.Events)/bestCPU.Seconds()/1e6,
 			r.AllocAddrsMatched, r.AllocAddrsTotal, r.SegEventsMatched, r.SegEventsTotal, r.FinalStateMatches)
+		fmt.Printf("  device %d: releases %d/%d, mismatches %d, peak reserved %d, peak allocated %d, cudaMalloc %d, cudaFree %d; result %s\n",
+			d, r.ReleasesMatched, r.ReleasesTotal, r.MismatchCount, r.PeakReserved, r.PeakAllocated, r.CudaMallocs, r.CudaFrees, fingerprint(r))
 		if sweep {
 			t, c := time.Now(), cpuTime()
 			rows, err := alloc.Sweep(s, d, alloc.SweepOptions{})
@@ -77,9 +81,20 @@ func bench(path string, runs int, sweep bool, cpu string) error {
 				return err
 			}
 			el, cpu := time.Since(t), cpuTime()-c
-			fmt.Printf("  device %d: sweep of %d settings %.3f s wall, %.3f s CPU on %d cores (%.2f M events/s of wall time)\n",
-				d, len(rows), el.Seconds(), cpu.Seconds(), runtime.GOMAXPROCS(0), float64(len(rows)*r.Events)/el.Seconds()/1e6)
+			fmt.Printf("  device %d: sweep of %d settings %.3f s wall, %.3f s CPU on %d cores (%.2f M events/s of wall time); results %s\n",
+				d, len(rows), el.Seconds(), cpu.Seconds(), runtime.GOMAXPROCS(0), float64(len(rows)*r.Events)/el.Seconds()/1e6, fingerprint(rows))
 		}
 	}
 	return nil
+}
+
+// fingerprint is a hash of the whole replay result (every counter, the
+// kept mismatch messages, the memory_stats): a speed change to the
+// replay must leave it unchanged.
+func fingerprint(r any) string {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(b))[:16]
 }
