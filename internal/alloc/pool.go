@@ -325,6 +325,13 @@ func (e *expandableSegment) trim() {
 type vaSpace struct {
 	base  uint64
 	spans chunked[span] // in use, sorted by start, not overlapping
+	// packed is where alloc's first-fit scan resumes (0: at base): below
+	// it the spans leave no gap of vaAlign bytes, so nothing fits there.
+	// Replays that cudaMalloc where the trace did not pile up thousands
+	// of made-up segments above base; scanning them all on every alloc
+	// was quadratic. Adding a span keeps it valid; removing or shrinking
+	// one below it resets it.
+	packed uint64
 }
 
 type span struct{ start, end uint64 }
@@ -348,6 +355,11 @@ func (v *vaSpace) take(start, size uint64) {
 func (v *vaSpace) alloc(size uint64) uint64 {
 	size = (size + vaAlign - 1) / vaAlign * vaAlign
 	at := v.base
+	if size >= vaAlign {
+		// The scan from base would pass the packed spans without a fit
+		// and reach the same address.
+		at = v.packedEnd()
+	}
 	for p := v.after(at); !v.spans.isEnd(p); p = v.spans.next(p) {
 		s := v.spans.at(p)
 		if s.start >= at+size {
@@ -361,6 +373,24 @@ func (v *vaSpace) alloc(size uint64) uint64 {
 	return at
 }
 
+// packedEnd extends packed over the spans that start less than vaAlign
+// after it (the first-fit scan's steps when no request can fit in
+// between) and returns it.
+func (v *vaSpace) packedEnd() uint64 {
+	at := max(v.packed, v.base)
+	for p := v.after(at); !v.spans.isEnd(p); p = v.spans.next(p) {
+		s := v.spans.at(p)
+		if s.start >= at+vaAlign {
+			break
+		}
+		if s.end > at {
+			at = (s.end + vaAlign - 1) / vaAlign * vaAlign
+		}
+	}
+	v.packed = at
+	return at
+}
+
 // find returns the position of the span that starts at start.
 func (v *vaSpace) find(start uint64) (pos, bool) {
 	p := v.spans.search(func(s span) bool { return s.start >= start })
@@ -371,11 +401,20 @@ func (v *vaSpace) find(start uint64) (pos, bool) {
 func (v *vaSpace) resize(start, end uint64) {
 	if p, ok := v.find(start); ok {
 		v.spans.ref(p).end = end
+		v.unpack(start)
+	}
+}
+
+// unpack forgets packed when a span below it shrinks or goes.
+func (v *vaSpace) unpack(start uint64) {
+	if start < v.packed {
+		v.packed = 0
 	}
 }
 
 func (v *vaSpace) free(start uint64) {
 	if p, ok := v.find(start); ok {
 		v.spans.eraseAt(p)
+		v.unpack(start)
 	}
 }

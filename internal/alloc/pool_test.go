@@ -67,3 +67,55 @@ func TestSizeSetChunks(t *testing.T) {
 		t.Fatalf("%d chunks: the test never split one", len(s.chunks))
 	}
 }
+
+// TestVASpaceFirstFit checks the address space's first fit, which resumes
+// its scan where the spans stop being packed, against a scan from base
+// through random allocs, takes, frees and shrinks.
+func TestVASpaceFirstFit(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	const base = 1 << 30
+	v := vaSpace{base: base}
+	// firstFit is the scan from base, as alloc did before it kept packed.
+	firstFit := func(size uint64) uint64 {
+		size = (size + vaAlign - 1) / vaAlign * vaAlign
+		at := uint64(base)
+		for _, s := range v.spans.all() {
+			if s.end <= at {
+				continue
+			}
+			if s.start >= at+size {
+				break
+			}
+			at = (s.end + vaAlign - 1) / vaAlign * vaAlign
+		}
+		return at
+	}
+	for step := 0; step < 5000; step++ {
+		spans := v.spans.all()
+		switch op := rng.Intn(10); {
+		case op < 5 || len(spans) == 0:
+			size := uint64(1+rng.Intn(12)) * MiB
+			want := firstFit(size)
+			if got := v.alloc(size); got != want {
+				t.Fatalf("step %d: alloc(%d) = %#x, first fit from base %#x", step, size, got, want)
+			}
+		case op < 7:
+			// A trace address: anywhere free, even below packed.
+			start := base + uint64(rng.Intn(1<<12))*(MiB/2)
+			size := uint64(1+rng.Intn(3)) * (MiB / 2)
+			if !v.overlaps(start, size) {
+				v.take(start, size)
+			}
+		case op < 9:
+			v.free(spans[rng.Intn(len(spans))].start)
+		default:
+			s := spans[rng.Intn(len(spans))]
+			if s.end-s.start > MiB {
+				v.resize(s.start, s.end-MiB)
+			}
+		}
+	}
+	if v.spans.len() < 50 {
+		t.Fatalf("%d spans: the test never built a long packed run", v.spans.len())
+	}
+}
