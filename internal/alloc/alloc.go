@@ -84,8 +84,13 @@ type Allocator struct {
 	stats MemoryStats
 
 	large, small blockPool
-	// active holds allocated and pending-free blocks by address.
+	// active holds allocated and pending-free blocks by address, for the
+	// API that names blocks by address. A replay, which holds its blocks,
+	// sets it nil: a million-entry map costs it more than the model.
 	active map[uint64]*block
+	// live lists the same blocks (block.liveAt is the index) for
+	// Segments.
+	live []*block
 	// pending lists blocks waiting on stream-use events, oldest first
 	// (cuda_events).
 	pending []*block
@@ -400,7 +405,7 @@ func (a *Allocator) allocFoundBlock(p *allocParams, origSize uint64, split bool)
 	a.seq++
 	b.seq = a.seq
 	a.recordTrace(snapshot.ActionAlloc, b.ptr, origSize, b.stream)
-	a.active[b.ptr] = b
+	a.addActive(b)
 	a.stats.Allocation.inc(small, 1)
 	a.stats.AllocatedBytes.inc(small, b.size)
 	a.stats.Active.inc(small, 1)
@@ -493,7 +498,7 @@ func (a *Allocator) freeBlock(b *block) {
 	requested := b.requested
 	pool := b.pool
 	var netBlocks, netSize int64
-	delete(a.active, b.ptr)
+	a.removeActive(b)
 	for _, c := range [2]*block{b.prev, b.next} {
 		if sub := a.tryMergeBlocks(b, c, pool); sub > 0 {
 			netBlocks--
@@ -522,6 +527,28 @@ func (a *Allocator) freeBlock(b *block) {
 	a.stats.Active.dec(small, 1)
 	a.stats.ActiveBytes.dec(small, origSize)
 	a.stats.RequestedBytes.dec(small, requested)
+}
+
+// addActive indexes an allocated or pending-free block.
+func (a *Allocator) addActive(b *block) {
+	if a.active != nil {
+		a.active[b.ptr] = b
+	}
+	b.liveAt = len(a.live)
+	a.live = append(a.live, b)
+}
+
+// removeActive drops a block that became free; the last live block takes
+// its place in the list.
+func (a *Allocator) removeActive(b *block) {
+	if a.active != nil {
+		delete(a.active, b.ptr)
+	}
+	last := a.live[len(a.live)-1]
+	a.live[b.liveAt] = last
+	last.liveAt = b.liveAt
+	a.live[len(a.live)-1] = nil
+	a.live = a.live[:len(a.live)-1]
 }
 
 // tryMergeBlocks is try_merge_blocks: it returns the size of the subsumed
@@ -1031,7 +1058,7 @@ func (a *Allocator) Segments() []SegmentInfo {
 			}
 		}
 	}
-	for _, b := range a.active {
+	for _, b := range a.live {
 		add(b)
 	}
 	out := make([]SegmentInfo, 0, len(heads))

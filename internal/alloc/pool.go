@@ -26,7 +26,8 @@ type block struct {
 	rec uint64
 	// segStart marks the first block of a cudaMalloc'd segment (or the
 	// block that holds the segment's head); used for reporting only.
-	seq uint64 // allocation sequence number of the block's last malloc
+	seq    uint64 // allocation sequence number of the block's last malloc
+	liveAt int    // index in Allocator.live while allocated or pending
 }
 
 func (b *block) isSplit() bool { return b.prev != nil || b.next != nil }

@@ -153,13 +153,13 @@ func Simulate(s *snapshot.Snapshot, dev int, o ReplayOptions) (*ReplayResult, er
 	// are sized large and end where the trace shows the next one.
 	rp.a = New(cfg, Options{Capacity: o.Capacity, TotalMemory: 1 << 40, Device: dev, Record: true})
 	rp.a.off = o.off
-	rp.a.active = make(map[uint64]*block, 2*len(init.blocks)+256)
+	rp.a.active = nil // the replay holds its blocks (see run)
 	if o.FromEmpty {
 		rp.loadFromEmpty(init)
 	} else {
 		rp.load(init)
 	}
-	rp.run()
+	rp.run(init)
 	if r.Validation {
 		rp.compareFinal()
 	}
@@ -212,8 +212,9 @@ type replayer struct {
 	// stopAt > 0 ends run before that event (tests).
 	stopAt int
 	// startAddr maps the recorded address of each block live at trace
-	// start to the model's; nil means they are the same (recorded layout).
-	startAddr map[uint64]uint64
+	// start to the model's block (nil for a 0-byte request); a nil map
+	// means they are the same (recorded layout).
+	startAddr map[uint64]*block
 	// startPending maps the recorded address of a block pending at trace
 	// start to the model's (from empty).
 	startPending map[uint64]uint64
@@ -249,13 +250,28 @@ type initBlock struct {
 	addr, size, requested uint64
 	pending               bool
 	sizeKnown             bool
-	freedAt               int // first trace event that frees it
+	freedAt               int   // first trace event that frees it
+	id                    int32 // of its address (initState.ids), -1 if not in the trace
 }
 
 type initState struct {
 	segs   []initSeg // cudaMalloc'd segments and mapped runs of expandable ones
 	blocks []initBlock
 	exps   []initExp
+	// ids numbers the address of each alloc and free event (-1 for the
+	// others); nids addresses in all.
+	ids  []int32
+	nids int
+}
+
+// idOf returns the id of a live block's recorded address, -1 if the
+// trace never names it.
+func (st *initState) idOf(addr uint64) int32 {
+	i := sort.Search(len(st.blocks), func(i int) bool { return st.blocks[i].addr >= addr })
+	if i < len(st.blocks) && st.blocks[i].addr == addr {
+		return st.blocks[i].id
+	}
+	return -1
 }
 
 // initExp is one expandable segment's reservation, as far as the trace
@@ -290,23 +306,33 @@ func (rp *replayer) initialState() (*initState, error) {
 	// The blocks live at trace start are those whose first event in the
 	// trace is a free (allocated before recording; pending when only
 	// free_completed comes), and the dump's live blocks the trace never
-	// mentions. One map look-up per event finds the first events.
-	first := make(map[uint64]int32, len(ev)/16)
+	// mentions. One map look-up per event numbers the addresses (in the
+	// order they first appear) and finds their first events; the replay
+	// then keeps what it knows per recorded address in slices.
+	st := &initState{ids: make([]int32, len(ev))}
+	idOf := make(map[uint64]int32, len(ev)/16)
+	var first []int32 // per id
 	for i := range ev {
+		st.ids[i] = -1
 		switch ev[i].Action {
 		case snapshot.ActionAlloc, snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted:
-			if _, ok := first[ev[i].Addr]; !ok {
-				first[ev[i].Addr] = int32(i)
+			id, ok := idOf[ev[i].Addr]
+			if !ok {
+				id = int32(len(first))
+				idOf[ev[i].Addr] = id
+				first = append(first, int32(i))
 			}
+			st.ids[i] = id
 		}
 	}
+	st.nids = len(first)
 	var blocks []initBlock
-	for addr, i := range first {
+	for id, i := range first {
 		switch e := &ev[i]; e.Action {
 		case snapshot.ActionFreeRequested:
-			blocks = append(blocks, initBlock{addr: addr, requested: e.Size, freedAt: int(i)})
+			blocks = append(blocks, initBlock{addr: e.Addr, requested: e.Size, freedAt: int(i), id: int32(id)})
 		case snapshot.ActionFreeCompleted:
-			blocks = append(blocks, initBlock{addr: addr, requested: e.Size, pending: true, freedAt: int(i)})
+			blocks = append(blocks, initBlock{addr: e.Addr, requested: e.Size, pending: true, freedAt: int(i), id: int32(id)})
 		}
 	}
 	var runs []initSeg // mapped runs of expandable segments
@@ -323,11 +349,11 @@ func (rp *replayer) initialState() (*initState, error) {
 			if b.State == snapshot.BlockInactive {
 				continue
 			}
-			if _, ok := first[b.Addr]; ok {
+			if _, ok := idOf[b.Addr]; ok {
 				continue
 			}
 			blocks = append(blocks, initBlock{addr: b.Addr, size: b.Size, requested: s.Requested(&b),
-				pending: b.State == snapshot.BlockActivePendingFree, sizeKnown: true})
+				pending: b.State == snapshot.BlockActivePendingFree, sizeKnown: true, id: -1})
 		}
 	}
 	var seen []initSeg // every expandable range the trace maps or unmaps
@@ -348,7 +374,6 @@ func (rp *replayer) initialState() (*initState, error) {
 			runs = addRun(runs, r)
 		}
 	}
-	st := &initState{}
 	for _, sg := range segs {
 		st.segs = append(st.segs, sg)
 	}
@@ -455,24 +480,28 @@ func (rp *replayer) loadFromEmpty(st *initState) {
 		r.InitialSegments++
 		r.InitialReserved += sg.size
 	}
-	rp.startAddr = map[uint64]uint64{}
+	rp.startAddr = map[uint64]*block{}
 	rp.startPending = map[uint64]uint64{}
 	for _, b := range st.blocks {
 		var stream uint64
 		if si := st.segmentOf(b.addr); si >= 0 {
 			stream = st.segs[si].stream
 		}
-		addr, err := a.Malloc(b.requested, int64(stream))
+		mb, err := a.malloc(b.requested, int64(stream))
 		if err != nil {
 			r.ModelOOMs = append(r.ModelOOMs, ReplayOOM{AtStart: true, Size: b.requested, StillOOM: true})
 			continue
 		}
 		r.InitialBlocks++
 		if b.pending {
-			_ = a.FreeRequested(addr)
+			var addr uint64
+			if mb != nil {
+				addr = mb.ptr
+				a.free(mb, true)
+			}
 			rp.startPending[b.addr] = addr
 		} else {
-			rp.startAddr[b.addr] = addr
+			rp.startAddr[b.addr] = mb
 		}
 	}
 }
@@ -531,7 +560,7 @@ func (rp *replayer) load(st *initState) {
 			case !b.mapped:
 				b.pool.unmapped.insert(b)
 			case b.allocated || b.eventCount > 0:
-				a.active[b.ptr] = b
+				a.addActive(b)
 				if b.allocated {
 					a.stats.Allocation.inc(small, 1)
 					a.stats.AllocatedBytes.inc(small, b.size)
@@ -638,23 +667,38 @@ func (s *MemoryStats) resetAccumulated() {
 }
 
 // run replays the trace events.
-func (rp *replayer) run() {
+func (rp *replayer) run(st *initState) {
 	a := rp.a
 	r := rp.r
 	s := rp.s
 	ev := s.Traces[rp.dev].Events
+	ids := st.ids
 	r.Events = len(ev)
 	// A live block is at its recorded address in the model too (and
-	// block.rec says so), unless moved maps the recorded address to the
-	// model's block. On an exact replay moved stays empty.
-	moved := map[uint64]*block{}
-	for _, b := range a.active {
+	// block.rec says so), unless moved holds the model's block for the
+	// recorded address (by its id, see initState). here holds the block
+	// the model placed at the recorded address itself, as a look-up by
+	// the model's addresses would find it. Slices, not maps: a diverging
+	// replay of a tiled trace moves millions of blocks, and maps of that
+	// size cost more than the model. On an exact replay moved stays empty.
+	moved := make([]*block, st.nids)
+	here := make([]*block, st.nids)
+	for _, b := range a.live {
 		b.rec = b.ptr
 	}
-	for rec, m := range rp.startAddr {
-		if b := a.active[m]; b != nil {
+	for rec, b := range rp.startAddr {
+		if b != nil {
 			b.rec = rec
-			moved[rec] = b
+			if id := st.idOf(rec); id >= 0 {
+				moved[id] = b
+			}
+		}
+	}
+	for _, b := range a.live {
+		if b.ptr == b.rec {
+			if id := st.idOf(b.rec); id >= 0 {
+				here[id] = b
+			}
 		}
 	}
 	lost := map[uint64]bool{} // recorded blocks the model failed to allocate
@@ -776,14 +820,16 @@ func (rp *replayer) run() {
 					}
 				}
 				lost[e.Addr] = true
-				delete(moved, e.Addr)
+				moved[ids[i]] = nil
 				break
 			}
 			if len(lost) > 0 {
 				delete(lost, e.Addr)
 			}
 			if addr != e.Addr {
-				moved[e.Addr] = b
+				moved[ids[i]] = b
+			} else if b != nil {
+				here[ids[i]] = b
 			}
 			if addr == e.Addr {
 				r.AllocAddrsMatched++
@@ -793,13 +839,15 @@ func (rp *replayer) run() {
 				}
 			}
 		case snapshot.ActionFreeRequested:
-			b, ok := moved[e.Addr]
+			b := moved[ids[i]]
 			switch {
-			case ok:
-				delete(moved, e.Addr)
+			case b != nil:
+				moved[ids[i]] = nil
 			case lost[e.Addr]:
 			default:
-				b = a.active[e.Addr]
+				if b = here[ids[i]]; b != nil && b.ptr != e.Addr {
+					b = nil // it moved on since
+				}
 			}
 			if b == nil || !b.allocated || b.rec != e.Addr {
 				if !lost[e.Addr] && rp.miss() {
@@ -820,17 +868,17 @@ func (rp *replayer) run() {
 				maddr = e.Addr // pending at trace start
 			}
 			delete(pendingModel, e.Addr)
-			if b := a.active[maddr]; b != nil && !b.allocated && b.eventCount > 0 {
+			if b := a.pendingAt(maddr); b != nil {
 				a.completeEvent(b)
 			}
 		case snapshot.ActionOOM:
 			o := ReplayOOM{Event: i, Size: e.Size}
 			if !r.Validation && a.opt.Capacity > 0 {
-				addr, err := a.Malloc(e.Size, stream)
+				b, err := a.malloc(e.Size, stream)
 				if err != nil {
 					o.StillOOM = true
-				} else {
-					_ = a.Free(addr)
+				} else if b != nil {
+					a.free(b, false)
 				}
 			}
 			r.RecordedOOMs = append(r.RecordedOOMs, o)
@@ -840,6 +888,17 @@ func (rp *replayer) run() {
 			r.UnallocatedAtPeak = unallocated(a)
 		}
 	}
+}
+
+// pendingAt returns the block at addr that waits for its free to
+// complete, or nil.
+func (a *Allocator) pendingAt(addr uint64) *block {
+	for _, b := range a.pending {
+		if b.ptr == addr {
+			return b
+		}
+	}
+	return nil
 }
 
 func unallocated(a *Allocator) float64 {
