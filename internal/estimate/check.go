@@ -34,12 +34,26 @@ type CheckRow struct {
 	Reason    string
 }
 
-// Diff is (estimated - measured) / measured, NaN when not measured.
+// unrelatedRatio is how far apart (either way) an estimate and a
+// measurement may be and still be compared: beyond it the snapshot is not
+// of this model, and a percentage (+757352900.0% against 512 bytes) would
+// be noise.
+const unrelatedRatio = 10
+
+// Diff is (estimated - measured) / measured, NaN when not measured or
+// when the two are not comparable (see Unrelated).
 func (c CheckRow) Diff() float64 {
-	if c.Measured <= 0 {
+	if c.Measured <= 0 || c.Unrelated() {
 		return math.NaN()
 	}
 	return float64(c.Estimated-c.Measured) / float64(c.Measured)
+}
+
+// Unrelated reports a measurement more than unrelatedRatio times from the
+// estimate, either way: the snapshot does not look like this model's run.
+func (c CheckRow) Unrelated() bool {
+	return c.Measured > 0 && (float64(c.Estimated) > unrelatedRatio*float64(c.Measured) ||
+		float64(c.Measured) > unrelatedRatio*float64(c.Estimated))
 }
 
 // Check is an estimate set beside a snapshot's measurements.
@@ -59,6 +73,9 @@ func Compare(r *Result, m Measured) *Check {
 		switch d := row.Diff(); {
 		case !math.IsNaN(d):
 			row.Reason = reason(d)
+		case row.Unrelated():
+			row.Reason = fmt.Sprintf("not comparable: %s measured against %s estimated, over %d× apart; "+
+				"the snapshot does not look like this model's run (another model, or another part of the run)", Size(meas), Size(est), unrelatedRatio)
 		case meas == 0 && atPeak(m, "unknown") >= est/2:
 			row.Reason = fmt.Sprintf("none categorised, but %s at the measured peak has no category (blocks without stacks, "+
 				"made before the trace) and may hold it", Size(atPeak(m, "unknown")))
@@ -222,7 +239,8 @@ type AmountJSON struct {
 	Bytes    int64  `json:"bytes"`
 }
 
-// CheckRowJSON is one row; measured is null and diff absent when unknown.
+// CheckRowJSON is one row; measured is null when unknown, and diff absent
+// when unknown or not comparable (the reason says which).
 type CheckRowJSON struct {
 	Name      string   `json:"name"`
 	Estimated int64    `json:"estimated_bytes"`
@@ -262,6 +280,8 @@ func (c *Check) Write(w io.Writer) error {
 		}
 		if d := row.Diff(); !math.IsNaN(d) {
 			diff = fmt.Sprintf("%+.1f%%", d*100)
+		} else if row.Unrelated() {
+			diff = "n/a"
 		}
 		fmt.Fprintf(w, "%-18s %10s %10s %8s  %s\n", row.Name, Size(row.Estimated), meas, diff, row.Reason)
 	}

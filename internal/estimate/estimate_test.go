@@ -456,6 +456,27 @@ func TestCompareReasons(t *testing.T) {
 	if row := Compare(r2, first).Rows[4]; !strings.Contains(row.Reason, "--first-step models that") {
 		t.Errorf("first-step reason %q", row.Reason)
 	}
+	// A snapshot of something else (512 bytes of parameters against the
+	// model's): no percentage, the reason says the snapshot is unrelated.
+	other := m
+	other.Parameters, other.Activations = 512, 20*A
+	c = Compare(r, other)
+	var text strings.Builder
+	if err := c.Write(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 3} {
+		row := c.Rows[i]
+		if !math.IsNaN(row.Diff()) || !strings.Contains(row.Reason, "does not look like this model's run") {
+			t.Errorf("%s measured %d against %d: diff %v, reason %q", row.Name, row.Measured, row.Estimated, row.Diff(), row.Reason)
+		}
+		if j := c.ToJSON().Rows[i]; j.Diff != nil {
+			t.Errorf("%s: json diff %v for an unrelated snapshot", row.Name, *j.Diff)
+		}
+	}
+	if strings.Contains(text.String(), "00.0%") || strings.Count(text.String(), " n/a ") != 2 {
+		t.Errorf("unrelated snapshot: want n/a, not a percentage, in the parameters and activations rows:\n%s", text.String())
+	}
 	// Nothing measured: the reason says so instead of a difference.
 	c = Compare(r, Measured{Parameters: -1, Gradients: 0, OptimizerState: -1, Activations: -1, Categories: "no stacks"})
 	if !strings.Contains(c.Rows[0].Reason, "not measured: no stacks") || !strings.Contains(c.Rows[1].Reason, "none in the snapshot") {
