@@ -204,10 +204,13 @@ func TestViewsRender(t *testing.T) {
 	} {
 		t.Run(tc.view, func(t *testing.T) {
 			// A new hash on the same page keeps the last view's ready flag
-			// until the hashchange handler runs: clear it first.
+			// until the hashchange handler runs (and a late window of the
+			// last view may set it again): wait for the flag once the page
+			// is on the new view, whose handler clears it in the same task.
 			if err := chromedp.Run(ctx, chromedp.Evaluate(`document.body && (document.body.dataset.ready = '')`, nil),
 				chromedp.Navigate(fmt.Sprintf("%s#file=0&device=%d&view=%s", url, dev, tc.view)),
-				chromedp.ActionFunc(func(ctx context.Context) error { return waitReady(ctx) })); err != nil {
+				chromedp.Poll(fmt.Sprintf(`window.gpumem.S.p.view === %q && document.body.dataset.ready === '1'`, tc.view), nil,
+					chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
 				t.Fatal(err)
 			}
 			if tc.canvas != "" {
@@ -969,4 +972,22 @@ func TestHTMLExportZoomBand(t *testing.T) {
 		t.Errorf("offline page shows an error: %s", e)
 	}
 	screenshot(ctx, t, "offline-zoom-band")
+}
+
+// TestViewSwitchByAddress: changing the address's view, as a link or the
+// user would, right after a view drew (while the page still writes its own
+// address) opens the new view; the page used to overwrite the new address
+// with the old view's and stay.
+func TestViewSwitchByAddress(t *testing.T) {
+	ctx, url, _ := serveReal(t)
+	openPage(ctx, t, url+"#view=active")
+	for k := 0; k < 4; k++ {
+		for _, v := range []string{"segments", "private", "active"} {
+			if err := chromedp.Run(ctx, chromedp.Navigate(fmt.Sprintf("%s#file=0&view=%s", url, v)),
+				chromedp.Poll(fmt.Sprintf(`window.gpumem.S.p.view === %q && document.body.dataset.ready === '1'`, v), nil,
+					chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+				t.Fatalf("round %d, view %s: %v", k, v, err)
+			}
+		}
+	}
 }

@@ -313,7 +313,11 @@ function writeHash() {
   }
   if (S.p.view === 'state' && S.stateIdx >= 0) h.set('event', S.stateIdx);
   const hash = '#' + h.toString();
+  // An address changed by someone else (a link, the user) since our last
+  // write is left alone: its hashchange is on its way and opens that view.
+  if (S.lastHash !== undefined && location.hash !== S.lastHash) return;
   if (location.hash !== hash) history.replaceState(null, '', hash);
+  S.lastHash = hash;
 }
 
 const isTimeline = () => ['active', 'private', 'segments'].includes(S.p.view);
@@ -1433,6 +1437,7 @@ function setupControls() {
     }
   });
   window.addEventListener('hashchange', () => {
+    S.lastHash = location.hash;
     const before = JSON.stringify(S.p);
     const h = readHash();
     if (JSON.stringify(S.p) !== before) { fillSelectors(); openView(h); }
