@@ -254,6 +254,8 @@ func TestCompareBadFlagValues(t *testing.T) {
 		{[]string{"diff", "--demo", "--depth", "0"}, "--depth must be at least 1 and --top at least 0"},
 		{[]string{"flame", "peak", "--demo", "--width", "0"}, "--width must be at least 200 pixels"},
 		{[]string{"flame", "memory", "--demo", "--width", "-3"}, "--width must be at least 200 pixels"},
+		{[]string{"diff", "--demo", "--at", "bogus"}, `--at "bogus": want peak, reserved-peak, end, eN (a trace event) or a time from the trace start such as 12.5ms`},
+		{[]string{"flame", "peak", "--demo", "--at", "E5"}, `--at "E5": want peak, reserved-peak, end, eN (a trace event) or a time from the trace start such as 12.5ms`},
 		{[]string{"flame", "memory", "--demo", "x.pickle"}, "--demo stands for a missing snapshot, but 1 given: flame memory wants 1 snapshot(s)"},
 		{[]string{"diff", "--demo", "a.pickle", "b.pickle"}, "--demo stands for a missing snapshot, but 2 given: want two snapshots A and B"},
 		{[]string{"diff", "--demo", "-o", "x.svg"}, "-o and --collapsed go with --segments (a flamegraph of two runs: gpumem flame diff A B)"},

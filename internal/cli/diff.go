@@ -109,6 +109,9 @@ func runDiff(env *Env, args []string) error {
 	if *depth < 1 || *top < 0 {
 		return usageError(fs, env.Stderr, "--depth must be at least 1 and --top at least 0")
 	}
+	if err := analysis.CheckMomentSpec(*at); err != nil { // malformed, before any file is read
+		return usageError(fs, env.Stderr, err.Error())
+	}
 	if da < 0 {
 		da = *device
 	}

@@ -63,6 +63,9 @@ func runFlame(env *Env, args []string) error {
 	if *width < minFlameWidth {
 		return usageError(fs, env.Stderr, fmt.Sprintf("--width must be at least %d pixels", minFlameWidth))
 	}
+	if err := analysis.CheckMomentSpec(*at); err != nil { // malformed, before any file is read
+		return usageError(fs, env.Stderr, err.Error())
+	}
 	dev := *device
 	var f *export.Flame
 	var title, sub string
