@@ -315,7 +315,7 @@ function writeHash() {
   const hash = '#' + h.toString();
   // An address changed by someone else (a link, the user) since our last
   // write is left alone: its hashchange is on its way and opens that view.
-  if (S.lastHash !== undefined && location.hash !== S.lastHash) return;
+  if (location.hash !== S.lastHash) return;
   if (location.hash !== hash) history.replaceState(null, '', hash);
   S.lastHash = hash;
 }
@@ -324,6 +324,7 @@ const isTimeline = () => ['active', 'private', 'segments'].includes(S.p.view);
 
 // ---------- startup ----------
 async function init() {
+  S.lastHash = location.hash; // see writeHash
   if (embedded && embedded.initial) Object.assign(S.p, embedded.initial);
   const h = readHash();
   // First paint in one round trip: the file list, the view's description
