@@ -9,8 +9,9 @@
 package alloc
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
@@ -1076,6 +1077,6 @@ func (a *Allocator) Segments() []SegmentInfo {
 		}
 		out = append(out, s)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
+	slices.SortFunc(out, func(x, y SegmentInfo) int { return cmp.Compare(x.Addr, y.Addr) })
 	return out
 }

@@ -82,7 +82,11 @@ func (b *block) gcCount() int64 { return b.pool.gcCalls - b.gcBase }
 // ones are a single short slice.
 type chunked[T any] struct {
 	chunks [][]T
-	n      int
+	// lasts holds each chunk's last element: a search reads this one
+	// array, not the end of every chunk it passes (a cache miss each in a
+	// pool of a million blocks).
+	lasts []T
+	n     int
 }
 
 const maxChunk = 128
@@ -95,7 +99,12 @@ func (s *chunked[T]) len() int         { return s.n }
 func (s *chunked[T]) end() pos         { return pos{len(s.chunks), 0} }
 func (s *chunked[T]) isEnd(p pos) bool { return p.c >= len(s.chunks) }
 func (s *chunked[T]) at(p pos) T       { return s.chunks[p.c][p.i] }
-func (s *chunked[T]) ref(p pos) *T     { return &s.chunks[p.c][p.i] }
+
+// setAt replaces the element at p (keeping the order is the caller's job).
+func (s *chunked[T]) setAt(p pos, v T) {
+	s.chunks[p.c][p.i] = v
+	s.lasts[p.c] = s.chunks[p.c][len(s.chunks[p.c])-1]
+}
 
 func (s *chunked[T]) next(p pos) pos {
 	if p.i+1 < len(s.chunks[p.c]) {
@@ -118,7 +127,7 @@ func (s *chunked[T]) prev(p pos) (pos, bool) {
 // search returns the first position whose element satisfies ok, which
 // must be false then true along the sequence (like sort.Search).
 func (s *chunked[T]) search(ok func(T) bool) pos {
-	c := sort.Search(len(s.chunks), func(c int) bool { ch := s.chunks[c]; return ok(ch[len(ch)-1]) })
+	c := sort.Search(len(s.lasts), func(c int) bool { return ok(s.lasts[c]) })
 	if c == len(s.chunks) {
 		return s.end()
 	}
@@ -132,6 +141,7 @@ func (s *chunked[T]) insertAt(p pos, v T) {
 	if p.c == len(s.chunks) {
 		if p.c == 0 || len(s.chunks[p.c-1]) >= maxChunk {
 			s.chunks = append(s.chunks, make([]T, 0, maxChunk))
+			s.lasts = append(s.lasts, v)
 			p = pos{p.c, 0}
 		} else {
 			p = pos{p.c - 1, len(s.chunks[p.c-1])}
@@ -150,8 +160,12 @@ func (s *chunked[T]) insertAt(p pos, v T) {
 		s.chunks = append(s.chunks, nil)
 		copy(s.chunks[p.c+2:], s.chunks[p.c+1:])
 		s.chunks[p.c+1] = upper
+		s.lasts = append(s.lasts, upper[len(upper)-1])
+		copy(s.lasts[p.c+2:], s.lasts[p.c+1:])
+		s.lasts[p.c+1] = upper[len(upper)-1]
 	}
 	s.chunks[p.c] = ch
+	s.lasts[p.c] = ch[len(ch)-1]
 }
 
 // eraseAt removes the element at p; positions before p stay valid.
@@ -164,9 +178,11 @@ func (s *chunked[T]) eraseAt(p pos) {
 	ch = ch[:len(ch)-1]
 	if len(ch) == 0 {
 		s.chunks = append(s.chunks[:p.c], s.chunks[p.c+1:]...)
+		s.lasts = append(s.lasts[:p.c], s.lasts[p.c+1:]...)
 		return
 	}
 	s.chunks[p.c] = ch
+	s.lasts[p.c] = ch[len(ch)-1]
 }
 
 // all returns the elements in order (a copy, safe to use while erasing).
@@ -213,21 +229,20 @@ func (s *sizeSet) at(p pos) *block { return s.chunks[p.c][p.i].b }
 // lowerBound returns the position of the first block not less than the
 // key (two binary searches written out: this is the replay's hot loop).
 func (s *sizeSet) lowerBound(stream, size, ptr uint64) pos {
-	cs := s.chunks
-	lo, hi := 0, len(cs)
+	ls := s.lasts
+	lo, hi := 0, len(ls)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		ch := cs[m]
-		if ch[len(ch)-1].less(stream, size, ptr) {
+		if ls[m].less(stream, size, ptr) {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	if lo == len(cs) {
+	if lo == len(ls) {
 		return s.end()
 	}
-	ch := cs[lo]
+	ch := s.chunks[lo]
 	l, h := 0, len(ch)
 	for l < h {
 		m := int(uint(l+h) >> 1)
@@ -401,7 +416,7 @@ func (v *vaSpace) find(start uint64) (pos, bool) {
 // resize moves the end of the span that starts at start.
 func (v *vaSpace) resize(start, end uint64) {
 	if p, ok := v.find(start); ok {
-		v.spans.ref(p).end = end
+		v.spans.setAt(p, span{start, end})
 		v.unpack(start)
 	}
 }

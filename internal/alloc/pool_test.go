@@ -119,3 +119,30 @@ func TestVASpaceFirstFit(t *testing.T) {
 		t.Fatalf("%d spans: the test never built a long packed run", v.spans.len())
 	}
 }
+
+// TestChunkedLasts checks that the copy of each chunk's last element,
+// which searches read, follows inserts, erases, splits and removals.
+func TestChunkedLasts(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	var s sizeSet
+	var in []*block
+	for step := 0; step < 20000; step++ {
+		if rng.Intn(3) > 0 || len(in) == 0 {
+			b := &block{size: uint64(rng.Intn(1000)), ptr: uint64(step)}
+			s.insert(b)
+			in = append(in, b)
+		} else {
+			k := rng.Intn(len(in))
+			s.erase(in[k])
+			in = append(in[:k], in[k+1:]...)
+		}
+		if len(s.lasts) != len(s.chunks) {
+			t.Fatalf("step %d: %d lasts for %d chunks", step, len(s.lasts), len(s.chunks))
+		}
+		for c, ch := range s.chunks {
+			if s.lasts[c] != ch[len(ch)-1] {
+				t.Fatalf("step %d: chunk %d ends in %v, lasts has %v", step, c, ch[len(ch)-1], s.lasts[c])
+			}
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package alloc
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/gpumem/gpumem/internal/units"
@@ -393,9 +395,11 @@ func (rp *replayer) initialState() (*initState, error) {
 			}
 		}
 	}
-	sort.Slice(st.segs, func(i, j int) bool { return st.segs[i].addr < st.segs[j].addr })
+	// slices.SortFunc: the same order as sort.Slice, without its
+	// reflection (tiled traces have a million segments and blocks).
+	slices.SortFunc(st.segs, func(x, y initSeg) int { return cmp.Compare(x.addr, y.addr) })
 	st.blocks = blocks
-	sort.Slice(st.blocks, func(i, j int) bool { return st.blocks[i].addr < st.blocks[j].addr })
+	slices.SortFunc(st.blocks, func(x, y initBlock) int { return cmp.Compare(x.addr, y.addr) })
 	rp.resolveSizes(st)
 	return st, nil
 }
@@ -1046,7 +1050,7 @@ func (rp *replayer) compareFinal() {
 		}
 		want = append(want, w)
 	}
-	sort.Slice(want, func(i, j int) bool { return want[i].addr < want[j].addr })
+	slices.SortFunc(want, func(x, y seg) int { return cmp.Compare(x.addr, y.addr) })
 	got := rp.a.Segments()
 	ok := len(got) == len(want)
 	if !ok {
