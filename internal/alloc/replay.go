@@ -1033,22 +1033,14 @@ func (rp *replayer) freeExpandableBlockAt(addr, stream uint64) *block {
 // snapshot's.
 func (rp *replayer) compareFinal() {
 	s := rp.s
-	type blk struct {
-		addr, size uint64
-		state      snapshot.BlockState
-	}
 	type seg struct {
 		addr, size uint64
-		blocks     []blk
+		i          int // in s.Segments
 	}
 	var want []seg
 	for _, i := range rp.finalSegments() {
 		sg := &s.Segments[i]
-		w := seg{addr: sg.Address, size: sg.TotalSize}
-		for _, b := range s.SegmentBlocks(i) {
-			w.blocks = append(w.blocks, blk{b.Addr, b.Size, b.State})
-		}
-		want = append(want, w)
+		want = append(want, seg{sg.Address, sg.TotalSize, i})
 	}
 	slices.SortFunc(want, func(x, y seg) int { return cmp.Compare(x.addr, y.addr) })
 	got := rp.a.Segments()
@@ -1058,14 +1050,21 @@ func (rp *replayer) compareFinal() {
 			rp.note("final state: model has %d segments, snapshot %d", len(got), len(want))
 		}
 	}
-	wi := map[uint64]seg{}
-	for _, w := range want {
-		wi[w.addr] = w
+	// Both lists are sorted by address: the snapshot's segment for a
+	// model segment is found by binary search (the last one of that
+	// address, as a map by address would keep), and each is matched once.
+	matched := make([]bool, len(want))
+	find := func(addr uint64) int {
+		k := sort.Search(len(want), func(k int) bool { return want[k].addr > addr }) - 1
+		if k < 0 || want[k].addr != addr || matched[k] {
+			return -1
+		}
+		return k
 	}
 	bad := 0
 	for _, g := range got {
-		w, found := wi[g.Addr]
-		if !found {
+		k := find(g.Addr)
+		if k < 0 {
 			ok = false
 			bad++
 			if bad <= 5 {
@@ -1075,11 +1074,13 @@ func (rp *replayer) compareFinal() {
 			}
 			continue
 		}
-		delete(wi, g.Addr)
-		same := g.Size == w.size && len(g.Blocks) == len(w.blocks)
+		matched[k] = true
+		w := want[k]
+		wb := s.SegmentBlocks(w.i)
+		same := g.Size == w.size && len(g.Blocks) == len(wb)
 		if same {
-			for k, b := range g.Blocks {
-				if b.Addr != w.blocks[k].addr || b.Size != w.blocks[k].size || b.State != w.blocks[k].state {
+			for j, b := range g.Blocks {
+				if b.Addr != wb[j].Addr || b.Size != wb[j].Size || b.State != wb[j].State {
 					same = false
 					break
 				}
@@ -1091,12 +1092,15 @@ func (rp *replayer) compareFinal() {
 			if bad <= 5 {
 				if rp.miss() {
 					rp.note("final state: segment %#x differs: model %d blocks / %s, snapshot %d blocks / %s",
-						g.Addr, len(g.Blocks), c10Size(g.Size), len(w.blocks), c10Size(w.size))
+						g.Addr, len(g.Blocks), c10Size(g.Size), len(wb), c10Size(w.size))
 				}
 			}
 		}
 	}
-	for _, w := range wi {
+	for k, w := range want {
+		if matched[k] || (k+1 < len(want) && want[k+1].addr == w.addr) {
+			continue // matched, or a duplicate address the look-up never sees
+		}
 		ok = false
 		bad++
 		if bad <= 5 {
