@@ -304,7 +304,6 @@ func (rp *replayer) finalSegments() []int {
 func (rp *replayer) initialState() (*initState, error) {
 	s := rp.s
 	ev := s.Traces[rp.dev].Events
-	segs := map[uint64]initSeg{}
 	// The blocks live at trace start are those whose first event in the
 	// trace is a free (allocated before recording; pending when only
 	// free_completed comes), and the dump's live blocks the trace never
@@ -314,17 +313,30 @@ func (rp *replayer) initialState() (*initState, error) {
 	st := &initState{ids: make([]int32, len(ev))}
 	idOf := make(map[uint64]int32, len(ev)/16)
 	var first []int32 // per id
+	// Likewise a cudaMalloc'd segment was there at trace start if the
+	// first segment_alloc or segment_free at its address is a free, or,
+	// when the trace has neither, if the dump has it.
+	segFirst := map[uint64]bool{}
+	var segs []initSeg
 	for i := range ev {
 		st.ids[i] = -1
-		switch ev[i].Action {
+		switch e := &ev[i]; e.Action {
 		case snapshot.ActionAlloc, snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted:
-			id, ok := idOf[ev[i].Addr]
+			id, ok := idOf[e.Addr]
 			if !ok {
 				id = int32(len(first))
-				idOf[ev[i].Addr] = id
+				idOf[e.Addr] = id
 				first = append(first, int32(i))
 			}
 			st.ids[i] = id
+		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree:
+			if !segFirst[e.Addr] {
+				segFirst[e.Addr] = true
+				if e.Action == snapshot.ActionSegmentFree {
+					segs = append(segs, initSeg{addr: e.Addr, size: e.Size, stream: uint64(s.RawStream(e.Stream)),
+						small: e.Size == kSmallBuffer})
+				}
+			}
 		}
 	}
 	st.nids = len(first)
@@ -337,15 +349,16 @@ func (rp *replayer) initialState() (*initState, error) {
 			blocks = append(blocks, initBlock{addr: e.Addr, requested: e.Size, pending: true, freedAt: int(i), id: int32(id)})
 		}
 	}
-	var runs []initSeg // mapped runs of expandable segments
+	var runs []initSeg   // mapped runs of expandable segments
+	var dumped []initSeg // the dump's other segments the trace does not name
 	for _, i := range rp.finalSegments() {
 		sg := &s.Segments[i]
 		seg := initSeg{addr: sg.Address, size: sg.TotalSize, stream: uint64(s.RawStream(sg.Stream)),
 			small: !sg.Large, expandable: sg.IsExpandable}
 		if seg.expandable {
 			runs = append(runs, seg)
-		} else {
-			segs[sg.Address] = seg
+		} else if !segFirst[sg.Address] {
+			dumped = append(dumped, seg)
 		}
 		for _, b := range s.SegmentBlocks(i) {
 			if b.State == snapshot.BlockInactive {
@@ -362,11 +375,6 @@ func (rp *replayer) initialState() (*initState, error) {
 	for i := len(ev) - 1; i >= 0; i-- {
 		e := &ev[i]
 		switch e.Action {
-		case snapshot.ActionSegmentAlloc:
-			delete(segs, e.Addr)
-		case snapshot.ActionSegmentFree:
-			segs[e.Addr] = initSeg{addr: e.Addr, size: e.Size, stream: uint64(s.RawStream(e.Stream)),
-				small: e.Size == kSmallBuffer}
 		case snapshot.ActionSegmentMap:
 			seen = append(seen, rp.expRange(runs, e))
 			runs = carveRun(runs, e.Addr, e.Size)
@@ -376,10 +384,23 @@ func (rp *replayer) initialState() (*initState, error) {
 			runs = addRun(runs, r)
 		}
 	}
-	for _, sg := range segs {
-		st.segs = append(st.segs, sg)
+	byAddr := func(x, y initSeg) int { return cmp.Compare(x.addr, y.addr) }
+	increasing := true
+	for k := 1; k < len(dumped) && increasing; k++ {
+		increasing = dumped[k-1].addr < dumped[k].addr
 	}
-	st.segs = append(st.segs, runs...)
+	if !increasing {
+		// Of a repeated address the last counts.
+		slices.SortStableFunc(dumped, byAddr)
+		out := dumped[:0]
+		for k, sg := range dumped {
+			if k+1 == len(dumped) || dumped[k+1].addr != sg.addr {
+				out = append(out, sg)
+			}
+		}
+		dumped = out
+	}
+	st.segs = append(append(segs, dumped...), runs...)
 	// Reservations live at trace start hold the mapped runs; the trace
 	// maps into them above their lowest run, and the reservations it
 	// creates later take their address from their first map.
@@ -397,7 +418,7 @@ func (rp *replayer) initialState() (*initState, error) {
 	}
 	// slices.SortFunc: the same order as sort.Slice, without its
 	// reflection (tiled traces have a million segments and blocks).
-	slices.SortFunc(st.segs, func(x, y initSeg) int { return cmp.Compare(x.addr, y.addr) })
+	slices.SortFunc(st.segs, byAddr)
 	st.blocks = blocks
 	slices.SortFunc(st.blocks, func(x, y initBlock) int { return cmp.Compare(x.addr, y.addr) })
 	rp.resolveSizes(st)
