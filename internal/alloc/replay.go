@@ -311,27 +311,24 @@ func (rp *replayer) initialState() (*initState, error) {
 	// order they first appear) and finds their first events; the replay
 	// then keeps what it knows per recorded address in slices.
 	st := &initState{ids: make([]int32, len(ev))}
-	idOf := make(map[uint64]int32, len(ev)/16)
+	idOf := newAddrMap(len(ev) / 16)
 	var first []int32 // per id
 	// Likewise a cudaMalloc'd segment was there at trace start if the
 	// first segment_alloc or segment_free at its address is a free, or,
 	// when the trace has neither, if the dump has it.
-	segFirst := map[uint64]bool{}
+	segFirst := newAddrMap(0)
 	var segs []initSeg
 	for i := range ev {
 		st.ids[i] = -1
 		switch e := &ev[i]; e.Action {
 		case snapshot.ActionAlloc, snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted:
-			id, ok := idOf[e.Addr]
+			id, ok := idOf.getOrPut(e.Addr, int32(len(first)))
 			if !ok {
-				id = int32(len(first))
-				idOf[e.Addr] = id
 				first = append(first, int32(i))
 			}
 			st.ids[i] = id
 		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree:
-			if !segFirst[e.Addr] {
-				segFirst[e.Addr] = true
+			if _, ok := segFirst.getOrPut(e.Addr, 0); !ok {
 				if e.Action == snapshot.ActionSegmentFree {
 					segs = append(segs, initSeg{addr: e.Addr, size: e.Size, stream: uint64(s.RawStream(e.Stream)),
 						small: e.Size == kSmallBuffer})
@@ -357,14 +354,14 @@ func (rp *replayer) initialState() (*initState, error) {
 			small: !sg.Large, expandable: sg.IsExpandable}
 		if seg.expandable {
 			runs = append(runs, seg)
-		} else if !segFirst[sg.Address] {
+		} else if _, ok := segFirst.get(sg.Address); !ok {
 			dumped = append(dumped, seg)
 		}
 		for _, b := range s.SegmentBlocks(i) {
 			if b.State == snapshot.BlockInactive {
 				continue
 			}
-			if _, ok := idOf[b.Addr]; ok {
+			if _, ok := idOf.get(b.Addr); ok {
 				continue
 			}
 			blocks = append(blocks, initBlock{addr: b.Addr, size: b.Size, requested: s.Requested(&b),
