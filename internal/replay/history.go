@@ -527,7 +527,7 @@ func (h *History) stateAt(idx int) *State {
 	from := cp.after
 	h.lastMu.Lock()
 	w := h.last
-	if w != nil && h.lastIdx >= idx && h.lastIdx < from {
+	if w != nil && h.lastIdx >= idx && h.lastIdx <= from {
 		from = h.lastIdx
 	} else {
 		w = nil
