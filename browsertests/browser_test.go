@@ -439,18 +439,25 @@ func undoTotals(s *snapshot.Snapshot, dev, idx int) string {
 	return fmt.Sprintf("(%s allocated / %s reserved)", units.Viz(alloc), units.Viz(reserved))
 }
 
-func TestHTMLExportOffline(t *testing.T) {
-	name, s := loadReal(t)
-	ctx := newBrowser(t)
+// writePage writes the offline page of s (gpumem html) to a temporary file.
+func writePage(t *testing.T, name string, s *snapshot.Snapshot, opt web.HTMLOptions) string {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "out.html")
 	f, err := os.Create(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := web.WriteHTML(f, name, s, web.HTMLOptions{Device: -1}); err != nil {
+	defer f.Close()
+	if err := web.WriteHTML(f, name, s, opt); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	return out
+}
+
+func TestHTMLExportOffline(t *testing.T) {
+	name, s := loadReal(t)
+	ctx := newBrowser(t)
+	out := writePage(t, name, s, web.HTMLOptions{Device: -1})
 	activePeak, _ := replay.Peaks(s, s.DefaultDevice())
 	for _, view := range []string{"active", "segments", "state"} {
 		t.Run(view, func(t *testing.T) {
@@ -504,15 +511,7 @@ func TestHTMLExportOffline(t *testing.T) {
 func TestHTMLOfflineStateMatchesServer(t *testing.T) {
 	name, s := loadReal(t)
 	ctx := newBrowser(t)
-	out := filepath.Join(t.TempDir(), "state.html")
-	f, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := web.WriteHTML(f, name, s, web.HTMLOptions{View: "state", Device: -1}); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	out := writePage(t, name, s, web.HTMLOptions{View: "state", Device: -1})
 	url := startServer(t, name, s)
 	dev := s.DefaultDevice()
 	total := len(s.Traces[dev].Viz)
@@ -946,15 +945,7 @@ func TestHTMLExportZoomBand(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := newBrowser(t)
-	out := filepath.Join(t.TempDir(), "out.html")
-	f, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := web.WriteHTML(f, name, s, web.HTMLOptions{Device: -1, View: "active"}); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	out := writePage(t, name, s, web.HTMLOptions{Device: -1, View: "active"})
 	const gib2 = 2 << 30
 	if err := chromedp.Run(ctx, network.Enable(), network.EmulateNetworkConditions(true, 0, 0, 0),
 		chromedp.Navigate("file://"+out+"#view=active"),
