@@ -135,12 +135,16 @@ func (s *chunked[T]) search(ok func(T) bool) pos {
 	return pos{c, sort.Search(len(ch), func(i int) bool { return ok(ch[i]) })}
 }
 
+// newChunk has room for the one element over maxChunk that makes a
+// chunk split, so that no append reallocates it.
+func newChunk[T any]() []T { return make([]T, 0, maxChunk+1) }
+
 // insertAt puts v before position p (p from search keeps the order).
 func (s *chunked[T]) insertAt(p pos, v T) {
 	s.n++
 	if p.c == len(s.chunks) {
 		if p.c == 0 || len(s.chunks[p.c-1]) >= maxChunk {
-			s.chunks = append(s.chunks, make([]T, 0, maxChunk))
+			s.chunks = append(s.chunks, newChunk[T]())
 			s.lasts = append(s.lasts, v)
 			p = pos{p.c, 0}
 		} else {
@@ -154,7 +158,7 @@ func (s *chunked[T]) insertAt(p pos, v T) {
 	if len(ch) > maxChunk {
 		// Split in halves; the upper half gets its own array.
 		half := len(ch) / 2
-		upper := append(make([]T, 0, maxChunk), ch[half:]...)
+		upper := append(newChunk[T](), ch[half:]...)
 		clear(ch[half:])
 		ch = ch[:half]
 		s.chunks = append(s.chunks, nil)

@@ -316,8 +316,9 @@ func (rp *replayer) initialState() (*initState, error) {
 	// Likewise a cudaMalloc'd segment was there at trace start if the
 	// first segment_alloc or segment_free at its address is a free, or,
 	// when the trace has neither, if the dump has it.
-	segFirst := newAddrMap(0)
+	segFirst := newAddrMap(len(ev) / 64)
 	var segs []initSeg
+	var maps []int32 // segment_map and segment_unmap events, undone below
 	for i := range ev {
 		st.ids[i] = -1
 		switch e := &ev[i]; e.Action {
@@ -334,6 +335,8 @@ func (rp *replayer) initialState() (*initState, error) {
 						small: e.Size == kSmallBuffer})
 				}
 			}
+		case snapshot.ActionSegmentMap, snapshot.ActionSegmentUnmap:
+			maps = append(maps, int32(i))
 		}
 	}
 	st.nids = len(first)
@@ -369,8 +372,8 @@ func (rp *replayer) initialState() (*initState, error) {
 		}
 	}
 	var seen []initSeg // every expandable range the trace maps or unmaps
-	for i := len(ev) - 1; i >= 0; i-- {
-		e := &ev[i]
+	for k := len(maps) - 1; k >= 0; k-- {
+		e := &ev[maps[k]]
 		switch e.Action {
 		case snapshot.ActionSegmentMap:
 			seen = append(seen, rp.expRange(runs, e))
