@@ -1045,14 +1045,21 @@ type SegmentInfo struct {
 // blocks, like DeviceCachingAllocator::snapshot.
 func (a *Allocator) Segments() []SegmentInfo {
 	// Every block is in a pool or active, so every segment's first mapped
-	// block is met exactly once.
-	var heads []*block
+	// block is met exactly once. The heads are sorted by a copy of their
+	// address (not by reading a block per comparison).
+	type head struct {
+		addr uint64
+		b    *block
+	}
+	var heads []head
 	add := func(b *block) {
 		if b.mapped && (b.prev == nil || !b.prev.mapped) {
-			heads = append(heads, b)
+			heads = append(heads, head{b.ptr, b})
 		}
 	}
+	n := len(a.live)
 	for _, p := range []*blockPool{&a.small, &a.large} {
+		n += p.blocks.len()
 		for _, ch := range p.blocks.chunks {
 			for _, e := range ch {
 				add(e.b)
@@ -1062,21 +1069,25 @@ func (a *Allocator) Segments() []SegmentInfo {
 	for _, b := range a.live {
 		add(b)
 	}
+	slices.SortFunc(heads, func(x, y head) int { return cmp.Compare(x.addr, y.addr) })
+	// One array holds every segment's blocks.
+	all := make([]BlockInfo, 0, n)
 	out := make([]SegmentInfo, 0, len(heads))
 	for _, h := range heads {
-		s := SegmentInfo{Addr: h.ptr, Stream: int64(h.stream), Small: h.pool.small, Expandable: h.exp != nil}
-		for b := h; b != nil && b.mapped; b = b.next {
+		s := SegmentInfo{Addr: h.addr, Stream: int64(h.b.stream), Small: h.b.pool.small, Expandable: h.b.exp != nil}
+		first := len(all)
+		for b := h.b; b != nil && b.mapped; b = b.next {
 			st := snapshot.BlockInactive
 			if b.allocated {
 				st = snapshot.BlockActiveAllocated
 			} else if b.eventCount > 0 || b.streamUses {
 				st = snapshot.BlockActivePendingFree
 			}
-			s.Blocks = append(s.Blocks, BlockInfo{Addr: b.ptr, Size: b.size, Requested: b.requested, State: st})
+			all = append(all, BlockInfo{Addr: b.ptr, Size: b.size, Requested: b.requested, State: st})
 			s.Size += b.size
 		}
+		s.Blocks = all[first:len(all):len(all)]
 		out = append(out, s)
 	}
-	slices.SortFunc(out, func(x, y SegmentInfo) int { return cmp.Compare(x.Addr, y.Addr) })
 	return out
 }
