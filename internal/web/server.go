@@ -297,7 +297,6 @@ func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
 	q := windowQuery{X0: floatParam(r, "x0", lo), X1: floatParam(r, "x1", hi), W: intParam(r, "w", 1000),
 		H: intParam(r, "h", 500), Y0: floatParam(r, "y0", 0), Y1: floatParam(r, "y1", 0), Mode: p.mode, Detail: p.detail}
 	writeBin(w, tl.window(q))
-	p.f.warmState(p.device)
 }
 
 func (s *Server) handleCurves(w http.ResponseWriter, r *http.Request) {
@@ -320,6 +319,8 @@ func (s *Server) handleMarkers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"markers": p.f.device(p.device).markers(tl)})
+	// The page asks for the markers once its first window is painted.
+	p.f.warmState(p.device)
 }
 
 type elemJSON struct {

@@ -56,8 +56,8 @@ type segJSON struct {
 // warmState prepares in the background, once per device and when the file
 // is ready, what opening the Allocator State History needs first: the
 // history (whose checkpoints are then built in the background too) and the
-// state at the end of the trace. The server calls it after answering a
-// timeline window, so that it runs after the first paint.
+// state at the end of the trace. The server calls it when the page asks
+// for a timeline's markers, which it does after its first paint.
 func (f *file) warmState(device int) {
 	d := f.device(device)
 	d.warmed.Do(func() {
