@@ -156,6 +156,7 @@ func Simulate(s *snapshot.Snapshot, dev int, o ReplayOptions) (*ReplayResult, er
 	rp.a = New(cfg, Options{Capacity: o.Capacity, TotalMemory: 1 << 40, Device: dev, Record: true})
 	rp.a.off = o.off
 	rp.a.active = nil // the replay holds its blocks (see run)
+	rp.a.live = make([]*block, 0, 2*len(init.blocks)+256)
 	if o.FromEmpty {
 		rp.loadFromEmpty(init)
 	} else {
@@ -286,7 +287,7 @@ type initExp struct {
 
 // finalSegments returns the device's default-pool segments at dump time.
 func (rp *replayer) finalSegments() []int {
-	var idx []int
+	idx := make([]int, 0, len(rp.s.Segments))
 	for i := range rp.s.Segments {
 		sg := &rp.s.Segments[i]
 		if int(sg.Device) != rp.dev {
@@ -312,12 +313,12 @@ func (rp *replayer) initialState() (*initState, error) {
 	// then keeps what it knows per recorded address in slices.
 	st := &initState{ids: make([]int32, len(ev))}
 	idOf := newAddrMap(len(ev) / 16)
-	var first []int32 // per id
+	first := make([]int32, 0, len(ev)/8) // per id
 	// Likewise a cudaMalloc'd segment was there at trace start if the
 	// first segment_alloc or segment_free at its address is a free, or,
 	// when the trace has neither, if the dump has it.
 	segFirst := newAddrMap(len(ev) / 64)
-	var segs []initSeg
+	segs := make([]initSeg, 0, len(ev)/64)
 	var maps []int32 // segment_map and segment_unmap events, undone below
 	for i := range ev {
 		st.ids[i] = -1
@@ -1058,7 +1059,7 @@ func (rp *replayer) compareFinal() {
 		addr, size uint64
 		i          int // in s.Segments
 	}
-	var want []seg
+	want := make([]seg, 0, len(s.Segments))
 	for _, i := range rp.finalSegments() {
 		sg := &s.Segments[i]
 		want = append(want, seg{sg.Address, sg.TotalSize, i})
