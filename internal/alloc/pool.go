@@ -380,6 +380,14 @@ func (v *vaSpace) alloc(size uint64) uint64 {
 		// and reach the same address.
 		at = v.packedEnd()
 	}
+	at = v.firstFit(at, size)
+	v.take(at, size)
+	return at
+}
+
+// firstFit returns the first vaAlign-aligned address from at where size
+// bytes are free.
+func (v *vaSpace) firstFit(at, size uint64) uint64 {
 	for p := v.after(at); !v.spans.isEnd(p); p = v.spans.next(p) {
 		s := v.spans.at(p)
 		if s.start >= at+size {
@@ -389,26 +397,14 @@ func (v *vaSpace) alloc(size uint64) uint64 {
 			at = (s.end + vaAlign - 1) / vaAlign * vaAlign
 		}
 	}
-	v.take(at, size)
 	return at
 }
 
 // packedEnd extends packed over the spans that start less than vaAlign
-// after it (the first-fit scan's steps when no request can fit in
-// between) and returns it.
+// after it (where no request can fit in between) and returns it.
 func (v *vaSpace) packedEnd() uint64 {
-	at := max(v.packed, v.base)
-	for p := v.after(at); !v.spans.isEnd(p); p = v.spans.next(p) {
-		s := v.spans.at(p)
-		if s.start >= at+vaAlign {
-			break
-		}
-		if s.end > at {
-			at = (s.end + vaAlign - 1) / vaAlign * vaAlign
-		}
-	}
-	v.packed = at
-	return at
+	v.packed = v.firstFit(max(v.packed, v.base), vaAlign)
+	return v.packed
 }
 
 // find returns the position of the span that starts at start.
