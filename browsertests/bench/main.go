@@ -292,6 +292,9 @@ func benchFile(chrome, gpumem, path string) (time.Duration, time.Duration, error
 		times = append(times, ms)
 	}
 	fmt.Fprintf(os.Stderr, "bench: %s: zoom/pan ms in order: %.0f\n", filepath.Base(path), times)
+	var ph string
+	_ = chromedp.Run(ctx, chromedp.Evaluate(`JSON.stringify(window.gpumem.phases)`, &ph))
+	fmt.Fprintf(os.Stderr, "bench: phases [fetch+decode, draw] ms: %s\n", ph)
 	sort.Float64s(times)
 
 	var metrics []*performance.Metric

@@ -584,7 +584,9 @@ async function refreshWindow(first, pending) {
   S.win = win;
   const sum = $('summarized');
   if (sum) sum.textContent = summaryText();
+  const tf = performance.now();
   drawPlot();
+  window.gpumem.phases = (window.gpumem.phases || []).slice(-49).concat([[Math.round(tf - t0), Math.round(performance.now() - tf)]]); // the bench logs them
   drawMinimap();
   window.gpumem.lastQueryMs = performance.now() - t0;
   window.gpumem.refreshed = (window.gpumem.refreshed || 0) + 1;
@@ -685,7 +687,19 @@ function drawPlot() {
   S.layoutPlot = { X, Y, pw, ph, y0: vy0, y1: vy1 };
   const v = polygonsInView(win, vy0, vy1);
   const dpr = window.devicePixelRatio || 1;
-  ctx.drawImage(plotLayer(win, v, w, h, dpr, X, Y, vy0, vy1, pw, ph), 0, 0, w, h);
+  const L = plotLayer(win, v, w, h, dpr, X, Y, vy0, vy1, pw, ph);
+  const [ox0, ox1, oy0, oy1] = L.view;
+  if (ox0 === S.x0 && ox1 === S.x1 && oy0 === vy0 && oy1 === vy1) {
+    ctx.drawImage(L.canvas, 0, 0, w, h);
+  } else {
+    // The view moved and its window is on its way: show the layer of the
+    // last one moved and scaled to the new view at once (no raster).
+    ctx.save();
+    ctx.beginPath(); ctx.rect(PAD.l, PAD.t, pw, ph); ctx.clip();
+    ctx.fillStyle = '#fff'; ctx.fillRect(PAD.l, PAD.t, pw, ph);
+    ctx.drawImage(L.canvas, PAD.l * dpr, PAD.t * dpr, pw * dpr, ph * dpr, X(ox0), Y(oy1), X(ox1) - X(ox0), Y(oy0) - Y(oy1));
+    ctx.restore();
+  }
   ctx.save();
   ctx.beginPath(); ctx.rect(PAD.l, PAD.t, pw, ph); ctx.clip();
   outlinePolygons(ctx, win, v, X, Y);
@@ -769,10 +783,16 @@ function tracePolygon(ctx, win, i, X, Y) {
 // device pixels per CSS pixel), which for thousands of thin shapes is
 // many times faster than the canvas's path filling. Every allocation's
 // polygon runs along its bottom edge left to right and back along its
-// top edge; each pixel column it crosses gets the span between the two,
-// blended by how much of the pixel it covers, so that sub-pixel
-// allocations tint the pixel as memory_viz's SVG does. While a search is
-// active, polygons that do not match are dimmed.
+// top edge; each pixel it crosses gets its colour weighted by how much of
+// the pixel it covers (allocations never overlap, so the covered parts of
+// a pixel add up), so that sub-pixel allocations tint the pixel as
+// memory_viz's SVG does. A flat slice of a polygon (between two points,
+// where the edges do not move) adds its weight to each of its rows once,
+// as a difference at its first and past its last column: one sweep along
+// each row then sums them, so that the cost does not grow with how wide
+// the polygons are. While a search is active, polygons that do not match
+// are dimmed.
+const rasterAcc = { buf: new Float32Array(0) };
 function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
   for (const i of v.envelopes) {
     ctx.beginPath(); tracePolygon(ctx, win, i, X, Y);
@@ -780,16 +800,31 @@ function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
     ctx.strokeStyle = '#000'; ctx.lineWidth = 2; ctx.stroke();
   }
   const W = ctx.canvas.width, H = ctx.canvas.height;
-  const img = ctx.getImageData(0, 0, W, H), px = img.data;
   const cx0 = Math.max(0, Math.floor(clip.x * dpr)), cx1 = Math.min(W, Math.ceil((clip.x + clip.w) * dpr));
   const cy0 = Math.max(0, Math.floor(clip.y * dpr)), cy1 = Math.min(H, Math.ceil((clip.y + clip.h) * dpr));
+  if (cx1 <= cx0 || cy1 <= cy0) return;
+  // acc holds, per row of the clip and column (one more, for the
+  // differences past the last), red, green and blue times weight, and
+  // the weight.
+  const RW = cx1 - cx0 + 1, n = 4 * RW * (cy1 - cy0);
+  if (rasterAcc.buf.length < n) rasterAcc.buf = new Float32Array(n);
+  const acc = rasterAcc.buf;
+  acc.fill(0, 0, n);
+  let cr = 0, cg = 0, cb = 0;
+  // add weights columns [c0, c1) of row by a; c0 < c1 within the clip.
+  const add = (row, c0, c1, a) => {
+    let o = 4 * ((row - cy0) * RW + c0 - cx0);
+    acc[o] += cr * a; acc[o + 1] += cg * a; acc[o + 2] += cb * a; acc[o + 3] += a;
+    o += 4 * (c1 - c0);
+    acc[o] -= cr * a; acc[o + 1] -= cg * a; acc[o + 2] -= cb * a; acc[o + 3] -= a;
+  };
   const base = win.x0, xs = win.xs, ys = win.ys;
   const rgb = tableau10.map(c => [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)]);
   // Edges in device pixels, reused between polygons: x, the bottom and
   // the top (the top edge's points are the bottom's, in reverse).
   let bx = new Float64Array(64), by = new Float64Array(64), ty = new Float64Array(64);
   v.groups.forEach((g, k) => {
-    const [cr, cg, cb] = rgb[k % 10];
+    [cr, cg, cb] = rgb[k % 10];
     const alpha = k >= 10 ? 0.2 : 1;
     for (const i of g) {
       const s = win.starts[i], n = win.starts[i + 1] - s, half = n >> 1;
@@ -798,7 +833,7 @@ function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
         bx[j] = X(base + xs[s + j]) * dpr; by[j] = Y(ys[s + j]) * dpr; ty[j] = Y(ys[s + n - 1 - j]) * dpr;
       }
       // Slice by slice between the points (top and bottom edges share
-      // their x): a flat slice fills the same rows in each of its
+      // their x): a flat slice weights the same rows in each of its
       // columns, a sloped one (a slide, at most 3 timesteps) is
       // interpolated column by column.
       for (let j = 0; j + 1 < half; j++) {
@@ -809,13 +844,15 @@ function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
         if (by[j] === by[j + 1] && ty[j] === ty[j + 1]) {
           const yt = ty[j], yb = by[j];
           const r0 = Math.max(cy0, Math.floor(yt)), r1 = Math.min(cy1, Math.ceil(yb));
+          // The end columns are covered in part.
+          const h0 = Math.min(c0 + 1, xb) - Math.max(c0, xa), h1 = Math.min(c1, xb) - Math.max(c1 - 1, xa);
           for (let row = r0; row < r1; row++) {
             const va = alpha * (Math.min(row + 1, yb) - Math.max(row, yt));
             if (va <= 0) continue;
-            for (let col = c0, o = 4 * (row * W + c0); col < c1; col++, o += 4) {
-              const a = col === c0 || col === c1 - 1 ? va * (Math.min(col + 1, xb) - Math.max(col, xa)) : va;
-              px[o] += (cr - px[o]) * a; px[o + 1] += (cg - px[o + 1]) * a; px[o + 2] += (cb - px[o + 2]) * a;
-            }
+            if (c1 - c0 === 1) { add(row, c0, c1, va * h0); continue; }
+            add(row, c0, c1, va);
+            if (h0 < 1) add(row, c0, c0 + 1, va * (h0 - 1));
+            if (h1 < 1) add(row, c1 - 1, c1, va * (h1 - 1));
           }
           continue;
         }
@@ -827,15 +864,25 @@ function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
           const r0 = Math.max(cy0, Math.floor(yt)), r1 = Math.min(cy1, Math.ceil(yb));
           for (let row = r0; row < r1; row++) {
             const a = alpha * hcov * (Math.min(row + 1, yb) - Math.max(row, yt));
-            if (a <= 0) continue;
-            const o = 4 * (row * W + col);
-            px[o] += (cr - px[o]) * a; px[o + 1] += (cg - px[o + 1]) * a; px[o + 2] += (cb - px[o + 2]) * a;
+            if (a > 0) add(row, col, col + 1, a);
           }
         }
       }
     }
   });
-  ctx.putImageData(img, 0, 0);
+  // Sum the differences along each row and mix: what is under (the grey
+  // band, white, an envelope) shows through the part not covered.
+  const img = ctx.getImageData(cx0, cy0, cx1 - cx0, cy1 - cy0), px = img.data;
+  for (let row = 0, p = 0; row < cy1 - cy0; row++) {
+    let r = 0, gr = 0, b = 0, a = 0;
+    for (let col = 0, o = 4 * row * RW; col < RW - 1; col++, o += 4, p += 4) {
+      r += acc[o]; gr += acc[o + 1]; b += acc[o + 2]; a += acc[o + 3];
+      if (a <= 1e-4) continue;
+      const cov = a < 1 ? a : 1, k = cov / a;
+      px[p] = px[p] * (1 - cov) + r * k; px[p + 1] = px[p + 1] * (1 - cov) + gr * k; px[p + 2] = px[p + 2] * (1 - cov) + b * k;
+    }
+  }
+  ctx.putImageData(img, cx0, cy0);
 }
 
 // outlinePolygons outlines search matches, the hovered and the selected
@@ -866,15 +913,19 @@ function objectId(o) {
   return objectIds.get(o);
 }
 
-// plotLayer returns a canvas of the grey band and the filled polygons for
-// the current view, drawing it only when the view, the window or the
-// search changed: hovering redraws just the outlines over it.
-const layer = { canvas: null, key: '' };
+// plotLayer returns the layer (a canvas of the grey band and the filled
+// polygons) and the view it was drawn for, drawing it only when the
+// window, the canvas size or the search changed: hovering redraws just the
+// outlines over it. While the view moves before its window arrives (a
+// zoom, a pan) the last layer is kept, and drawPlot moves it: each step
+// rasterizes once, when its window is there.
+const layer = { canvas: null, key: '', view: null };
 function plotLayer(win, v, w, h, dpr, X, Y, vy0, vy1, pw, ph) {
   // The sets and the colour classes are replaced, never changed in place.
-  const key = [win.seq, S.x0, S.x1, vy0, vy1, w, h, dpr,
+  const key = [win.seq, w, h, dpr,
     objectId(S.addrMatch), objectId(S.frameMatch), objectId(S.siteMatch), objectId(S.classes)].join(',');
-  if (layer.key === key) return layer.canvas;
+  const fresh = win.x0 === S.x0 && win.x1 === S.x1;
+  if (layer.key === key && (!fresh || layer.view.join() === [S.x0, S.x1, vy0, vy1].join())) return layer;
   const c = layer.canvas || (layer.canvas = document.createElement('canvas'));
   c.width = Math.round(w * dpr); c.height = Math.round(h * dpr);
   const ctx = c.getContext('2d', { willReadFrequently: true });
@@ -900,7 +951,8 @@ function plotLayer(win, v, w, h, dpr, X, Y, vy0, vy1, pw, ph) {
   if (lastX !== null) { ctx.lineTo(lastX, y0); ctx.closePath(); ctx.fill(); }
   fillPolygons(ctx, win, v, X, Y, dpr, { x: PAD.l, y: PAD.t, w: pw, h: ph });
   layer.key = key;
-  return c;
+  layer.view = [S.x0, S.x1, vy0, vy1];
+  return layer;
 }
 
 // drawBox outlines the box being dragged out for a box zoom.
