@@ -33,9 +33,13 @@ type History struct {
 
 	// last is the work state of the latest StateAt, which the next one
 	// can undo from: stepping back one event then costs one undo.
-	lastMu  sync.Mutex
-	lastIdx int
-	last    *work
+	lastMu     sync.Mutex
+	lastIdx    int
+	last       *work
+	lastSorted *sortedState // last sorted, when it is (see sortedState)
+
+	baseOnce sync.Once
+	baseSS   *sortedState // base sorted
 }
 
 // segRec and blockRec are the mutable state memory_viz's simulate_memory
@@ -521,73 +525,81 @@ func (h *History) stateAt(idx int) *State {
 	// when it is nearer (stepping back through the events).
 	cp := h.checkpointFor(idx)
 	if idx == n-1 {
-		// The dump's own state: read the base, copying nothing.
-		return h.buildState(idx, h.base)
+		// The dump's own state: a copy of the base's sorted arrays.
+		ss := h.mergeSorted(h.baseSorted(), h.base, nil, nil)
+		if ss == nil {
+			ss = h.sortFull(h.base)
+		}
+		return h.buildState(idx, ss)
 	}
 	from := cp.after
 	h.lastMu.Lock()
-	w := h.last
+	w, prev := h.last, h.lastSorted
 	if w != nil && h.lastIdx >= idx && h.lastIdx <= from {
 		from = h.lastIdx
 	} else {
 		w = nil
 	}
-	h.last = nil // in use: another StateAt meanwhile loads its own
+	h.last, h.lastSorted = nil, nil // in use: another StateAt meanwhile loads its own
 	h.lastMu.Unlock()
+	if w != nil && prev == nil && from == n-1 {
+		prev = h.baseSorted() // the background's copy of the dump's state
+	}
+	// What changes from prev (sorted) to the state: the undone events'
+	// blocks and segments, and a loaded checkpoint's.
+	var blockAddrs, segAddrs []uint64
 	if w == nil {
 		w = h.load(&cp)
+		prev = h.baseSorted()
+		if len(cp.dups) > 0 || len(cp.blocks)+len(cp.segs) > len(w.blocks)/4 {
+			prev = nil // as quick to sort in full
+		}
+		for _, bc := range cp.blocks {
+			blockAddrs = append(blockAddrs, bc.addr)
+		}
+		for _, sc := range cp.segs {
+			segAddrs = append(segAddrs, sc.addr)
+		}
 	}
+	w.segs.touched = &segAddrs
 	for i := from; i > idx; i-- {
 		h.undo(w, i)
+		switch e := &h.events[h.viz[i]]; e.VizAction() {
+		case snapshot.ActionFree, snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted, snapshot.ActionAlloc:
+			blockAddrs = append(blockAddrs, e.Addr)
+		}
 	}
-	st := h.buildState(idx, w)
+	w.segs.touched = nil
+	ss := h.mergeSorted(prev, w, blockAddrs, segAddrs)
+	if ss == nil {
+		ss = h.sortFull(w)
+	}
+	st := h.buildState(idx, ss)
 	h.lastMu.Lock()
 	h.last, h.lastIdx = w, idx
+	if !ss.dups {
+		h.lastSorted = ss
+	}
 	h.lastMu.Unlock()
 	return st
 }
 
+// baseSorted returns the dump's state sorted, made on first use.
+func (h *History) baseSorted() *sortedState {
+	h.baseOnce.Do(func() { h.baseSS = h.sortFull(h.base) })
+	return h.baseSS
+}
+
 // buildState lays out a state as memory_viz's MemoryView.draw and adds
-// the totals.
-func (h *History) buildState(idx int, w *work) *State {
+// the totals. It writes the blocks' Segment in ss.blocks, which the State
+// keeps.
+func (h *History) buildState(idx int, ss *sortedState) *State {
 	st := &State{Event: idx}
-	// The blocks need nothing from the segments until each is placed in
-	// one: collect and sort them on another core meanwhile (a big state
-	// has a million of each).
-	blocksDone := make(chan []StateBlock, 1)
-	go func() {
-		bs := make([]StateBlock, 0, len(w.blocks))
-		for _, r := range w.blocks {
-			b := h.resolve(r)
-			bs = append(bs, StateBlock{
-				Addr: b.addr, Size: b.size, Requested: b.requested, Version: b.version,
-				PendingFree: b.pending, Stack: b.stack,
-			})
-		}
-		slices.SortFunc(bs, func(a, b StateBlock) int { return cmp.Compare(a.Addr, b.Addr) })
-		blocksDone <- bs
-	}()
 	// Segments by (size, addr), ties in address order; byAddr[k] is the
 	// position of the k-th segment by address.
-	inAddr := w.segs.sorted()
-	order := make([]int32, len(inAddr))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int {
-		sa, sb := &inAddr[a], &inAddr[b]
-		if c := cmp.Compare(sa.size, sb.size); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(sa.addr, sb.addr); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	})
-	segs := make([]segRec, len(inAddr))
+	inAddr, segs := ss.segs, ss.bySize
 	byAddr := make([]int32, len(inAddr))
-	for i, k := range order {
-		segs[i] = inAddr[k]
+	for i, k := range ss.addrPos {
 		byAddr[k] = int32(i)
 	}
 	st.Segments = make([]SegmentState, len(segs))
@@ -616,7 +628,7 @@ func (h *History) buildState(idx int, w *work) *State {
 	// Each block's segment: the last one by address starting at or below
 	// it, when the block starts before its end. Blocks come by address, so
 	// one sweep over the segments by address finds them all.
-	st.Blocks = <-blocksDone
+	st.Blocks = ss.blocks
 	k := -1
 	for i := range st.Blocks {
 		b := &st.Blocks[i]

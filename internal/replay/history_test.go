@@ -19,7 +19,7 @@ func naiveState(h *History, idx int) *State {
 	for i := len(h.viz) - 1; i > idx; i-- {
 		h.undo(w, i)
 	}
-	return h.buildState(idx, w)
+	return h.buildState(idx, h.sortFull(w))
 }
 
 func TestHistoryHandMade(t *testing.T) {
@@ -94,6 +94,33 @@ func TestHistoryCheckpointsMatchNaive(t *testing.T) {
 			got, want := h.StateAt(idx), naiveState(h, idx)
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("iter %d: StateAt(%d) differs from naive replay", iter, idx)
+			}
+		}
+	}
+}
+
+// TestHistoryStepsMatchNaive: states reached by stepping from the last one
+// (merged into its sorted arrays, see sortedState) and by jumps from
+// checkpoints are the naive replay's.
+func TestHistoryStepsMatchNaive(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	for iter := 0; iter < 6; iter++ {
+		s := randomSnapshot(r, 3000+r.Intn(3000))
+		h := NewHistory(s, 0)
+		idx := h.Len() - 1
+		for k := 0; k < 60; k++ {
+			switch {
+			case k%20 == 19:
+				idx = r.Intn(h.Len()+1) - 1 // a jump
+			case k%5 == 4:
+				idx -= r.Intn(40) // several events back
+			default:
+				idx-- // one step back
+			}
+			idx = max(-1, idx)
+			got, want := h.StateAt(idx), naiveState(h, idx)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("iter %d step %d: StateAt(%d) differs from naive replay", iter, k, idx)
 			}
 		}
 	}

@@ -317,7 +317,7 @@ func (k *walker) addBlockTotals(r blockRef, sign int) {
 func (k *walker) totals(c *StateChange) {
 	if len(k.w.segs.dups) > 0 {
 		// Segments sharing a start: buildState's own figures.
-		st := k.h.buildState(c.Index, k.w)
+		st := k.h.buildState(c.Index, k.h.sortFull(k.w))
 		c.Totals = StateTotals{st.Allocated, st.Reserved, st.RealAllocated, st.RoundingWaste, st.FreeBytes, st.LargestFree}
 		return
 	}
