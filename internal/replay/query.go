@@ -1,7 +1,9 @@
 package replay
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -29,7 +31,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	if len(vis) == 0 {
 		return f
 	}
-	sort.Slice(vis, func(a, b int) bool { return t.pos[vis[a]] < t.pos[vis[b]] })
+	slices.SortFunc(vis, func(a, b int32) int { return cmp.Compare(t.pos[a], t.pos[b]) })
 	nv := len(vis)
 	vpos := make([]int32, nv)
 	base := make([]float64, nv)
@@ -46,9 +48,18 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	f0 := sort.Search(len(t.freeEnd), func(i int) bool { return float64(t.freeEnd[i])+3 > t0 })
 	f1 := sort.Search(len(t.freeEnd), func(i int) bool { return float64(t.freeEnd[i]) >= t1 })
 	// Only frees below the highest visible element matter.
-	var fr, frEnd []int32
-	var q []int // first visible index above free j
 	top := vpos[nv-1]
+	fr, frEnd := make([]int32, 0, f1-f0), make([]int32, 0, f1-f0)
+	q := make([]int, 0, f1-f0) // first visible index above free j
+	// above[p] is the first visible index above stack position p: one
+	// pass over the positions instead of a binary search per free.
+	above := make([]int32, top+1)
+	for p, k := int32(0), 0; p <= top; p++ {
+		for k < nv && vpos[k] <= p {
+			k++
+		}
+		above[p] = int32(k)
+	}
 	for i := f0; i < f1; i++ {
 		p := t.freePos[i]
 		if p >= top {
@@ -56,7 +67,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		}
 		fr = append(fr, t.freeID[i])
 		frEnd = append(frEnd, t.freeEnd[i])
-		q = append(q, sort.Search(nv, func(k int) bool { return vpos[k] > p }))
+		q = append(q, int(above[p]))
 	}
 	fen := make([]float64, nv+1) // completed frees, Fenwick by q
 	diff := make([]float64, nv+1)
@@ -105,11 +116,11 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		marks = append(marks, mark{baseT[k], int32(k), 0})
 		marks = append(marks, mark{min(float64(t.end[id]), t1), int32(k), 1})
 	}
-	sort.Slice(marks, func(a, b int) bool {
-		if marks[a].x != marks[b].x {
-			return marks[a].x < marks[b].x
+	slices.SortFunc(marks, func(a, b mark) int {
+		if a.x != b.x {
+			return cmp.Compare(a.x, b.x)
 		}
-		return marks[a].kind < marks[b].kind
+		return cmp.Compare(a.kind, b.kind)
 	})
 	// Each element gets a point where its bottom edge changes, plus the
 	// point just before (the previous column) so flat stretches stay flat.
@@ -180,10 +191,20 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 			for i := lo; i > 0; i -= i & -i {
 				run += fen[i]
 			}
+			// The hot loop of the query (columns times elements): the
+			// closures are called only where something changes.
+			ramps := started > completed
 			for k := lo; k < nv; k++ {
 				run += diff[k]
-				if alive[k] {
-					change(k, xc, base[k]-(run+ramping(k, xc)-c0[k]))
+				if !alive[k] {
+					continue
+				}
+				v := run
+				if ramps {
+					v += ramping(k, xc)
+				}
+				if v = base[k] - (v - c0[k]); v != lastVal[k] {
+					change(k, xc, v)
 				}
 			}
 		}
@@ -222,12 +243,11 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		}
 		polys = append(polys, poly{id, out})
 	}
-	sort.Slice(polys, func(a, b int) bool {
-		sa, sb := t.itemSize(polys[a].id), t.itemSize(polys[b].id)
-		if sa != sb {
-			return sa > sb
+	slices.SortFunc(polys, func(a, b poly) int {
+		if c := cmp.Compare(t.itemSize(b.id), t.itemSize(a.id)); c != 0 {
+			return c
 		}
-		return polys[a].id < polys[b].id
+		return cmp.Compare(a.id, b.id)
 	})
 	for _, p := range polys {
 		f.IDs = append(f.IDs, p.id)
