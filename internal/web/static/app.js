@@ -786,12 +786,14 @@ function tracePolygon(ctx, win, i, X, Y) {
 // top edge; each pixel it crosses gets its colour weighted by how much of
 // the pixel it covers (allocations never overlap, so the covered parts of
 // a pixel add up), so that sub-pixel allocations tint the pixel as
-// memory_viz's SVG does. A flat slice of a polygon (between two points,
-// where the edges do not move) adds its weight to each of its rows once,
-// as a difference at its first and past its last column: one sweep along
-// each row then sums them, so that the cost does not grow with how wide
-// the polygons are. While a search is active, polygons that do not match
-// are dimmed.
+// memory_viz's SVG does. The weights are added as rectangles to a
+// two-dimensional difference table (a corner each), which one sweep over
+// the pixels sums: a flat slice of a polygon (between two points, where
+// its edges do not move) is at most nine rectangles (its partly covered
+// edge rows and columns, and the inside), a sloped slice (a slide, at
+// most 3 timesteps) three per column, so that the cost does not grow
+// with the polygons' area. While a search is active, polygons that do
+// not match are dimmed.
 const rasterAcc = { buf: new Float32Array(0) };
 function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
   for (const i of v.envelopes) {
@@ -803,21 +805,32 @@ function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
   const cx0 = Math.max(0, Math.floor(clip.x * dpr)), cx1 = Math.min(W, Math.ceil((clip.x + clip.w) * dpr));
   const cy0 = Math.max(0, Math.floor(clip.y * dpr)), cy1 = Math.min(H, Math.ceil((clip.y + clip.h) * dpr));
   if (cx1 <= cx0 || cy1 <= cy0) return;
-  // acc holds, per row of the clip and column (one more, for the
-  // differences past the last), red, green and blue times weight, and
-  // the weight.
-  const RW = cx1 - cx0 + 1, n = 4 * RW * (cy1 - cy0);
+  // acc holds, per row of the clip (one more) and column (one more),
+  // the differences of red, green and blue times weight, and of weight.
+  const RW = cx1 - cx0 + 1, RH = cy1 - cy0, n = 4 * RW * (RH + 1);
   if (rasterAcc.buf.length < n) rasterAcc.buf = new Float32Array(n);
   const acc = rasterAcc.buf;
   acc.fill(0, 0, n);
   let cr = 0, cg = 0, cb = 0;
-  // add weights columns [c0, c1) of row by a; c0 < c1 within the clip.
-  const add = (row, c0, c1, a) => {
-    let o = 4 * ((row - cy0) * RW + c0 - cx0);
-    acc[o] += cr * a; acc[o + 1] += cg * a; acc[o + 2] += cb * a; acc[o + 3] += a;
-    o += 4 * (c1 - c0);
-    acc[o] -= cr * a; acc[o + 1] -= cg * a; acc[o + 2] -= cb * a; acc[o + 3] -= a;
+  const corner = (o, a) => { acc[o] += cr * a; acc[o + 1] += cg * a; acc[o + 2] += cb * a; acc[o + 3] += a; };
+  // rect weights rows [r0, r1) and columns [c0, c1) of the clip by a.
+  const rect = (r0, r1, c0, c1, a) => {
+    const top = 4 * ((r0 - cy0) * RW - cx0), bot = 4 * ((r1 - cy0) * RW - cx0);
+    corner(top + 4 * c0, a); corner(top + 4 * c1, -a); corner(bot + 4 * c0, -a); corner(bot + 4 * c1, a);
   };
+  // cover lists, for the pixels [p0, p1) that the interval [lo, hi)
+  // crosses, runs of pixels with the same covered fraction: the first,
+  // the inner ones (whole), the last.
+  const runs = (p0, p1, lo, hi, out) => {
+    out.length = 0;
+    const f0 = Math.min(p0 + 1, hi) - Math.max(p0, lo);
+    out.push(p0, p0 + 1, f0);
+    if (p1 - p0 === 1) return out;
+    if (p1 - p0 > 2) out.push(p0 + 1, p1 - 1, 1);
+    out.push(p1 - 1, p1, Math.min(p1, hi) - Math.max(p1 - 1, lo));
+    return out;
+  };
+  const rowRuns = [], colRuns = [];
   const base = win.x0, xs = win.xs, ys = win.ys;
   const rgb = tableau10.map(c => [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)]);
   // Edges in device pixels, reused between polygons: x, the bottom and
@@ -833,9 +846,8 @@ function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
         bx[j] = X(base + xs[s + j]) * dpr; by[j] = Y(ys[s + j]) * dpr; ty[j] = Y(ys[s + n - 1 - j]) * dpr;
       }
       // Slice by slice between the points (top and bottom edges share
-      // their x): a flat slice weights the same rows in each of its
-      // columns, a sloped one (a slide, at most 3 timesteps) is
-      // interpolated column by column.
+      // their x): a flat slice covers the same rows in each of its
+      // columns, a sloped one is interpolated column by column.
       for (let j = 0; j + 1 < half; j++) {
         const xa = bx[j], xb = bx[j + 1];
         if (!(xb > xa)) continue;
@@ -844,15 +856,13 @@ function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
         if (by[j] === by[j + 1] && ty[j] === ty[j + 1]) {
           const yt = ty[j], yb = by[j];
           const r0 = Math.max(cy0, Math.floor(yt)), r1 = Math.min(cy1, Math.ceil(yb));
-          // The end columns are covered in part.
-          const h0 = Math.min(c0 + 1, xb) - Math.max(c0, xa), h1 = Math.min(c1, xb) - Math.max(c1 - 1, xa);
-          for (let row = r0; row < r1; row++) {
-            const va = alpha * (Math.min(row + 1, yb) - Math.max(row, yt));
-            if (va <= 0) continue;
-            if (c1 - c0 === 1) { add(row, c0, c1, va * h0); continue; }
-            add(row, c0, c1, va);
-            if (h0 < 1) add(row, c0, c0 + 1, va * (h0 - 1));
-            if (h1 < 1) add(row, c1 - 1, c1, va * (h1 - 1));
+          if (r0 >= r1) continue;
+          runs(r0, r1, yt, yb, rowRuns); runs(c0, c1, xa, xb, colRuns);
+          for (let a = 0; a < rowRuns.length; a += 3) {
+            for (let b = 0; b < colRuns.length; b += 3) {
+              const wgt = alpha * rowRuns[a + 2] * colRuns[b + 2];
+              if (wgt > 0) rect(rowRuns[a], rowRuns[a + 1], colRuns[b], colRuns[b + 1], wgt);
+            }
           }
           continue;
         }
@@ -862,24 +872,32 @@ function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
           const f = ((l + r) / 2 - xa) / (xb - xa);
           const yb = by[j] + (by[j + 1] - by[j]) * f, yt = ty[j] + (ty[j + 1] - ty[j]) * f;
           const r0 = Math.max(cy0, Math.floor(yt)), r1 = Math.min(cy1, Math.ceil(yb));
-          for (let row = r0; row < r1; row++) {
-            const a = alpha * hcov * (Math.min(row + 1, yb) - Math.max(row, yt));
-            if (a > 0) add(row, col, col + 1, a);
+          if (r0 >= r1) continue;
+          runs(r0, r1, yt, yb, rowRuns);
+          for (let a = 0; a < rowRuns.length; a += 3) {
+            const wgt = alpha * hcov * rowRuns[a + 2];
+            if (wgt > 0) rect(rowRuns[a], rowRuns[a + 1], col, col + 1, wgt);
           }
         }
       }
     }
   });
-  // Sum the differences along each row and mix: what is under (the grey
-  // band, white, an envelope) shows through the part not covered.
-  const img = ctx.getImageData(cx0, cy0, cx1 - cx0, cy1 - cy0), px = img.data;
-  for (let row = 0, p = 0; row < cy1 - cy0; row++) {
+  // Sum the differences along each row, then down each column (col
+  // holds the sums down to the row above) and mix: what is under (the
+  // grey band, white, an envelope) shows through the part not covered.
+  const img = ctx.getImageData(cx0, cy0, cx1 - cx0, RH), px = img.data;
+  if (rasterAcc.col === undefined || rasterAcc.col.length < 4 * RW) rasterAcc.col = new Float64Array(4 * RW);
+  const col = rasterAcc.col;
+  col.fill(0, 0, 4 * RW);
+  for (let row = 0, p = 0; row < RH; row++) {
     let r = 0, gr = 0, b = 0, a = 0;
-    for (let col = 0, o = 4 * row * RW; col < RW - 1; col++, o += 4, p += 4) {
+    for (let c = 0, o = 4 * row * RW; c < 4 * (RW - 1); c += 4, o += 4, p += 4) {
       r += acc[o]; gr += acc[o + 1]; b += acc[o + 2]; a += acc[o + 3];
-      if (a <= 1e-4) continue;
-      const cov = a < 1 ? a : 1, k = cov / a;
-      px[p] = px[p] * (1 - cov) + r * k; px[p + 1] = px[p + 1] * (1 - cov) + gr * k; px[p + 2] = px[p + 2] * (1 - cov) + b * k;
+      const A = col[c + 3] += a;
+      const R = col[c] += r, G = col[c + 1] += gr, B = col[c + 2] += b;
+      if (A <= 1e-4) continue;
+      const cov = A < 1 ? A : 1, k = cov / A;
+      px[p] = px[p] * (1 - cov) + R * k; px[p + 1] = px[p + 1] * (1 - cov) + G * k; px[p + 2] = px[p + 2] * (1 - cov) + B * k;
     }
   }
   ctx.putImageData(img, cx0, cy0);
