@@ -246,6 +246,9 @@ type State struct {
 	// Padding and Rows describe the layout (see SegmentState).
 	Padding float64
 	Rows    int
+	// Omitted counts the smallest segments left out of Segments (and
+	// their blocks out of Blocks) by StateTop.
+	Omitted int
 
 	Allocated     uint64 // memory_viz "allocated": sum of requested sizes
 	Reserved      uint64 // sum of segment sizes
@@ -373,13 +376,22 @@ func (h *History) Event(i int) EventInfo { return h.event(i) }
 // StateAt returns the state after memory_viz event idx (idx = Len()-1 is
 // the dump itself; idx = -1 is before the first event), exactly as
 // memory_viz's simulate_memory(idx). It starts from the nearest checkpoint
-// at or after idx and undoes fewer than K events: O(S log S + K) for S
-// blocks and segments in the dump or the state.
+// at or after idx and undoes fewer than K events, or from the state it
+// returned last when that is nearer (a step back is one undo): O(S + K log S)
+// for S blocks and segments (it merges the changes into sorted arrays).
 //
 // Blocks re-created by undoing a free have Size = round_size(requested)
 // (memory_viz uses the requested size, so it shows no rounding waste for
 // them); blocks from the dump keep their real size.
-func (h *History) StateAt(idx int) *State { return h.stateAt(idx) }
+func (h *History) StateAt(idx int) *State { return h.stateAt(idx, 0) }
+
+// StateTop is StateAt with only the n largest segments in Segments (the
+// last n of StateAt's, with the same layout) and, when it leaves some out,
+// only the blocks drawn in the kept ones in Blocks; the totals are
+// StateAt's. A viewer that draws a bounded
+// number of segments asks for this: materializing every segment of a big
+// state is most of a step's cost.
+func (h *History) StateTop(idx, n int) *State { return h.stateAt(idx, max(n, 1)) }
 
 // FormatAddr is memory_viz's formatAddr: s'hex_ver for segment events,
 // b'hex_ver otherwise.

@@ -518,7 +518,7 @@ func (w *work) unmapSegment(merge bool, seg segRec) {
 	}
 }
 
-func (h *History) stateAt(idx int) *State {
+func (h *History) stateAt(idx, top int) *State {
 	n := len(h.viz)
 	idx = max(-1, min(idx, n-1))
 	// The nearest checkpoint at or after idx, or the last state asked for
@@ -530,7 +530,7 @@ func (h *History) stateAt(idx int) *State {
 		if ss == nil {
 			ss = h.sortFull(h.base)
 		}
-		return h.buildState(idx, ss)
+		return h.layoutState(idx, ss, top)
 	}
 	from := cp.after
 	h.lastMu.Lock()
@@ -574,7 +574,7 @@ func (h *History) stateAt(idx int) *State {
 	if ss == nil {
 		ss = h.sortFull(w)
 	}
-	st := h.buildState(idx, ss)
+	st := h.layoutState(idx, ss, top)
 	h.lastMu.Lock()
 	h.last, h.lastIdx = w, idx
 	if !ss.dups {
@@ -591,61 +591,38 @@ func (h *History) baseSorted() *sortedState {
 }
 
 // buildState lays out a state as memory_viz's MemoryView.draw and adds
-// the totals. It writes the blocks' Segment in ss.blocks, which the State
-// keeps.
-func (h *History) buildState(idx int, ss *sortedState) *State {
+// the totals.
+func (h *History) buildState(idx int, ss *sortedState) *State { return h.layoutState(idx, ss, 0) }
+
+// layoutState is buildState; with top > 0 only the top largest segments
+// (the last of Segments) and the blocks drawn in them are materialized,
+// and the totals still cover the whole state. It writes the blocks'
+// Segment in ss.blocks, which the State keeps.
+func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 	st := &State{Event: idx}
-	// Segments by (size, addr), ties in address order; byAddr[k] is the
-	// position of the k-th segment by address.
-	inAddr, segs := ss.segs, ss.bySize
-	byAddr := make([]int32, len(inAddr))
-	for i, k := range ss.addrPos {
-		byAddr[k] = int32(i)
-	}
-	st.Segments = make([]SegmentState, len(segs))
-	var maxSize uint64
-	if len(segs) > 0 {
-		maxSize = segs[len(segs)-1].size
-	}
-	st.Padding = float64(maxSize) / 200
-	row, rowSize := 0, 0.0
-	for i, sg := range segs {
-		if rowSize+float64(sg.size) > float64(maxSize) {
-			rowSize = 0
-			row++
+	inAddr, segs, blocks := ss.segs, ss.bySize, ss.blocks
+	// One sweep over the blocks and the segments by address: each block's
+	// segment (by address; the last one starting at or below it, when the
+	// block starts before its end), the totals and the largest free gap.
+	var covered, at uint64
+	k, cur := -1, -1
+	done := func(j int) { // segment j (by address) has all its blocks
+		sg := &inAddr[j]
+		switch {
+		case j != cur:
+			st.LargestFree = max(st.LargestFree, sg.size)
+		case sg.addr+sg.size > at:
+			st.LargestFree = max(st.LargestFree, sg.addr+sg.size-at)
 		}
-		st.Segments[i] = SegmentState{
-			Addr: sg.addr, Size: sg.size, Stream: sg.stream, Version: sg.version,
-			PoolID: sg.pool, Stack: sg.stack, Row: row, X: rowSize,
-		}
-		rowSize += float64(sg.size) + st.Padding
-		st.Reserved += sg.size
 	}
-	st.Rows = row + 1
-	if len(segs) == 0 {
-		st.Rows = 0
-	}
-	// Each block's segment: the last one by address starting at or below
-	// it, when the block starts before its end. Blocks come by address, so
-	// one sweep over the segments by address finds them all.
-	st.Blocks = ss.blocks
-	k := -1
-	for i := range st.Blocks {
-		b := &st.Blocks[i]
+	for i := range blocks {
+		b := &blocks[i]
 		for k+1 < len(inAddr) && inAddr[k+1].addr <= b.Addr {
+			if k >= 0 {
+				done(k)
+			}
 			k++
 		}
-		b.Segment = -1
-		if k >= 0 && b.Addr < inAddr[k].addr+inAddr[k].size {
-			b.Segment = byAddr[k]
-		}
-	}
-	for i := range st.Segments {
-		st.Segments[i].FirstBlock = -1
-	}
-	var covered uint64
-	for i := range st.Blocks {
-		b := &st.Blocks[i]
 		st.Allocated += b.Requested
 		st.RealAllocated += b.Size
 		if b.Size > b.Requested {
@@ -654,6 +631,96 @@ func (h *History) buildState(idx int, ss *sortedState) *State {
 		if b.PendingFree {
 			st.PendingFree++
 		}
+		b.Segment = -1
+		if k < 0 || b.Addr >= inAddr[k].addr+inAddr[k].size {
+			continue
+		}
+		b.Segment = int32(k)
+		sg := &inAddr[k]
+		if cur != k {
+			cur, at = k, sg.addr
+		}
+		if b.Addr > at {
+			st.LargestFree = max(st.LargestFree, b.Addr-at)
+		}
+		at = max(at, b.Addr+b.Size)
+		covered += min(b.Size, sg.addr+sg.size-b.Addr)
+	}
+	for k = max(k, 0); k < len(inAddr); k++ {
+		done(k)
+	}
+
+	// Segments by (size, addr), packed into rows as wide as the largest.
+	first := 0
+	if top > 0 {
+		first = max(0, len(segs)-top)
+	}
+	st.Omitted = first
+	st.Segments = make([]SegmentState, len(segs)-first)
+	var maxSize uint64
+	if len(segs) > 0 {
+		maxSize = segs[len(segs)-1].size
+	}
+	st.Padding = float64(maxSize) / 200
+	row, rowSize := 0, 0.0
+	for i := range segs {
+		sg := &segs[i]
+		if rowSize+float64(sg.size) > float64(maxSize) {
+			rowSize = 0
+			row++
+		}
+		if i >= first {
+			st.Segments[i-first] = SegmentState{
+				Addr: sg.addr, Size: sg.size, Stream: sg.stream, Version: sg.version,
+				PoolID: sg.pool, Stack: sg.stack, Row: row, X: rowSize, FirstBlock: -1,
+			}
+		}
+		rowSize += float64(sg.size) + st.Padding
+		st.Reserved += sg.size
+	}
+	st.Rows = row + 1
+	if len(segs) == 0 {
+		st.Rows = 0
+	}
+	if covered < st.Reserved {
+		st.FreeBytes = st.Reserved - covered
+	}
+
+	// The blocks' Segment from positions by address to positions in
+	// st.Segments.
+	if first == 0 {
+		byAddr := make([]int32, len(inAddr))
+		for i, k := range ss.addrPos {
+			byAddr[k] = int32(i)
+		}
+		for i := range blocks {
+			if b := &blocks[i]; b.Segment >= 0 {
+				b.Segment = byAddr[b.Segment]
+			}
+		}
+		st.Blocks = blocks
+	} else {
+		// Only the blocks of the kept segments, still by address.
+		kept := make([][2]int32, 0, len(st.Segments)) // by address: position by address, in st.Segments
+		for i := first; i < len(segs); i++ {
+			kept = append(kept, [2]int32{ss.addrPos[i], int32(i - first)})
+		}
+		slices.SortFunc(kept, func(a, b [2]int32) int { return cmp.Compare(a[0], b[0]) })
+		st.Blocks = []StateBlock{}
+		for _, kp := range kept {
+			a := inAddr[kp[0]].addr
+			j, _ := slices.BinarySearchFunc(blocks, a, func(b StateBlock, a uint64) int { return cmp.Compare(b.Addr, a) })
+			for ; j < len(blocks) && blocks[j].Addr < a+inAddr[kp[0]].size; j++ {
+				if blocks[j].Segment == kp[0] {
+					b := blocks[j]
+					b.Segment = kp[1]
+					st.Blocks = append(st.Blocks, b)
+				}
+			}
+		}
+	}
+	for i := range st.Blocks {
+		b := &st.Blocks[i]
 		if b.Segment < 0 {
 			continue
 		}
@@ -666,28 +733,11 @@ func (h *History) buildState(idx int, ss *sortedState) *State {
 		if b.Size > b.Requested {
 			sg.InternalFree += b.Size - b.Requested
 		}
-		covered += min(b.Size, sg.Addr+sg.Size-b.Addr)
 	}
 	for i := range st.Segments {
-		sg := &st.Segments[i]
-		if sg.FirstBlock < 0 {
-			sg.FirstBlock = 0
-			st.LargestFree = max(st.LargestFree, sg.Size)
-			continue
+		if st.Segments[i].FirstBlock < 0 {
+			st.Segments[i].FirstBlock = 0
 		}
-		at := sg.Addr
-		for _, b := range st.Blocks[sg.FirstBlock : sg.FirstBlock+sg.NumBlocks] {
-			if b.Addr > at {
-				st.LargestFree = max(st.LargestFree, b.Addr-at)
-			}
-			at = max(at, b.Addr+b.Size)
-		}
-		if end := sg.Addr + sg.Size; end > at {
-			st.LargestFree = max(st.LargestFree, end-at)
-		}
-	}
-	if covered < st.Reserved {
-		st.FreeBytes = st.Reserved - covered
 	}
 	return st
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -118,12 +119,49 @@ func TestHistoryStepsMatchNaive(t *testing.T) {
 				idx-- // one step back
 			}
 			idx = max(-1, idx)
-			got, want := h.StateAt(idx), naiveState(h, idx)
-			if !reflect.DeepEqual(got, want) {
+			want := naiveState(h, idx)
+			if k%3 == 2 {
+				n := 1 + r.Intn(len(want.Segments)+2)
+				if got := h.StateTop(idx, n); !reflect.DeepEqual(got, topOf(want, n)) {
+					t.Fatalf("iter %d step %d: StateTop(%d, %d) differs from naive replay's largest segments", iter, k, idx, n)
+				}
+				continue
+			}
+			if got := h.StateAt(idx); !reflect.DeepEqual(got, want) {
 				t.Fatalf("iter %d step %d: StateAt(%d) differs from naive replay", iter, k, idx)
 			}
 		}
 	}
+}
+
+// topOf is st with only its n largest segments and their blocks, as
+// StateTop documents it.
+func topOf(st *State, n int) *State {
+	out := *st
+	first := max(0, len(st.Segments)-n)
+	if first == 0 {
+		return st
+	}
+	out.Omitted = first
+	out.Segments = slices.Clone(st.Segments[first:])
+	out.Blocks = []StateBlock{}
+	for i := range out.Segments {
+		out.Segments[i].FirstBlock = -1
+	}
+	for _, b := range st.Blocks {
+		if int(b.Segment) < first {
+			continue
+		}
+		b.Segment -= int32(first)
+		if sg := &out.Segments[b.Segment]; sg.FirstBlock < 0 {
+			sg.FirstBlock = int32(len(out.Blocks))
+		}
+		out.Blocks = append(out.Blocks, b)
+	}
+	for i := range out.Segments {
+		out.Segments[i].FirstBlock = max(out.Segments[i].FirstBlock, 0)
+	}
+	return &out
 }
 
 // TestStartHistoryMatchesNaive: with the checkpoints built in the

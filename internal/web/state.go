@@ -86,21 +86,18 @@ func (h *stateHistory) stateJSON(idx int) *stateJSON {
 
 // build lays out the state after event idx for the page.
 func (h *stateHistory) build(idx int) *stateJSON {
-	st := h.h.StateAt(idx)
-	out := &stateJSON{Index: idx, Segments: make([]segJSON, 0, len(st.Segments))}
+	// Past maxStateSegments only the largest are sent (the totals cover
+	// all); the page does memory_viz's packing, from address order.
+	st := h.h.StateTop(idx, maxStateSegments)
+	out := &stateJSON{Index: idx, Segments: make([]segJSON, 0, len(st.Segments)), Omitted: st.Omitted}
 	if idx >= 0 && idx < h.h.Len() {
 		e := h.h.Event(idx)
 		out.Event = e.Text
 		out.Stack = strings.TrimPrefix(h.h.EventStack(idx, nil), e.Text+"\n")
 	}
-	// Segments in address order; the page does memory_viz's packing. Past
-	// maxStateSegments only the largest are sent (the totals cover all):
-	// the last ones, as the state has them by (size, address).
-	first := max(0, len(st.Segments)-maxStateSegments)
-	out.Omitted = first
-	order := make([]int, 0, len(st.Segments)-first)
-	for i := first; i < len(st.Segments); i++ {
-		order = append(order, i)
+	order := make([]int, len(st.Segments))
+	for i := range order {
+		order[i] = i
 	}
 	sort.Slice(order, func(a, b int) bool { return st.Segments[order[a]].Addr < st.Segments[order[b]].Addr })
 	for _, si := range order {
