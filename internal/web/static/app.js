@@ -1222,7 +1222,14 @@ function setupPlotEvents() {
     } else if (Math.abs(x - brush.sx) > 0) setWindow(Math.min(x, brush.sx), Math.max(x, brush.sx));
   });
   window.addEventListener('mouseup', () => { brush = null; });
-  new ResizeObserver(() => { if (isTimeline() && S.win) scheduleRefresh(); }).observe($('plot'));
+  // A window re-projects to a plot a little larger or smaller (the page
+  // settling, a scrollbar) without losing detail: only a real change of
+  // width asks for a new one.
+  new ResizeObserver(() => {
+    if (!isTimeline() || !S.win) return;
+    const { w } = plotSize();
+    if (Math.abs(w - S.win.w) > 0.1 * S.win.w) scheduleRefresh(); else drawPlot();
+  }).observe($('plot'));
 }
 
 // setWindow shows x range [a, b], keeping the visible bytes.
