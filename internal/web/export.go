@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -59,18 +60,22 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 	}
 
 	type viewData struct {
-		Meta   *metaJSON      `json:"meta"`
-		Window string         `json:"window"`
+		Meta *metaJSON `json:"meta"`
+		// Window is the index in Windows of the full-range window (the
+		// views without private pools have the same as the active one).
+		Window int            `json:"window"`
 		Curves map[string]any `json:"curves"`
-		// Elems maps an element id to its size and its text's index in
-		// Stacks.
-		Elems   map[int][2]any `json:"elems"`
+		// Elems maps an element id to its size and its text: the indexes
+		// in Stacks of its first line (address, sizes, time) and of the
+		// rest (the stack, shared by many).
+		Elems   map[int][3]any `json:"elems"`
 		Markers []marker       `json:"markers"`
 	}
 	data := struct {
 		Files    map[string]any       `json:"files"`
 		Initial  map[string]any       `json:"initial"`
 		Views    map[string]*viewData `json:"views"`
+		Windows  []string             `json:"windows"` // base64 of /api/window answers
 		Stacks   []string             `json:"stacks"`
 		Events   map[string]any       `json:"events"`
 		States   map[string]any       `json:"states"`
@@ -87,7 +92,16 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 		data.Initial["view"] = ViewActive
 	}
 	data.Settings = settingsJSON(snap)
-	textIdx := map[string]int{}
+	textIdx, winIdx := map[string]int{}, map[string]int{}
+	intern := func(text string) int {
+		i, ok := textIdx[text]
+		if !ok {
+			i = len(data.Stacks)
+			textIdx[text] = i
+			data.Stacks = append(data.Stacks, text)
+		}
+		return i
+	}
 	want := func(v string) bool { return opt.View == "" || opt.View == v }
 
 	for _, view := range []string{ViewActive, ViewPrivate, ViewSegments} {
@@ -114,11 +128,18 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 			if err != nil {
 				return err
 			}
-			vd := &viewData{Meta: m, Window: base64.StdEncoding.EncodeToString(win), Elems: map[int][2]any{},
+			b64 := base64.StdEncoding.EncodeToString(win)
+			wi, ok := winIdx[b64]
+			if !ok {
+				wi = len(data.Windows)
+				winIdx[b64] = wi
+				data.Windows = append(data.Windows, b64)
+			}
+			vd := &viewData{Meta: m, Window: wi, Elems: map[int][3]any{},
 				Markers: dd.markers(tl),
 				Curves:  map[string]any{"x0": lo, "x1": hi, "data": base64.StdEncoding.EncodeToString(curves)}}
-			// Details for every polygon the page can show; identical texts
-			// (same stack and sizes) are stored once.
+			// Details for every polygon the page can show; identical first
+			// lines and stacks are stored once.
 			nS := windowPolygons(win)
 			for i := 0; i < nS; i++ {
 				id := int(int32(binary.LittleEndian.Uint32(win[windowHeader+4*i:])))
@@ -126,13 +147,11 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 					continue
 				}
 				text := tl.tl.Context(id)
-				si, ok := textIdx[text]
-				if !ok {
-					si = len(data.Stacks)
-					textIdx[text] = si
-					data.Stacks = append(data.Stacks, text)
+				head, rest := text, ""
+				if nl := strings.IndexByte(text, '\n'); nl >= 0 {
+					head, rest = text[:nl], text[nl:]
 				}
-				vd.Elems[id] = [2]any{float64(tl.tl.Element(id).Size), si}
+				vd.Elems[id] = [3]any{float64(tl.tl.Element(id).Size), intern(head), intern(rest)}
 			}
 			data.Views[fmt.Sprintf("%s|%d|%s", view, device, mode)] = vd
 		}
@@ -196,11 +215,29 @@ func page(name string, data []byte) (string, error) {
 	out = strings.Replace(out, `<link rel="stylesheet" href="style.css">`, "<style>\n"+string(css)+"</style>", 1)
 	script := "<script type=\"module\">\n" + string(js) + "</script>"
 	if data != nil {
-		script = `<script id="gpumem-data" type="application/json">` + string(data) + "</script>\n" + script
+		// The bundle travels gzipped in base64 (the page inflates it with
+		// the browser's DecompressionStream): its JSON numbers, texts and
+		// base64 arrays shrink several times. Base64 cannot end the script.
+		var z bytes.Buffer
+		zw, err := gzip.NewWriterLevel(&z, gzipLevel)
+		if err != nil {
+			return "", err
+		}
+		if _, err := zw.Write(data); err != nil {
+			return "", err
+		}
+		if err := zw.Close(); err != nil {
+			return "", err
+		}
+		script = `<script id="gpumem-data" type="application/octet-stream" data-encoding="gzip+base64">` +
+			base64.StdEncoding.EncodeToString(z.Bytes()) + "</script>\n" + script
 	}
 	out = strings.Replace(out, `<script type="module" src="app.js"></script>`, script, 1)
 	return out, nil
 }
+
+// gzipLevel trades the page's size for the export's time.
+var gzipLevel = gzip.DefaultCompression
 
 func htmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)

@@ -113,9 +113,13 @@ function decodeCurves(buf, x0) {
   return { x0, n, xs: f.subarray(1, 1 + n), v: [f.subarray(1 + n, 1 + 2 * n), f.subarray(1 + 2 * n, 1 + 3 * n), f.subarray(1 + 3 * n, 1 + 4 * n)] };
 }
 
-const embedded = (() => {
+// gpumem html embeds its bundle as gzipped JSON in base64; the browser
+// inflates it.
+const embedded = await (async () => {
   const el = document.getElementById('gpumem-data');
-  return el ? JSON.parse(el.textContent) : null;
+  if (!el) return null;
+  const gz = new Blob([b64ToBuffer(el.textContent)]).stream().pipeThrough(new DecompressionStream('gzip'));
+  return JSON.parse(await new Response(gz).text());
 })();
 
 // q encodes the request parameters; a null device or an undefined value is
@@ -172,7 +176,7 @@ function embeddedAPI(data) {
     if (!cache[k]) {
       const v = data.views[k];
       if (!v) throw new Error(`This file was exported without the ${p.view} view for device ${p.device}`);
-      cache[k] = decodeWindow(b64ToBuffer(v.window));
+      cache[k] = decodeWindow(b64ToBuffer(data.windows[v.window]));
     }
     return cache[k];
   };
@@ -195,7 +199,7 @@ function embeddedAPI(data) {
     async elem(p, id) {
       const e = view(p).elems[id];
       if (!e) throw new Error('no details embedded for this allocation');
-      return { id, size: e[0], text: data.stacks[e[1]] };
+      return { id, size: e[0], text: data.stacks[e[1]] + data.stacks[e[2]] };
     },
     // Searches the embedded texts (memory_viz's context_for_id) as
     // memory_viz's search boxes do: a substring of the whole text.
@@ -204,7 +208,7 @@ function embeddedAPI(data) {
       addr = addr.trim().toLowerCase().replace(/^0x/, ''); frame = frame.trim().toLowerCase();
       const a = { count: 0, ids: [] }, f = { count: 0, ids: [] };
       for (const [id, e] of Object.entries(v.elems)) {
-        const text = data.stacks[e[1]].toLowerCase();
+        const text = (data.stacks[e[1]] + data.stacks[e[2]]).toLowerCase();
         if (addr && text.includes(addr)) { a.count++; a.ids.push(+id); }
         if (frame && text.includes(frame)) { f.count++; f.ids.push(+id); }
       }
