@@ -580,9 +580,8 @@ async function refreshWindow(first, pending) {
   const [y0, y1] = yWindow();
   if (!$('totals').checked) S.curves = null;
   const loadCurves = () => { if ($('totals').checked) requestCurves(x0, x1, w); loadFragCurve(x0, x1, w); };
-  // On the first load the curves (built on first use) wait for the first
-  // window so that they do not compete with it for the CPU.
-  if (!first) loadCurves();
+  // The curves (built on first use) are asked for once the window is
+  // drawn, so that they do not compete with it for the server's CPU.
   const win = await (pending || api.window(S.p, x0, x1, w, hgt, y0, y1));
   if (seq !== S.seq) return;
   S.win = win;
@@ -599,6 +598,7 @@ async function refreshWindow(first, pending) {
     window.gpumem.firstPaint = performance.now();
     afterPaint(() => { loadCurves(); writeHash(); });
   } else {
+    loadCurves();
     writeHash();
   }
 }
