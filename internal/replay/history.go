@@ -37,6 +37,7 @@ type History struct {
 	lastIdx    int
 	last       *work
 	lastSorted *sortedState // last sorted, when it is (see sortedState)
+	spare      *sortedState // arrays no State holds, for the next merge
 
 	baseOnce sync.Once
 	baseSS   *sortedState // base sorted
@@ -526,7 +527,7 @@ func (h *History) stateAt(idx, top int) *State {
 	cp := h.checkpointFor(idx)
 	if idx == n-1 {
 		// The dump's own state: a copy of the base's sorted arrays.
-		ss := h.mergeSorted(h.baseSorted(), h.base, nil, nil)
+		ss := h.mergeSorted(h.baseSorted(), nil, h.base, nil, nil)
 		if ss == nil {
 			ss = h.sortFull(h.base)
 		}
@@ -534,7 +535,8 @@ func (h *History) stateAt(idx, top int) *State {
 	}
 	from := cp.after
 	h.lastMu.Lock()
-	w, prev := h.last, h.lastSorted
+	w, prev, spare := h.last, h.lastSorted, h.spare
+	h.spare = nil
 	if w != nil && h.lastIdx >= idx && h.lastIdx <= from {
 		from = h.lastIdx
 	} else {
@@ -570,7 +572,7 @@ func (h *History) stateAt(idx, top int) *State {
 		}
 	}
 	w.segs.touched = nil
-	ss := h.mergeSorted(prev, w, blockAddrs, segAddrs)
+	ss := h.mergeSorted(prev, spare, w, blockAddrs, segAddrs)
 	if ss == nil {
 		ss = h.sortFull(w)
 	}
@@ -580,13 +582,19 @@ func (h *History) stateAt(idx, top int) *State {
 	if !ss.dups {
 		h.lastSorted = ss
 	}
+	if prev != nil && prev != ss && !prev.shared && !prev.base {
+		h.spare = prev // its arrays take the next step's merge
+	}
 	h.lastMu.Unlock()
 	return st
 }
 
 // baseSorted returns the dump's state sorted, made on first use.
 func (h *History) baseSorted() *sortedState {
-	h.baseOnce.Do(func() { h.baseSS = h.sortFull(h.base) })
+	h.baseOnce.Do(func() {
+		h.baseSS = h.sortFull(h.base)
+		h.baseSS.base = true
+	})
 	return h.baseSS
 }
 
@@ -699,6 +707,7 @@ func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 			}
 		}
 		st.Blocks = blocks
+		ss.shared = true
 	} else {
 		// Only the blocks of the kept segments, still by address.
 		kept := make([][2]int32, 0, len(st.Segments)) // by address: position by address, in st.Segments

@@ -19,6 +19,17 @@ type sortedState struct {
 	// dups: two segments share a start address (only inconsistent traces
 	// have them); such a state is only ever sorted in full.
 	dups bool
+	// shared: a State holds blocks, so they are not reused; base: the
+	// dump's, kept for good.
+	shared, base bool
+}
+
+// reuse returns s emptied when it holds n, else a new slice for n.
+func reuse[T any](s []T, n int) []T {
+	if s != nil && cap(s) >= n {
+		return s[:0]
+	}
+	return make([]T, 0, n)
 }
 
 func (h *History) stateBlock(r blockRef) StateBlock {
@@ -67,14 +78,18 @@ func (h *History) sortFull(w *work) *sortedState {
 // mergeSorted returns w sorted, given prev, the sorted state w was before
 // the blocks at blockAddrs and the segments starting at segAddrs changed
 // (added, removed or replaced): O(n) copying plus O(k log n) for k
-// changes. It returns nil when a merge does not apply (duplicate segment
-// addresses); the caller sorts in full.
-func (h *History) mergeSorted(prev *sortedState, w *work, blockAddrs, segAddrs []uint64) *sortedState {
+// changes, into spare's arrays when it is not nil (a step then allocates
+// nothing big). It returns nil when a merge does not apply (duplicate
+// segment addresses); the caller sorts in full.
+func (h *History) mergeSorted(prev, spare *sortedState, w *work, blockAddrs, segAddrs []uint64) *sortedState {
 	if prev == nil || prev.dups || len(w.segs.dups) > 0 {
 		return nil
 	}
+	if spare == nil {
+		spare = &sortedState{}
+	}
 	ss := &sortedState{}
-	ss.blocks = mergeByAddr(prev.blocks, blockAddrs, func(b *StateBlock) uint64 { return b.Addr },
+	ss.blocks = mergeByAddr(spare.blocks, prev.blocks, blockAddrs, func(b *StateBlock) uint64 { return b.Addr },
 		func(a uint64) (StateBlock, bool) {
 			r, ok := w.blocks[a]
 			if !ok {
@@ -112,7 +127,7 @@ func (h *History) mergeSorted(prev *sortedState, w *work, blockAddrs, segAddrs [
 			shift--
 		}
 	}
-	ss.segs = make([]segRec, 0, len(prev.segs)+len(cs))
+	ss.segs = reuse(spare.segs, len(prev.segs)+len(cs))
 	at := 0
 	for j := range cs {
 		c := &cs[j]
@@ -191,8 +206,8 @@ func (h *History) mergeSorted(prev *sortedState, w *work, blockAddrs, segAddrs [
 		}
 		return cmp.Compare(boolInt(a.add), boolInt(b.add))
 	})
-	ss.bySize = make([]segRec, 0, len(ss.segs))
-	ss.addrPos = make([]int32, 0, len(ss.segs))
+	ss.bySize = reuse(spare.bySize, len(ss.segs))
+	ss.addrPos = reuse(spare.addrPos, len(ss.segs))
 	at = 0
 	copyRun := func(to int) {
 		for x := at; x < to; x++ {
@@ -224,12 +239,12 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// mergeByAddr copies sorted (by addr) with the elements at the changed
-// addresses replaced by cur's (absent where cur says none).
-func mergeByAddr[T any](sorted []T, changed []uint64, addr func(*T) uint64, cur func(uint64) (T, bool)) []T {
+// mergeByAddr copies sorted (by addr) into buf's array with the elements
+// at the changed addresses replaced by cur's (absent where cur says none).
+func mergeByAddr[T any](buf, sorted []T, changed []uint64, addr func(*T) uint64, cur func(uint64) (T, bool)) []T {
 	slices.Sort(changed)
 	changed = slices.Compact(changed)
-	out := make([]T, 0, len(sorted)+len(changed))
+	out := reuse(buf, len(sorted)+len(changed))
 	at := 0
 	for _, a := range changed {
 		p, found := slices.BinarySearchFunc(sorted[at:], a, func(x T, a uint64) int { return cmp.Compare(addr(&x), a) })

@@ -16,7 +16,8 @@ import (
 // TestTile measures Timeline, Curves and History on a large snapshot file:
 // GPUMEM_TILE=../../bench/data/baseline-80mb.pickle go test -run Tile -v
 // ./internal/replay. It logs build times and the heap each structure adds,
-// and times the viewer bench's zooms (GPUMEM_TILE_WINDOWS=1: only those).
+// and times the viewer bench's zooms (GPUMEM_TILE_WINDOWS=1: only those);
+// GPUMEM_TILE_HISTORY=1 adds the state history: jumps and steps.
 func TestTile(t *testing.T) {
 	path := os.Getenv("GPUMEM_TILE")
 	if path == "" {
@@ -103,6 +104,23 @@ func TestTile(t *testing.T) {
 		}
 		slices.Sort(times)
 		t.Logf("StateAt at 21 points: min %v, median %v, max %v", times[0], times[10], times[20])
+		// The state view's steps: back one event at a time from the end,
+		// as StateAt and as the viewer asks (StateTop, 20,000 segments).
+		for _, top := range []int{0, 20000} {
+			h.StateAt(h.Len() - 1)
+			times = times[:0]
+			for k := 2; k <= 11; k++ {
+				start = time.Now()
+				if top == 0 {
+					h.StateAt(h.Len() - k)
+				} else {
+					h.StateTop(h.Len()-k, top)
+				}
+				times = append(times, time.Since(start))
+			}
+			slices.Sort(times)
+			t.Logf("10 steps back from the end (top %d): min %v, median %v, max %v", top, times[0], times[5], times[9])
+		}
 		runtime.KeepAlive(h)
 	}
 	runtime.KeepAlive(tl)
