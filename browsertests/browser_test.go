@@ -954,6 +954,22 @@ func TestHTMLExportZoomBand(t *testing.T) {
 		chromedp.Poll(`document.body.dataset.ready === '1' && window.gpumem.S.x1 === 2000`, nil, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
 		t.Fatal(err)
 	}
+	// The band is rasterized anew, not the whole view's layer scaled up
+	// (the page moves the last layer only while a window is on its way).
+	// One more zoom once the page has settled (nothing else redraws it).
+	if err := chromedp.Run(ctx, chromedp.Poll(fmt.Sprintf(`window.gpumem.layerView().join() === '0,2000,0,%d'`, gib2), nil,
+		chromedp.WithPollingTimeout(5*time.Second)),
+		chromedp.Sleep(300*time.Millisecond),
+		chromedp.Evaluate(`window.gpumem.setView(0, 1000, 0, 1 << 30); true`, nil),
+		chromedp.Poll(`window.gpumem.layerView().join() === '0,1000,0,1073741824'`, nil, chromedp.WithPollingTimeout(3*time.Second))); err != nil {
+		var layer []float64
+		_ = chromedp.Run(ctx, chromedp.Evaluate(`window.gpumem.layerView()`, &layer))
+		t.Fatalf("the plot's layer was drawn for the view %v, want [0 1000 0 1073741824]: %v", layer, err)
+	}
+	if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(`window.gpumem.setView(0, 2000, 0, %d); true`, gib2), nil),
+		chromedp.Poll(fmt.Sprintf(`window.gpumem.layerView().join() === '0,2000,0,%d'`, gib2), nil, chromedp.WithPollingTimeout(3*time.Second))); err != nil {
+		t.Fatal(err)
+	}
 	pts := inBand(ctx, t)
 	if err := chromedp.Run(ctx, chromedp.MouseEvent(input.MouseMoved, pts[0][1], pts[0][2]),
 		chromedp.Poll(`document.getElementById('details').textContent.includes('Size: 25.0MiB')`, nil, chromedp.WithPollingTimeout(10*time.Second))); err != nil {

@@ -536,6 +536,7 @@ function escapeHTML(s) {
 // press one step.
 let refreshTimer = 0;
 function scheduleRefresh(delay = 40) {
+  S.moving = true; // until the new window is there, drawPlot moves the last layer
   drawPlot(); // instant: re-project what we have
   drawMinimap();
   clearTimeout(refreshTimer);
@@ -582,7 +583,12 @@ async function refreshWindow(first, pending) {
   const loadCurves = () => { if ($('totals').checked) requestCurves(x0, x1, w); loadFragCurve(x0, x1, w); };
   // The curves (built on first use) are asked for once the window is
   // drawn, so that they do not compete with it for the server's CPU.
-  const win = await (pending || api.window(S.p, x0, x1, w, hgt, y0, y1));
+  let win;
+  try {
+    win = await (pending || api.window(S.p, x0, x1, w, hgt, y0, y1));
+  } finally {
+    if (seq === S.seq) S.moving = false;
+  }
   if (seq !== S.seq) return;
   S.win = win;
   const sum = $('summarized');
@@ -942,12 +948,12 @@ function objectId(o) {
 // zoom, a pan) the last layer is kept, and drawPlot moves it: each step
 // rasterizes once, when its window is there.
 const layer = { canvas: null, key: '', view: null };
+window.gpumem.layerView = () => layer.view;
 function plotLayer(win, v, w, h, dpr, X, Y, vy0, vy1, pw, ph) {
   // The sets and the colour classes are replaced, never changed in place.
   const key = [win.seq, w, h, dpr,
     objectId(S.addrMatch), objectId(S.frameMatch), objectId(S.siteMatch), objectId(S.classes)].join(',');
-  const fresh = win.x0 === S.x0 && win.x1 === S.x1;
-  if (layer.key === key && (!fresh || layer.view.join() === [S.x0, S.x1, vy0, vy1].join())) return layer;
+  if (layer.key === key && (S.moving || layer.view.join() === [S.x0, S.x1, vy0, vy1].join())) return layer;
   const c = layer.canvas || (layer.canvas = document.createElement('canvas'));
   c.width = Math.round(w * dpr); c.height = Math.round(h * dpr);
   const ctx = c.getContext('2d', { willReadFrequently: true });
