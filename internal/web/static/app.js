@@ -118,6 +118,10 @@ function decodeCurves(buf, x0) {
 const embedded = await (async () => {
   const el = document.getElementById('gpumem-data');
   if (!el) return null;
+  if (typeof DecompressionStream === 'undefined') {
+    document.body.textContent = 'This page needs a browser with DecompressionStream (Chrome 80, Firefox 113, Safari 16.4 or later).';
+    throw new Error('no DecompressionStream');
+  }
   const gz = new Blob([b64ToBuffer(el.textContent)]).stream().pipeThrough(new DecompressionStream('gzip'));
   return JSON.parse(await new Response(gz).text());
 })();
