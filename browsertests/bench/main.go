@@ -414,7 +414,11 @@ func benchState(ctx context.Context, url, path string) (open, step time.Duration
 			chromedp.WithPollingInterval(2*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second))); err != nil {
 		return 0, 0, err
 	}
-	return open, time.Since(t3), nil
+	step = time.Since(t3)
+	var ph string
+	_ = chromedp.Run(ctx, chromedp.Evaluate(`JSON.stringify(window.gpumem.statePhases)`, &ph))
+	fmt.Fprintf(os.Stderr, "bench: state [fetch+parse, draw] ms (open, step): %s\n", ph)
+	return open, step, nil
 }
 
 func rep(s string, n int) []string {

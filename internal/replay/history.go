@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/gpumem/gpumem/internal/rules"
 	"github.com/gpumem/gpumem/internal/units"
@@ -41,6 +43,11 @@ type History struct {
 
 	baseOnce sync.Once
 	baseSS   *sortedState // base sorted
+
+	// asking counts the StateAt calls past their wait for a checkpoint:
+	// the background build pauses meanwhile, so that a step the user
+	// waits for has the CPU (a 2-core machine otherwise halves it).
+	asking atomic.Int32
 }
 
 // segRec and blockRec are the mutable state memory_viz's simulate_memory
@@ -299,6 +306,11 @@ func (h *History) build(w *work) {
 	last := len(h.viz) - 1
 	used := 0
 	for i := last; i >= 0; i-- {
+		if i%4096 == 0 {
+			for h.asking.Load() > 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
 		touched = touched[:0]
 		h.undo(w, i)
 		h.note(tr, w, i, touched)
@@ -525,6 +537,8 @@ func (h *History) stateAt(idx, top int) *State {
 	// The nearest checkpoint at or after idx, or the last state asked for
 	// when it is nearer (stepping back through the events).
 	cp := h.checkpointFor(idx)
+	h.asking.Add(1)
+	defer h.asking.Add(-1)
 	if idx == n-1 {
 		// The dump's own state: a copy of the base's sorted arrays.
 		ss := h.mergeSorted(h.baseSorted(), nil, h.base, nil, nil)

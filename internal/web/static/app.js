@@ -1360,8 +1360,10 @@ async function selectEvent(idx) {
   S.stateIdx = idx;
   renderRows();
   const seq = ++S.seq;
+  const t0 = performance.now();
   const st = await api.state(S.p, idx);
   if (seq !== S.seq) return;
+  const tf = performance.now();
   S.state = st;
   const pct = (x) => `${(100 * x).toFixed(1)}%`;
   $('state-totals').innerHTML = `<span id="state-text" style="margin:0;color:inherit;font-weight:600">${escapeHTML(st.text)}</span>` +
@@ -1371,6 +1373,8 @@ async function selectEvent(idx) {
     (embedded ? '' : `<a id="state-flame" target="_blank" href="api/flame?${q(S.p, { idx })}">flamegraph of this moment ↗</a>`);
   $('state-stack').textContent = idx >= 0 ? `${st.text}\n${st.event}\n${st.stack}` : 'State before the first event.';
   drawState();
+  // [fetch+parse, draw] ms of each state shown; the bench logs them.
+  window.gpumem.statePhases = (window.gpumem.statePhases || []).slice(-9).concat([[Math.round(tf - t0), Math.round(performance.now() - tf)]]);
   writeHash();
   document.body.dataset.ready = '1';
 }
