@@ -121,6 +121,11 @@ func TestTile(t *testing.T) {
 			slices.Sort(times)
 			t.Logf("10 steps back from the end (top %d): min %v, median %v, max %v", top, times[0], times[5], times[9])
 		}
+		// A step forward is not an undo from the last state: it starts
+		// from the nearest checkpoint after it.
+		start = time.Now()
+		h.StateTop(h.Len()-10, 20000)
+		t.Logf("a step forward (top 20000): %v", time.Since(start))
 		runtime.KeepAlive(h)
 	}
 	runtime.KeepAlive(tl)
