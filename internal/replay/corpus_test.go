@@ -142,12 +142,17 @@ func TestCorpusStateHistory(t *testing.T) {
 			}
 			checkBlockSegments(t, name, last)
 			for k := 0; k < 6; k++ {
-				idx := r.Intn(h.Len()+1) - 1
-				got := h.StateAt(idx)
-				if want := naiveState(h, idx); !reflect.DeepEqual(got, want) {
-					t.Errorf("%s dev %d: StateAt(%d) differs from naive replay", name, d, idx)
+				// A jump, steps back, then forward through the states
+				// passed (journal.redo).
+				at := r.Intn(h.Len()+1) - 1
+				for _, idx := range []int{at, at - 5, at - 2, at - 1, at} {
+					idx = max(idx, -1)
+					got := h.StateAt(idx)
+					if want := naiveState(h, idx); !reflect.DeepEqual(got, want) {
+						t.Errorf("%s dev %d: StateAt(%d) differs from naive replay", name, d, idx)
+					}
+					checkBlockSegments(t, name, got)
 				}
-				checkBlockSegments(t, name, got)
 			}
 		}
 	}

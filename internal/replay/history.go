@@ -40,6 +40,8 @@ type History struct {
 	last       *work
 	lastSorted *sortedState // last sorted, when it is (see sortedState)
 	spare      *sortedState // arrays no State holds, for the next merge
+	// lastJournal can take last forward again (see journal).
+	lastJournal *journal
 
 	baseOnce sync.Once
 	baseSS   *sortedState // base sorted
@@ -157,6 +159,8 @@ type segSet struct {
 	// touched collects the start addresses inserted or removed, when not
 	// nil.
 	touched *[]uint64
+	// log records the old values of what is written, when not nil.
+	log *journal
 }
 
 func newSegSet(n int) segSet {
@@ -170,10 +174,13 @@ func (s *segSet) insert(seg segRec) {
 		*s.touched = append(*s.touched, seg.addr)
 	}
 	if _, ok := s.byStart[seg.addr]; ok {
+		s.log.dups(s)
 		s.dups = append(s.dups, seg)
 		return
 	}
+	s.log.start(s, seg.addr)
 	s.byStart[seg.addr] = seg
+	s.log.end(s, seg.addr+seg.size)
 	s.endAt[seg.addr+seg.size] = seg.addr
 }
 
@@ -192,19 +199,23 @@ func (s *segSet) remove(addr uint64) {
 	if !ok {
 		for i := range s.dups {
 			if s.dups[i].addr == addr {
+				s.log.dups(s)
 				s.dups = append(s.dups[:i], s.dups[i+1:]...)
 				return
 			}
 		}
 		return
 	}
+	s.log.start(s, addr)
 	delete(s.byStart, addr)
 	if st, ok := s.endAt[old.addr+old.size]; ok && st == addr {
+		s.log.end(s, old.addr+old.size)
 		delete(s.endAt, old.addr+old.size)
 	}
 	for i := range s.dups {
 		if s.dups[i].addr == addr {
 			d := s.dups[i]
+			s.log.dups(s)
 			s.dups = append(s.dups[:i], s.dups[i+1:]...)
 			s.insert(d)
 			return
@@ -549,23 +560,27 @@ func (h *History) stateAt(idx, top int) *State {
 	}
 	from := cp.after
 	h.lastMu.Lock()
-	w, prev, spare := h.last, h.lastSorted, h.spare
+	w, prev, spare, jr := h.last, h.lastSorted, h.spare, h.lastJournal
 	h.spare = nil
-	if w != nil && h.lastIdx >= idx && h.lastIdx <= from {
+	redo := false
+	switch {
+	case w != nil && h.lastIdx >= idx && h.lastIdx <= from:
 		from = h.lastIdx
-	} else {
+	case w != nil && jr != nil && h.lastIdx < idx && idx <= jr.top:
+		redo = true // forward, through states the undos passed
+	default:
 		w = nil
 	}
-	h.last, h.lastSorted = nil, nil // in use: another StateAt meanwhile loads its own
+	h.last, h.lastSorted, h.lastJournal = nil, nil, nil // in use: another StateAt meanwhile loads its own
 	h.lastMu.Unlock()
-	if w != nil && prev == nil && from == n-1 {
+	if w != nil && !redo && prev == nil && from == n-1 {
 		prev = h.baseSorted() // the background's copy of the dump's state
 	}
 	// What changes from prev (sorted) to the state: the undone events'
 	// blocks and segments, and a loaded checkpoint's.
 	var blockAddrs, segAddrs []uint64
 	if w == nil {
-		w = h.load(&cp)
+		w, jr = h.load(&cp), nil
 		prev = h.baseSorted()
 		if len(cp.dups) > 0 || len(cp.blocks)+len(cp.segs) > len(w.blocks)/4 {
 			prev = nil // as quick to sort in full
@@ -577,22 +592,32 @@ func (h *History) stateAt(idx, top int) *State {
 			segAddrs = append(segAddrs, sc.addr)
 		}
 	}
-	w.segs.touched = &segAddrs
-	for i := from; i > idx; i-- {
-		h.undo(w, i)
-		switch e := &h.events[h.viz[i]]; e.VizAction() {
-		case snapshot.ActionFree, snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted, snapshot.ActionAlloc:
-			blockAddrs = append(blockAddrs, e.Addr)
+	if redo {
+		jr.redo(w, idx, &blockAddrs, &segAddrs)
+	} else {
+		if jr == nil {
+			jr = &journal{top: from}
 		}
+		w.segs.touched, w.segs.log = &segAddrs, jr
+		for i := from; i > idx; i-- {
+			jr.event = int32(i)
+			switch e := &h.events[h.viz[i]]; e.VizAction() {
+			case snapshot.ActionFree, snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted, snapshot.ActionAlloc:
+				jr.block(w, e.Addr)
+				blockAddrs = append(blockAddrs, e.Addr)
+			}
+			h.undo(w, i)
+		}
+		w.segs.touched, w.segs.log = nil, nil
+		jr.trim()
 	}
-	w.segs.touched = nil
 	ss := h.mergeSorted(prev, spare, w, blockAddrs, segAddrs)
 	if ss == nil {
 		ss = h.sortFull(w)
 	}
 	st := h.layoutState(idx, ss, top)
 	h.lastMu.Lock()
-	h.last, h.lastIdx = w, idx
+	h.last, h.lastIdx, h.lastJournal = w, idx, jr
 	if !ss.dups {
 		h.lastSorted = ss
 	}

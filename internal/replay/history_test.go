@@ -105,7 +105,11 @@ func TestHistoryCheckpointsMatchNaive(t *testing.T) {
 // checkpoints are the naive replay's.
 func TestHistoryStepsMatchNaive(t *testing.T) {
 	r := rand.New(rand.NewSource(7))
+	defer func(m int) { maxJournal = m }(maxJournal)
 	for iter := 0; iter < 6; iter++ {
+		if iter >= 3 {
+			maxJournal = 20 // the journal drops its oldest records often
+		}
 		s := randomSnapshot(r, 3000+r.Intn(3000))
 		h := NewHistory(s, 0)
 		idx := h.Len() - 1
@@ -115,10 +119,12 @@ func TestHistoryStepsMatchNaive(t *testing.T) {
 				idx = r.Intn(h.Len()+1) - 1 // a jump
 			case k%5 == 4:
 				idx -= r.Intn(40) // several events back
+			case k%7 == 3:
+				idx += 1 + r.Intn(3) // forward, through the states passed
 			default:
 				idx-- // one step back
 			}
-			idx = max(-1, idx)
+			idx = max(-1, min(idx, h.Len()-1))
 			want := naiveState(h, idx)
 			if k%3 == 2 {
 				n := 1 + r.Intn(len(want.Segments)+2)
