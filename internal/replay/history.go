@@ -582,8 +582,8 @@ func (h *History) stateAt(idx, top int) *State {
 	if w == nil {
 		w, jr = h.load(&cp), nil
 		prev = h.baseSorted()
-		if len(cp.dups) > 0 || len(cp.blocks)+len(cp.segs) > len(w.blocks)/4 {
-			prev = nil // as quick to sort in full
+		if len(cp.dups) > 0 {
+			prev = nil
 		}
 		for _, bc := range cp.blocks {
 			blockAddrs = append(blockAddrs, bc.addr)
@@ -598,18 +598,31 @@ func (h *History) stateAt(idx, top int) *State {
 		if jr == nil {
 			jr = &journal{top: from}
 		}
-		w.segs.touched, w.segs.log = &segAddrs, jr
+		if from-idx > maxJournal {
+			// A long undo journals only its last events (the journal
+			// keeps no more): a jump costs no more than before.
+			jr.recs, jr.top = jr.recs[:0], idx+maxJournal
+		}
+		w.segs.touched = &segAddrs
 		for i := from; i > idx; i-- {
-			jr.event = int32(i)
+			logging := i <= jr.top
+			if logging {
+				jr.event, w.segs.log = int32(i), jr
+			}
 			switch e := &h.events[h.viz[i]]; e.VizAction() {
 			case snapshot.ActionFree, snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted, snapshot.ActionAlloc:
-				jr.block(w, e.Addr)
+				if logging {
+					jr.block(w, e.Addr)
+				}
 				blockAddrs = append(blockAddrs, e.Addr)
 			}
 			h.undo(w, i)
 		}
 		w.segs.touched, w.segs.log = nil, nil
 		jr.trim()
+	}
+	if len(blockAddrs)+len(segAddrs) > (len(w.blocks)+w.segs.len())/4 {
+		prev = nil // as quick to sort in full
 	}
 	ss := h.mergeSorted(prev, spare, w, blockAddrs, segAddrs)
 	if ss == nil {
