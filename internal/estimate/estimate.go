@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/gpumem/gpumem/internal/units"
 )
 
 // Options describe the job: the model, its precision, the optimizer, the
@@ -185,7 +187,7 @@ func Estimate(o Options) (*Result, error) {
 	return r, nil
 }
 
-func count(n int64) string { return groupDigits(n) }
+func count(n int64) string { return units.Thousands(n) }
 
 // training fills the terms, phases and peak of a training step.
 func (r *Result) training() {
@@ -394,22 +396,4 @@ func plural(n int64) string {
 		return ""
 	}
 	return "s"
-}
-
-// groupDigits writes n with thousands separators: 6,738,415,616.
-func groupDigits(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }

@@ -212,3 +212,22 @@ func Progress(n int64) string {
 	}
 	return strconv.FormatFloat(float64(n)/MiB, 'f', 1, 64) + " MiB"
 }
+
+// Thousands writes n with comma separators (6,738,415,616), for counts of
+// bytes, parameters and events.
+func Thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

@@ -156,3 +156,17 @@ func TestProgress(t *testing.T) {
 		}
 	}
 }
+
+func TestThousands(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "0"}, {7, "7"}, {999, "999"}, {1000, "1,000"}, {-1000, "-1,000"},
+		{-999, "-999"}, {6738415616, "6,738,415,616"}, {-123456789, "-123,456,789"},
+	} {
+		if got := Thousands(c.n); got != c.want {
+			t.Errorf("Thousands(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}
