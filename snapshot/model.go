@@ -15,6 +15,7 @@ package snapshot
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/gpumem/gpumem/internal/rules"
 )
@@ -481,4 +482,34 @@ func (s *Snapshot) Requested(b *Block) uint64 {
 		return b.RequestedSize
 	}
 	return b.Size
+}
+
+// AnnotationSpan is one START/END pair of an external annotation, such as
+// ProfilerStep#3 or Optimizer.step#AdamW.step.
+type AnnotationSpan struct {
+	Name           string
+	StartUS, EndUS int64
+}
+
+// AnnotationSpans pairs the START and END annotations of a device whose
+// name starts with prefix, in the order their ENDs appear; an END without a
+// START, and a START never closed, are left out.
+func (s *Snapshot) AnnotationSpans(device int, prefix string) []AnnotationSpan {
+	var out []AnnotationSpan
+	open := map[string]int64{}
+	for _, a := range s.Annotations {
+		if int(a.Device) != device || !strings.HasPrefix(a.Name, prefix) {
+			continue
+		}
+		switch a.Stage {
+		case "START":
+			open[a.Name] = a.TimeUS
+		case "END":
+			if t0, ok := open[a.Name]; ok {
+				out = append(out, AnnotationSpan{a.Name, t0, a.TimeUS})
+				delete(open, a.Name)
+			}
+		}
+	}
+	return out
 }

@@ -387,20 +387,8 @@ func (r timeRanges) contains(t int64) bool {
 // device.
 func optimizerSteps(s *snapshot.Snapshot, device int) timeRanges {
 	var out timeRanges
-	open := map[string]int64{}
-	for _, a := range s.Annotations {
-		if int(a.Device) != device || !strings.HasPrefix(a.Name, "Optimizer.step#") {
-			continue
-		}
-		switch a.Stage {
-		case "START":
-			open[a.Name] = a.TimeUS
-		case "END":
-			if t0, ok := open[a.Name]; ok {
-				out = append(out, [2]int64{t0, a.TimeUS})
-				delete(open, a.Name)
-			}
-		}
+	for _, sp := range s.AnnotationSpans(device, "Optimizer.step#") {
+		out = append(out, [2]int64{sp.StartUS, sp.EndUS})
 	}
 	return out
 }

@@ -137,33 +137,14 @@ func Find(d *analysis.Device) (*Report, error) {
 // annotated returns the event ranges of START/END annotations whose name
 // starts with prefix on device d.
 func annotated(s *snapshot.Snapshot, d int, ev []snapshot.Event, prefix string) (bounds [][2]int, names []string, src Source) {
-	open := map[string]int64{}
-	type rng struct {
-		name   string
-		t0, t1 int64
-	}
-	var rs []rng
-	for _, a := range s.Annotations {
-		if int(a.Device) != d || !strings.HasPrefix(a.Name, prefix) {
-			continue
-		}
-		switch a.Stage {
-		case "START":
-			open[a.Name] = a.TimeUS
-		case "END":
-			if t0, ok := open[a.Name]; ok {
-				rs = append(rs, rng{a.Name, t0, a.TimeUS})
-				delete(open, a.Name)
-			}
-		}
-	}
-	sort.SliceStable(rs, func(i, j int) bool { return rs[i].t0 < rs[j].t0 })
+	rs := s.AnnotationSpans(d, prefix)
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].StartUS < rs[j].StartUS })
 	for _, r := range rs {
-		first := sort.Search(len(ev), func(i int) bool { return ev[i].TimeUS >= r.t0 })
-		last := sort.Search(len(ev), func(i int) bool { return ev[i].TimeUS > r.t1 }) - 1
+		first := sort.Search(len(ev), func(i int) bool { return ev[i].TimeUS >= r.StartUS })
+		last := sort.Search(len(ev), func(i int) bool { return ev[i].TimeUS > r.EndUS }) - 1
 		if first <= last {
 			bounds = append(bounds, [2]int{first, last})
-			names = append(names, r.name)
+			names = append(names, r.Name)
 		}
 	}
 	return bounds, names, FromProfilerStep
