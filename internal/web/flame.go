@@ -19,9 +19,8 @@ func (s *Server) handleFlame(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dd := p.f.device(p.device)
-	idx := intParam(r, "idx", len(dd.viz)-1)
-	if idx < -1 || idx >= len(dd.viz) {
-		writeErr(w, http.StatusBadRequest, "event index %d out of range [-1, %d)", idx, len(dd.viz))
+	idx, ok := eventParam(w, r, dd)
+	if !ok {
 		return
 	}
 	dv := analysis.NewDevice(dd.snap, dd.device)

@@ -403,15 +403,25 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"total": len(dd.viz), "from": from, "lines": lines})
 }
 
+// eventParam reads idx, a memory_viz event of the device (default its
+// last; -1 is before the first event), or answers 400.
+func eventParam(w http.ResponseWriter, r *http.Request, dd *deviceData) (int, bool) {
+	idx := intParam(r, "idx", len(dd.viz)-1)
+	if idx < -1 || idx >= len(dd.viz) {
+		writeErr(w, http.StatusBadRequest, "event index %d out of range [-1, %d)", idx, len(dd.viz))
+		return 0, false
+	}
+	return idx, true
+}
+
 func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.params(w, r)
 	if !ok {
 		return
 	}
 	dd := p.f.device(p.device)
-	idx := intParam(r, "idx", len(dd.viz)-1)
-	if idx < -1 || idx >= len(dd.viz) {
-		writeErr(w, http.StatusBadRequest, "event index %d out of range [-1, %d)", idx, len(dd.viz))
+	idx, ok := eventParam(w, r, dd)
+	if !ok {
 		return
 	}
 	hist, err := dd.stateHist()
