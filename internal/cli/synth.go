@@ -26,7 +26,8 @@ with lazily created states, zero_grad(set_to_none)) runs through gpumem's
 model of PyTorch's caching allocator, so segments, blocks and the trace are
 what the allocator would produce. Python stacks on every entry, time_us,
 one ProfilerStep#N annotation per step, allocator_settings for --config.
-Output is deterministic for the same flags and --seed.
+Output is deterministic for the same flags and --seed. A shape or count
+flag left out or given as 0 takes the default shown beside it.
 
 Examples:
   gpumem synth --model transformer --layers 4 --d-model 1024 --batch 8 --seq 512 --steps 3 -o run.pickle
