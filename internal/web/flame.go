@@ -23,10 +23,15 @@ func (s *Server) handleFlame(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	dv := analysis.NewDevice(dd.snap, dd.device)
+	// The device's analysis is built once and shared with the peak and
+	// OOM answers (a new one replayed the whole trace per request).
+	dv, err := dd.analysisDevice()
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
+		return
+	}
 	m := analysis.Moment{Spec: "before the first event", Action: -1, Event: -1}
 	if idx >= 0 {
-		var err error
 		if m, err = dv.Resolve(fmt.Sprintf("e%d", dd.viz[idx])); err != nil {
 			writeErr(w, http.StatusBadRequest, "%v", err)
 			return
