@@ -12,7 +12,6 @@ import (
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/estimate"
-	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -324,7 +323,9 @@ func measureSnapshot(s *snapshot.Snapshot, device int) estimate.Measured {
 			atPeak = cur
 		}
 	}
-	_, reserved := replay.Peaks(s, device)
+	// The Active Cached Segment Timeline's peak is the one replay.Peaks
+	// reports; d replayed it already.
+	reserved := d.Segments.PeakBytes
 	m := estimate.Measured{
 		Peak:           int64(lt.PeakBytes),
 		PeakReserved:   int64(reserved),
