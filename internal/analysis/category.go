@@ -403,6 +403,46 @@ func (d *Device) CategoriesAt(m Moment) Totals {
 	return t
 }
 
+// CategorySweep follows the live bytes per category along the Active
+// Memory Timeline's actions: Live starts as the total before the first
+// action, and Apply(k) for k = 0, 1, ... in order adds action k's effect.
+type CategorySweep struct {
+	Live Totals
+	d    *Device
+	// act[k] is action k's allocation: i+1 when it is born then, -i-1 when
+	// it dies (each action pushes or pops one element), 0 for none.
+	act []int32
+}
+
+// NewCategorySweep starts a sweep before the first action. One array of
+// an int32 per action (not a list per action: millions of actions).
+func (d *Device) NewCategorySweep() *CategorySweep {
+	lt := d.Active
+	c := &CategorySweep{d: d, act: make([]int32, len(lt.Events))}
+	for i := range lt.Items {
+		it := &lt.Items[i]
+		if it.Born < 0 {
+			c.Live[d.Category(i)] += it.Size
+		} else if int(it.Born) < len(c.act) {
+			c.act[it.Born] = int32(i + 1)
+		}
+		if it.Died >= 0 && int(it.Died) < len(c.act) {
+			c.act[it.Died] = int32(-i - 1)
+		}
+	}
+	return c
+}
+
+// Apply adds the effect of action k.
+func (c *CategorySweep) Apply(k int) {
+	switch x := c.act[k]; {
+	case x > 0:
+		c.Live[c.d.Category(int(x-1))] += c.d.Active.Items[x-1].Size
+	case x < 0:
+		c.Live[c.d.Category(int(-x-1))] -= c.d.Active.Items[-x-1].Size
+	}
+}
+
 // Classes assigns each allocation of the Active Memory Timeline (by
 // element id) a class for colouring: by "category" (the legend is the
 // category names in Categories' order) or by "stream" (the legend names

@@ -289,38 +289,21 @@ func checkSnapshot(env *Env, res *estimate.Result, path string, useDemo bool, de
 func measureSnapshot(s *snapshot.Snapshot, device int) estimate.Measured {
 	d := analysis.NewDevice(s, device)
 	lt := d.Active
-	// Sweep the actions once, adding each allocation at its birth and
-	// removing it at its death, keeping every category's maximum.
-	births := make([][]int32, len(lt.Events))
-	deaths := make([][]int32, len(lt.Events))
-	var cur, most, atPeak analysis.Totals
-	for i := range lt.Items {
-		it := &lt.Items[i]
-		if it.Born < 0 {
-			cur[d.Category(i)] += it.Size
-		} else if int(it.Born) < len(births) {
-			births[it.Born] = append(births[it.Born], int32(i))
-		}
-		if it.Died >= 0 && int(it.Died) < len(deaths) {
-			deaths[it.Died] = append(deaths[it.Died], int32(i))
-		}
-	}
-	most = cur
+	// Sweep the actions once, keeping every category's maximum.
+	sweep := d.NewCategorySweep()
+	cur := &sweep.Live
+	var most, atPeak analysis.Totals
+	most = *cur
 	if lt.PeakAction < 0 {
-		atPeak = cur
+		atPeak = *cur
 	}
 	for k := range lt.Events {
-		for _, i := range births[k] {
-			cur[d.Category(int(i))] += lt.Items[i].Size
-		}
-		for _, i := range deaths[k] {
-			cur[d.Category(int(i))] -= lt.Items[i].Size
-		}
+		sweep.Apply(k)
 		for c := range cur {
 			most[c] = max(most[c], cur[c])
 		}
 		if k == lt.PeakAction {
-			atPeak = cur
+			atPeak = *cur
 		}
 	}
 	// The Active Cached Segment Timeline's peak is the one replay.Peaks

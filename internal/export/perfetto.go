@@ -236,19 +236,8 @@ func (p *perfettoWriter) device(d int) {
 	// the effect of one raw event.
 	dv := analysis.NewDevice(s, d)
 	lt := dv.Active
-	var live analysis.Totals
-	delta := make([][]int32, len(lt.Events)) // items born (+i+1) or dying (-i-1) at action k
-	for i := range lt.Items {
-		it := &lt.Items[i]
-		if it.Born < 0 {
-			live[dv.Category(i)] += it.Size
-		} else {
-			delta[it.Born] = append(delta[it.Born], int32(i+1))
-		}
-		if int(it.Died) < len(lt.Events) {
-			delta[it.Died] = append(delta[it.Died], int32(-i-1))
-		}
-	}
+	sweep := dv.NewCategorySweep()
+	live := &sweep.Live
 	c := replay.NewCurves(s, d)
 	var drawnLive uint64
 	emit := func(i int, t replay.Totals) {
@@ -275,13 +264,7 @@ func (p *perfettoWriter) device(d int) {
 			}
 		}
 		for ; k < len(lt.Events) && int(lt.Events[k]) <= i; k++ {
-			for _, x := range delta[k] {
-				if x > 0 {
-					live[dv.Category(int(x-1))] += lt.Items[x-1].Size
-				} else {
-					live[dv.Category(int(-x-1))] -= lt.Items[-x-1].Size
-				}
-			}
+			sweep.Apply(k)
 		}
 		emit(i, c.At(i))
 	}
