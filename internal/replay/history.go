@@ -260,7 +260,7 @@ func (s *segSet) sorted() []segRec {
 	return out
 }
 
-func newHistory(s *snapshot.Snapshot, device int, background bool) *History {
+func newHistory(s *snapshot.Snapshot, device int, spawn func(func())) *History {
 	h := &History{s: s, device: device, viz: vizEvents(s, device), divs: s.AllocatorSettings.Divisions()}
 	if device >= 0 && device < len(s.Traces) {
 		h.events = s.Traces[device].Events
@@ -289,7 +289,7 @@ func newHistory(s *snapshot.Snapshot, device int, background bool) *History {
 	h.grown = sync.NewCond(&h.mu)
 	h.every = CheckpointEvery
 	h.ckpt = append(h.ckpt, checkpoint{after: len(h.viz) - 1})
-	if background {
+	if spawn != nil {
 		// The copy to undo in, and one for the first step back from the
 		// dump's state, are made off the caller's path too.
 		go func() {
@@ -298,7 +298,7 @@ func newHistory(s *snapshot.Snapshot, device int, background bool) *History {
 				h.last, h.lastIdx = w.clone(), len(h.viz)-1
 			}
 			h.lastMu.Unlock()
-			h.build(w.clone())
+			spawn(func() { h.build(w.clone()) })
 		}()
 	} else {
 		h.build(w.clone())

@@ -177,7 +177,7 @@ func TestStartHistoryMatchesNaive(t *testing.T) {
 	r := rand.New(rand.NewSource(5))
 	for iter := 0; iter < 4; iter++ {
 		s := randomSnapshot(r, 9000+r.Intn(6000))
-		h := StartHistory(s, 0)
+		h := StartHistory(s, 0, nil)
 		n := h.Len()
 		idxs := []int{n - 1, n - 2, n - 3, n - 10, n / 2, 0, -1, n - 4}
 		for k := 0; k < 6; k++ {

@@ -81,21 +81,27 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/files", s.handleFiles)
 	mux.HandleFunc("GET /api/meta", s.handleMeta)
 	mux.HandleFunc("GET /api/window", s.handleWindow)
-	mux.HandleFunc("GET /api/curves", s.handleCurves)
-	mux.HandleFunc("GET /api/markers", s.handleMarkers)
+	mux.HandleFunc("GET /api/curves", background(soon, s.handleCurves))
+	mux.HandleFunc("GET /api/markers", background(soon, s.handleMarkers))
 	mux.HandleFunc("GET /api/elem", s.handleElem)
 	mux.HandleFunc("GET /api/search", s.handleSearch)
 	mux.HandleFunc("GET /api/events", s.handleEvents)
 	mux.HandleFunc("GET /api/state", s.handleState)
-	mux.HandleFunc("GET /api/flame", s.handleFlame)
+	mux.HandleFunc("GET /api/flame", background(later, s.handleFlame))
 	mux.HandleFunc("GET /api/settings", s.handleSettings)
-	mux.HandleFunc("GET /api/classes", s.handleClasses)
-	mux.HandleFunc("GET /api/peak", s.handlePeak)
-	mux.HandleFunc("GET /api/oom", s.handleOOM)
-	mux.HandleFunc("GET /api/fragcurve", s.handleFragCurve)
+	mux.HandleFunc("GET /api/classes", background(later, s.handleClasses))
+	mux.HandleFunc("GET /api/peak", background(later, s.handlePeak))
+	mux.HandleFunc("GET /api/oom", background(later, s.handleOOM))
+	mux.HandleFunc("GET /api/fragcurve", background(later, s.handleFragCurve))
 	mux.HandleFunc("POST /api/upload", s.handleUpload)
 	mux.HandleFunc("GET /api/watch", s.handleWatch)
 	return s.hostCheck(mux)
+}
+
+// background wraps the handlers of what the page loads after its first
+// paint, or on a click, and computes on first use (see inBackground).
+func background(p priority, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { inBackground(p, func() { h(w, r) }) }
 }
 
 // hostCheck rejects requests whose Host is not this server (DNS rebinding).
@@ -318,9 +324,9 @@ func (s *Server) handleMarkers(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"markers": p.f.device(p.device).markers(tl)})
 	// The page asks for the markers once its first window is painted.
 	p.f.warmState(p.device)
+	writeJSON(w, http.StatusOK, map[string]any{"markers": p.f.device(p.device).markers(tl)})
 }
 
 type elemJSON struct {

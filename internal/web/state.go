@@ -19,7 +19,7 @@ type stateHistory struct {
 }
 
 func (d *deviceData) stateHist() (*stateHistory, error) {
-	return d.history.get(func() *stateHistory { return &stateHistory{d: d, h: replay.StartHistory(d.snap, d.device)} },
+	return d.history.get(func() *stateHistory { return &stateHistory{d: d, h: replay.StartHistory(d.snap, d.device, spawnLater)} },
 		"building the state history of device %d", d.device)
 }
 
@@ -62,14 +62,16 @@ func (f *file) warmState(device int) {
 	d := f.device(device)
 	d.warmed.Do(func() {
 		go func() {
-			defer func() { _ = recover() }() // a failure shows when the view is opened
 			<-f.ready
 			if f.loadErr != nil {
 				return
 			}
-			if h, err := d.stateHist(); err == nil {
-				h.stateJSON(h.h.Len() - 1)
-			}
+			inBackground(soon, func() {
+				defer func() { _ = recover() }() // a failure shows when the view is opened
+				if h, err := d.stateHist(); err == nil {
+					h.stateJSON(h.h.Len() - 1)
+				}
+			})
 		}()
 	})
 }

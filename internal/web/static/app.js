@@ -792,6 +792,29 @@ function tracePolygon(ctx, win, i, X, Y) {
   ctx.closePath();
 }
 
+const rasterAcc = { buf: new Float32Array(0) };
+const rasterSteps = { rows: new Float64Array(8), cols: new Float64Array(8) };
+
+// steps writes to out, as (pixel, change) pairs, where the coverage of
+// the pixels [p0, p1) by the interval [lo, hi) changes: the first pixel
+// covered in part, the whole ones inside, the last in part, then 0. It
+// returns the length written.
+function steps(p0, p1, lo, hi, out) {
+  const first = Math.min(p0 + 1, hi) - Math.max(p0, lo);
+  out[0] = p0; out[1] = first;
+  if (p1 - p0 === 1) { out[2] = p1; out[3] = -first; return 4; }
+  const last = Math.min(p1, hi) - Math.max(p1 - 1, lo);
+  if (p1 - p0 === 2) { out[2] = p0 + 1; out[3] = last - first; out[4] = p1; out[5] = -last; return 6; }
+  out[2] = p0 + 1; out[3] = 1 - first; out[4] = p1 - 1; out[5] = last - 1; out[6] = p1; out[7] = -last;
+  return 8;
+}
+
+// addCorner adds weight a of colour (r, g, b) at offset o of the
+// difference table.
+function addCorner(acc, o, a, r, g, b) {
+  acc[o] += r * a; acc[o + 1] += g * a; acc[o + 2] += b * a; acc[o + 3] += a;
+}
+
 // fillPolygons fills the polygons in view: pool envelopes as canvas
 // paths, then the allocations rasterized here into the pixels of ctx (dpr
 // device pixels per CSS pixel), which for thousands of thin shapes is
@@ -800,15 +823,13 @@ function tracePolygon(ctx, win, i, X, Y) {
 // top edge; each pixel it crosses gets its colour weighted by how much of
 // the pixel it covers (allocations never overlap, so the covered parts of
 // a pixel add up), so that sub-pixel allocations tint the pixel as
-// memory_viz's SVG does. The weights are added as rectangles to a
-// two-dimensional difference table (a corner each), which one sweep over
-// the pixels sums: a flat slice of a polygon (between two points, where
-// its edges do not move) is at most nine rectangles (its partly covered
-// edge rows and columns, and the inside), a sloped slice (a slide, at
-// most 3 timesteps) three per column, so that the cost does not grow
-// with the polygons' area. While a search is active, polygons that do
+// memory_viz's SVG does. The weights are added to a two-dimensional
+// difference table, which one sweep over the pixels
+// sums: a flat slice of a polygon (between two points, where its edges
+// do not move) is at most 4 x 4 corners, a sloped slice (a slide, at most
+// 3 timesteps) at most 8 per column, so that the cost does not grow with
+// the polygons' area. While a search is active, polygons that do
 // not match are dimmed.
-const rasterAcc = { buf: new Float32Array(0) };
 function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
   for (const i of v.envelopes) {
     ctx.beginPath(); tracePolygon(ctx, win, i, X, Y);
@@ -825,33 +846,19 @@ function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
   if (rasterAcc.buf.length < n) rasterAcc.buf = new Float32Array(n);
   const acc = rasterAcc.buf;
   acc.fill(0, 0, n);
-  let cr = 0, cg = 0, cb = 0;
-  const corner = (o, a) => { acc[o] += cr * a; acc[o + 1] += cg * a; acc[o + 2] += cb * a; acc[o + 3] += a; };
-  // rect weights rows [r0, r1) and columns [c0, c1) of the clip by a.
-  const rect = (r0, r1, c0, c1, a) => {
-    const top = 4 * ((r0 - cy0) * RW - cx0), bot = 4 * ((r1 - cy0) * RW - cx0);
-    corner(top + 4 * c0, a); corner(top + 4 * c1, -a); corner(bot + 4 * c0, -a); corner(bot + 4 * c1, a);
-  };
-  // cover lists, for the pixels [p0, p1) that the interval [lo, hi)
-  // crosses, runs of pixels with the same covered fraction: the first,
-  // the inner ones (whole), the last.
-  const runs = (p0, p1, lo, hi, out) => {
-    out.length = 0;
-    const f0 = Math.min(p0 + 1, hi) - Math.max(p0, lo);
-    out.push(p0, p0 + 1, f0);
-    if (p1 - p0 === 1) return out;
-    if (p1 - p0 > 2) out.push(p0 + 1, p1 - 1, 1);
-    out.push(p1 - 1, p1, Math.min(p1, hi) - Math.max(p1 - 1, lo));
-    return out;
-  };
-  const rowRuns = [], colRuns = [];
   const base = win.x0, xs = win.xs, ys = win.ys;
   const rgb = tableau10.map(c => [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)]);
+  // The weight of a slice is a product of a function of the row and one
+  // of the column, each constant but at its ends: its 2-D differences are
+  // the products of the two 1-D ones (steps, below), at most 4 x 4
+  // corners of the table.
+  const rs = rasterSteps.rows, cs = rasterSteps.cols;
   // Edges in device pixels, reused between polygons: x, the bottom and
   // the top (the top edge's points are the bottom's, in reverse).
   let bx = new Float64Array(64), by = new Float64Array(64), ty = new Float64Array(64);
+  const rowOff = 4 * RW, org = -4 * (cy0 * RW + cx0);
   v.groups.forEach((g, k) => {
-    [cr, cg, cb] = rgb[k % 10];
+    const [cr, cg, cb] = rgb[k % 10];
     const alpha = k >= 10 ? 0.2 : 1;
     for (const i of g) {
       const s = win.starts[i], n = win.starts[i + 1] - s, half = n >> 1;
@@ -871,12 +878,10 @@ function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
           const yt = ty[j], yb = by[j];
           const r0 = Math.max(cy0, Math.floor(yt)), r1 = Math.min(cy1, Math.ceil(yb));
           if (r0 >= r1) continue;
-          runs(r0, r1, yt, yb, rowRuns); runs(c0, c1, xa, xb, colRuns);
-          for (let a = 0; a < rowRuns.length; a += 3) {
-            for (let b = 0; b < colRuns.length; b += 3) {
-              const wgt = alpha * rowRuns[a + 2] * colRuns[b + 2];
-              if (wgt > 0) rect(rowRuns[a], rowRuns[a + 1], colRuns[b], colRuns[b + 1], wgt);
-            }
+          const nr = steps(r0, r1, yt, yb, rs), nc = steps(c0, c1, xa, xb, cs);
+          for (let a = 0; a < nr; a += 2) {
+            const o = org + rowOff * rs[a], wr = alpha * rs[a + 1];
+            for (let b = 0; b < nc; b += 2) addCorner(acc, o + 4 * cs[b], wr * cs[b + 1], cr, cg, cb);
           }
           continue;
         }
@@ -887,10 +892,11 @@ function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
           const yb = by[j] + (by[j + 1] - by[j]) * f, yt = ty[j] + (ty[j + 1] - ty[j]) * f;
           const r0 = Math.max(cy0, Math.floor(yt)), r1 = Math.min(cy1, Math.ceil(yb));
           if (r0 >= r1) continue;
-          runs(r0, r1, yt, yb, rowRuns);
-          for (let a = 0; a < rowRuns.length; a += 3) {
-            const wgt = alpha * hcov * rowRuns[a + 2];
-            if (wgt > 0) rect(rowRuns[a], rowRuns[a + 1], col, col + 1, wgt);
+          const nr = steps(r0, r1, yt, yb, rs), w = alpha * hcov;
+          for (let a = 0; a < nr; a += 2) {
+            const o = org + rowOff * rs[a] + 4 * col, wr = w * rs[a + 1];
+            addCorner(acc, o, wr, cr, cg, cb);
+            addCorner(acc, o + 4, -wr, cr, cg, cb);
           }
         }
       }

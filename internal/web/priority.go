@@ -1,0 +1,100 @@
+package web
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Work the page does not wait on to respond to the user (the totals
+// curves, the peak and OOM answers, the colour classes, the state
+// history's checkpoints, built on first use) runs in the background at
+// a low CPU priority (on Linux, nice 10 or 19 by how soon it is wanted),
+// so that on a machine with few cores it takes only the CPU that the
+// window answers and the browser leave idle: a zoom right after the first
+// paint of an 80 MB snapshot waited 100-200 ms behind the peak answer's
+// analysis and the state history.
+//
+// A thread's priority cannot be raised again without privileges, so the
+// background work runs on a few worker goroutines that lock their
+// threads for good: those threads run nothing else (threads the runtime
+// starts from them are made by its template thread and do not inherit
+// the priority). They never exit either: on Linux a child process started
+// with a parent-death signal from a thread would get it when the thread
+// ends (a browser started by a test, say). The server has as many more Go
+// processors than cores as there are workers: a low-priority thread holds
+// its processor while the system runs other threads, and the requests
+// the user waits on must still find one free.
+
+// A priority says how soon background work is wanted.
+type priority int
+
+const (
+	// soon is for what the page shows without a click (the totals
+	// curves, the markers) and the state view's first answer: it takes
+	// the CPU the user's requests leave, before later work.
+	soon priority = 10
+	// later is for the answers and the state history's checkpoints.
+	later priority = 19
+)
+
+// workerPool is the workers of one priority.
+type workerPool struct {
+	nice    int
+	workers int
+	start   sync.Once
+	jobs    chan func()
+}
+
+var pools = map[priority]*workerPool{
+	soon:  {nice: int(soon), workers: 2, jobs: make(chan func())},
+	later: {nice: int(later), workers: 3, jobs: make(chan func())},
+}
+
+var backgroundProcs sync.Once
+
+// inBackground runs f on a worker of priority p and waits for it; a
+// panic in f is raised again in the caller (lazy.get turns it into an
+// error).
+func inBackground(p priority, f func()) {
+	backgroundProcs.Do(func() {
+		if lowerThreadPriority == nil {
+			return
+		}
+		extra := 0
+		for _, wp := range pools {
+			extra += wp.workers
+		}
+		if runtime.GOMAXPROCS(0) < runtime.NumCPU()+extra {
+			runtime.GOMAXPROCS(runtime.NumCPU() + extra)
+		}
+	})
+	wp := pools[p]
+	wp.start.Do(func() {
+		for range wp.workers {
+			go wp.work()
+		}
+	})
+	done := make(chan any, 1)
+	wp.jobs <- func() {
+		defer func() { done <- recover() }()
+		f()
+	}
+	if v := <-done; v != nil {
+		panic(v)
+	}
+}
+
+// work runs jobs on a thread of its own at the pool's priority.
+func (wp *workerPool) work() {
+	if lowerThreadPriority != nil {
+		runtime.LockOSThread() // for good: see above
+		lowerThreadPriority(wp.nice)
+	}
+	for f := range wp.jobs {
+		f()
+	}
+}
+
+// spawnLater runs f in the background at priority later without waiting,
+// for replay's background builds.
+func spawnLater(f func()) { go inBackground(later, f) }
