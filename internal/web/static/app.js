@@ -1298,9 +1298,14 @@ function runSearch() {
     const addr = $('search-addr').value, frame = $('search-frame').value;
     if (!isTimeline()) return;
     if (!addr.trim() && !frame.trim()) {
-      S.addrMatch = new Set(); S.frameMatch = new Set();
       $('addr-count').textContent = ''; $('frame-count').textContent = '';
-      drawPlot(); return;
+      // New sets would change the layer's key: rasterizing the window
+      // again for nothing (it ran once after every first paint).
+      if (S.addrMatch.size || S.frameMatch.size) {
+        S.addrMatch = new Set(); S.frameMatch = new Set();
+        drawPlot();
+      }
+      return;
     }
     try {
       const r = await api.search(S.p, addr, frame);
