@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"sync"
 )
 
 // classifyLimit bounds how many elements beyond Detail a query classifies
@@ -67,6 +68,7 @@ func (t *Timeline) selectWindow(f *Frame, t0, t1, y0, y1 float64, detail int) ([
 	// The whole height: every element overlapping in time intersects.
 	fullY := y0 <= 0 && y1 >= float64(t.peak)
 	w := &windowSel{t: t, t0: t0, t1: t1, y0: y0, y1: y1, fullY: fullY, baseOf: map[int32]float64{}}
+	defer func() { w.first.release(); w.last.release() }()
 	classify := func(cand []int32) {
 		if fullY {
 			w.in = append(w.in, cand...)
@@ -141,10 +143,20 @@ type stackPrefix struct {
 	limit int32
 }
 
-// prefixAt walks the stack at x below position limit.
+// prefixes keeps the arrays of stack prefixes between queries: a zoomed
+// window walks the stack up to half a million positions at two times,
+// and allocating (and zeroing) those arrays anew took a tenth of a query.
+var prefixes sync.Pool
+
+// prefixAt walks the stack at x below position limit. Its arrays are
+// given back with release.
 func (t *Timeline) prefixAt(x float64, limit int32) *stackPrefix {
 	n := min(int(limit), 1<<20)
-	sp := &stackPrefix{pos: make([]int32, 0, n), below: make([]float64, 0, n), limit: limit}
+	sp, _ := prefixes.Get().(*stackPrefix)
+	if sp == nil || cap(sp.pos) < n {
+		sp = &stackPrefix{pos: make([]int32, 0, n), below: make([]float64, 0, n)}
+	}
+	sp.pos, sp.below, sp.total, sp.limit = sp.pos[:0], sp.below[:0], 0, limit
 	t.stack(x, int(limit), func(id int32, w float64) {
 		sp.pos = append(sp.pos, t.pos[id])
 		sp.below = append(sp.below, sp.total)
@@ -162,12 +174,20 @@ func (sp *stackPrefix) at(p int32) float64 {
 	return sp.below[i]
 }
 
+// release gives sp's arrays back for the next query.
+func (sp *stackPrefix) release() {
+	if sp != nil {
+		prefixes.Put(sp)
+	}
+}
+
 // prefix returns sp if it covers the stack below position p, else the
-// stack at x up to the next power of two past p.
+// stack at x up to the next power of two past p (sp is released).
 func (w *windowSel) prefix(sp *stackPrefix, x float64, p int32) *stackPrefix {
 	if sp != nil && p < sp.limit {
 		return sp
 	}
+	sp.release()
 	limit := int32(min(1<<bits.Len32(uint32(p)), len(w.t.byPos)))
 	return w.t.prefixAt(x, max(limit, p+1))
 }
