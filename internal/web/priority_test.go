@@ -1,8 +1,11 @@
 package web
 
 import (
+	"context"
+	"net/http"
 	"runtime"
 	"testing"
+	"time"
 )
 
 func TestInBackground(t *testing.T) {
@@ -35,4 +38,50 @@ func TestInBackground(t *testing.T) {
 	}, "test"); err == nil {
 		t.Error("lazy.get of a panicking background job: no error")
 	}
+}
+
+func TestWaitIdle(t *testing.T) {
+	var u userRequests
+	done := make(chan struct{})
+	go func() { u.waitIdle(context.Background()); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("waitIdle waits with no request ever made")
+	}
+
+	release := make(chan struct{})
+	started := make(chan struct{})
+	h := u.track(func(http.ResponseWriter, *http.Request) { close(started); <-release })
+	go h(nil, nil)
+	<-started
+	done = make(chan struct{})
+	go func() { u.waitIdle(context.Background()); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("waitIdle returned while a user request runs")
+	case <-time.After(100 * time.Millisecond):
+	}
+	ended := time.Now()
+	close(release)
+	<-done
+	if d := time.Since(ended); d < userPause*9/10 {
+		t.Errorf("waitIdle returned %v after the request ended; want the pause, %v", d, userPause)
+	}
+
+	// A request that is gone stops waiting.
+	ctx, cancel := context.WithCancel(context.Background())
+	release = make(chan struct{})
+	started = make(chan struct{})
+	go u.track(func(http.ResponseWriter, *http.Request) { close(started); <-release })(nil, nil)
+	<-started
+	done = make(chan struct{})
+	go func() { u.waitIdle(ctx); close(done) }()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Error("waitIdle ignores its context")
+	}
+	close(release)
 }

@@ -44,6 +44,7 @@ type Server struct {
 	*Store
 	opt   Options
 	watch watchLogs // gpumem watch logs, drawn by watch.html
+	user  userRequests
 }
 
 // New returns a server with no files.
@@ -80,19 +81,19 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /api/files", s.handleFiles)
 	mux.HandleFunc("GET /api/meta", s.handleMeta)
-	mux.HandleFunc("GET /api/window", s.handleWindow)
-	mux.HandleFunc("GET /api/curves", background(soon, s.handleCurves))
-	mux.HandleFunc("GET /api/markers", background(soon, s.handleMarkers))
+	mux.HandleFunc("GET /api/window", s.user.track(s.handleWindow))
+	mux.HandleFunc("GET /api/curves", s.whenIdle(soon, s.handleCurves))
+	mux.HandleFunc("GET /api/markers", s.handleMarkers)
 	mux.HandleFunc("GET /api/elem", s.handleElem)
 	mux.HandleFunc("GET /api/search", s.handleSearch)
 	mux.HandleFunc("GET /api/events", s.handleEvents)
-	mux.HandleFunc("GET /api/state", s.handleState)
-	mux.HandleFunc("GET /api/flame", background(later, s.handleFlame))
+	mux.HandleFunc("GET /api/state", s.user.track(s.handleState))
+	mux.HandleFunc("GET /api/flame", s.whenIdle(later, s.handleFlame))
 	mux.HandleFunc("GET /api/settings", s.handleSettings)
-	mux.HandleFunc("GET /api/classes", background(later, s.handleClasses))
-	mux.HandleFunc("GET /api/peak", background(later, s.handlePeak))
-	mux.HandleFunc("GET /api/oom", background(later, s.handleOOM))
-	mux.HandleFunc("GET /api/fragcurve", background(later, s.handleFragCurve))
+	mux.HandleFunc("GET /api/classes", s.whenIdle(later, s.handleClasses))
+	mux.HandleFunc("GET /api/peak", s.whenIdle(later, s.handlePeak))
+	mux.HandleFunc("GET /api/oom", s.whenIdle(later, s.handleOOM))
+	mux.HandleFunc("GET /api/fragcurve", s.whenIdle(later, s.handleFragCurve))
 	mux.HandleFunc("POST /api/upload", s.handleUpload)
 	mux.HandleFunc("GET /api/watch", s.handleWatch)
 	return s.hostCheck(mux)
@@ -102,6 +103,16 @@ func (s *Server) Handler() http.Handler {
 // paint, or on a click, and computes on first use (see inBackground).
 func background(p priority, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) { inBackground(p, func() { h(w, r) }) }
+}
+
+// whenIdle is background for what can wait until the user pauses: it
+// starts once no window or state step has been asked for a moment.
+func (s *Server) whenIdle(p priority, h http.HandlerFunc) http.HandlerFunc {
+	bg := background(p, h)
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.user.waitIdle(r.Context())
+		bg(w, r)
+	}
 }
 
 // hostCheck rejects requests whose Host is not this server (DNS rebinding).
@@ -324,9 +335,15 @@ func (s *Server) handleMarkers(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	// The page asks for the markers once its first window is painted.
+	// The page asks for the markers once its first window is painted: the
+	// state view's first answer is prepared from then on, without waiting
+	// for the user to pause (it takes seconds on a big file); the markers
+	// wait.
 	p.f.warmState(p.device)
-	writeJSON(w, http.StatusOK, map[string]any{"markers": p.f.device(p.device).markers(tl)})
+	s.user.waitIdle(r.Context())
+	var m []marker
+	inBackground(soon, func() { m = p.f.device(p.device).markers(tl) })
+	writeJSON(w, http.StatusOK, map[string]any{"markers": m})
 }
 
 type elemJSON struct {
