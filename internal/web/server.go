@@ -452,7 +452,9 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, hist.stateJSON(idx))
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(append(hist.stateJSON(idx).appendJSON(nil), '\n'))
 }
 
 func (s *Server) handleSettings(w http.ResponseWriter, r *http.Request) {

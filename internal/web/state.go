@@ -45,12 +45,12 @@ type stateJSON struct {
 const maxStateSegments = 20000
 
 type segJSON struct {
-	Addr    string   `json:"addr"`
-	Size    float64  `json:"size"`
-	Stream  int32    `json:"stream"`
-	Pool    []int64  `json:"pool,omitempty"`
-	Version int32    `json:"version"`
-	Blocks  [][5]any `json:"blocks"` // offset, size, requested, pending, version
+	Addr    string      `json:"addr"`
+	Size    float64     `json:"size"`
+	Stream  int32       `json:"stream"`
+	Pool    []int64     `json:"pool,omitempty"`
+	Version int32       `json:"version"`
+	Blocks  []blockJSON `json:"blocks"`
 }
 
 // warmState prepares in the background, once per device and when the file
@@ -105,12 +105,12 @@ func (h *stateHistory) build(idx int) *stateJSON {
 	for _, si := range order {
 		s := &st.Segments[si]
 		sj := segJSON{Addr: replay.FormatAddr(true, s.Addr, s.Version), Size: float64(s.Size), Stream: int32(s.Stream),
-			Version: s.Version, Blocks: make([][5]any, 0, s.NumBlocks)}
+			Version: s.Version, Blocks: make([]blockJSON, 0, s.NumBlocks)}
 		if snapshot.IsPrivatePool(s.PoolID) {
 			sj.Pool = []int64{s.PoolID[0], s.PoolID[1]}
 		}
 		for _, b := range st.Blocks[s.FirstBlock : s.FirstBlock+s.NumBlocks] {
-			sj.Blocks = append(sj.Blocks, [5]any{float64(b.Addr - s.Addr), float64(b.Size), float64(b.Requested), b.PendingFree, b.Version})
+			sj.Blocks = append(sj.Blocks, blockJSON{float64(b.Addr - s.Addr), float64(b.Size), float64(b.Requested), b.PendingFree, b.Version})
 		}
 		out.Segments = append(out.Segments, sj)
 	}
