@@ -99,19 +99,14 @@ func (s *Server) Handler() http.Handler {
 	return s.hostCheck(mux)
 }
 
-// background wraps the handlers of what the page loads after its first
-// paint, or on a click, and computes on first use (see inBackground).
-func background(p priority, h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { inBackground(p, func() { h(w, r) }) }
-}
-
-// whenIdle is background for what can wait until the user pauses: it
-// starts once no window or state step has been asked for a moment.
+// whenIdle wraps the handlers of what the page loads after its first
+// paint, or on a click, and computes on first use: h runs in the
+// background at priority p once the user has paused (see inBackground and
+// userRequests).
 func (s *Server) whenIdle(p priority, h http.HandlerFunc) http.HandlerFunc {
-	bg := background(p, h)
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.user.waitIdle(r.Context())
-		bg(w, r)
+		inBackground(p, func() { h(w, r) })
 	}
 }
 
