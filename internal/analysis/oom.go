@@ -56,6 +56,9 @@ type OOM struct {
 	// avoids it.
 	Settings    []SettingOutcome `json:"settings"`
 	Suggestions []Suggestion     `json:"suggestions"`
+	// AtDump says that the trace does not record this OOM: it is the one
+	// OOMOptions.AtDump describes, at the moment of the dump.
+	AtDump bool `json:"at_dump,omitempty"`
 }
 
 // SettingOutcome is one allocator setting replayed through internal/alloc.
@@ -105,6 +108,23 @@ type OOMOptions struct {
 	Top      int // sites listed (0: all)
 	// NoReplay skips the allocator-settings replays.
 	NoReplay bool
+	// AtDump, for a trace without an oom entry, answers for an OOM at the
+	// moment of the dump.
+	AtDump *DumpOOM
+}
+
+// DumpOOM is an out-of-memory that the trace does not record, at the
+// moment of the dump: a snapshot dumped by an OOM observer whose trace
+// never had the oom entry (recorded without a trace) or lost it (PyTorch
+// 2.0 kept one trace entry by default, and the dump's own entry took its
+// place). The figures come from the observer's arguments or the error
+// message ("Tried to allocate …", "… of which … is free").
+type DumpOOM struct {
+	RequestedBytes  uint64
+	DeviceFreeBytes uint64
+	// Stream is the request's stream as PyTorch numbers it (0: the
+	// default stream).
+	Stream int64
 }
 
 // OOMAnswer answers `gpumem oom` for the device.
@@ -112,6 +132,23 @@ func (d *Device) OOMAnswer(o OOMOptions) (*OOMAnswer, error) {
 	ev := d.Events()
 	ans := &OOMAnswer{Device: d.Index}
 	ooms := eventsOf(ev, snapshot.ActionOOM)
+	if o.AtDump != nil {
+		if len(ooms) > 0 {
+			return nil, fmt.Errorf("the trace records %d out-of-memory event(s): they are answered without --at-dump, which is for a trace with none", len(ooms))
+		}
+		m, err := d.Resolve("end")
+		if err != nil {
+			return nil, err
+		}
+		a := o.AtDump
+		r, live := d.oomAnswerAt(m, a.RequestedBytes, a.DeviceFreeBytes, a.Stream, o)
+		r.AtDump = true
+		// The settings replays need the failed request in the trace.
+		r.Arithmetic = append([]string{"the trace records no out-of-memory: this is the one given, at the dump (request and CUDA free as given)"}, r.Arithmetic...)
+		r.suggest(live)
+		ans.OOM, ans.OOMs = *r, []OOM{*r}
+		return ans, nil
+	}
 	if len(ooms) == 0 {
 		m, err := d.Resolve("peak")
 		if err != nil {
@@ -179,20 +216,35 @@ func (d *Device) oomAt(raw int, o OOMOptions) (*OOM, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The oom entry's size is the rounded request, its device_free (read
+	// into Addr) what cudaMemGetInfo reported.
+	r, live := d.oomAnswerAt(m, e.Size, e.Addr, d.S.RawStream(e.Stream), o)
+	if !o.NoReplay {
+		r.replaySettings(d, raw)
+	}
+	r.suggest(live)
+	return r, nil
+}
+
+// oomAnswerAt is the answer for a request of the given size on the given
+// stream failing at moment m with deviceFree bytes free on the device,
+// but for the settings replays and the suggestions (which use them), and
+// what was live then.
+func (d *Device) oomAnswerAt(m Moment, request, deviceFree uint64, stream int64, o OOMOptions) (*OOM, *Live) {
 	live := d.LiveAnswer(m, LiveOptions{Depth: o.Depth, Top: o.Top})
 	frag, free := fragmentationOf(d.StateAt(m))
 	r := &OOM{
-		At: live.At, RequestedBytes: e.Size, SegmentBytes: segmentSize(e.Size), DeviceFreeBytes: e.Addr,
+		At: live.At, RequestedBytes: request, SegmentBytes: segmentSize(request), DeviceFreeBytes: deviceFree,
 		ReservedBytes: frag.Reserved, AllocatedBytes: frag.Allocated, ReservedUnallocatedBytes: frag.ReservedUnallocated,
-		Stream: d.S.RawStream(e.Stream), Pool: "large",
+		Stream: stream, Pool: "large",
 		Categories: live.Categories, Sites: live.Sites, Fragmentation: frag,
 	}
-	small := e.Size <= 1<<20
+	small := request <= 1<<20
 	if small {
 		r.Pool = "small"
 	}
 	for _, f := range free {
-		if f.stream == e.Stream && f.small == small && !snapshot.IsPrivatePool(f.pool) {
+		if d.S.RawStream(f.stream) == stream && f.small == small && !snapshot.IsPrivatePool(f.pool) {
 			r.LargestFreeBlockBytes = max(r.LargestFreeBlockBytes, f.size)
 		}
 	}
@@ -211,11 +263,7 @@ func (d *Device) oomAt(raw int, o OOMOptions) (*OOM, error) {
 			sz(*r.CapacityBytes), sz(r.ReservedBytes+r.DeviceFreeBytes)))
 	}
 	r.Settings = []SettingOutcome{}
-	if !o.NoReplay {
-		r.replaySettings(d, raw)
-	}
-	r.suggest(live)
-	return r, nil
+	return r, live
 }
 
 // verdict decides and explains: with R the request, C the free cached

@@ -129,6 +129,58 @@ func TestOOMVerdicts(t *testing.T) {
 	}
 }
 
+// TestOOMAtDump: an OOM the trace does not record, given at the dump of
+// the no-OOM fixture (reserved 80 MiB, allocated 20 MiB, its one free
+// block 60 MiB on stream 0), gets each verdict from the same arithmetic.
+func TestOOMAtDump(t *testing.T) {
+	for _, tt := range []struct {
+		name           string
+		dump           DumpOOM
+		capacity       uint64
+		verdict        string
+		largest, short uint64
+		outside        int64 // -1: no capacity
+		arith          string
+	}{
+		{"fragmentation", DumpOOM{RequestedBytes: 70 * mb, DeviceFreeBytes: 30 * mb}, 0, VerdictFragmentation, 60 * mb, 0, -1,
+			"R <= C + F = 90 MiB (94371840 B): the total would have held it"},
+		{"shortage", DumpOOM{RequestedBytes: 100 * mb, DeviceFreeBytes: 10 * mb}, 90 * mb, VerdictShortage, 60 * mb, 30 * mb, 0,
+			"R > C + F + X = 70 MiB (73400320 B): even that would not have been enough"},
+		{"outside", DumpOOM{RequestedBytes: 100 * mb, DeviceFreeBytes: 10 * mb}, 128 * mb, VerdictOutside, 60 * mb, 30 * mb, 38 * mb,
+			"R <= C + F + X = 108 MiB (113246208 B): the memory held outside PyTorch's allocator made the difference"},
+		{"other stream", DumpOOM{RequestedBytes: 70 * mb, DeviceFreeBytes: 30 * mb, Stream: 7}, 0, VerdictFragmentation, 0, 0, -1,
+			"largest free block of stream 7's large pool is 0 B (0 B) < R"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := NewDevice(fixture(t, "no-oom"), 0)
+			dump := tt.dump
+			a, err := d.OOMAnswer(OOMOptions{Capacity: tt.capacity, AtDump: &dump})
+			if err != nil {
+				t.Fatal(err)
+			}
+			arith := strings.Join(a.Arithmetic, "\n")
+			if !a.AtDump || a.Verdict != tt.verdict || a.RequestedBytes != tt.dump.RequestedBytes || a.DeviceFreeBytes != tt.dump.DeviceFreeBytes ||
+				a.ReservedBytes != 80*mb || a.AllocatedBytes != 20*mb || a.LargestFreeBlockBytes != tt.largest || a.ShortBytes != tt.short ||
+				a.Stream != tt.dump.Stream || a.At.Event != 5 || len(a.OOMs) != 1 || len(a.Settings) != 0 {
+				t.Errorf("got at_dump %v %s R=%d F=%d reserved=%d allocated=%d largest=%d short=%d stream %d at %+v, %d OOMs, %d settings\n%s",
+					a.AtDump, a.Verdict, a.RequestedBytes, a.DeviceFreeBytes, a.ReservedBytes, a.AllocatedBytes, a.LargestFreeBlockBytes,
+					a.ShortBytes, a.Stream, a.At, len(a.OOMs), len(a.Settings), arith)
+			}
+			if (a.OutsideAllocatorBytes == nil) != (tt.outside < 0) || a.OutsideAllocatorBytes != nil && int64(*a.OutsideAllocatorBytes) != tt.outside {
+				t.Errorf("outside allocator %v, want %d", a.OutsideAllocatorBytes, tt.outside)
+			}
+			if !strings.Contains(arith, tt.arith) || !strings.Contains(arith, "at the dump") {
+				t.Errorf("arithmetic lacks %q or the dump:\n%s", tt.arith, arith)
+			}
+		})
+	}
+	// A trace that records its OOMs is answered from them.
+	d := NewDevice(fixture(t, "oom-shortage"), 0)
+	if _, err := d.OOMAnswer(OOMOptions{AtDump: &DumpOOM{RequestedBytes: mb}}); err == nil || !strings.Contains(err.Error(), "records 1 out-of-memory") {
+		t.Errorf("--at-dump on a trace with an OOM: %v", err)
+	}
+}
+
 func TestNoOOMHeadroom(t *testing.T) {
 	d := NewDevice(fixture(t, "no-oom"), 0)
 	a, err := d.OOMAnswer(OOMOptions{Capacity: 100 * mb})

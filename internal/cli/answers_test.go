@@ -28,6 +28,7 @@ func TestAnswersGolden(t *testing.T) {
 		{"oom-shortage.txt", []string{"oom", oomFixture("oom-shortage"), "--capacity", "100MiB"}},
 		{"oom-outside.txt", []string{"oom", oomFixture("oom-outside"), "--capacity", "128MiB", "--no-replay"}},
 		{"oom-none.txt", []string{"oom", "--demo", "--gpu", "T4", "--top", "3"}},
+		{"oom-at-dump.txt", []string{"oom", oomFixture("no-oom"), "--at-dump", "--request", "100MiB", "--device-free", "10MiB", "--capacity", "128MiB"}},
 	} {
 		t.Run(tt.golden, func(t *testing.T) {
 			code, out, errs := runMain(t, nil, tt.args...)
@@ -147,6 +148,11 @@ func TestAnswersBadInput(t *testing.T) {
 		{[]string{"oom", "--demo", "--gpu", "TPU"}, 2, "unknown GPU \"TPU\""},
 		{[]string{"oom", "--demo", "--capacity", "lots"}, 2, "--capacity \"lots\""},
 		{[]string{"peak"}, 2, "no snapshot given"},
+		{[]string{"oom", "--demo", "--at-dump", "--request", "1GiB"}, 2, "--at-dump needs --request SIZE and --device-free SIZE"},
+		{[]string{"oom", "--demo", "--request", "1GiB"}, 2, "--request, --device-free and --stream go with --at-dump"},
+		{[]string{"oom", "--demo", "--at-dump", "--request", "0", "--device-free", "1GiB"}, 2, "--request \"0\": want a size"},
+		{[]string{"oom", "--demo", "--at-dump", "--request", "1GiB", "--device-free", "much"}, 2, "--device-free \"much\""},
+		{[]string{"oom", oomFixture("oom-shortage"), "--at-dump", "--request", "1GiB", "--device-free", "0"}, 1, "the trace records 1 out-of-memory event(s)"},
 	} {
 		code, _, errs := runMain(t, nil, tt.args...)
 		first := strings.SplitN(errs, "\n", 2)[0]

@@ -28,18 +28,46 @@ capacity: memory neither reserved by PyTorch nor free made the difference);
 no_oom when there is none (then the headroom at the peak). Then what was
 live by category and site, and suggestions with amounts; allocator settings
 are suggested only when a replay through gpumem's allocator model at the
-capacity the OOM implies (reserved + CUDA free) avoids the OOM.`
+capacity the OOM implies (reserved + CUDA free) avoids the OOM.
+
+A snapshot dumped by an OOM observer may hold no oom entry: recorded
+without a trace, or by PyTorch 2.0, which kept one trace entry by default
+(the dump's own took its place). Then --at-dump answers for an OOM at the
+moment of the dump, with the request and CUDA's free memory that the
+observer's arguments or the error message give ("Tried to allocate 2.00
+GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.10 GiB is free"):
+--request 2GiB --device-free 1.1GiB --capacity 79.15GiB. There are no
+settings replays then (the trace lacks the request).`
 
 func runOOM(env *Env, args []string) error {
-	fs := newFlagSet(env, "oom", "[--capacity SIZE | --gpu NAME] [--no-replay] [--depth K] [--top N] [--device N] [--json] [--demo] FILE...", oomAbout)
+	fs := newFlagSet(env, "oom", "[--capacity SIZE | --gpu NAME] [--no-replay] [--at-dump --request SIZE --device-free SIZE [--stream N]] [--depth K] [--top N] [--device N] [--json] [--demo] FILE...", oomAbout)
 	var f answerFlags
 	f.register(fs)
 	capFlag := fs.String("capacity", "", "the device's total memory (`SIZE`, e.g. 80GiB)")
 	gpu := fs.String("gpu", "", "take the capacity from a known GPU (`NAME`, e.g. H100, A100-40GB, T4)")
 	noReplay := fs.Bool("no-replay", false, "skip the allocator-settings replays")
+	atDump := fs.Bool("at-dump", false, "the trace records no OOM: answer for one at the moment of the dump (needs --request and --device-free)")
+	request := fs.String("request", "", "with --at-dump: the failed request (`SIZE`, \"Tried to allocate …\")")
+	deviceFree := fs.String("device-free", "", "with --at-dump: CUDA's free memory at the OOM (`SIZE`, \"… of which … is free\")")
+	stream := fs.Int64("stream", 0, "with --at-dump: the request's stream (`N`, PyTorch's number; 0 is the default stream)")
 	files, err := f.parse(env, fs, args)
 	if err != nil {
 		return err
+	}
+	var dump *analysis.DumpOOM
+	if *atDump {
+		if *request == "" || *deviceFree == "" {
+			return usageError(fs, env.Stderr, "--at-dump needs --request SIZE and --device-free SIZE (from the OOM observer's arguments or the error message)")
+		}
+		dump = &analysis.DumpOOM{Stream: *stream}
+		if dump.RequestedBytes, err = units.Parse(*request); err != nil || dump.RequestedBytes == 0 {
+			return usageError(fs, env.Stderr, fmt.Sprintf("--request %q: want a size such as 2GiB", *request))
+		}
+		if dump.DeviceFreeBytes, err = units.Parse(*deviceFree); err != nil {
+			return usageError(fs, env.Stderr, fmt.Sprintf("--device-free %q: want a size such as 1.1GiB", *deviceFree))
+		}
+	} else if *request != "" || *deviceFree != "" || *stream != 0 {
+		return usageError(fs, env.Stderr, "--request, --device-free and --stream go with --at-dump")
 	}
 	var capacity uint64
 	switch {
@@ -57,7 +85,10 @@ func runOOM(env *Env, args []string) error {
 		capacity = g.Bytes
 	}
 	return runAnswers(env, &f, files, func(name string, d *analysis.Device) (any, func(io.Writer) error, error) {
-		a, err := d.OOMAnswer(analysis.OOMOptions{Capacity: capacity, Depth: f.depth, Top: f.top, NoReplay: *noReplay})
+		if dump != nil && f.device < 0 && len(d.S.Devices()) > 1 {
+			return nil, nil, fmt.Errorf("--at-dump: the snapshot has devices %s; say which one ran out with --device", joinInts(d.S.Devices()))
+		}
+		a, err := d.OOMAnswer(analysis.OOMOptions{Capacity: capacity, Depth: f.depth, Top: f.top, NoReplay: *noReplay, AtDump: dump})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -95,8 +95,13 @@ func WriteOOM(w io.Writer, file string, a *analysis.OOMAnswer, t0 int64, hasT0 b
 		if k > 0 {
 			fmt.Fprintln(bw)
 		}
-		fmt.Fprintf(bw, "%s device %d: OOM %d of %d (%s): verdict %s\n", file, a.Device, k+1, len(a.OOMs), moment(o.At, t0, hasT0), o.Verdict)
-		fmt.Fprintf(bw, "  request (rounded)        %s  (a new segment would be %s)\n", size(o.RequestedBytes), units.Human(o.SegmentBytes))
+		if o.AtDump {
+			fmt.Fprintf(bw, "%s device %d: OOM at the dump (%s), as given: verdict %s\n", file, a.Device, moment(o.At, t0, hasT0), o.Verdict)
+			fmt.Fprintf(bw, "  request (as given)       %s  (a new segment would be %s)\n", size(o.RequestedBytes), units.Human(o.SegmentBytes))
+		} else {
+			fmt.Fprintf(bw, "%s device %d: OOM %d of %d (%s): verdict %s\n", file, a.Device, k+1, len(a.OOMs), moment(o.At, t0, hasT0), o.Verdict)
+			fmt.Fprintf(bw, "  request (rounded)        %s  (a new segment would be %s)\n", size(o.RequestedBytes), units.Human(o.SegmentBytes))
+		}
 		fmt.Fprintf(bw, "  CUDA free                %s\n", size(o.DeviceFreeBytes))
 		fmt.Fprintf(bw, "  reserved                 %s\n", size(o.ReservedBytes))
 		fmt.Fprintf(bw, "  allocated                %s\n", size(o.AllocatedBytes))
