@@ -792,6 +792,7 @@ function tracePolygon(ctx, win, i, X, Y) {
   ctx.closePath();
 }
 
+// The rasterizer's difference table and step lists, kept between draws.
 const rasterAcc = { buf: new Float32Array(0) };
 const rasterSteps = { rows: new Float64Array(8), cols: new Float64Array(8) };
 
@@ -824,12 +825,11 @@ function addCorner(acc, o, a, r, g, b) {
 // the pixel it covers (allocations never overlap, so the covered parts of
 // a pixel add up), so that sub-pixel allocations tint the pixel as
 // memory_viz's SVG does. The weights are added to a two-dimensional
-// difference table, which one sweep over the pixels
-// sums: a flat slice of a polygon (between two points, where its edges
-// do not move) is at most 4 x 4 corners, a sloped slice (a slide, at most
-// 3 timesteps) at most 8 per column, so that the cost does not grow with
-// the polygons' area. While a search is active, polygons that do
-// not match are dimmed.
+// difference table, which one sweep over the pixels sums: a flat slice of
+// a polygon (between two points, where its edges do not move) is at most
+// 4 x 4 corners, a sloped slice (a slide, at most 3 timesteps) at most 8
+// per column, so that the cost does not grow with the polygons' area.
+// While a search is active, polygons that do not match are dimmed.
 function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
   for (const i of v.envelopes) {
     ctx.beginPath(); tracePolygon(ctx, win, i, X, Y);
