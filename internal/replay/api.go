@@ -356,19 +356,20 @@ func (c *Curves) Downsample(i0, i1, buckets int) *Downsampled { return c.downsam
 // (segments are kept by start and end address, never in a shifted
 // slice), so building is O(n + (n/K)·D) time for n events and checkpoints
 // of D differences each; memory O(dump + (n/K)·D).
-func NewHistory(s *snapshot.Snapshot, device int) *History { return newHistory(s, device, nil) }
+func NewHistory(s *snapshot.Snapshot, device int) *History { return newHistory(s, device, nil, nil) }
 
 // StartHistory is NewHistory with the checkpoints built in the background:
 // it returns once the dump's state is ready, so that the state at the end
 // of the trace and the steps back from it are answered at once; StateAt
 // further back waits until the build has passed that point. The build
 // runs in spawn(build), or in a goroutine of its own when spawn is nil (a
-// server runs it at low priority this way).
-func StartHistory(s *snapshot.Snapshot, device int, spawn func(func())) *History {
+// server runs it at low priority this way), and pauses while busy (when
+// not nil) reports true, unless a StateAt waits for it.
+func StartHistory(s *snapshot.Snapshot, device int, spawn func(func()), busy func() bool) *History {
 	if spawn == nil {
 		spawn = func(f func()) { go f() }
 	}
-	return newHistory(s, device, spawn)
+	return newHistory(s, device, spawn, busy)
 }
 
 // CheckpointEvery is the least distance in events between stored states.

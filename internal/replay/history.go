@@ -50,6 +50,11 @@ type History struct {
 	// the background build pauses meanwhile, so that a step the user
 	// waits for has the CPU (a 2-core machine otherwise halves it).
 	asking atomic.Int32
+	// busy, when set, says that the user is at work elsewhere (stepping
+	// through states, zooming): the build pauses then too, unless a
+	// StateAt waits for it (waiting counts those).
+	busy    func() bool
+	waiting atomic.Int32
 }
 
 // segRec and blockRec are the mutable state memory_viz's simulate_memory
@@ -260,8 +265,8 @@ func (s *segSet) sorted() []segRec {
 	return out
 }
 
-func newHistory(s *snapshot.Snapshot, device int, spawn func(func())) *History {
-	h := &History{s: s, device: device, viz: vizEvents(s, device), divs: s.AllocatorSettings.Divisions()}
+func newHistory(s *snapshot.Snapshot, device int, spawn func(func()), busy func() bool) *History {
+	h := &History{s: s, device: device, viz: vizEvents(s, device), divs: s.AllocatorSettings.Divisions(), busy: busy}
 	if device >= 0 && device < len(s.Traces) {
 		h.events = s.Traces[device].Events
 	}
@@ -318,7 +323,7 @@ func (h *History) build(w *work) {
 	used := 0
 	for i := last; i >= 0; i-- {
 		if i%4096 == 0 {
-			for h.asking.Load() > 0 {
+			for h.asking.Load() > 0 || h.busy != nil && h.waiting.Load() == 0 && h.busy() {
 				time.Sleep(time.Millisecond)
 			}
 		}
@@ -368,7 +373,9 @@ func (h *History) checkpointFor(idx int) checkpoint {
 		if cp := h.ckpt[len(h.ckpt)-1]; cp.after-idx <= 2*h.every {
 			return cp
 		}
+		h.waiting.Add(1)
 		h.grown.Wait()
+		h.waiting.Add(-1)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,7 +178,7 @@ func TestStartHistoryMatchesNaive(t *testing.T) {
 	r := rand.New(rand.NewSource(5))
 	for iter := 0; iter < 4; iter++ {
 		s := randomSnapshot(r, 9000+r.Intn(6000))
-		h := StartHistory(s, 0, nil)
+		h := StartHistory(s, 0, nil, nil)
 		n := h.Len()
 		idxs := []int{n - 1, n - 2, n - 3, n - 10, n / 2, 0, -1, n - 4}
 		for k := 0; k < 6; k++ {
@@ -208,6 +209,39 @@ func TestStartHistoryMatchesNaive(t *testing.T) {
 		if len(h.ckpt) < 2 {
 			t.Fatalf("iter %d: only %d checkpoints for %d events", iter, len(h.ckpt), n)
 		}
+	}
+}
+
+// TestStartHistoryBusy: while busy reports true the background build
+// pauses, but a StateAt that needs a checkpoint it has not reached gets
+// it (no deadlock), and the states are still the naive replay's; once busy
+// clears, the build finishes.
+func TestStartHistoryBusy(t *testing.T) {
+	s := randomSnapshot(rand.New(rand.NewSource(7)), 30000)
+	var busy atomic.Bool
+	busy.Store(true)
+	h := StartHistory(s, 0, nil, busy.Load)
+	n := h.Len()
+	done := make(chan bool)
+	go func() {
+		ok := true
+		for _, idx := range []int{n - 2, n / 2, 0, -1} {
+			ok = ok && reflect.DeepEqual(h.StateAt(idx), naiveState(h, idx))
+		}
+		done <- ok
+	}()
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Error("states differ from the naive replay while busy")
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("StateAt far back never returned while the user was busy")
+	}
+	busy.Store(false)
+	h.wait()
+	if len(h.ckpt) < 2 {
+		t.Fatalf("only %d checkpoints for %d events", len(h.ckpt), n)
 	}
 }
 

@@ -25,6 +25,8 @@ type deviceData struct {
 	history lazy[*stateHistory]
 	warmed  sync.Once              // warmState started
 	an      lazy[*analysis.Device] // categories, peak and OOM answers (answers.go)
+	// userBusy pauses the state history's background build (see Store).
+	userBusy func() bool
 }
 
 func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {

@@ -130,6 +130,12 @@ func (u *userRequests) track(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// busy reports whether the user is waiting on a request or has not paused
+// since the last one.
+func (u *userRequests) busy() bool {
+	return u.inFlight.Load() > 0 || time.Since(time.Unix(0, u.last.Load())) < userPause
+}
+
 // waitIdle returns once the user has paused, or ctx ends.
 func (u *userRequests) waitIdle(ctx context.Context) {
 	for {

@@ -56,7 +56,9 @@ func New(opt Options) *Server {
 	if opt.Timeline != nil {
 		st.build = opt.Timeline
 	}
-	return &Server{Store: st, opt: opt}
+	srv := &Server{Store: st, opt: opt}
+	st.userBusy = srv.user.busy
+	return srv
 }
 
 // SetAddr records the address the listener is bound to (for the Host check).

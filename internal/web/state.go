@@ -19,7 +19,9 @@ type stateHistory struct {
 }
 
 func (d *deviceData) stateHist() (*stateHistory, error) {
-	return d.history.get(func() *stateHistory { return &stateHistory{d: d, h: replay.StartHistory(d.snap, d.device, spawnLater)} },
+	return d.history.get(func() *stateHistory {
+		return &stateHistory{d: d, h: replay.StartHistory(d.snap, d.device, spawnLater, d.userBusy)}
+	},
 		"building the state history of device %d", d.device)
 }
 

@@ -25,6 +25,9 @@ type Store struct {
 	// loads run one after another so that the first file is ready first.
 	lastLoad chan struct{}
 	build    timelineBuilder
+	// userBusy, when set, says that the user is waiting on requests (see
+	// userRequests): the state history's background build pauses then.
+	userBusy func() bool
 }
 
 // timelineBuilder makes the timeline of one view (replay.NewTimeline).
@@ -82,6 +85,8 @@ type file struct {
 
 	// build makes a view's timeline (replay.NewTimeline but in tests).
 	build timelineBuilder
+	// userBusy is the store's.
+	userBusy func() bool
 
 	infoOnce sync.Once
 	info     fileInfo
@@ -211,7 +216,7 @@ func (s *Store) addPending(name string) *file {
 		}
 	}
 	f := &file{ID: len(s.files), Name: name, shown: make(chan struct{}), ready: make(chan struct{}), devs: map[int]*deviceData{},
-		timelines: map[tlKey]*tlEntry{}, build: s.build}
+		timelines: map[tlKey]*tlEntry{}, build: s.build, userBusy: s.userBusy}
 	s.files = append(s.files, f)
 	return f
 }
@@ -264,6 +269,7 @@ func (f *file) device(d int) *deviceData {
 	dd := f.devs[d]
 	if dd == nil {
 		dd = newDeviceData(f.Snap, d)
+		dd.userBusy = f.userBusy
 		f.devs[d] = dd
 	}
 	return dd
