@@ -14,12 +14,7 @@ import (
 // after memory_viz event idx — the state view's selected event; idx -1 is
 // before the first event — by memory category and stack.
 func (s *Server) handleFlame(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.params(w, r)
-	if !ok {
-		return
-	}
-	dd := p.f.device(p.device)
-	idx, ok := eventParam(w, r, dd)
+	p, dd, idx, ok := s.eventParams(w, r)
 	if !ok {
 		return
 	}

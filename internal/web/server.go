@@ -434,13 +434,20 @@ func eventParam(w http.ResponseWriter, r *http.Request, dd *deviceData) (int, bo
 	return idx, true
 }
 
-func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
+// eventParams is params for the answers about one moment of the state
+// view: the device's data and the memory_viz event index ?idx.
+func (s *Server) eventParams(w http.ResponseWriter, r *http.Request) (*params, *deviceData, int, bool) {
 	p, ok := s.params(w, r)
 	if !ok {
-		return
+		return nil, nil, 0, false
 	}
 	dd := p.f.device(p.device)
 	idx, ok := eventParam(w, r, dd)
+	return p, dd, idx, ok
+}
+
+func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
+	p, dd, idx, ok := s.eventParams(w, r)
 	if !ok {
 		return
 	}
