@@ -695,8 +695,8 @@ func TestLoadingProgress(t *testing.T) {
 	ctx := newBrowser(t)
 	srv := web.New(web.Options{})
 	release := make(chan struct{})
-	id, done := srv.Load(name, func(progress func(done, total int64), _ func(*snapshot.Snapshot)) (*snapshot.Snapshot, error) {
-		progress(25<<20, 100<<20)
+	id, done := srv.Load(name, func(opt *snapshot.Options) (*snapshot.Snapshot, error) {
+		opt.Progress(25<<20, 100<<20)
 		<-release
 		return s, nil
 	})

@@ -53,12 +53,9 @@ func annotate(s *Snapshot, traces, versions bool) {
 				continue
 			}
 			e.Flags &^= FlagMergedFree
-			if e.Action == ActionFreeCompleted && last >= 0 {
-				p := &evs[last]
-				if p.Action == ActionFreeRequested && p.Flags&FlagMergedFree == 0 && p.Addr == e.Addr {
-					p.Flags |= FlagMergedFree
-					continue
-				}
+			if last >= 0 && evs[last].Flags&FlagMergedFree == 0 && MergesFree(&evs[last], e) {
+				evs[last].Flags |= FlagMergedFree
+				continue
 			}
 			tr.Viz = append(tr.Viz, int32(i))
 			last = i

@@ -55,6 +55,7 @@ type builder struct {
 
 	events []Event
 	pf     *prefaulter // faults b.events in ahead of event (may be nil)
+	feed   *EventFeed  // publishes b.events as they are decoded (may be nil)
 	segs   []Segment
 	blocks []Block
 	// openRuns maps a list being built to the run of events appended so
@@ -105,6 +106,14 @@ func newBuilder(s *Snapshot, sizeHint int64) *builder {
 		b.pf = startPrefault(b.events)
 	}
 	return b
+}
+
+// startFeed hands a new EventFeed to opt.Feed when it is set.
+func (b *builder) startFeed(opt *Options) {
+	if opt != nil && opt.Feed != nil {
+		b.feed = newEventFeed()
+		opt.Feed(b.feed)
+	}
 }
 
 func (b *builder) attach(d *pickle.Decoder) {

@@ -297,8 +297,10 @@ func (b *builder) appendEvent(e *Event) pickle.Value {
 		b.pf.stop() // the array moves; the new one is faulted as written
 		b.pf = nil
 		b.events = roomFor(b.events)
-	} else if n&(1<<15-1) == 0 {
+		b.feed.publish(b.events, false) // the reader reads the new array
+	} else if n&(feedEvery-1) == 0 {
 		b.pf.advance(n * int(unsafe.Sizeof(*e)))
+		b.feed.publish(b.events, false)
 	}
 	b.events = append(b.events, *e)
 	return pickle.MakeHandle(hEvent, uint64(n))

@@ -50,7 +50,7 @@ func decodeMapped(f *os.File, name string, size int64, opt *Options) (s *Snapsho
 			_ = syscall.Madvise(data[released:end], syscall.MADV_DONTNEED)
 			released = end
 		}
-	})
+	}, opt)
 	if err == nil && opt.Progress != nil {
 		opt.Progress(size, size)
 	}

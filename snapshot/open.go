@@ -30,6 +30,11 @@ type Options struct {
 	// may hand the snapshot to other goroutines that neither read those
 	// fields nor change it: a viewer shows a timeline sooner that way.
 	Early func(*Snapshot)
+	// Feed, when set, is handed an EventFeed as a pickle decode starts
+	// (JSON input has none), in which the trace entries appear as they
+	// are decoded. It must return at once: a reader runs on its own
+	// goroutine.
+	Feed func(*EventFeed)
 }
 
 // versioned finishes a decode with memory_viz's annotation: one pass,
@@ -136,7 +141,7 @@ func DecodeBytes(b []byte, name string, opt *Options) (*Snapshot, error) {
 		if opt.MaxBytes > 0 && int64(len(b)) > opt.MaxBytes {
 			return nil, decodeError(name, fmt.Errorf("input is %d bytes, more than the %d-byte limit", len(b), opt.MaxBytes))
 		}
-		s, err := decodePickleBytes(b, name, nil)
+		s, err := decodePickleBytes(b, name, nil, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -156,10 +161,11 @@ const mapWindow = 4 << 20
 
 // decodePickleBytes decodes an in-memory pickle, calling progress (when
 // set) with the offset reached every few MB.
-func decodePickleBytes(b []byte, name string, progress func(off int64)) (*Snapshot, error) {
+func decodePickleBytes(b []byte, name string, progress func(off int64), opt *Options) (*Snapshot, error) {
 	defer eagerGC(int64(len(b)))()
 	s := &Snapshot{Source: Source{Name: name, Size: int64(len(b)), FileSize: int64(len(b)), Encoding: "pickle"}}
 	b2 := newBuilder(s, int64(len(b)))
+	b2.startFeed(opt)
 	d := pickle.NewBytesDecoder(b, b2)
 	if progress != nil {
 		d.SetProgress(mapWindow, progress)
@@ -280,6 +286,7 @@ func decodeStream(r io.Reader, name string, size int64, opt *Options) (s *Snapsh
 		defer eagerGC(innerSize)()
 		s = &Snapshot{Source: Source{Encoding: "pickle"}}
 		b := newBuilder(s, innerSize)
+		b.startFeed(opt)
 		d := pickle.NewDecoder(ibr, b)
 		d.SetSizeHint(innerSize)
 		err = decodePickle(d, b)
@@ -303,12 +310,16 @@ func decodeStream(r io.Reader, name string, size int64, opt *Options) (s *Snapsh
 // decodePickle runs the VM and assembles the snapshot.
 func decodePickle(d *pickle.Decoder, b *builder) error {
 	b.attach(d)
+	// However the decode ends, the feed's reader is let go; a failed one
+	// feeds nothing whole.
+	defer b.feed.publish(nil, true)
 	root, err := d.Decode()
 	b.pf.stop()
 	b.pf = nil
 	if err != nil {
 		return err
 	}
+	b.feed.publish(b.events, true)
 	b.s.Source.Protocol = d.Protocol()
 	b.s.Source.Size = d.Offset() + 1
 	return b.assemble(root)

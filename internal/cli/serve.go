@@ -110,8 +110,8 @@ func runServe(env *Env, args []string) error {
 		if path == "-" {
 			name = "stdin"
 		}
-		_, done := srv.Load(name, func(progress func(done, total int64), early func(*snapshot.Snapshot)) (*snapshot.Snapshot, error) {
-			return decodePath(env, path, &snapshot.Options{Progress: progress, Early: early})
+		_, done := srv.Load(name, func(opt *snapshot.Options) (*snapshot.Snapshot, error) {
+			return decodePath(env, path, opt)
 		})
 		loads = append(loads, done)
 	}

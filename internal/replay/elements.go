@@ -102,58 +102,84 @@ func vizEvents(s *snapshot.Snapshot, device int) []int32 {
 	out := make([]int32, 0, len(tr.Events))
 	for i := range tr.Events {
 		e := &tr.Events[i]
-		if e.Action == snapshot.ActionFreeCompleted && len(out) > 0 {
-			p := &tr.Events[out[len(out)-1]]
-			if p.Action == snapshot.ActionFreeRequested && p.Addr == e.Addr {
-				p.Flags |= snapshot.FlagMergedFree
-				continue
-			}
+		if len(out) > 0 && snapshot.MergesFree(&tr.Events[out[len(out)-1]], e) {
+			tr.Events[out[len(out)-1]].Flags |= snapshot.FlagMergedFree
+			continue
 		}
 		out = append(out, int32(i))
 	}
 	return out
 }
 
-// buildElements runs process_alloc_data's phases 1 and 2.
-func buildElements(s *snapshot.Snapshot, device int, segmentsView bool) *elementList {
-	l := &elementList{}
-	var initial []int32
-	viz := vizEvents(s, device)
-	// Every viz event but merged frees is one action; at most half of
-	// them add an element (a free of an unseen address adds one too, but
-	// such frees are few).
-	l.elems = make([]elemSrc, 0, len(viz)/2+16)
-	l.actions = make([]int32, 0, len(viz))
-	addrToAlloc := newAddrTable(1024)
-	var events []snapshot.Event
-	if device >= 0 && device < len(s.Traces) {
-		events = s.Traces[device].Events
+// pairing is process_alloc_data's first phase over a trace: an element
+// per allocation, paired with its free by address, and one per free of an
+// address not allocated in the trace.
+type pairing struct {
+	elems   []elemSrc
+	actions []int32 // element indices in action order
+	unseen  []int32 // elements of frees with no alloc, in trace order
+	live    *addrTable
+	// The actions that push and pop elements: alloc and free (or
+	// free_completed), or segment_alloc and segment_free.
+	allocAct, freeAct, freeAct2 snapshot.Action
+}
+
+func newPairing(events int, segmentsView bool) *pairing {
+	// At most half of the events add an element (a free of an unseen
+	// address adds one too, but such frees are few).
+	p := &pairing{
+		elems:    make([]elemSrc, 0, events/2+16),
+		actions:  make([]int32, 0, events),
+		live:     newAddrTable(1024),
+		allocAct: snapshot.ActionAlloc, freeAct: snapshot.ActionFree, freeAct2: snapshot.ActionFreeCompleted,
 	}
-	allocAct, freeAct, freeAct2 := snapshot.ActionAlloc, snapshot.ActionFree, snapshot.ActionFreeCompleted
 	if segmentsView {
-		allocAct, freeAct, freeAct2 = snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree, snapshot.ActionSegmentFree
+		p.allocAct, p.freeAct, p.freeAct2 = snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree, snapshot.ActionSegmentFree
 	}
-	for _, raw := range viz {
-		e := &events[raw]
-		a := e.VizAction()
-		switch a {
-		case allocAct:
-			l.elems = append(l.elems, elemSrc{size: e.Size, ref: raw, free: -1, kind: srcAlloc})
-			id := int32(len(l.elems) - 1)
-			addrToAlloc.put(e.Addr, id)
-			l.actions = append(l.actions, id)
-		case freeAct, freeAct2:
-			if id, ok := addrToAlloc.take(e.Addr); ok {
-				l.actions = append(l.actions, id)
-				l.elems[id].free = raw
-			} else {
-				l.elems = append(l.elems, elemSrc{size: e.Size, ref: raw, free: raw, kind: srcFree})
-				id := int32(len(l.elems) - 1)
-				initial = append(initial, id)
-				l.actions = append(l.actions, id)
-			}
+	return p
+}
+
+// add takes the viz event e (raw index raw) shown as action a.
+func (p *pairing) add(e *snapshot.Event, a snapshot.Action, raw int32) {
+	switch a {
+	case p.allocAct:
+		p.elems = append(p.elems, elemSrc{size: e.Size, ref: raw, free: -1, kind: srcAlloc})
+		id := int32(len(p.elems) - 1)
+		p.live.put(e.Addr, id)
+		p.actions = append(p.actions, id)
+	case p.freeAct, p.freeAct2:
+		if id, ok := p.live.take(e.Addr); ok {
+			p.actions = append(p.actions, id)
+			p.elems[id].free = raw
+		} else {
+			p.elems = append(p.elems, elemSrc{size: e.Size, ref: raw, free: raw, kind: srcFree})
+			id := int32(len(p.elems) - 1)
+			p.unseen = append(p.unseen, id)
+			p.actions = append(p.actions, id)
 		}
 	}
+}
+
+// buildElements runs process_alloc_data's phases 1 and 2; pre, when not
+// nil, is the first phase over the device's trace done already (see
+// PairFeed).
+func buildElements(s *snapshot.Snapshot, device int, segmentsView bool, pre *pairing) *elementList {
+	p := pre
+	if p == nil {
+		viz := vizEvents(s, device)
+		p = newPairing(len(viz), segmentsView)
+		var events []snapshot.Event
+		if len(viz) > 0 {
+			events = s.Traces[device].Events
+		}
+		for _, raw := range viz {
+			e := &events[raw]
+			p.add(e, e.VizAction(), raw)
+		}
+	}
+	l := &elementList{elems: p.elems, actions: p.actions}
+	initial := p.unseen
+	addrToAlloc := p.live
 	for si := range s.Segments {
 		seg := &s.Segments[si]
 		if int(seg.Device) != device {
@@ -294,7 +320,7 @@ func computeStats(s *snapshot.Snapshot, device int, kind Kind, maxEntries int) T
 	if kind == KindActiveWithPools {
 		return poolStats(s, device, maxEntries)
 	}
-	l := buildElements(s, device, kind == KindSegments)
+	l := buildElements(s, device, kind == KindSegments, nil)
 	drawn := drawSet(l.elems, maxEntries)
 	n := len(l.elems)
 	pos := make([]int32, n) // stack position+1 while drawn and live; 0 otherwise

@@ -55,7 +55,7 @@ func NewLifetimes(s *snapshot.Snapshot, device int, kind Kind) *Lifetimes {
 	if kind == KindActiveWithPools {
 		kind = KindActive
 	}
-	l := buildElements(s, device, kind == KindSegments)
+	l := buildElements(s, device, kind == KindSegments, nil)
 	n := len(l.actions)
 	lt := &Lifetimes{
 		Kind:      kind,

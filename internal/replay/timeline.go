@@ -75,11 +75,13 @@ type bucket struct {
 	negEnds             maxTree // the ends negated: minima, to count fast
 }
 
-func newTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
+// newTimeline builds the timeline, with pre (when not nil) the pairing of
+// the device's trace done already.
+func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Timeline {
 	if kind == KindActiveWithPools && hasPrivatePools(s, device) {
 		return newMaterialized(s, device)
 	}
-	l := buildElements(s, device, kind == KindSegments)
+	l := buildElements(s, device, kind == KindSegments, pre)
 	n := len(l.elems)
 	t := &Timeline{
 		s: s, device: device, kind: kind, segs: deviceSegments(s, device),

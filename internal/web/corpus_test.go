@@ -101,7 +101,7 @@ func TestAxes(t *testing.T) {
 			}
 			for _, d := range s.Devices() {
 				for _, view := range []string{ViewActive, ViewSegments} {
-					tl := newTimeline(s, d, view, replay.NewTimeline)
+					tl := newTimeline(s, d, view, nil, nil)
 					if _, total, ok := vizSteps(s, d, view == ViewSegments); !ok || (int(total) != tl.tl.Timesteps() && !(total == 0 && tl.tl.Timesteps() == 1)) {
 						t.Fatalf("device %d %s: vizSteps counts %d timesteps (ok %v), replay %d", d, view, total, ok, tl.tl.Timesteps())
 					}
@@ -254,12 +254,14 @@ func TestShownBeforeVersions(t *testing.T) {
 	srv := New(Options{Addr: "127.0.0.1:8123"})
 	h := srv.Handler()
 	shown, release := make(chan struct{}), make(chan struct{})
-	id, done := srv.Load("f.pickle", func(progress func(done, total int64), early func(*snapshot.Snapshot)) (*snapshot.Snapshot, error) {
-		return snapshot.Open(path, &snapshot.Options{Progress: progress, Early: func(s *snapshot.Snapshot) {
+	id, done := srv.Load("f.pickle", func(opt *snapshot.Options) (*snapshot.Snapshot, error) {
+		early := opt.Early
+		opt.Early = func(s *snapshot.Snapshot) {
 			early(s)
 			close(shown)
 			<-release // the versions wait
-		}})
+		}
+		return snapshot.Open(path, opt)
 	})
 	srv.Warm(id)
 	<-shown

@@ -493,9 +493,9 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, "%s: reading upload: %v", name, err)
 		return
 	}
-	snap, err := loadSafe(func(func(int64, int64), func(*snapshot.Snapshot)) (*snapshot.Snapshot, error) {
+	snap, err := loadSafe(func(*snapshot.Options) (*snapshot.Snapshot, error) {
 		return s.opt.Decode(name, data)
-	}, nil, nil)
+	}, nil)
 	if err != nil {
 		writeErr(w, http.StatusUnprocessableEntity, "%s", loadErrText(name, err))
 		return

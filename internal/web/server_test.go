@@ -409,13 +409,13 @@ func TestBackgroundLoad(t *testing.T) {
 	h := s.Handler()
 	release := make(chan struct{})
 	progressed := make(chan struct{})
-	id, done := s.Load("slow.pickle", func(progress func(done, total int64), _ func(*snapshot.Snapshot)) (*snapshot.Snapshot, error) {
-		progress(300, 1000)
+	id, done := s.Load("slow.pickle", func(opt *snapshot.Options) (*snapshot.Snapshot, error) {
+		opt.Progress(300, 1000)
 		close(progressed)
 		<-release
 		return tinySnapshot(), nil
 	})
-	badID, badDone := s.Load("bad.pickle", func(func(done, total int64), func(*snapshot.Snapshot)) (*snapshot.Snapshot, error) {
+	badID, badDone := s.Load("bad.pickle", func(*snapshot.Options) (*snapshot.Snapshot, error) {
 		panic("hostile input") // a decoder bug must not take the server down
 	})
 	s.Warm(id)

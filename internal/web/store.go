@@ -30,11 +30,12 @@ type Store struct {
 	userBusy func() bool
 }
 
-// timelineBuilder makes the timeline of one view (replay.NewTimeline).
+// timelineBuilder makes the timeline of one view in tests (else
+// replay.NewTimelineFed).
 type timelineBuilder func(s *snapshot.Snapshot, device int, kind replay.Kind) *replay.Timeline
 
 // NewStore returns a store with no files.
-func NewStore() *Store { return &Store{build: replay.NewTimeline} }
+func NewStore() *Store { return &Store{} }
 
 // lazy is a value computed once. A panic in the computation becomes the
 // error every caller gets, where sync.Once alone would leave the next
@@ -83,8 +84,12 @@ type file struct {
 	devs      map[int]*deviceData
 	timelines map[tlKey]*tlEntry
 
-	// build makes a view's timeline (replay.NewTimeline but in tests).
+	// build makes a view's timeline in tests (nil: replay.NewTimelineFed
+	// with fed).
 	build timelineBuilder
+	// fed pairs the allocations of the trace while the decoder runs; set
+	// by the decoder's Feed before the file is shown.
+	fed *replay.FedPairing
 	// userBusy is the store's.
 	userBusy func() bool
 
@@ -107,11 +112,11 @@ func (s *Store) Add(name string, snap *snapshot.Snapshot) int {
 	return f.ID
 }
 
-// A Loader decodes one file for Load. It reports its progress with
-// progress and, when it can, passes early to the decoder as
-// snapshot.Options.Early, so that the server starts laying out the first
-// view while the decoder finishes.
-type Loader func(progress func(done, total int64), early func(*snapshot.Snapshot)) (*snapshot.Snapshot, error)
+// A Loader decodes one file for Load, with opt as its snapshot.Options
+// (more may be set): Progress for the page's loading message, and Early
+// and Feed, so that the server starts laying out the first view while the
+// decoder runs.
+type Loader func(opt *snapshot.Options) (*snapshot.Snapshot, error)
 
 // Load registers a file under name at once and decodes it in the
 // background with load, after the files queued before it. Until it is
@@ -133,10 +138,16 @@ func (s *Store) Load(name string, load Loader) (int, <-chan error) {
 		if prev != nil {
 			<-prev
 		}
-		snap, err := loadSafe(load, func(done, total int64) {
-			f.doneBytes.Store(done)
-			f.totalBytes.Store(total)
-		}, f.showEarly)
+		snap, err := loadSafe(load, &snapshot.Options{
+			Progress: func(done, total int64) {
+				f.doneBytes.Store(done)
+				f.totalBytes.Store(total)
+			},
+			Early: f.showEarly,
+			Feed: func(feed *snapshot.EventFeed) {
+				f.fed = replay.PairFeed(feed, func(pair func()) { go pair() })
+			},
+		})
 		f.finish(snap, err)
 		errc <- err
 	}()
@@ -144,13 +155,13 @@ func (s *Store) Load(name string, load Loader) (int, <-chan error) {
 }
 
 // loadSafe keeps the server alive if a decoder panics on bad input.
-func loadSafe(load Loader, progress func(done, total int64), early func(*snapshot.Snapshot)) (snap *snapshot.Snapshot, err error) {
+func loadSafe(load Loader, opt *snapshot.Options) (snap *snapshot.Snapshot, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			snap, err = nil, fmt.Errorf("decoder failed: %v", p)
 		}
 	}()
-	snap, err = load(progress, early)
+	snap, err = load(opt)
 	if err == nil && snap == nil {
 		err = errors.New("decoder returned no snapshot")
 	}
@@ -292,9 +303,9 @@ func (f *file) timelineOf(snap *snapshot.Snapshot, d int, view string) (*timelin
 		e = &tlEntry{}
 		f.timelines[k] = e
 	}
-	build := f.build
+	build, fed := f.build, f.fed
 	f.mu.Unlock()
-	return e.get(func() *timeline { return newTimeline(snap, d, view, build) },
+	return e.get(func() *timeline { return newTimeline(snap, d, view, build, fed) },
 		"building the %s timeline of device %d", view, d)
 }
 

@@ -55,7 +55,12 @@ type timeline struct {
 	stepTime []float64
 }
 
-func newTimeline(s *snapshot.Snapshot, device int, view string, build timelineBuilder) *timeline {
+// newTimeline builds the timeline of view with build, or when it is nil
+// with replay.NewTimelineFed and fed (which may be nil).
+func newTimeline(s *snapshot.Snapshot, device int, view string, build timelineBuilder, fed *replay.FedPairing) *timeline {
+	if build == nil {
+		return &timeline{snap: s, device: device, view: view, tl: replay.NewTimelineFed(s, device, kindOf(view), fed)}
+	}
 	return &timeline{snap: s, device: device, view: view, tl: build(s, device, kindOf(view))}
 }
 

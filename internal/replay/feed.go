@@ -1,0 +1,101 @@
+package replay
+
+import (
+	"sync/atomic"
+
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// FedPairing is the first phase of the Active Memory Timeline's layout
+// (allocations paired with their frees) done over a decode's EventFeed
+// while the decoder goes on, on the second core: the layout that waits for
+// the decode then has less left to do (a quarter to a half of it on big
+// snapshots). See NewTimelineFed.
+type FedPairing struct {
+	feed *snapshot.EventFeed
+	done chan struct{}
+	p    *pairing
+	used atomic.Bool
+}
+
+// PairFeed starts pairing f's entries with run (which runs its argument on
+// another goroutine, e.g. `func(f func()) { go f() }`).
+func PairFeed(f *snapshot.EventFeed, run func(func())) *FedPairing {
+	fp := &FedPairing{feed: f, done: make(chan struct{})}
+	run(fp.pair)
+	return fp
+}
+
+// pair reads the feed to its end. An entry is kept back until the next
+// one is there, which says whether memory_viz merges the two (a
+// free_requested followed by its free_completed is one free, at the
+// free_requested).
+func (fp *FedPairing) pair() {
+	defer close(fp.done)
+	var p *pairing
+	have, pending := 0, -1 // pending: a free_requested not yet merged or not
+	for {
+		evs, done := fp.feed.Next(have)
+		if len(evs) < have {
+			return // the decode failed
+		}
+		if p == nil {
+			// The decoder reserves room for every entry it expects.
+			p = newPairing(cap(evs), false)
+		}
+		for i := have; i < len(evs); i++ {
+			e := &evs[i]
+			if pending >= 0 {
+				prev := &evs[pending]
+				pending = -1
+				if snapshot.MergesFree(prev, e) {
+					p.add(prev, snapshot.ActionFree, int32(i-1))
+					continue
+				}
+			}
+			if e.Action == snapshot.ActionFreeRequested {
+				pending = i
+				continue
+			}
+			p.add(e, e.Action, int32(i))
+		}
+		have = len(evs)
+		if done {
+			fp.p = p
+			return
+		}
+	}
+}
+
+// result waits for the pairing and returns it when it covers exactly
+// trace, nil otherwise (another device's trace, several traces in the
+// feed, a failed decode).
+func (fp *FedPairing) result(trace []snapshot.Event) *pairing {
+	if fp == nil {
+		return nil
+	}
+	<-fp.done
+	if fp.p == nil || !fp.feed.Whole(trace) {
+		return nil
+	}
+	return fp.p
+}
+
+// NewTimelineFed is NewTimeline, using fp (which may be nil) for the
+// allocations' pairing when it covers the device's whole trace and kind
+// is KindActive (or KindActiveWithPools without private pools); a
+// pairing is used once.
+func NewTimelineFed(s *snapshot.Snapshot, device int, kind Kind, fp *FedPairing) *Timeline {
+	if kind == KindSegments || device < 0 || device >= len(s.Traces) || (kind == KindActiveWithPools && hasPrivatePools(s, device)) {
+		return newTimeline(s, device, kind, nil)
+	}
+	return newTimeline(s, device, kind, fp.take(s.Traces[device].Events))
+}
+
+// take is result, once: the timeline that uses a pairing owns it.
+func (fp *FedPairing) take(trace []snapshot.Event) *pairing {
+	if fp == nil || fp.used.Swap(true) {
+		return nil
+	}
+	return fp.result(trace)
+}

@@ -1,0 +1,73 @@
+package snapshot
+
+import "sync"
+
+// EventFeed hands the trace entries of a pickle decode to a reader on
+// another goroutine while the decoder goes on (Options.Feed): a viewer
+// pairs allocations with their frees on the second core meanwhile, so
+// that less is left to do once the decode ends.
+//
+// The entries come in decode order, every device's trace one after the
+// other. Their Action, Addr and Size are final when published; Stream,
+// Flags and Version are not (the decoder fills them in at its end).
+type EventFeed struct {
+	mu   sync.Mutex
+	more sync.Cond
+	evs  []Event // published so far
+	done bool
+}
+
+// feedEvery is how many entries the decoder decodes between two
+// publications: often enough that the reader keeps up, seldom enough that
+// the lock costs nothing.
+const feedEvery = 1 << 14
+
+func newEventFeed() *EventFeed {
+	f := &EventFeed{}
+	f.more.L = &f.mu
+	return f
+}
+
+// publish makes evs (all the entries so far) visible to the reader.
+func (f *EventFeed) publish(evs []Event, done bool) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	if !f.done {
+		f.evs, f.done = evs, done
+	}
+	f.mu.Unlock()
+	f.more.Broadcast()
+}
+
+// Next blocks until more than have entries are published or the decode
+// ends, and returns every entry published so far (have counts those the
+// reader has seen). done reports that no more will come: the decode ended,
+// successfully or not.
+func (f *EventFeed) Next(have int) (evs []Event, done bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for len(f.evs) <= have && !f.done {
+		f.more.Wait()
+	}
+	return f.evs, f.done
+}
+
+// Whole reports whether trace (a decoded Trace's Events) is exactly the
+// entries the feed published, in the same memory: a reader's results over
+// the feed are then results over that trace, raw indices included.
+func (f *EventFeed) Whole(trace []Event) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.done && len(trace) > 0 && len(trace) == len(f.evs) && &trace[0] == &f.evs[0]
+}
+
+// MergesFree reports whether memory_viz merges next into prev, the event
+// before it in its trace view, when prev is not merged already: a
+// free_completed right after the free_requested of the same address is
+// shown as one free, at prev. Annotation applies it; readers of an
+// EventFeed, which sees no Flags yet, apply it too.
+func MergesFree(prev, next *Event) bool {
+	return next.Action == ActionFreeCompleted && prev.Action == ActionFreeRequested && prev.Addr == next.Addr
+}
