@@ -119,6 +119,8 @@ type pairing struct {
 	actions []int32 // element indices in action order
 	unseen  []int32 // elements of frees with no alloc, in trace order
 	live    *addrTable
+	// stack, when not nil, has taken the actions so far (FedPairing).
+	stack *stacker
 	// The actions that push and pop elements: alloc and free (or
 	// free_completed), or segment_alloc and segment_free.
 	allocAct, freeAct, freeAct2 snapshot.Action

@@ -6,11 +6,11 @@ import (
 	"github.com/gpumem/gpumem/snapshot"
 )
 
-// FedPairing is the first phase of the Active Memory Timeline's layout
-// (allocations paired with their frees) done over a decode's EventFeed
+// FedPairing is most of the Active Memory Timeline's layout (allocations
+// paired with their frees, then stacked) done over a decode's EventFeed
 // while the decoder goes on, on the second core: the layout that waits for
-// the decode then has less left to do (a quarter to a half of it on big
-// snapshots). See NewTimelineFed.
+// the decode then has the initial stack and the indexes left to do. See
+// NewTimelineFed.
 type FedPairing struct {
 	feed *snapshot.EventFeed
 	done chan struct{}
@@ -42,6 +42,7 @@ func (fp *FedPairing) pair() {
 		if p == nil {
 			// The decoder reserves room for every entry it expects.
 			p = newPairing(cap(evs), false)
+			p.stack = newStacker(cap(evs)/2, cap(evs))
 		}
 		for i := have; i < len(evs); i++ {
 			e := &evs[i]
@@ -59,6 +60,7 @@ func (fp *FedPairing) pair() {
 			}
 			p.add(e, e.Action, int32(i))
 		}
+		p.stack.take(p.elems, p.actions)
 		have = len(evs)
 		if done {
 			fp.p = p

@@ -10,8 +10,8 @@ import (
 )
 
 // TestFedPairingMatches decodes every real snapshot with an EventFeed and
-// checks that the pairing done while decoding gives the same elements,
-// actions and initial stack as the one done after, and the same timeline.
+// checks that the layout done while decoding (pairing and stack) gives the
+// same timeline as the one done after.
 func TestFedPairingMatches(t *testing.T) {
 	used := 0
 	files := corpus.Files(t)
@@ -35,11 +35,23 @@ func TestFedPairingMatches(t *testing.T) {
 			continue // several traces in the feed
 		}
 		used++
-		got := buildElements(s, d, false, pre)
-		want := buildElements(s, d, false, nil)
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: fed pairing differs: %d/%d elements, %d/%d actions, %d/%d initial", filepath.Base(path),
-				len(got.elems), len(want.elems), len(got.actions), len(want.actions), len(got.initial), len(want.initial))
+		got := newTimeline(s, d, KindActive, pre)
+		want := newTimeline(s, d, KindActive, nil)
+		name := filepath.Base(path)
+		for _, c := range []struct {
+			what      string
+			got, want any
+		}{
+			{"elements", got.src, want.src}, {"starts", got.start, want.start}, {"ends", got.end, want.end},
+			{"bottom edges", got.off0, want.off0}, {"positions", got.pos, want.pos}, {"slides", got.slid, want.slid},
+			{"frees", got.freed, want.freed}, {"stack order", got.byPos, want.byPos},
+			{"slid frees", [][]int32{got.freeEnd, got.freeID, got.freePos}, [][]int32{want.freeEnd, want.freeID, want.freePos}},
+			{"runs", got.cruns.code, want.cruns.code}, {"run checkpoints", got.cruns.cp, want.cruns.cp},
+			{"timesteps and peak", []uint64{uint64(got.timesteps), got.peak}, []uint64{uint64(want.timesteps), want.peak}},
+		} {
+			if !reflect.DeepEqual(c.got, c.want) {
+				t.Errorf("%s: the fed layout's %s differ", name, c.what)
+			}
 		}
 		if fp.take(s.Traces[d].Events) != nil {
 			t.Errorf("%s: a pairing was taken twice", filepath.Base(path))

@@ -81,88 +81,20 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	if kind == KindActiveWithPools && hasPrivatePools(s, device) {
 		return newMaterialized(s, device)
 	}
+	var st *stacker
+	if pre != nil {
+		st = pre.stack
+	}
 	l := buildElements(s, device, kind == KindSegments, pre)
-	n := len(l.elems)
-	t := &Timeline{
-		s: s, device: device, kind: kind, segs: deviceSegments(s, device),
-		src:   l.elems,
-		start: make([]int32, n),
-		end:   make([]int32, n),
-		off0:  make([]uint64, n),
-		pos:   make([]int32, n),
-		slid:  make([]bool, n),
-		byPos: make([]int32, 0, n),
+	if st == nil {
+		st = newStacker(len(l.elems), len(l.actions))
 	}
-	for i := range t.pos {
-		t.pos[i] = -1
-	}
-	live := newLiveStack(n)
-	var total uint64
-	timestep := int32(0)
-	// Every free action adds one run, or two when it slides, and at most
-	// one slid-free record: sized for that, appends never copy.
-	frees := 0
-	for i := range l.elems {
-		if l.elems[i].free >= 0 {
-			frees++
-		}
-	}
-	runs := len(l.actions) + frees
-	t.cruns = &compactRuns{code: make([]uint32, 0, runs), cp: make([]uint64, 0, runs/runBlock+1)}
-	t.freeEnd, t.freeID, t.freePos = make([]int32, 0, frees), make([]int32, 0, frees), make([]int32, 0, frees)
-	advance := func(id int32, kind int, k int32) {
-		t.cruns.add(id, kind, total)
-		if total > t.peak {
-			t.peak = total
-		}
-		timestep += k
-	}
-	push := func(id int32) {
-		p := int32(len(t.byPos))
-		t.pos[id] = p
-		t.byPos = append(t.byPos, id)
-		t.start[id] = timestep
-		t.off0[id] = total
-		live.push()
-		total += l.elems[id].size
-	}
-	for _, id := range l.initial {
-		push(id)
-	}
-	done := make([]bool, n)
-	for _, id := range l.actions {
-		if t.pos[id] < 0 {
-			push(id)
-			advance(id, runPush, 1)
-			continue
-		}
-		if done[id] {
-			continue // cannot happen: an element has one alloc and one free
-		}
-		p := t.pos[id]
-		slides := live.free(p)
-		if slides {
-			advance(id, runFreeSlide, 1)
-		} else {
-			advance(id, runFree, 1)
-		}
-		done[id] = true
-		t.end[id] = timestep
-		if slides {
-			t.slid[id] = true
-			// Collected here, the slid frees come sorted by end.
-			t.freeEnd = append(t.freeEnd, timestep)
-			t.freeID = append(t.freeID, id)
-			t.freePos = append(t.freePos, int32(p))
-			advance(id, runSlideEnd, 3)
-		}
-		total -= l.elems[id].size
-	}
-	t.timesteps = int(timestep)
-	t.freed = done
+	t := &Timeline{s: s, device: device, kind: kind, segs: deviceSegments(s, device), src: l.elems}
+	st.finish(t, l)
+	timestep := int32(t.timesteps)
 	eff := make([]int32, len(t.byPos))
 	for p, id := range t.byPos {
-		if !done[id] {
+		if !t.freed[id] {
 			t.end[id] = timestep
 			eff[p] = math.MaxInt32 // alive to the end
 			continue
@@ -172,8 +104,6 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 			eff[p] += 3
 		}
 	}
-	// Only the frees that slid were recorded: trim the rest of the room.
-	t.freeEnd, t.freeID, t.freePos = exact(t.freeEnd), exact(t.freeID), exact(t.freePos)
 	t.src = exact(t.src)
 	// The three indexes only read what is built above: build the largest
 	// on another core (the first paint waits on this function).

@@ -1,0 +1,157 @@
+package replay
+
+import "math"
+
+// stacker is process_alloc_data's third phase, the stack, run over the
+// actions in order before the initial stack is known, so that it can run
+// while the trace is still decoded (FedPairing).
+//
+// The initial stack (the dump's blocks allocated before the trace and the
+// frees of addresses the trace never allocated) lies under every element
+// the trace pushes, and is known only at the trace's end. So positions
+// count the pushed elements only, and totals leave out the initial stack
+// but for the frees of its elements, which the trace shows: total is the
+// pushed bytes minus the initial bytes freed so far, modulo 2^64. finish
+// adds the initial stack: it shifts the positions by its length and the
+// totals (and bottom edges) by its bytes.
+type stacker struct {
+	// Per element, by id, for the elements seen so far.
+	start, end []int32
+	off0       []uint64 // pushed ones: total when pushed (before finish, without the initial stack)
+	pos        []int32  // pushed ones: position among the pushed (before finish); -1 others
+	slid, done []bool
+
+	byPos []int32 // the pushed elements in push order
+	live  *liveStack
+	cruns *compactRuns
+	// The frees that slid, by end.
+	freeEnd, freeID []int32
+
+	total    uint64
+	high     int64 // the highest total so far, as a signed number
+	advanced bool  // some action was taken
+	timestep int32
+	seen     int // actions taken
+}
+
+// newStacker sizes a stacker for about elems elements and actions actions.
+func newStacker(elems, actions int) *stacker {
+	st := &stacker{
+		start: make([]int32, 0, elems), end: make([]int32, 0, elems), off0: make([]uint64, 0, elems),
+		pos: make([]int32, 0, elems), slid: make([]bool, 0, elems), done: make([]bool, 0, elems),
+		byPos: make([]int32, 0, elems),
+		live:  newLiveStack(elems),
+		// Every free adds one run, or two when it slides: sized for the
+		// common case (about one free per two actions), appends grow it.
+		cruns: &compactRuns{code: make([]uint32, 0, actions+actions/2), cp: make([]uint64, 0, actions/runBlock+2)},
+		high:  math.MinInt64,
+	}
+	return st
+}
+
+// grow makes room for element id.
+func (st *stacker) grow(id int32) {
+	for int(id) >= len(st.start) {
+		st.start = append(st.start, 0)
+		st.end = append(st.end, 0)
+		st.off0 = append(st.off0, 0)
+		st.pos = append(st.pos, -1)
+		st.slid = append(st.slid, false)
+		st.done = append(st.done, false)
+	}
+}
+
+func (st *stacker) advance(id int32, kind int, k int32) {
+	st.cruns.add(id, kind, st.total)
+	st.high = max(st.high, int64(st.total))
+	st.advanced = true
+	st.timestep += k
+}
+
+func (st *stacker) push(elems []elemSrc, id int32) {
+	st.pos[id] = int32(len(st.byPos))
+	st.byPos = append(st.byPos, id)
+	st.start[id] = st.timestep
+	st.off0[id] = st.total
+	st.live.push()
+	st.total += elems[id].size
+}
+
+// take takes the actions not taken yet.
+func (st *stacker) take(elems []elemSrc, actions []int32) {
+	for _, id := range actions[st.seen:] {
+		st.grow(id)
+		e := &elems[id]
+		if e.kind != srcFree && st.pos[id] < 0 {
+			st.push(elems, id)
+			st.advance(id, runPush, 1)
+			continue
+		}
+		if st.done[id] {
+			continue // cannot happen: an element has one alloc and one free
+		}
+		// A free. Of an element of the initial stack (a free with no
+		// alloc in the trace), everything above it is pushed or freed
+		// already (the initial stack lists such frees from the top down).
+		var slides bool
+		if e.kind == srcFree {
+			slides = st.live.top() >= 0
+		} else {
+			slides = st.live.free(st.pos[id])
+		}
+		if slides {
+			st.advance(id, runFreeSlide, 1)
+		} else {
+			st.advance(id, runFree, 1)
+		}
+		st.done[id] = true
+		st.end[id] = st.timestep
+		if slides {
+			st.slid[id] = true
+			// Collected here, the slid frees come sorted by end.
+			st.freeEnd = append(st.freeEnd, st.timestep)
+			st.freeID = append(st.freeID, id)
+			st.advance(id, runSlideEnd, 3)
+		}
+		st.total -= e.size
+	}
+	st.seen = len(actions)
+}
+
+// finish takes the rest of l's actions, puts l's initial stack under the
+// pushed elements and fills in t's stack (start, end, off0, pos, slid,
+// freed, byPos, the slid frees, the runs, timesteps and peak).
+func (st *stacker) finish(t *Timeline, l *elementList) {
+	st.take(l.elems, l.actions)
+	n := len(l.elems)
+	if n > 0 {
+		st.grow(int32(n - 1))
+	}
+	k := int32(len(l.initial))
+	var initBytes uint64
+	for i, id := range l.initial {
+		st.start[id] = 0
+		st.off0[id] = initBytes
+		initBytes += l.elems[id].size
+		st.pos[id] = int32(i)
+	}
+	for _, id := range st.byPos {
+		st.pos[id] += k
+		st.off0[id] += initBytes
+	}
+	for b := range st.cruns.cp {
+		st.cruns.cp[b] += initBytes
+	}
+	if st.advanced {
+		t.peak = uint64(st.high) + initBytes
+	}
+	t.byPos = append(append(make([]int32, 0, n), l.initial...), st.byPos...)
+	t.start, t.end, t.off0, t.pos, t.slid, t.freed = st.start, st.end, st.off0, st.pos, st.slid, st.done
+	t.cruns = st.cruns
+	t.timesteps = int(st.timestep)
+	t.freeEnd, t.freeID = exact(st.freeEnd), exact(st.freeID)
+	t.freePos = make([]int32, len(t.freeID))
+	for i, id := range t.freeID {
+		t.freePos[i] = t.pos[id]
+	}
+}
