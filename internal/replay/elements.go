@@ -30,8 +30,11 @@ type elemSrc struct {
 // order of actions and the initial stack.
 type elementList struct {
 	elems   []elemSrc
-	actions []int32 // element indices in action order
+	actions []int32 // element indices in action order (after taken)
 	initial []int32 // initial stack, bottom first
+	// taken counts the first actions, left out of actions: a stacker
+	// took them while the trace was decoded (FedPairing).
+	taken int
 }
 
 // deviceSegments returns the indices of the device's dump segments sorted
@@ -119,19 +122,23 @@ type pairing struct {
 	actions []int32 // element indices in action order
 	unseen  []int32 // elements of frees with no alloc, in trace order
 	live    *addrTable
-	// stack, when not nil, has taken the actions so far (FedPairing).
+	// stack, when not nil, has taken the first taken actions so far,
+	// which actions no longer holds (FedPairing).
 	stack *stacker
+	taken int
 	// The actions that push and pop elements: alloc and free (or
 	// free_completed), or segment_alloc and segment_free.
 	allocAct, freeAct, freeAct2 snapshot.Action
 }
 
-func newPairing(events int, segmentsView bool) *pairing {
+// newPairing sizes a pairing for a trace of events viz events, with room
+// for actions actions at first.
+func newPairing(events, actions int, segmentsView bool) *pairing {
 	// At most half of the events add an element (a free of an unseen
 	// address adds one too, but such frees are few).
 	p := &pairing{
 		elems:    make([]elemSrc, 0, events/2+16),
-		actions:  make([]int32, 0, events),
+		actions:  make([]int32, 0, actions),
 		live:     newAddrTable(1024),
 		allocAct: snapshot.ActionAlloc, freeAct: snapshot.ActionFree, freeAct2: snapshot.ActionFreeCompleted,
 	}
@@ -169,7 +176,7 @@ func buildElements(s *snapshot.Snapshot, device int, segmentsView bool, pre *pai
 	p := pre
 	if p == nil {
 		viz := vizEvents(s, device)
-		p = newPairing(len(viz), segmentsView)
+		p = newPairing(len(viz), len(viz), segmentsView)
 		var events []snapshot.Event
 		if len(viz) > 0 {
 			events = s.Traces[device].Events
@@ -179,7 +186,7 @@ func buildElements(s *snapshot.Snapshot, device int, segmentsView bool, pre *pai
 			p.add(e, e.VizAction(), raw)
 		}
 	}
-	l := &elementList{elems: p.elems, actions: p.actions}
+	l := &elementList{elems: p.elems, actions: p.actions, taken: p.taken}
 	initial := p.unseen
 	addrToAlloc := p.live
 	for si := range s.Segments {
@@ -211,7 +218,7 @@ func buildElements(s *snapshot.Snapshot, device int, segmentsView bool, pre *pai
 	for i, j := 0, len(initial)-1; i < j; i, j = i+1, j-1 {
 		initial[i], initial[j] = initial[j], initial[i]
 	}
-	if len(l.actions) == 0 && len(initial) > 0 {
+	if l.taken+len(l.actions) == 0 && len(initial) > 0 {
 		l.actions = append(l.actions, initial[len(initial)-1])
 		initial = initial[:len(initial)-1]
 	}

@@ -31,7 +31,7 @@ type stacker struct {
 	high     int64 // the highest total so far, as a signed number
 	advanced bool  // some action was taken
 	timestep int32
-	seen     int // actions taken
+	seen     int // how many of the actions given to take it took
 }
 
 // newStacker sizes a stacker for about elems elements and actions actions.
