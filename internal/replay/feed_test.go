@@ -32,7 +32,7 @@ func TestFedPairingMatches(t *testing.T) {
 		}
 		pre := fp.take(s.Traces[d].Events)
 		if pre == nil {
-			continue // several traces in the feed
+			continue // no entries, or several traces in the feed
 		}
 		used++
 		got := newTimeline(s, d, KindActive, pre)
