@@ -33,7 +33,7 @@ type elementList struct {
 	actions []int32 // element indices in action order (after taken)
 	initial []int32 // initial stack, bottom first
 	// taken counts the first actions, left out of actions: a stacker
-	// took them while the trace was decoded (FedPairing).
+	// took them while the trace was decoded (FedLayout).
 	taken int
 }
 
@@ -123,7 +123,7 @@ type pairing struct {
 	unseen  []int32 // elements of frees with no alloc, in trace order
 	live    *addrTable
 	// stack, when not nil, has taken the first taken actions so far,
-	// which actions no longer holds (FedPairing).
+	// which actions no longer holds (FedLayout).
 	stack *stacker
 	taken int
 	// The actions that push and pop elements: alloc and free (or
@@ -171,7 +171,7 @@ func (p *pairing) add(e *snapshot.Event, a snapshot.Action, raw int32) {
 
 // buildElements runs process_alloc_data's phases 1 and 2; pre, when not
 // nil, is the first phase over the device's trace done already (see
-// PairFeed).
+// LayoutFeed).
 func buildElements(s *snapshot.Snapshot, device int, segmentsView bool, pre *pairing) *elementList {
 	p := pre
 	if p == nil {

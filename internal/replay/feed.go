@@ -6,31 +6,31 @@ import (
 	"github.com/gpumem/gpumem/snapshot"
 )
 
-// FedPairing is most of the Active Memory Timeline's layout (allocations
+// FedLayout is most of the Active Memory Timeline's layout (allocations
 // paired with their frees, then stacked) done over a decode's EventFeed
 // while the decoder goes on, on the second core: the layout that waits for
 // the decode then has the initial stack and the indexes left to do. See
 // NewTimelineFed.
-type FedPairing struct {
+type FedLayout struct {
 	feed *snapshot.EventFeed
 	done chan struct{}
 	p    *pairing
 	used atomic.Bool
 }
 
-// PairFeed starts pairing f's entries with run (which runs its argument on
-// another goroutine, e.g. `func(f func()) { go f() }`).
-func PairFeed(f *snapshot.EventFeed, run func(func())) *FedPairing {
-	fp := &FedPairing{feed: f, done: make(chan struct{})}
+// LayoutFeed starts laying out f's entries with run (which runs its
+// argument on another goroutine, e.g. `func(f func()) { go f() }`).
+func LayoutFeed(f *snapshot.EventFeed, run func(func())) *FedLayout {
+	fp := &FedLayout{feed: f, done: make(chan struct{})}
 	run(fp.pair)
 	return fp
 }
 
-// pair reads the feed to its end. An entry is kept back until the next
-// one is there, which says whether memory_viz merges the two (a
-// free_requested followed by its free_completed is one free, at the
-// free_requested).
-func (fp *FedPairing) pair() {
+// pair reads the feed to its end, pairing and stacking. An entry is kept
+// back until the next one is there, which says whether memory_viz merges
+// the two (a free_requested followed by its free_completed is one free, at
+// the free_requested).
+func (fp *FedLayout) pair() {
 	defer close(fp.done)
 	var p *pairing
 	have, pending := 0, -1 // pending: a free_requested not yet merged or not
@@ -73,10 +73,10 @@ func (fp *FedPairing) pair() {
 	}
 }
 
-// result waits for the pairing and returns it when it covers exactly
-// trace, nil otherwise (another device's trace, several traces in the
-// feed, a failed decode).
-func (fp *FedPairing) result(trace []snapshot.Event) *pairing {
+// result waits for the work and returns it when it covers exactly trace,
+// nil otherwise (another device's trace, several traces in the feed, a
+// failed decode).
+func (fp *FedLayout) result(trace []snapshot.Event) *pairing {
 	if fp == nil {
 		return nil
 	}
@@ -87,19 +87,18 @@ func (fp *FedPairing) result(trace []snapshot.Event) *pairing {
 	return fp.p
 }
 
-// NewTimelineFed is NewTimeline, using fp (which may be nil) for the
-// allocations' pairing when it covers the device's whole trace and kind
-// is KindActive (or KindActiveWithPools without private pools); a
-// pairing is used once.
-func NewTimelineFed(s *snapshot.Snapshot, device int, kind Kind, fp *FedPairing) *Timeline {
+// NewTimelineFed is NewTimeline, using fp's work (fp may be nil) when it
+// covers the device's whole trace and kind is KindActive (or
+// KindActiveWithPools without private pools); the work is used once.
+func NewTimelineFed(s *snapshot.Snapshot, device int, kind Kind, fp *FedLayout) *Timeline {
 	if kind == KindSegments || device < 0 || device >= len(s.Traces) || (kind == KindActiveWithPools && hasPrivatePools(s, device)) {
 		return newTimeline(s, device, kind, nil)
 	}
 	return newTimeline(s, device, kind, fp.take(s.Traces[device].Events))
 }
 
-// take is result, once: the timeline that uses a pairing owns it.
-func (fp *FedPairing) take(trace []snapshot.Event) *pairing {
+// take is result, once: the timeline that uses the work owns it.
+func (fp *FedLayout) take(trace []snapshot.Event) *pairing {
 	if fp == nil || fp.used.Swap(true) {
 		return nil
 	}

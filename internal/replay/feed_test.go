@@ -9,16 +9,16 @@ import (
 	"github.com/gpumem/gpumem/snapshot"
 )
 
-// TestFedPairingMatches decodes every real snapshot with an EventFeed and
+// TestFedLayoutMatches decodes every real snapshot with an EventFeed and
 // checks that the layout done while decoding (pairing and stack) gives the
 // same timeline as the one done after.
-func TestFedPairingMatches(t *testing.T) {
+func TestFedLayoutMatches(t *testing.T) {
 	used := 0
 	files := corpus.Files(t)
 	for _, path := range files {
-		var fp *FedPairing
+		var fp *FedLayout
 		s, err := snapshot.Open(path, &snapshot.Options{Feed: func(f *snapshot.EventFeed) {
-			fp = PairFeed(f, func(pair func()) { go pair() })
+			fp = LayoutFeed(f, func(pair func()) { go pair() })
 		}})
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)

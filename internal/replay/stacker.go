@@ -4,7 +4,7 @@ import "math"
 
 // stacker is process_alloc_data's third phase, the stack, run over the
 // actions in order before the initial stack is known, so that it can run
-// while the trace is still decoded (FedPairing).
+// while the trace is still decoded (FedLayout).
 //
 // The initial stack (the dump's blocks allocated before the trace and the
 // frees of addresses the trace never allocated) lies under every element

@@ -87,9 +87,9 @@ type file struct {
 	// build makes a view's timeline in tests (nil: replay.NewTimelineFed
 	// with fed).
 	build timelineBuilder
-	// fed pairs the allocations of the trace while the decoder runs; set
-	// by the decoder's Feed before the file is shown.
-	fed *replay.FedPairing
+	// fed lays the trace out while the decoder runs; set by the decoder's
+	// Feed before the file is shown.
+	fed *replay.FedLayout
 	// userBusy is the store's.
 	userBusy func() bool
 
@@ -145,7 +145,7 @@ func (s *Store) Load(name string, load Loader) (int, <-chan error) {
 			},
 			Early: f.showEarly,
 			Feed: func(feed *snapshot.EventFeed) {
-				f.fed = replay.PairFeed(feed, func(pair func()) { go pair() })
+				f.fed = replay.LayoutFeed(feed, func(layout func()) { go layout() })
 			},
 		})
 		f.finish(snap, err)

@@ -57,7 +57,7 @@ type timeline struct {
 
 // newTimeline builds the timeline of view with build, or when it is nil
 // with replay.NewTimelineFed and fed (which may be nil).
-func newTimeline(s *snapshot.Snapshot, device int, view string, build timelineBuilder, fed *replay.FedPairing) *timeline {
+func newTimeline(s *snapshot.Snapshot, device int, view string, build timelineBuilder, fed *replay.FedLayout) *timeline {
 	if build == nil {
 		return &timeline{snap: s, device: device, view: view, tl: replay.NewTimelineFed(s, device, kindOf(view), fed)}
 	}
