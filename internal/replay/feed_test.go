@@ -1,6 +1,9 @@
 package replay
 
 import (
+	"bytes"
+	"math/rand"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -9,6 +12,52 @@ import (
 	"github.com/gpumem/gpumem/snapshot"
 )
 
+// fedLayouts decodes data with an EventFeed and returns the default
+// device's timeline laid out from the work done while decoding, and the
+// one laid out after; got is nil when the fed work does not cover that
+// device's trace (no entries, several traces) or the input is no snapshot.
+func fedLayouts(data []byte) (got, want *Timeline, twice bool) {
+	var fp *FedLayout
+	s, err := snapshot.DecodeBytes(data, "fed", &snapshot.Options{Feed: func(f *snapshot.EventFeed) {
+		fp = LayoutFeed(f, func(layout func()) { go layout() })
+	}})
+	if err != nil || fp == nil {
+		return nil, nil, false
+	}
+	d := s.DefaultDevice()
+	if d < 0 || d >= len(s.Traces) {
+		return nil, nil, false
+	}
+	pre := fp.take(s.Traces[d].Events)
+	if pre == nil {
+		return nil, nil, false
+	}
+	got = newTimeline(s, d, KindActive, pre)
+	want = newTimeline(s, d, KindActive, nil)
+	return got, want, fp.take(s.Traces[d].Events) != nil
+}
+
+// layoutDiff names the first part in which two timelines differ, "" when
+// none does.
+func layoutDiff(got, want *Timeline) string {
+	for _, c := range []struct {
+		what      string
+		got, want any
+	}{
+		{"elements", got.src, want.src}, {"starts", got.start, want.start}, {"ends", got.end, want.end},
+		{"bottom edges", got.off0, want.off0}, {"positions", got.pos, want.pos}, {"slides", got.slid, want.slid},
+		{"frees", got.freed, want.freed}, {"stack order", got.byPos, want.byPos},
+		{"slid frees", [][]int32{got.freeEnd, got.freeID, got.freePos}, [][]int32{want.freeEnd, want.freeID, want.freePos}},
+		{"runs", got.cruns.code, want.cruns.code}, {"run checkpoints", got.cruns.cp, want.cruns.cp},
+		{"timesteps and peak", []uint64{uint64(got.timesteps), got.peak}, []uint64{uint64(want.timesteps), want.peak}},
+	} {
+		if !reflect.DeepEqual(c.got, c.want) {
+			return c.what
+		}
+	}
+	return ""
+}
+
 // TestFedLayoutMatches decodes every real snapshot with an EventFeed and
 // checks that the layout done while decoding (pairing and stack) gives the
 // same timeline as the one done after.
@@ -16,49 +65,70 @@ func TestFedLayoutMatches(t *testing.T) {
 	used := 0
 	files := corpus.Files(t)
 	for _, path := range files {
-		var fp *FedLayout
-		s, err := snapshot.Open(path, &snapshot.Options{Feed: func(f *snapshot.EventFeed) {
-			fp = LayoutFeed(f, func(pair func()) { go pair() })
-		}})
+		data, err := os.ReadFile(path)
 		if err != nil {
-			t.Fatalf("%s: %v", path, err)
+			t.Fatal(err)
 		}
-		if fp == nil {
-			continue // JSON: no feed
-		}
-		d := s.DefaultDevice()
-		if d < 0 || d >= len(s.Traces) {
-			continue
-		}
-		pre := fp.take(s.Traces[d].Events)
-		if pre == nil {
+		got, want, twice := fedLayouts(data)
+		if got == nil {
 			continue // no entries, or several traces in the feed
 		}
 		used++
-		got := newTimeline(s, d, KindActive, pre)
-		want := newTimeline(s, d, KindActive, nil)
-		name := filepath.Base(path)
-		for _, c := range []struct {
-			what      string
-			got, want any
-		}{
-			{"elements", got.src, want.src}, {"starts", got.start, want.start}, {"ends", got.end, want.end},
-			{"bottom edges", got.off0, want.off0}, {"positions", got.pos, want.pos}, {"slides", got.slid, want.slid},
-			{"frees", got.freed, want.freed}, {"stack order", got.byPos, want.byPos},
-			{"slid frees", [][]int32{got.freeEnd, got.freeID, got.freePos}, [][]int32{want.freeEnd, want.freeID, want.freePos}},
-			{"runs", got.cruns.code, want.cruns.code}, {"run checkpoints", got.cruns.cp, want.cruns.cp},
-			{"timesteps and peak", []uint64{uint64(got.timesteps), got.peak}, []uint64{uint64(want.timesteps), want.peak}},
-		} {
-			if !reflect.DeepEqual(c.got, c.want) {
-				t.Errorf("%s: the fed layout's %s differ", name, c.what)
-			}
+		if what := layoutDiff(got, want); what != "" {
+			t.Errorf("%s: the fed layout's %s differ", filepath.Base(path), what)
 		}
-		if fp.take(s.Traces[d].Events) != nil {
-			t.Errorf("%s: a pairing was taken twice", filepath.Base(path))
+		if twice {
+			t.Errorf("%s: the fed work was taken twice", filepath.Base(path))
 		}
 	}
-	t.Logf("%d of %d snapshots laid out from the fed pairing", used, len(files))
+	t.Logf("%d of %d snapshots laid out from the fed work", used, len(files))
 	if used < len(files)/2 {
-		t.Errorf("only %d of %d snapshots used the fed pairing", used, len(files))
+		t.Errorf("only %d of %d snapshots used the fed work", used, len(files))
 	}
+}
+
+// randomPickle is randomSnapshot written as a pickle.
+func randomPickle(t testing.TB, r *rand.Rand, n int) []byte {
+	var buf bytes.Buffer
+	if err := snapshot.WritePickle(&buf, randomSnapshot(r, n)); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestFedLayoutRandom is TestFedLayoutMatches on random traces (frees of
+// blocks allocated before the trace, merged and split frees, blocks still
+// allocated in the dump), which runs without the corpus too.
+func TestFedLayoutRandom(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	for iter := 0; iter < 40; iter++ {
+		got, want, _ := fedLayouts(randomPickle(t, r, r.Intn(400)))
+		if got == nil {
+			t.Fatalf("iter %d: the fed work does not cover the only trace", iter)
+		}
+		if what := layoutDiff(got, want); what != "" {
+			t.Fatalf("iter %d: the fed layout's %s differ", iter, what)
+		}
+	}
+}
+
+// FuzzFedLayout: whatever decodes lays out the same from the fed work as
+// after the decode.
+func FuzzFedLayout(f *testing.F) {
+	r := rand.New(rand.NewSource(3))
+	for _, n := range []int{0, 1, 5, 40} {
+		f.Add(randomPickle(f, r, n))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, want, twice := fedLayouts(data)
+		if got == nil {
+			return
+		}
+		if what := layoutDiff(got, want); what != "" {
+			t.Fatalf("the fed layout's %s differ", what)
+		}
+		if twice {
+			t.Fatal("the fed work was taken twice")
+		}
+	})
 }
