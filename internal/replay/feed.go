@@ -97,10 +97,13 @@ func NewTimelineFed(s *snapshot.Snapshot, device int, kind Kind, fp *FedLayout) 
 	return newTimeline(s, device, kind, fp.take(s.Traces[device].Events))
 }
 
-// take is result, once: the timeline that uses the work owns it.
+// take is result, once: the timeline that uses the work owns it, and work
+// that does not fit is let go (it holds tens of MB on a big file).
 func (fp *FedLayout) take(trace []snapshot.Event) *pairing {
 	if fp == nil || fp.used.Swap(true) {
 		return nil
 	}
-	return fp.result(trace)
+	p := fp.result(trace)
+	fp.p = nil
+	return p
 }
