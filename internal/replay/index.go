@@ -34,6 +34,32 @@ func newMaxTreeOf(n int, val func(i int) int32) maxTree {
 	return t
 }
 
+// endTrees builds the max trees of the ends of ids and of the ends
+// negated, in one pass over ids (newMaxTreeOf's call per leaf was most of
+// building a timeline's buckets).
+func endTrees(ids, end []int32) (ends, negEnds maxTree) {
+	n, size := len(ids), 1
+	for size < n {
+		size <<= 1
+	}
+	ends = maxTree{n: n, size: size, v: make([]int32, 2*size)}
+	negEnds = maxTree{n: n, size: size, v: make([]int32, 2*size)}
+	a, b := ends.v[size:], negEnds.v[size:]
+	for i, id := range ids {
+		e := end[id]
+		a[i], b[i] = e, -e
+	}
+	for i := n; i < size; i++ {
+		a[i], b[i] = -1<<31, -1<<31
+	}
+	ends.v[0], negEnds.v[0] = -1<<31, -1<<31
+	for i := size - 1; i >= 1; i-- {
+		ends.v[i] = max(ends.v[2*i], ends.v[2*i+1])
+		negEnds.v[i] = max(negEnds.v[2*i], negEnds.v[2*i+1])
+	}
+	return ends, negEnds
+}
+
 // each calls fn, in increasing order, for every leaf i < limit with
 // value > above.
 func (t *maxTree) each(limit int, above int32, fn func(i int)) {

@@ -3,6 +3,7 @@ package replay
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 )
@@ -31,8 +32,21 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	if len(vis) == 0 {
 		return f
 	}
-	slices.SortFunc(vis, func(a, b int32) int { return cmp.Compare(t.pos[a], t.pos[b]) })
+	// vis comes largest first, the order of the frame's polygons; the
+	// sweep wants it up the stack. rank[k] is the k-th element's place in
+	// the frame.
 	nv := len(vis)
+	rank := make([]int32, nv)
+	rankPos := make([]int32, nv)
+	for r, id := range vis {
+		rank[r], rankPos[r] = int32(r), t.pos[id]
+	}
+	slices.SortFunc(rank, func(a, b int32) int { return cmp.Compare(rankPos[a], rankPos[b]) })
+	bySize := vis
+	vis = make([]int32, nv)
+	for k, r := range rank {
+		vis[k] = bySize[r]
+	}
 	vpos := make([]int32, nv)
 	base := make([]float64, nv)
 	baseT := make([]float64, nv)
@@ -70,9 +84,8 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		q = append(q, int(above[p]))
 	}
 	fen := make([]float64, nv+1) // completed frees, Fenwick by q
-	diff := make([]float64, nv+1)
-	completed, started := 0, 0 // frees [0,completed) done, [completed,started) ramping
-	dirty := nv                // lowest visible index whose slide changed since the last column
+	completed, started := 0, 0   // frees [0,completed) done, [completed,started) ramping
+	dirty := nv                  // lowest visible index whose slide changed since the last column
 	advanceTo := func(x float64) {
 		for started < len(fr) && float64(frEnd[started]) < x {
 			dirty = min(dirty, q[started])
@@ -84,7 +97,6 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 			for i := q[completed] + 1; i <= nv; i += i & -i {
 				fen[i] += s
 			}
-			diff[q[completed]] += s
 			completed++
 		}
 	}
@@ -127,6 +139,11 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	pts := make([][]float32, nv) // per element: x, bottom pairs in pixels
 	c0 := make([]float64, nv)    // C_k at the first sample
 	alive := make([]bool, nv)
+	// aliveBits mirrors alive: a column visits the few elements alive in
+	// it (a whole-trace window has thousands of columns, 15,000 elements
+	// and a few dozen alive at a time), not every one above its lowest
+	// change.
+	aliveBits := make([]uint64, (nv+63)/64)
 	lastVal := make([]float64, nv)
 	lastX := make([]float64, nv)
 	px := func(x float64) float32 { return float32((x - t0) / tpp) }
@@ -148,6 +165,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	startAt := func(k int, x float64) {
 		c0[k] = cAt(k, x)
 		alive[k] = true
+		aliveBits[k>>6] |= 1 << (k & 63)
 		emit(k, x, base[k])
 	}
 	endAt := func(k int, x float64) {
@@ -160,6 +178,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 			emit(k, x, v)
 		}
 		alive[k] = false
+		aliveBits[k>>6] &^= 1 << (k & 63)
 	}
 	mi := 0
 	for col := 0; col <= w; col++ {
@@ -187,24 +206,29 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 			lo = min(lo, q[j])
 		}
 		if lo < nv {
-			var run float64
-			for i := lo; i > 0; i -= i & -i {
-				run += fen[i]
-			}
-			// The hot loop of the query (columns times elements): the
+			// The hot loop of the query: the elements alive from lo up,
+			// each with its sum of completed frees below it (sizes are
+			// whole bytes, so the sums are exact in any order); the
 			// closures are called only where something changes.
 			ramps := started > completed
-			for k := lo; k < nv; k++ {
-				run += diff[k]
-				if !alive[k] {
-					continue
+			for wi := lo >> 6; wi < len(aliveBits); wi++ {
+				word := aliveBits[wi]
+				if wi == lo>>6 {
+					word &= ^uint64(0) << (lo & 63)
 				}
-				v := run
-				if ramps {
-					v += ramping(k, xc)
-				}
-				if v = base[k] - (v - c0[k]); v != lastVal[k] {
-					change(k, xc, v)
+				for word != 0 {
+					k := wi<<6 | bits.TrailingZeros64(word)
+					word &= word - 1
+					var v float64
+					for i := k + 1; i > 0; i -= i & -i {
+						v += fen[i]
+					}
+					if ramps {
+						v += ramping(k, xc)
+					}
+					if v = base[k] - (v - c0[k]); v != lastVal[k] {
+						change(k, xc, v)
+					}
 				}
 			}
 		}
@@ -216,16 +240,17 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		prevX = xc
 	}
 
-	// 4. Polygons, dropping samples on flat stretches and elements entirely
-	// outside [y0, y1].
-	type poly struct {
-		id  int32
-		pts []float32
-	}
-	var polys []poly
+	// 4. Polygons, largest first, dropping samples on flat stretches and
+	// elements entirely outside [y0, y1]; each is written once, straight
+	// into the frame.
+	kOf := make([]int32, nv) // by rank
+	nPts := 0
 	for k, id := range vis {
+		kOf[rank[k]] = int32(k)
 		p := simplify(pts[k])
+		pts[k] = p
 		if len(p) < 4 {
+			pts[k] = nil
 			continue
 		}
 		sizePx := float32(float64(t.src[id].size) / bpp)
@@ -234,24 +259,26 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 			lo, hi = min(lo, p[i]-sizePx), max(hi, p[i])
 		}
 		if hi < 0 || lo > float32(h) {
+			pts[k] = nil
 			continue
 		}
-		out := make([]float32, 0, 2*len(p))
-		out = append(out, p...)
-		for i := len(p) - 2; i >= 0; i -= 2 {
-			out = append(out, p[i], p[i+1]-sizePx)
-		}
-		polys = append(polys, poly{id, out})
+		nPts += len(p)
 	}
-	slices.SortFunc(polys, func(a, b poly) int {
-		if c := cmp.Compare(t.itemSize(b.id), t.itemSize(a.id)); c != 0 {
-			return c
+	f.IDs = make([]int32, 0, nv)
+	f.Points = make([]float32, 0, 2*nPts)
+	f.Starts = slices.Grow(f.Starts, nv)
+	for _, k := range kOf {
+		p := pts[k]
+		if p == nil {
+			continue
 		}
-		return cmp.Compare(a.id, b.id)
-	})
-	for _, p := range polys {
-		f.IDs = append(f.IDs, p.id)
-		f.Points = append(f.Points, p.pts...)
+		id := vis[k]
+		sizePx := float32(float64(t.src[id].size) / bpp)
+		f.IDs = append(f.IDs, id)
+		f.Points = append(f.Points, p...)
+		for i := len(p) - 2; i >= 0; i -= 2 {
+			f.Points = append(f.Points, p[i], p[i+1]-sizePx)
+		}
 		f.Starts = append(f.Starts, int32(len(f.Points)/2))
 	}
 	return f

@@ -67,7 +67,8 @@ func (t *Timeline) selectWindow(f *Frame, t0, t1, y0, y1 float64, detail int) ([
 	}
 	// The whole height: every element overlapping in time intersects.
 	fullY := y0 <= 0 && y1 >= float64(t.peak)
-	w := &windowSel{t: t, t0: t0, t1: t1, y0: y0, y1: y1, fullY: fullY, baseOf: map[int32]float64{}}
+	w := &windowSel{t: t, t0: t0, t1: t1, y0: y0, y1: y1, fullY: fullY,
+		baseOf: make(map[int32]float64, min(detail, 1<<16))}
 	defer func() { w.first.release(); w.last.release() }()
 	classify := func(cand []int32) {
 		if fullY {
@@ -76,6 +77,15 @@ func (t *Timeline) selectWindow(f *Frame, t0, t1, y0, y1 float64, detail int) ([
 			w.classify(cand)
 		}
 	}
+	if fullY && t0 <= 0 && t1 >= float64(t.timesteps) && !t.bucketsReady() {
+		// The whole trace, as the first view asks for it while the
+		// buckets are still being built: the same answer from one pass
+		// over the elements.
+		vis := t.largestOverlapping(f, t0, t1, detail)
+		w.classify(slices.Clone(vis)) // only for the bottom edges
+		return vis, w.baseOf
+	}
+	t.waitBuckets()
 	ti := 0
 	nextClass := func() []int32 {
 		var cand []int32
@@ -121,6 +131,47 @@ func (t *Timeline) selectWindow(f *Frame, t0, t1, y0, y1 float64, detail int) ([
 	}
 	f.Truncated = f.Summarized > 0
 	return vis, w.baseOf
+}
+
+// largestOverlapping returns the largest detail elements that overlap
+// (t0, t1) in time, largest first, without the buckets, and counts the
+// others in f's summary: what selectWindow answers for the whole height.
+// A first pass counts the overlapping elements by size class, so that
+// only the classes holding the largest detail are collected and ordered.
+func (t *Timeline) largestOverlapping(f *Frame, t0, t1 float64, detail int) []int32 {
+	fe := floorEnd(t0)
+	in := func(id int) bool { return float64(t.start[id]) < t1 && t.end[id] > fe }
+	var perClass [65]int
+	total := 0
+	for id := range t.src {
+		if in(id) {
+			perClass[bits.Len64(t.src[id].size)]++
+			total++
+		}
+	}
+	// Every element of a class above from is among the largest detail.
+	from, above := 64, 0
+	for from > 0 && above+perClass[from] < detail {
+		above += perClass[from]
+		from--
+	}
+	var all []int32
+	if detail > 0 {
+		all = make([]int32, 0, above+perClass[from])
+		for id := range t.src {
+			if in(id) && bits.Len64(t.src[id].size) >= from {
+				all = append(all, int32(id))
+			}
+		}
+	}
+	vis := all[:min(detail, len(all))]
+	if len(all) > len(vis) {
+		selectFirst(all, len(vis), t.bySizeDesc)
+	}
+	slices.SortFunc(vis, t.bySizeDesc)
+	f.Summarized += total - len(vis)
+	f.Truncated = f.Summarized > 0
+	return vis
 }
 
 // windowSel is the state of one selectWindow.

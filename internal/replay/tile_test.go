@@ -135,6 +135,7 @@ func TestTile(t *testing.T) {
 // timelineBytes lists the bytes each part of a Timeline holds (by
 // capacity), for TestTile's report.
 func timelineBytes(t *Timeline) map[string]int {
+	t.waitBuckets()
 	m := map[string]int{
 		"src":        cap(t.src) * int(unsafe.Sizeof(elemSrc{})),
 		"start+end":  4 * (cap(t.start) + cap(t.end)),

@@ -5,7 +5,6 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
-	"sync"
 
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -52,6 +51,9 @@ type Timeline struct {
 	// bySize lists the buckets by size class, largest first: a window's
 	// largest elements come from its first buckets.
 	bySize []int32
+	// bucketsBuilt, when not nil, is closed once buckets and bySize are
+	// built (on another goroutine: see waitBuckets).
+	bucketsBuilt chan struct{}
 
 	// Materialized polygons, used for KindActiveWithPools when the device
 	// has private pools: items are the elements, then one envelope per pool.
@@ -109,16 +111,17 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	// faulted in, and trimming it copied 120 MB (the 1 GB tile's 5 M
 	// elements) on the way to the first paint.
 	// The three indexes only read what is built above: build the largest
-	// on another core (the first paint waits on this function).
-	var wg sync.WaitGroup
-	wg.Add(1)
+	// on another core, and return without waiting for it (the first paint
+	// waits on this function, and its whole-trace window needs no
+	// buckets: see selectWindow).
+	built := make(chan struct{})
+	t.bucketsBuilt = built
 	go func() {
-		defer wg.Done()
+		defer close(built)
 		t.buildBuckets(t.byPos)
 	}()
 	t.aliveTree = newMaxTree(eff)
 	t.finishRuns()
-	wg.Wait()
 	return t
 }
 
@@ -129,6 +132,26 @@ func exact[T any](s []T) []T {
 		return s
 	}
 	return slices.Clone(s)
+}
+
+// waitBuckets returns once buckets and bySize are built.
+func (t *Timeline) waitBuckets() {
+	if t.bucketsBuilt != nil {
+		<-t.bucketsBuilt
+	}
+}
+
+// bucketsReady reports whether buckets and bySize are built.
+func (t *Timeline) bucketsReady() bool {
+	if t.bucketsBuilt == nil {
+		return true
+	}
+	select {
+	case <-t.bucketsBuilt:
+		return true
+	default:
+		return false
+	}
 }
 
 // buildBuckets indexes items given in nondecreasing start order.
@@ -174,8 +197,7 @@ func (t *Timeline) buildBuckets(order []int32) {
 		lo, hi := at, at+counts[bi]
 		at = hi
 		b.ids, b.starts = ids[lo:hi:hi], starts[lo:hi:hi]
-		b.ends = newMaxTreeOf(len(b.ids), func(j int) int32 { return t.end[b.ids[j]] })
-		b.negEnds = newMaxTreeOf(len(b.ids), func(j int) int32 { return -t.end[b.ids[j]] })
+		b.ends, b.negEnds = endTrees(b.ids, t.end)
 	}
 	t.bySize = make([]int32, len(t.buckets))
 	for bi := range t.bySize {

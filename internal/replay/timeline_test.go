@@ -514,3 +514,38 @@ func TestQueryInsideOneElement(t *testing.T) {
 		t.Fatalf("ids %v summarized %d, want [2 0] 1", f.IDs, f.Summarized)
 	}
 }
+
+// TestWholeTraceWithoutBuckets checks that a whole-trace window asked for
+// while the buckets are still being built (the first view) answers
+// exactly what the bucket index answers, at several Details.
+func TestWholeTraceWithoutBuckets(t *testing.T) {
+	r := rand.New(rand.NewSource(9))
+	check := func(name string, tl *Timeline) {
+		t.Helper()
+		tl.waitBuckets()
+		T, P := float64(tl.Timesteps()), float64(tl.PeakBytes())
+		for _, detail := range []int{-1, 1, 7, 100, 15000} {
+			for _, win := range [][2]float64{{0, T}, {-5, T + 5}} {
+				want := tl.QueryWith(win[0], win[1], 300, 120, 0, P, QueryOptions{Detail: detail})
+				built := tl.bucketsBuilt
+				tl.bucketsBuilt = make(chan struct{}) // not built yet
+				got := tl.QueryWith(win[0], win[1], 300, 120, 0, P, QueryOptions{Detail: detail})
+				tl.bucketsBuilt = built
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s, Detail %d, window %v: without the buckets %d polygons, %d summarised; with them %d, %d",
+						name, detail, win, len(got.IDs), got.Summarized, len(want.IDs), want.Summarized)
+				}
+			}
+		}
+	}
+	for iter := 0; iter < 20; iter++ {
+		check(fmt.Sprintf("random trace %d", iter), NewTimeline(randomSnapshot(r, 50+r.Intn(500)), 0, KindActive))
+	}
+	for name, s := range corpusSnapshots(t, 4) {
+		for _, d := range s.Devices() {
+			if tl := NewTimeline(s, d, KindActive); tl.Timesteps() > 0 {
+				check(fmt.Sprintf("%s device %d", name, d), tl)
+			}
+		}
+	}
+}
