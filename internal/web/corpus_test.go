@@ -301,3 +301,70 @@ func TestShownBeforeVersions(t *testing.T) {
 		t.Errorf("element %d address %q, want %q", elem, e.Addr, want)
 	}
 }
+
+// TestVersionsWaitForFirstView checks when a served file's address
+// versions are filled in: after the page's first request past its first
+// window (the markers), at once for a request that needs them, and after
+// versionsWait when no page asks.
+func TestVersionsWaitForFirstView(t *testing.T) {
+	path := filepath.Join(corpus.Shared(t), "snapshots", "real", "cs336-kkaitlyn111__memory_files_memory_ctx256_fullstep_.pickle")
+	if _, err := os.Stat(path); err != nil {
+		t.Skip(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		wait  time.Duration
+		first string // the request after the first window; "" none
+	}{
+		{"markers", time.Hour, "/api/markers"},
+		{"a request for the versions", time.Hour, "/api/events"},
+		{"nobody asks", 20 * time.Millisecond, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := New(Options{Addr: "127.0.0.1:8123"})
+			srv.versionsWait = tc.wait
+			h := srv.Handler()
+			shown := make(chan struct{})
+			id, done := srv.Load("f.pickle", func(opt *snapshot.Options) (*snapshot.Snapshot, error) {
+				early := opt.Early
+				opt.Early = func(s *snapshot.Snapshot) {
+					go func() {
+						// Shown, the file waits for the page before its versions.
+						<-srv.file(0).shown
+						close(shown)
+					}()
+					early(s)
+				}
+				return snapshot.Open(path, opt)
+			})
+			srv.Warm(id)
+			<-shown
+			q := fmt.Sprintf("file=%d&view=active", id)
+			if w := get(t, h, "127.0.0.1:8123", "/api/window?"+q+"&w=800&h=400"); w.Code != 200 {
+				t.Fatalf("window: %d %s", w.Code, w.Body)
+			}
+			if tc.first == "" {
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("the versions did not wait for the page (%v)", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			if w := get(t, h, "127.0.0.1:8123", tc.first+"?"+q); w.Code != 200 {
+				t.Fatalf("%s: %d %s", tc.first, w.Code, w.Body)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the versions still wait after the page's request")
+			}
+		})
+	}
+}

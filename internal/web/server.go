@@ -196,6 +196,8 @@ func (s *Server) paramsWhen(w http.ResponseWriter, r *http.Request, versions boo
 	wait := f.wait
 	if !versions {
 		wait = f.waitShown
+	} else {
+		f.markDrawn() // this request waits for the versions: no more delay
 	}
 	if err := wait(r.Context()); err != nil {
 		writeErr(w, http.StatusUnprocessableEntity, "%s", loadErrText(f.Name, err))
@@ -318,6 +320,7 @@ func (s *Server) handleCurves(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	p.f.markDrawn() // asked for once the first window is drawn
 	lo, hi := tl.xRange(p.mode)
 	b, err := p.f.device(p.device).curvesWindow(tl, floatParam(r, "x0", lo), floatParam(r, "x1", hi), intParam(r, "w", 1000), p.mode)
 	if err != nil {
@@ -332,6 +335,7 @@ func (s *Server) handleMarkers(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	p.f.markDrawn() // asked for once the first window is drawn
 	// The page asks for the markers once its first window is painted: the
 	// state view's first answer is prepared from then on, without waiting
 	// for the user to pause (it takes seconds on a big file); the markers

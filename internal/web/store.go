@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
@@ -28,14 +29,21 @@ type Store struct {
 	// userBusy, when set, says that the user is waiting on requests (see
 	// userRequests): the state history's background build pauses then.
 	userBusy func() bool
+	// versionsWait bounds how long a loaded file's address versions wait
+	// for the page to draw its first view (markDrawn).
+	versionsWait time.Duration
 }
+
+// versionsWait is the Store's default: a page that has not drawn by then
+// (none was opened, or it opened another view) does not hold them up.
+const versionsWait = 500 * time.Millisecond
 
 // timelineBuilder makes the timeline of one view in tests (else
 // replay.NewTimelineFed).
 type timelineBuilder func(s *snapshot.Snapshot, device int, kind replay.Kind) *replay.Timeline
 
 // NewStore returns a store with no files.
-func NewStore() *Store { return &Store{} }
+func NewStore() *Store { return &Store{versionsWait: versionsWait} }
 
 // lazy is a value computed once. A panic in the computation becomes the
 // error every caller gets, where sync.Once alone would leave the next
@@ -92,6 +100,12 @@ type file struct {
 	fed *replay.FedLayout
 	// userBusy is the store's.
 	userBusy func() bool
+	// drawn is closed when the page has drawn the first view (markDrawn);
+	// the decoder fills in the address versions after that.
+	drawn     chan struct{}
+	drawnOnce sync.Once
+	// versionsWait is the store's.
+	versionsWait time.Duration
 
 	infoOnce sync.Once
 	info     fileInfo
@@ -227,7 +241,8 @@ func (s *Store) addPending(name string) *file {
 		}
 	}
 	f := &file{ID: len(s.files), Name: name, shown: make(chan struct{}), ready: make(chan struct{}), devs: map[int]*deviceData{},
-		timelines: map[tlKey]*tlEntry{}, build: s.build, userBusy: s.userBusy}
+		timelines: map[tlKey]*tlEntry{}, build: s.build, userBusy: s.userBusy,
+		drawn: make(chan struct{}), versionsWait: s.versionsWait}
 	s.files = append(s.files, f)
 	return f
 }
@@ -254,15 +269,30 @@ func (s *Store) Warm(id int) {
 // before its last step, the address versions. It shows the snapshot to
 // the requests that need no versions (the file list, the timelines'
 // windows, curves and markers) and, when the file is to be warmed, lays
-// out its first view before the decoder goes on: the page draws while
-// the versions are filled in.
+// out its first view and lets the decoder go on once the page has drawn
+// it (markDrawn) or after versionsWait.
 func (f *file) showEarly(snap *snapshot.Snapshot) {
 	f.Snap = snap
 	f.published = true
 	close(f.shown)
 	if f.warm.Load() {
 		_, _ = f.timelineOf(snap, snap.DefaultDevice(), ViewActive) // as in Warm
+		// The versions (a pass over every event) wait for the first view
+		// to be drawn: run beside the page's raster, they took a core from
+		// it and the first paint came 10 ms later on two cores.
+		t := time.NewTimer(f.versionsWait)
+		defer t.Stop()
+		select {
+		case <-f.drawn:
+		case <-t.C:
+		}
 	}
+}
+
+// markDrawn says that the page has drawn the first view, or needs the
+// address versions now: the decoder goes on with them.
+func (f *file) markDrawn() {
+	f.drawnOnce.Do(func() { close(f.drawn) })
 }
 
 func (s *Store) file(id int) *file {

@@ -697,12 +697,14 @@ function drawPlot() {
   if (!win || !S.meta) return;
   const pw = w - PAD.l - PAD.r, ph = h - PAD.t - PAD.b;
   const [vy0, vy1] = yWindow();
+  // X and Y, and the same as numbers for the rasterizer.
+  const sc = { ox: PAD.l, x0: S.x0, dx: S.x1 - S.x0, pw, oy: PAD.t, y0: vy0, dy: vy1 - vy0, ph };
   const X = (x) => PAD.l + (x - S.x0) / (S.x1 - S.x0) * pw;
   const Y = (v) => PAD.t + ph - (v - vy0) / (vy1 - vy0) * ph;
   S.layoutPlot = { X, Y, pw, ph, y0: vy0, y1: vy1 };
   const v = polygonsInView(win, vy0, vy1);
   const dpr = window.devicePixelRatio || 1;
-  const L = plotLayer(win, v, w, h, dpr, X, Y, vy0, vy1, pw, ph);
+  const L = plotLayer(win, v, w, h, dpr, X, Y, sc, vy0, vy1, pw, ph);
   const [ox0, ox1, oy0, oy1] = L.view;
   if (ox0 === S.x0 && ox1 === S.x1 && oy0 === vy0 && oy1 === vy1) {
     ctx.drawImage(L.canvas, 0, 0, w, h);
@@ -817,6 +819,83 @@ function addCorner(acc, o, a, r, g, b) {
   acc[o] += r * a; acc[o + 1] += g * a; acc[o + 2] += b * a; acc[o + 3] += a;
 }
 
+// The palette as red, green and blue numbers, for the rasterizer.
+const rasterRGB = tableau10.map(c => [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)]);
+
+// The polygon's edges in device pixels, reused between polygons: x, the
+// bottom and the top (the top edge's points are the bottom's, in reverse).
+const rasterEdges = { bx: new Float64Array(64), by: new Float64Array(64), ty: new Float64Array(64) };
+
+// rasterPolygon adds the coverage of the polygon of n points from s, in
+// colour (cr, cg, cb) with weight alpha, to the difference table R.acc
+// (fillPolygons describes R). The weight of a slice is a product of a
+// function of the row and one of the column, each constant but at its
+// ends: its 2-D differences are the products of the two 1-D ones (steps),
+// at most 4 x 4 corners of the table.
+function rasterPolygon(R, s, n, cr, cg, cb, alpha) {
+  const half = n >> 1, E = rasterEdges;
+  if (half > E.bx.length) { E.bx = new Float64Array(2 * half); E.by = new Float64Array(2 * half); E.ty = new Float64Array(2 * half); }
+  const bx = E.bx, by = E.by, ty = E.ty, xs = R.xs, ys = R.ys, dpr = R.dpr, acc = R.acc, rs = R.rs, cs = R.cs;
+  const base = R.base, ox = R.ox, sx0 = R.sx0, sdx = R.sdx, spw = R.spw, oy = R.oy, sy0 = R.sy0, sdy = R.sdy, sph = R.sph;
+  const cx0 = R.cx0, cx1 = R.cx1, cy0 = R.cy0, cy1 = R.cy1, rowOff = R.rowOff, org = R.org;
+  for (let j = 0; j < half; j++) {
+    bx[j] = (ox + (base + xs[s + j] - sx0) / sdx * spw) * dpr;
+    by[j] = (oy + sph - (ys[s + j] - sy0) / sdy * sph) * dpr;
+    ty[j] = (oy + sph - (ys[s + n - 1 - j] - sy0) / sdy * sph) * dpr;
+  }
+  // Slice by slice between the points (top and bottom edges share their
+  // x): a flat slice covers the same rows in each of its columns, a
+  // sloped one is interpolated column by column.
+  for (let j = 0; j + 1 < half; j++) {
+    const xa = bx[j], xb = bx[j + 1];
+    if (!(xb > xa)) continue;
+    const c0 = Math.max(cx0, Math.floor(xa)), c1 = Math.min(cx1, Math.ceil(xb));
+    if (c0 >= c1) continue;
+    if (by[j] === by[j + 1] && ty[j] === ty[j + 1]) {
+      const yt = ty[j], yb = by[j];
+      const r0 = Math.max(cy0, Math.floor(yt)), r1 = Math.min(cy1, Math.ceil(yb));
+      if (r0 >= r1) continue;
+      const nr = steps(r0, r1, yt, yb, rs), nc = steps(c0, c1, xa, xb, cs);
+      for (let a = 0; a < nr; a += 2) {
+        const o = org + rowOff * rs[a], wr = alpha * rs[a + 1];
+        for (let b = 0; b < nc; b += 2) addCorner(acc, o + 4 * cs[b], wr * cs[b + 1], cr, cg, cb);
+      }
+      continue;
+    }
+    for (let col = c0; col < c1; col++) {
+      const l = Math.max(col, xa), r = Math.min(col + 1, xb), hcov = r - l;
+      if (hcov <= 0) continue;
+      const f = ((l + r) / 2 - xa) / (xb - xa);
+      const yb = by[j] + (by[j + 1] - by[j]) * f, yt = ty[j] + (ty[j + 1] - ty[j]) * f;
+      const r0 = Math.max(cy0, Math.floor(yt)), r1 = Math.min(cy1, Math.ceil(yb));
+      if (r0 >= r1) continue;
+      const nr = steps(r0, r1, yt, yb, rs), w = alpha * hcov;
+      for (let a = 0; a < nr; a += 2) {
+        const o = org + rowOff * rs[a] + 4 * col, wr = w * rs[a + 1];
+        addCorner(acc, o, wr, cr, cg, cb);
+        addCorner(acc, o + 4, -wr, cr, cg, cb);
+      }
+    }
+  }
+}
+
+// sweepRow sums one row of the difference table acc from offset o along
+// the row, adds it to the running column sums col, and mixes the colour
+// into the row's pixels px from offset p: what is under (the grey band,
+// white, an envelope) shows through the part not covered. One call per
+// row, so that the engine compiles it within the first draw.
+function sweepRow(acc, col, px, o, p, RW) {
+  let r = 0, gr = 0, b = 0, a = 0;
+  for (let c = 0; c < 4 * (RW - 1); c += 4, o += 4, p += 4) {
+    r += acc[o]; gr += acc[o + 1]; b += acc[o + 2]; a += acc[o + 3];
+    const A = col[c + 3] += a;
+    const R = col[c] += r, G = col[c + 1] += gr, B = col[c + 2] += b;
+    if (A <= 1e-4) continue;
+    const cov = A < 1 ? A : 1, k = cov / A;
+    px[p] = px[p] * (1 - cov) + R * k; px[p + 1] = px[p + 1] * (1 - cov) + G * k; px[p + 2] = px[p + 2] * (1 - cov) + B * k;
+  }
+}
+
 // fillPolygons fills the polygons in view: pool envelopes as canvas
 // paths, then the allocations rasterized here into the pixels of ctx (dpr
 // device pixels per CSS pixel), which for thousands of thin shapes is
@@ -830,8 +909,11 @@ function addCorner(acc, o, a, r, g, b) {
 // a polygon (between two points, where its edges do not move) is at most
 // 4 x 4 corners, a sloped slice (a slide, at most 3 timesteps) at most 8
 // per column, so that the cost does not grow with the polygons' area.
-// While a search is active, polygons that do not match are dimmed.
-function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
+// While a search is active, polygons that do not match are dimmed. sc is
+// the plot's scale: x maps to sc.ox + (x - sc.x0) / sc.dx * sc.pw, bytes y
+// to sc.oy + sc.ph - (y - sc.y0) / sc.dy * sc.ph (CSS pixels).
+function fillPolygons(ctx, win, v, sc, dpr, clip) {
+  const X = (x) => sc.ox + (x - sc.x0) / sc.dx * sc.pw, Y = (y) => sc.oy + sc.ph - (y - sc.y0) / sc.dy * sc.ph;
   for (const i of v.envelopes) {
     ctx.beginPath(); tracePolygon(ctx, win, i, X, Y);
     ctx.globalAlpha = 0.35; ctx.fillStyle = tableau10[9]; ctx.fill(); ctx.globalAlpha = 1;
@@ -847,62 +929,23 @@ function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
   if (rasterAcc.buf.length < n) rasterAcc.buf = new Float32Array(n);
   const acc = rasterAcc.buf;
   acc.fill(0, 0, n);
-  const base = win.x0, xs = win.xs, ys = win.ys;
-  const rgb = tableau10.map(c => [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)]);
-  // The weight of a slice is a product of a function of the row and one
-  // of the column, each constant but at its ends: its 2-D differences are
-  // the products of the two 1-D ones (steps, below), at most 4 x 4
-  // corners of the table.
-  const rs = rasterSteps.rows, cs = rasterSteps.cols;
-  // Edges in device pixels, reused between polygons: x, the bottom and
-  // the top (the top edge's points are the bottom's, in reverse).
-  let bx = new Float64Array(64), by = new Float64Array(64), ty = new Float64Array(64);
-  const rowOff = 4 * RW, org = -4 * (cy0 * RW + cx0);
-  v.groups.forEach((g, k) => {
-    const [cr, cg, cb] = rgb[k % 10];
-    const alpha = k >= 10 ? 0.2 : 1;
-    for (const i of g) {
-      const s = win.starts[i], n = win.starts[i + 1] - s, half = n >> 1;
-      if (half > bx.length) { bx = new Float64Array(2 * half); by = new Float64Array(2 * half); ty = new Float64Array(2 * half); }
-      for (let j = 0; j < half; j++) {
-        bx[j] = X(base + xs[s + j]) * dpr; by[j] = Y(ys[s + j]) * dpr; ty[j] = Y(ys[s + n - 1 - j]) * dpr;
-      }
-      // Slice by slice between the points (top and bottom edges share
-      // their x): a flat slice covers the same rows in each of its
-      // columns, a sloped one is interpolated column by column.
-      for (let j = 0; j + 1 < half; j++) {
-        const xa = bx[j], xb = bx[j + 1];
-        if (!(xb > xa)) continue;
-        const c0 = Math.max(cx0, Math.floor(xa)), c1 = Math.min(cx1, Math.ceil(xb));
-        if (c0 >= c1) continue;
-        if (by[j] === by[j + 1] && ty[j] === ty[j + 1]) {
-          const yt = ty[j], yb = by[j];
-          const r0 = Math.max(cy0, Math.floor(yt)), r1 = Math.min(cy1, Math.ceil(yb));
-          if (r0 >= r1) continue;
-          const nr = steps(r0, r1, yt, yb, rs), nc = steps(c0, c1, xa, xb, cs);
-          for (let a = 0; a < nr; a += 2) {
-            const o = org + rowOff * rs[a], wr = alpha * rs[a + 1];
-            for (let b = 0; b < nc; b += 2) addCorner(acc, o + 4 * cs[b], wr * cs[b + 1], cr, cg, cb);
-          }
-          continue;
-        }
-        for (let col = c0; col < c1; col++) {
-          const l = Math.max(col, xa), r = Math.min(col + 1, xb), hcov = r - l;
-          if (hcov <= 0) continue;
-          const f = ((l + r) / 2 - xa) / (xb - xa);
-          const yb = by[j] + (by[j + 1] - by[j]) * f, yt = ty[j] + (ty[j + 1] - ty[j]) * f;
-          const r0 = Math.max(cy0, Math.floor(yt)), r1 = Math.min(cy1, Math.ceil(yb));
-          if (r0 >= r1) continue;
-          const nr = steps(r0, r1, yt, yb, rs), w = alpha * hcov;
-          for (let a = 0; a < nr; a += 2) {
-            const o = org + rowOff * rs[a] + 4 * col, wr = w * rs[a + 1];
-            addCorner(acc, o, wr, cr, cg, cb);
-            addCorner(acc, o + 4, -wr, cr, cg, cb);
-          }
-        }
-      }
+  // X and Y inline (the same arithmetic), in one object of one shape for
+  // every call: rasterPolygon, called once per polygon, is compiled by
+  // the engine within the first draw, where one long loop here waited
+  // for on-stack replacement.
+  const R = {
+    acc, rs: rasterSteps.rows, cs: rasterSteps.cols, xs: win.xs, ys: win.ys, base: win.x0, dpr,
+    cx0, cx1, cy0, cy1, rowOff: 4 * RW, org: -4 * (cy0 * RW + cx0),
+    ox: sc.ox, sx0: sc.x0, sdx: sc.dx, spw: sc.pw, oy: sc.oy, sy0: sc.y0, sdy: sc.dy, sph: sc.ph,
+  };
+  const starts = win.starts;
+  for (let k = 0; k < v.groups.length; k++) {
+    const g = v.groups[k], c = rasterRGB[k % 10], alpha = k >= 10 ? 0.2 : 1;
+    for (let m = 0; m < g.length; m++) {
+      const i = g[m];
+      rasterPolygon(R, starts[i], starts[i + 1] - starts[i], c[0], c[1], c[2], alpha);
     }
-  });
+  }
   // Sum the differences along each row, then down each column (col
   // holds the sums down to the row above) and mix: what is under (the
   // grey band, white, an envelope) shows through the part not covered.
@@ -910,17 +953,7 @@ function fillPolygons(ctx, win, v, X, Y, dpr, clip) {
   if (rasterAcc.col === undefined || rasterAcc.col.length < 4 * RW) rasterAcc.col = new Float64Array(4 * RW);
   const col = rasterAcc.col;
   col.fill(0, 0, 4 * RW);
-  for (let row = 0, p = 0; row < RH; row++) {
-    let r = 0, gr = 0, b = 0, a = 0;
-    for (let c = 0, o = 4 * row * RW; c < 4 * (RW - 1); c += 4, o += 4, p += 4) {
-      r += acc[o]; gr += acc[o + 1]; b += acc[o + 2]; a += acc[o + 3];
-      const A = col[c + 3] += a;
-      const R = col[c] += r, G = col[c + 1] += gr, B = col[c + 2] += b;
-      if (A <= 1e-4) continue;
-      const cov = A < 1 ? A : 1, k = cov / A;
-      px[p] = px[p] * (1 - cov) + R * k; px[p + 1] = px[p + 1] * (1 - cov) + G * k; px[p + 2] = px[p + 2] * (1 - cov) + B * k;
-    }
-  }
+  for (let row = 0; row < RH; row++) sweepRow(acc, col, px, 4 * row * RW, 4 * row * (RW - 1), RW);
   ctx.putImageData(img, cx0, cy0);
 }
 
@@ -945,13 +978,14 @@ function warmRaster() {
     for (let k = 0; k < per; k++) { f32[i * per + k] = xs[k]; f32[nP + i * per + k] = ys[k]; }
   }
   const win = decodeWindow(buf);
-  const v = { groups: Array.from({ length: 20 }, (_, k) => (k < nS ? [k] : [])), envelopes: [] };
+  const v = { groups: Array.from({ length: 20 }, () => []), envelopes: [] };
+  for (let i = 0; i < nS; i++) v.groups[i % 10].push(i);
   const lc = layer.canvas || (layer.canvas = document.createElement('canvas'));
   lc.width = Math.round(w * dpr); lc.height = Math.round(h * dpr);
   const ctx = lc.getContext('2d', { willReadFrequently: true });
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   const cw = Math.min(pw, 256), ch = Math.min(ph, 128);
-  fillPolygons(ctx, win, v, (x) => PAD.l + x / nS * cw, (y) => PAD.t + ch - y * ch, dpr, { x: PAD.l, y: PAD.t, w: cw, h: ch });
+  fillPolygons(ctx, win, v, { ox: PAD.l, x0: 0, dx: nS, pw: cw, oy: PAD.t, y0: 0, dy: 1, ph: ch }, dpr, { x: PAD.l, y: PAD.t, w: cw, h: ch });
   layer.key = ''; // drawn for nothing: the first draw draws again
   // The difference table at the whole plot's size, its pages touched.
   const n = 4 * (Math.ceil(pw * dpr) + 2) * (Math.ceil(ph * dpr) + 2);
@@ -994,7 +1028,7 @@ function objectId(o) {
 // rasterizes once, when its window is there.
 const layer = { canvas: null, key: '', view: null };
 window.gpumem.layerView = () => layer.view;
-function plotLayer(win, v, w, h, dpr, X, Y, vy0, vy1, pw, ph) {
+function plotLayer(win, v, w, h, dpr, X, Y, sc, vy0, vy1, pw, ph) {
   // The sets and the colour classes are replaced, never changed in place.
   const key = [win.seq, w, h, dpr,
     objectId(S.addrMatch), objectId(S.frameMatch), objectId(S.siteMatch), objectId(S.classes)].join(',');
@@ -1022,7 +1056,7 @@ function plotLayer(win, v, w, h, dpr, X, Y, vy0, vy1, pw, ph) {
     lastX = xb;
   }
   if (lastX !== null) { ctx.lineTo(lastX, y0); ctx.closePath(); ctx.fill(); }
-  fillPolygons(ctx, win, v, X, Y, dpr, { x: PAD.l, y: PAD.t, w: pw, h: ph });
+  fillPolygons(ctx, win, v, sc, dpr, { x: PAD.l, y: PAD.t, w: pw, h: ph });
   layer.key = key;
   layer.view = [S.x0, S.x1, vy0, vy1];
   return layer;
