@@ -3,12 +3,17 @@ package snapshot
 // Annotate recomputes memory_viz's annotation (address versions, merged
 // free pairs in Trace.Viz, block addresses) after a Snapshot was built or
 // edited in code; decoding does it already. Streams are not renumbered.
-func (s *Snapshot) Annotate() { annotate(s, true, true) }
+func (s *Snapshot) Annotate() {
+	for t := range s.Traces {
+		s.Traces[t].Viz = nil
+	}
+	annotate(s, true, true)
+}
 
 // annotate computes memory_viz's annotate_snapshot beside the raw values,
 // in one pass over the trace when both parts are asked for: with traces,
-// the merged free pairs (Trace.Viz) and block addresses accumulated from
-// their segment's address; with versions, the address versions (per
+// the merged free pairs (Trace.Viz, unless the decoder set it already)
+// and block addresses accumulated from their segment's address; with versions, the address versions (per
 // address, how many times it was freed, or unmapped for segments, before).
 // The versions part writes only the Version fields, so that readers of
 // the rest may run meanwhile (Options.Early). Streams are already renamed
@@ -29,7 +34,13 @@ func annotate(s *Snapshot, traces, versions bool) {
 	for t := range s.Traces {
 		tr := &s.Traces[t]
 		evs := tr.Events
-		if traces {
+		// A Viz set already was decided by the decoder as it read the
+		// events (builder.keptViz).
+		viz := traces && tr.Viz == nil
+		if !viz && !versions {
+			continue
+		}
+		if viz {
 			tr.Viz = make([]int32, 0, len(evs))
 		}
 		last := -1 // raw index of the last event kept in Viz
@@ -49,7 +60,7 @@ func annotate(s *Snapshot, traces, versions bool) {
 					e.Version = 0
 				}
 			}
-			if !traces {
+			if !viz {
 				continue
 			}
 			e.Flags &^= FlagMergedFree

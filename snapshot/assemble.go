@@ -3,6 +3,7 @@ package snapshot
 import (
 	"fmt"
 	"runtime"
+	"sort"
 	"strings"
 	"unsafe"
 
@@ -148,7 +149,51 @@ func (b *builder) traces(v pickle.Value) error {
 		}
 		b.s.Traces[dev].Events = evs
 	}
+	b.keptViz()
 	return nil
+}
+
+// keptViz sets each trace's Viz from the events kept while decoding, when
+// the traces are runs of the events in their order (as PyTorch writes
+// them): merges decided across two traces are undone and those traces
+// left to annotate, as are all of them when the traces are laid out
+// otherwise.
+func (b *builder) keptViz() {
+	at := 0
+	for dev := range b.s.Traces {
+		evs := b.s.Traces[dev].Events
+		if len(evs) > 0 && (at >= len(b.events) || &evs[0] != &b.events[at]) {
+			return
+		}
+		at += len(evs)
+	}
+	if at != len(b.events) {
+		return
+	}
+	kept, first := b.kept, 0
+	for dev := range b.s.Traces {
+		tr := &b.s.Traces[dev]
+		n := len(tr.Events)
+		lo := sort.Search(len(kept), func(i int) bool { return int(kept[i]) >= first })
+		hi := sort.Search(len(kept), func(i int) bool { return int(kept[i]) >= first+n })
+		switch {
+		case n == 0:
+			tr.Viz = []int32{}
+		case lo == len(kept) || int(kept[lo]) != first:
+			// Its first event was merged into the last kept one of the
+			// trace before: undone, and this trace annotated afresh.
+			b.events[kept[lo-1]].Flags &^= FlagMergedFree
+			tr.Viz = nil
+		case first == 0:
+			tr.Viz = kept[lo:hi:hi]
+		default:
+			tr.Viz = make([]int32, hi-lo)
+			for i, k := range kept[lo:hi] {
+				tr.Viz[i] = k - int32(first)
+			}
+		}
+		first += n
+	}
 }
 
 // segments collects the segment list (items are segment handles).

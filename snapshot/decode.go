@@ -54,10 +54,16 @@ type builder struct {
 	strIndex   map[string]StringID
 
 	events []Event
-	pf     *prefaulter // faults b.events in ahead of event (may be nil)
-	feed   *EventFeed  // publishes b.events as they are decoded (may be nil)
-	segs   []Segment
-	blocks []Block
+	// kept lists the events memory_viz keeps (all but a free_completed
+	// merged into the free_requested before it), decided as they are
+	// decoded; lastKept is the last of them, or -1. traces turns them into
+	// each trace's Viz.
+	kept     []int32
+	lastKept int
+	pf       *prefaulter // faults b.events in ahead of event (may be nil)
+	feed     *EventFeed  // publishes b.events as they are decoded (may be nil)
+	segs     []Segment
+	blocks   []Block
 	// openRuns maps a list being built to the run of events appended so
 	// far; traceRuns holds finished ones.
 	openRuns  map[pickle.Value]*eventRun
@@ -89,6 +95,7 @@ func newBuilder(s *Snapshot, sizeHint int64) *builder {
 		streamTmp:  map[int64]StreamID{0: 0},
 		streamRaw:  []int64{0},
 		openRuns:   map[pickle.Value]*eventRun{},
+		lastKept:   -1,
 	}
 	s.Strings = []string{""}
 	s.Extras = []KeyValues{nil}
@@ -103,6 +110,7 @@ func newBuilder(s *Snapshot, sizeHint int64) *builder {
 			n = 1 << 28
 		}
 		b.events = make([]Event, 0, n)
+		b.kept = make([]int32, 0, n)
 		b.pf = startPrefault(b.events)
 	}
 	return b

@@ -302,6 +302,15 @@ func (b *builder) appendEvent(e *Event) pickle.Value {
 		b.pf.advance(n * int(unsafe.Sizeof(*e)))
 		b.feed.publish(b.events, false)
 	}
+	// memory_viz's merge, decided while the event before is in cache: a
+	// pass over every event after the decode took 10 ms of an 80 MB
+	// file's first paint.
+	if k := b.lastKept; k >= 0 && b.events[k].Flags&FlagMergedFree == 0 && MergesFree(&b.events[k], e) {
+		b.events[k].Flags |= FlagMergedFree
+	} else {
+		b.kept = append(b.kept, int32(n))
+		b.lastKept = n
+	}
 	b.events = append(b.events, *e)
 	return pickle.MakeHandle(hEvent, uint64(n))
 }
