@@ -63,7 +63,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	f1 := sort.Search(len(t.freeEnd), func(i int) bool { return float64(t.freeEnd[i]) >= t1 })
 	// Only frees below the highest visible element matter.
 	top := vpos[nv-1]
-	fr, frEnd := make([]int32, 0, f1-f0), make([]int32, 0, f1-f0)
+	frSize, frEnd := make([]float64, 0, f1-f0), make([]int32, 0, f1-f0)
 	q := make([]int, 0, f1-f0) // first visible index above free j
 	// above[p] is the first visible index above stack position p: one
 	// pass over the positions instead of a binary search per free.
@@ -79,7 +79,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		if p >= top {
 			continue
 		}
-		fr = append(fr, t.freeID[i])
+		frSize = append(frSize, float64(t.freeSize[i]))
 		frEnd = append(frEnd, t.freeEnd[i])
 		q = append(q, int(above[p]))
 	}
@@ -87,13 +87,13 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	completed, started := 0, 0   // frees [0,completed) done, [completed,started) ramping
 	dirty := nv                  // lowest visible index whose slide changed since the last column
 	advanceTo := func(x float64) {
-		for started < len(fr) && float64(frEnd[started]) < x {
+		for started < len(frSize) && float64(frEnd[started]) < x {
 			dirty = min(dirty, q[started])
 			started++
 		}
 		for completed < started && float64(frEnd[completed])+3 <= x {
 			dirty = min(dirty, q[completed])
-			s := float64(t.src[fr[completed]].size)
+			s := frSize[completed]
 			for i := q[completed] + 1; i <= nv; i += i & -i {
 				fen[i] += s
 			}
@@ -104,7 +104,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		var c float64
 		for j := completed; j < started; j++ {
 			if q[j] <= k {
-				c += float64(t.src[fr[j]].size) * min(1, (x-float64(frEnd[j]))/3)
+				c += frSize[j] * min(1, (x-float64(frEnd[j]))/3)
 			}
 		}
 		return c

@@ -328,7 +328,7 @@ func (w *windowSel) resolve() int {
 		}
 		for completed < started && float64(t.freeEnd[completed])+3 <= q.x {
 			r := rampRank[0]
-			s := float64(t.src[t.freeID[completed]].size)
+			s := float64(t.freeSize[completed])
 			for i := r + 1; i <= len(ms); i += i & -i {
 				fen[i] += s
 			}
@@ -341,7 +341,7 @@ func (w *windowSel) resolve() int {
 		}
 		for n, j := range ramping {
 			if rampRank[n] <= int(q.k) {
-				g += float64(t.src[t.freeID[j]].size) * min(1, (q.x-float64(t.freeEnd[j]))/3)
+				g += float64(t.freeSize[j]) * min(1, (q.x-float64(t.freeEnd[j]))/3)
 			}
 		}
 		slide[q.k] += q.sign * g

@@ -24,8 +24,12 @@ type stacker struct {
 	byPos []int32 // the pushed elements in push order
 	live  *liveStack
 	cruns *compactRuns
-	// The frees that slid, by end.
-	freeEnd, freeID []int32
+	// The frees that slid, by end: their ends, sizes and positions among
+	// the pushed (recorded here, where the element is at hand: queries
+	// read them in time order, and looking each up by element missed the
+	// cache).
+	freeEnd, freePos []int32
+	freeSize         []uint64
 
 	total    uint64
 	high     int64 // the highest total so far, as a signed number
@@ -110,7 +114,14 @@ func (st *stacker) take(elems []elemSrc, actions []int32) {
 			st.slid[id] = true
 			// Collected here, the slid frees come sorted by end.
 			st.freeEnd = append(st.freeEnd, st.timestep)
-			st.freeID = append(st.freeID, id)
+			st.freeSize = append(st.freeSize, e.size)
+			// An element of the initial stack (not pushed) gets its
+			// position in finish: its id is kept until then, as -1-id.
+			p := st.pos[id]
+			if p < 0 {
+				p = -1 - id
+			}
+			st.freePos = append(st.freePos, p)
 			st.advance(id, runSlideEnd, 3)
 		}
 		st.total -= e.size
@@ -149,9 +160,12 @@ func (st *stacker) finish(t *Timeline, l *elementList) {
 	t.start, t.end, t.off0, t.pos, t.slid, t.freed = st.start, st.end, st.off0, st.pos, st.slid, st.done
 	t.cruns = st.cruns
 	t.timesteps = int(st.timestep)
-	t.freeEnd, t.freeID = exact(st.freeEnd), exact(st.freeID)
-	t.freePos = make([]int32, len(t.freeID))
-	for i, id := range t.freeID {
-		t.freePos[i] = t.pos[id]
+	t.freeEnd, t.freeSize, t.freePos = exact(st.freeEnd), exact(st.freeSize), exact(st.freePos)
+	for i, p := range t.freePos {
+		if p < 0 {
+			t.freePos[i] = t.pos[-1-p]
+		} else {
+			t.freePos[i] = p + k
+		}
 	}
 }

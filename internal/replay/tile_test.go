@@ -143,7 +143,7 @@ func timelineBytes(t *Timeline) map[string]int {
 		"pos+byPos":  4 * (cap(t.pos) + cap(t.byPos)),
 		"slid+freed": cap(t.slid) + cap(t.freed),
 		"aliveTree":  4 * cap(t.aliveTree.v),
-		"frees":      4 * (cap(t.freeEnd) + cap(t.freeID) + cap(t.freePos)),
+		"frees":      4*(cap(t.freeEnd)+cap(t.freePos)) + 8*cap(t.freeSize),
 		"runs":       4*cap(t.runStart) + 8*cap(t.runVal),
 	}
 	if r := t.cruns; r != nil {

@@ -36,9 +36,9 @@ type Timeline struct {
 	// contributing to the offsets above it (end, or end+3 when slid).
 	aliveTree maxTree
 	// Slid frees sorted by end: the times offsets change.
-	freeEnd []int32
-	freeID  []int32
-	freePos []int32 // stack position of freeID
+	freeEnd  []int32
+	freeSize []uint64 // the freed element's size
+	freePos  []int32  // the freed element's stack position
 
 	// max_at_time as runs: value runVal[r] from timestep runStart[r]
 	// (materialized timelines), or cruns.

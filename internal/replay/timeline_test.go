@@ -549,3 +549,42 @@ func TestWholeTraceWithoutBuckets(t *testing.T) {
 		}
 	}
 }
+
+// TestSlidFrees checks the slid frees' index (recorded as the stack
+// takes the actions, positions of the initial stack resolved at its end)
+// against the elements: each entry's position holds an element that
+// slid, ending then, of that size; and there is one entry per such
+// element.
+func TestSlidFrees(t *testing.T) {
+	check := func(name string, tl *Timeline) {
+		t.Helper()
+		slid := 0
+		for id := range tl.src {
+			if tl.slid[id] {
+				slid++
+			}
+		}
+		if len(tl.freePos) != slid || len(tl.freeEnd) != slid || len(tl.freeSize) != slid {
+			t.Fatalf("%s: %d slid elements, index of %d/%d/%d", name, slid, len(tl.freeEnd), len(tl.freeSize), len(tl.freePos))
+		}
+		for i, p := range tl.freePos {
+			if p < 0 || int(p) >= len(tl.byPos) {
+				t.Fatalf("%s: slid free %d at position %d of %d", name, i, p, len(tl.byPos))
+			}
+			id := tl.byPos[p]
+			if !tl.slid[id] || tl.end[id] != tl.freeEnd[i] || tl.src[id].size != tl.freeSize[i] {
+				t.Fatalf("%s: slid free %d (end %d, size %d) at position %d: element %d slid %v, end %d, size %d",
+					name, i, tl.freeEnd[i], tl.freeSize[i], p, id, tl.slid[id], tl.end[id], tl.src[id].size)
+			}
+		}
+	}
+	r := rand.New(rand.NewSource(4))
+	for iter := 0; iter < 100; iter++ {
+		check(fmt.Sprintf("random trace %d", iter), NewTimeline(randomSnapshot(r, 50+r.Intn(500)), 0, KindActive))
+	}
+	for name, s := range corpusSnapshots(t, 100) {
+		for _, d := range s.Devices() {
+			check(fmt.Sprintf("%s device %d", name, d), NewTimeline(s, d, KindActive))
+		}
+	}
+}
