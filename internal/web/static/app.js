@@ -484,7 +484,9 @@ async function openTimeline(h) {
   drawMinimap();
   if (S.selId >= 0) showElem(S.selId, true);
   runSearch();
-  showAnswer();
+  // The answer panel's request (the server fills in the address versions
+  // for it) waits for the frame being drawn, as the markers do.
+  afterPaint(showAnswer);
   afterPaint(() => api.markers(S.p).then((m) => requestDraw(() => {
     if (S.meta === meta) meta.markers = m;
   })).catch(() => {}));
