@@ -986,7 +986,7 @@ function warmRaster() {
   lc.width = Math.round(w * dpr); lc.height = Math.round(h * dpr);
   const ctx = lc.getContext('2d', { willReadFrequently: true });
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  const cw = Math.min(pw, 256), ch = Math.min(ph, 128);
+  const cw = Math.min(pw, 64), ch = Math.min(ph, 128);
   fillPolygons(ctx, win, v, { ox: PAD.l, x0: 0, dx: nS, pw: cw, oy: PAD.t, y0: 0, dy: 1, ph: ch }, dpr, { x: PAD.l, y: PAD.t, w: cw, h: ch });
   layer.key = ''; // drawn for nothing: the first draw draws again
   // The difference table at the whole plot's size, its pages touched.
