@@ -61,10 +61,11 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	// C_k(x) = sum over frees j below it of size_j * ramp_j(x).
 	f0 := sort.Search(len(t.freeEnd), func(i int) bool { return float64(t.freeEnd[i])+3 > t0 })
 	f1 := sort.Search(len(t.freeEnd), func(i int) bool { return float64(t.freeEnd[i]) >= t1 })
-	// Only frees below the highest visible element matter.
+	// q[j] is the first visible index above free j (nv: none, the free
+	// slides nothing drawn). The frees' ends and sizes are read in place.
 	top := vpos[nv-1]
-	frSize, frEnd := make([]float64, 0, f1-f0), make([]int32, 0, f1-f0)
-	q := make([]int, 0, f1-f0) // first visible index above free j
+	frSize, frEnd := t.freeSize[f0:f1], t.freeEnd[f0:f1]
+	q := make([]int32, f1-f0)
 	// above[p] is the first visible index above stack position p: one
 	// pass over the positions instead of a binary search per free.
 	above := make([]int32, top+1)
@@ -74,27 +75,24 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		}
 		above[p] = int32(k)
 	}
-	for i := f0; i < f1; i++ {
-		p := t.freePos[i]
-		if p >= top {
-			continue
+	for j, p := range t.freePos[f0:f1] {
+		q[j] = int32(nv)
+		if p < top {
+			q[j] = above[p]
 		}
-		frSize = append(frSize, float64(t.freeSize[i]))
-		frEnd = append(frEnd, t.freeEnd[i])
-		q = append(q, int(above[p]))
 	}
 	fen := make([]float64, nv+1) // completed frees, Fenwick by q
 	completed, started := 0, 0   // frees [0,completed) done, [completed,started) ramping
 	dirty := nv                  // lowest visible index whose slide changed since the last column
 	advanceTo := func(x float64) {
 		for started < len(frSize) && float64(frEnd[started]) < x {
-			dirty = min(dirty, q[started])
+			dirty = min(dirty, int(q[started]))
 			started++
 		}
 		for completed < started && float64(frEnd[completed])+3 <= x {
-			dirty = min(dirty, q[completed])
-			s := frSize[completed]
-			for i := q[completed] + 1; i <= nv; i += i & -i {
+			dirty = min(dirty, int(q[completed]))
+			s := float64(frSize[completed])
+			for i := int(q[completed]) + 1; i <= nv; i += i & -i {
 				fen[i] += s
 			}
 			completed++
@@ -103,8 +101,8 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	ramping := func(k int, x float64) float64 {
 		var c float64
 		for j := completed; j < started; j++ {
-			if q[j] <= k {
-				c += frSize[j] * min(1, (x-float64(frEnd[j]))/3)
+			if int(q[j]) <= k {
+				c += float64(frSize[j]) * min(1, (x-float64(frEnd[j]))/3)
 			}
 		}
 		return c
@@ -203,7 +201,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		}
 		lo := dirty
 		for j := completed; j < started; j++ {
-			lo = min(lo, q[j])
+			lo = min(lo, int(q[j]))
 		}
 		if lo < nv {
 			// The hot loop of the query: the elements alive from lo up,
