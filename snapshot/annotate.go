@@ -13,11 +13,11 @@ func (s *Snapshot) Annotate() {
 // annotate computes memory_viz's annotate_snapshot beside the raw values,
 // in one pass over the trace when both parts are asked for: with traces,
 // the merged free pairs (Trace.Viz, unless the decoder set it already)
-// and block addresses accumulated from their segment's address; with versions, the address versions (per
-// address, how many times it was freed, or unmapped for segments, before).
-// The versions part writes only the Version fields, so that readers of
-// the rest may run meanwhile (Options.Early). Streams are already renamed
-// by the decoder.
+// and block addresses accumulated from their segment's address; with
+// versions, the address versions (per address, how many times it was
+// freed, or unmapped for segments, before). The versions part writes only
+// the Version fields, so that readers of the rest may run meanwhile
+// (Options.Early). Streams are already renamed by the decoder.
 func annotate(s *Snapshot, traces, versions bool) {
 	var blockVer, segVer *versionMap
 	if versions {
