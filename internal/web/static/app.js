@@ -699,10 +699,9 @@ function drawPlot() {
   if (!win || !S.meta) return;
   const pw = w - PAD.l - PAD.r, ph = h - PAD.t - PAD.b;
   const [vy0, vy1] = yWindow();
-  // X and Y, and the same as numbers for the rasterizer.
+  // The plot's scale as numbers (the rasterizer's) and as X and Y.
   const sc = { ox: PAD.l, x0: S.x0, dx: S.x1 - S.x0, pw, oy: PAD.t, y0: vy0, dy: vy1 - vy0, ph };
-  const X = (x) => PAD.l + (x - S.x0) / (S.x1 - S.x0) * pw;
-  const Y = (v) => PAD.t + ph - (v - vy0) / (vy1 - vy0) * ph;
+  const { X, Y } = scaleFns(sc);
   S.layoutPlot = { X, Y, pw, ph, y0: vy0, y1: vy1 };
   const v = polygonsInView(win, vy0, vy1);
   const dpr = window.devicePixelRatio || 1;
@@ -821,6 +820,15 @@ function addCorner(acc, o, a, r, g, b) {
   acc[o] += r * a; acc[o + 1] += g * a; acc[o + 2] += b * a; acc[o + 3] += a;
 }
 
+// scaleFns returns the plot scale sc's maps from data to CSS pixels: X
+// for x (mode units), Y for bytes (rasterPolygon writes them inline).
+function scaleFns(sc) {
+  return {
+    X: (x) => sc.ox + (x - sc.x0) / sc.dx * sc.pw,
+    Y: (y) => sc.oy + sc.ph - (y - sc.y0) / sc.dy * sc.ph,
+  };
+}
+
 // The palette as red, green and blue numbers, for the rasterizer.
 const rasterRGB = tableau10.map(c => [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)]);
 
@@ -912,10 +920,9 @@ function sweepRow(acc, col, px, o, p, RW) {
 // 4 x 4 corners, a sloped slice (a slide, at most 3 timesteps) at most 8
 // per column, so that the cost does not grow with the polygons' area.
 // While a search is active, polygons that do not match are dimmed. sc is
-// the plot's scale: x maps to sc.ox + (x - sc.x0) / sc.dx * sc.pw, bytes y
-// to sc.oy + sc.ph - (y - sc.y0) / sc.dy * sc.ph (CSS pixels).
+// the plot's scale (scaleFns).
 function fillPolygons(ctx, win, v, sc, dpr, clip) {
-  const X = (x) => sc.ox + (x - sc.x0) / sc.dx * sc.pw, Y = (y) => sc.oy + sc.ph - (y - sc.y0) / sc.dy * sc.ph;
+  const { X, Y } = scaleFns(sc);
   for (const i of v.envelopes) {
     ctx.beginPath(); tracePolygon(ctx, win, i, X, Y);
     ctx.globalAlpha = 0.35; ctx.fillStyle = tableau10[9]; ctx.fill(); ctx.globalAlpha = 1;
