@@ -136,12 +136,11 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	// point just before (the previous column) so flat stretches stay flat.
 	pts := make([][]float32, nv) // per element: x, bottom pairs in pixels
 	c0 := make([]float64, nv)    // C_k at the first sample
-	alive := make([]bool, nv)
-	// aliveBits mirrors alive: a column visits the few elements alive in
-	// it (a whole-trace window has thousands of columns, 15,000 elements
-	// and a few dozen alive at a time), not every one above its lowest
-	// change.
-	aliveBits := make([]uint64, (nv+63)/64)
+	// alive has a bit per element sampled now: a column visits the few
+	// alive in it (a whole-trace window has thousands of columns, 15,000
+	// elements and a few dozen alive at a time), not every one above its
+	// lowest change.
+	alive := make([]uint64, (nv+63)/64)
 	lastVal := make([]float64, nv)
 	lastX := make([]float64, nv)
 	px := func(x float64) float32 { return float32((x - t0) / tpp) }
@@ -162,12 +161,11 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	}
 	startAt := func(k int, x float64) {
 		c0[k] = cAt(k, x)
-		alive[k] = true
-		aliveBits[k>>6] |= 1 << (k & 63)
+		alive[k>>6] |= 1 << (k & 63)
 		emit(k, x, base[k])
 	}
 	endAt := func(k int, x float64) {
-		if !alive[k] {
+		if alive[k>>6]&(1<<(k&63)) == 0 {
 			return
 		}
 		v := base[k] - (cAt(k, x) - c0[k])
@@ -175,8 +173,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		if lastX[k] < x {
 			emit(k, x, v)
 		}
-		alive[k] = false
-		aliveBits[k>>6] &^= 1 << (k & 63)
+		alive[k>>6] &^= 1 << (k & 63)
 	}
 	mi := 0
 	for col := 0; col <= w; col++ {
@@ -209,8 +206,8 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 			// whole bytes, so the sums are exact in any order); the
 			// closures are called only where something changes.
 			ramps := started > completed
-			for wi := lo >> 6; wi < len(aliveBits); wi++ {
-				word := aliveBits[wi]
+			for wi := lo >> 6; wi < len(alive); wi++ {
+				word := alive[wi]
 				if wi == lo>>6 {
 					word &= ^uint64(0) << (lo & 63)
 				}
