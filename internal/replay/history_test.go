@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gpumem/gpumem/snapshot"
+	"runtime"
+	"unsafe"
 )
 
 // naiveState is simulate_memory: the dump state with every event after idx
@@ -303,6 +305,62 @@ func TestHistoryManySegments(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, naiveState(h, idx)) {
 			t.Errorf("StateAt(%d) differs from naive replay", idx)
+		}
+	}
+}
+
+// TestPreparedStepsAllocateLittle: after the dump's state and
+// PrepareSteps, the first steps back merge into memory made beforehand
+// (faulting a big state's fresh arrays in was most of their time), and
+// are still the naive replay's. Without PrepareSteps the second step
+// allocates the arrays, which shows the measure can fail.
+func TestPreparedStepsAllocateLittle(t *testing.T) {
+	const live = 40_000
+	var evs []ev
+	var segs []snapshot.Segment
+	var blocks []snapshot.Block
+	tmp := uint64(1 << 44)
+	for k := 0; k < live; k++ {
+		addr, size := uint64(1<<40)+uint64(k)<<22, uint64(2<<20)+uint64(k%7)<<20
+		evs = append(evs, ev{snapshot.ActionSegmentAlloc, addr, size}, ev{snapshot.ActionAlloc, addr, 1 << 20})
+		segs = append(segs, snapshot.Segment{Address: addr, TotalSize: size, FirstBlock: int32(len(blocks)), NumBlocks: 2})
+		blocks = append(blocks, snapshot.Block{Addr: addr, Size: 1 << 20, RequestedSize: 1 << 20, State: snapshot.BlockActiveAllocated},
+			snapshot.Block{Addr: addr + 1<<20, Size: size - 1<<20, State: snapshot.BlockInactive})
+	}
+	for k := 0; k < 4; k++ {
+		evs = append(evs, ev{snapshot.ActionSegmentAlloc, tmp, 2 << 20}, ev{snapshot.ActionSegmentFree, tmp, 2 << 20})
+		tmp += 2 << 20
+	}
+	s := mkSnapshot(evs, segs, blocks)
+	arrays := uint64(live) * uint64(unsafe.Sizeof(StateBlock{})+2*unsafe.Sizeof(segRec{}))
+	allocated := func(f func()) uint64 {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		f()
+		runtime.ReadMemStats(&m1)
+		return m1.TotalAlloc - m0.TotalAlloc
+	}
+	for _, prepare := range []bool{true, false} {
+		h := StartHistory(s, 0, nil, nil)
+		h.wait()
+		n := h.Len()
+		h.StateTop(n-1, 100)
+		if prepare {
+			h.PrepareSteps()
+		}
+		var most uint64
+		for _, idx := range []int{n - 2, n - 3, n - 4} {
+			var st *State
+			most = max(most, allocated(func() { st = h.StateTop(idx, 100) }))
+			if !reflect.DeepEqual(st, topOf(naiveState(h, idx), 100)) {
+				t.Fatalf("prepare %v: StateTop(%d) differs from the naive replay", prepare, idx)
+			}
+		}
+		switch {
+		case prepare && most > arrays/4:
+			t.Errorf("a prepared step allocated %d bytes, want < %d (a quarter of the sorted arrays)", most, arrays/4)
+		case !prepare && most < arrays:
+			t.Errorf("an unprepared step allocated only %d bytes, want the sorted arrays' %d: the measure cannot tell", most, arrays)
 		}
 	}
 }

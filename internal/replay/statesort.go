@@ -24,13 +24,17 @@ type sortedState struct {
 	shared, base bool
 }
 
-// reuse returns s emptied when it holds n, else a new slice for n.
+// reuse returns s emptied when it holds n, else a new slice for n and
+// the changes of many more steps, so that it serves as a spare for long.
 func reuse[T any](s []T, n int) []T {
 	if s != nil && cap(s) >= n {
 		return s[:0]
 	}
-	return make([]T, 0, n)
+	return make([]T, 0, withRoom(n))
 }
+
+// withRoom is the capacity allocated for n sorted blocks or segments.
+func withRoom(n int) int { return n + n/64 + 1024 }
 
 func (h *History) stateBlock(r blockRef) StateBlock {
 	b := h.resolve(r)

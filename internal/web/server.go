@@ -462,7 +462,7 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(append(hist.stateJSON(idx).appendJSON(nil), '\n'))
+	_ = hist.stateJSON(idx).writeTo(w)
 }
 
 func (s *Server) handleSettings(w http.ResponseWriter, r *http.Request) {

@@ -72,6 +72,7 @@ func (f *file) warmState(device int) {
 				defer func() { _ = recover() }() // a failure shows when the view is opened
 				if h, err := d.stateHist(); err == nil {
 					h.stateJSON(h.h.Len() - 1)
+					h.h.PrepareSteps()
 				}
 			})
 		}()

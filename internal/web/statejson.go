@@ -3,8 +3,10 @@ package web
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
+	"sync"
 )
 
 // The state answer is written by hand: a state of the 1 GB tile sends
@@ -46,6 +48,23 @@ func (b *blockJSON) appendJSON(out []byte) []byte {
 	out = append(out, ',')
 	out = strconv.AppendInt(out, int64(b.Version), 10)
 	return append(out, ']')
+}
+
+// stateBufs holds the buffers state answers are written into: a step of
+// the 1 GB tile writes 2.5 MB, and a fresh buffer's pages took 30-40 ms
+// of it to fault in where a reused one took none.
+var stateBufs sync.Pool
+
+// writeTo writes st and a newline to w.
+func (st *stateJSON) writeTo(w io.Writer) error {
+	buf, _ := stateBufs.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	*buf = append(st.appendJSON((*buf)[:0]), '\n')
+	_, err := w.Write(*buf)
+	stateBufs.Put(buf)
+	return err
 }
 
 // appendJSON appends st as encoding/json would write it (the same names,
