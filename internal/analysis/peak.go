@@ -141,9 +141,18 @@ func (d *Device) siteItems(m Moment, p *Profile, sites []Site, depth int) {
 		smp := &p.Samples[i]
 		index[key{p.Key(smp), smp.Labels.Category}] = i
 	}
+	// Many allocations share a stack: its folded frames are worked out
+	// once (per allocation, they took 2 s of the 1 GB tile's 3.4 s answer).
+	folded := map[snapshot.StackID]string{}
 	d.Active.Live(m.Action, func(i int) {
-		smp := Sample{Frames: TopFrames(d.S, d.S.StackFrames(d.itemStack(i)), depth)}
-		if k, ok := index[key{p.Key(&smp), d.Category(i)}]; ok {
+		st := d.itemStack(i)
+		frames, ok := folded[st]
+		if !ok {
+			smp := Sample{Frames: TopFrames(d.S, d.S.StackFrames(st), depth)}
+			frames = p.Key(&smp)
+			folded[st] = frames
+		}
+		if k, ok := index[key{frames, d.Category(i)}]; ok {
 			sites[k].Items = append(sites[k].Items, int32(i))
 		}
 	})
