@@ -167,6 +167,7 @@ func classify(d *Device) []Category {
 	phases := make([]phase, len(items))
 	inBackward := false // between a Python backward call and the next main-thread frames
 	for i := range items {
+		d.pauseAt(i)
 		it := &items[i]
 		var t int64
 		hasT := false

@@ -114,7 +114,8 @@ func (d *Device) StateAt(m Moment) *replay.State {
 func (d *Device) stateOf(event int, segs, allocs []int32) *replay.State {
 	s, ev := d.S, d.Events()
 	st := &replay.State{Event: event}
-	for _, i := range segs {
+	for k, i := range segs {
+		d.pauseAt(k)
 		it := &d.Segments.Items[i]
 		var sg replay.SegmentState
 		switch {
@@ -136,7 +137,8 @@ func (d *Device) stateOf(event int, segs, allocs []int32) *replay.State {
 	}
 	round := replay.Rounder(s)
 	last := int32(len(d.Active.Events))
-	for _, i := range allocs {
+	for k, i := range allocs {
+		d.pauseAt(k)
 		it := &d.Active.Items[i]
 		stack, _, addr := d.itemSource(int(i))
 		b := replay.StateBlock{Addr: addr, Requested: it.Size, Size: round(it.Size), Stack: stack, Segment: -1}
@@ -179,7 +181,9 @@ func (d *Device) stateOf(event int, segs, allocs []int32) *replay.State {
 			st.RoundingWaste += b.Size - b.Requested
 		}
 	}
+	d.pauseAt(0)
 	sort.Slice(st.Segments, func(a, b int) bool { return st.Segments[a].Addr < st.Segments[b].Addr })
+	d.pauseAt(0)
 	sort.Slice(st.Blocks, func(a, b int) bool { return st.Blocks[a].Addr < st.Blocks[b].Addr })
 	// Place the blocks in their segments (both are sorted by address).
 	k := 0

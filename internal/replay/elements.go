@@ -171,8 +171,9 @@ func (p *pairing) add(e *snapshot.Event, a snapshot.Action, raw int32) {
 
 // buildElements runs process_alloc_data's phases 1 and 2; pre, when not
 // nil, is the first phase over the device's trace done already (see
-// LayoutFeed).
-func buildElements(s *snapshot.Snapshot, device int, segmentsView bool, pre *pairing) *elementList {
+// LayoutFeed). pause, when not nil, is called now and then (see
+// Lifetimes.Pause).
+func buildElements(s *snapshot.Snapshot, device int, segmentsView bool, pre *pairing, pause func()) *elementList {
 	p := pre
 	if p == nil {
 		viz := vizEvents(s, device)
@@ -181,7 +182,10 @@ func buildElements(s *snapshot.Snapshot, device int, segmentsView bool, pre *pai
 		if len(viz) > 0 {
 			events = s.Traces[device].Events
 		}
-		for _, raw := range viz {
+		for k, raw := range viz {
+			if pause != nil && k&pauseEvery == 0 {
+				pause()
+			}
 			e := &events[raw]
 			p.add(e, e.VizAction(), raw)
 		}
@@ -329,7 +333,7 @@ func computeStats(s *snapshot.Snapshot, device int, kind Kind, maxEntries int) T
 	if kind == KindActiveWithPools {
 		return poolStats(s, device, maxEntries)
 	}
-	l := buildElements(s, device, kind == KindSegments, nil)
+	l := buildElements(s, device, kind == KindSegments, nil, nil)
 	drawn := drawSet(l.elems, maxEntries)
 	n := len(l.elems)
 	pos := make([]int32, n) // stack position+1 while drawn and live; 0 otherwise

@@ -31,7 +31,16 @@ type Lifetimes struct {
 	// equals it (-1: before the first action).
 	PeakBytes  uint64
 	PeakAction int
+	// Pause, when set, is called now and then by Live (every pauseEvery
+	// elements) and was while the lifetimes were computed; it may block:
+	// a viewer pauses its background work this way while the user waits
+	// for an answer.
+	Pause func()
 }
+
+// pauseEvery+1 is how many elements or events a long loop handles
+// between two calls of its pause function: about a millisecond of work.
+const pauseEvery = 1<<16 - 1
 
 // Lifetime is one timeline element.
 type Lifetime struct {
@@ -52,18 +61,28 @@ type Lifetime struct {
 // treated as KindActive: the same allocations). O(n) after the element
 // list that ComputeStats builds too.
 func NewLifetimes(s *snapshot.Snapshot, device int, kind Kind) *Lifetimes {
+	return NewLifetimesPaused(s, device, kind, nil)
+}
+
+// NewLifetimesPaused is NewLifetimes with pause (which may be nil) called
+// now and then meanwhile, and kept as the result's Pause.
+func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func()) *Lifetimes {
 	if kind == KindActiveWithPools {
 		kind = KindActive
 	}
-	l := buildElements(s, device, kind == KindSegments, nil)
+	l := buildElements(s, device, kind == KindSegments, nil, pause)
 	n := len(l.actions)
 	lt := &Lifetimes{
 		Kind:      kind,
 		Items:     make([]Lifetime, len(l.elems)),
 		Events:    make([]int32, n),
 		Timesteps: make([]int32, n),
+		Pause:     pause,
 	}
 	for i := range l.elems {
+		if pause != nil && i&pauseEvery == 0 {
+			pause()
+		}
 		e := &l.elems[i]
 		it := Lifetime{Size: e.size, Alloc: -1, Free: e.free, Dump: -1, Born: -1, Died: int32(n)}
 		switch e.kind {
@@ -88,6 +107,9 @@ func NewLifetimes(s *snapshot.Snapshot, device int, kind Kind) *Lifetimes {
 	}
 	timestep := int32(0)
 	for k, id := range l.actions {
+		if pause != nil && k&pauseEvery == 0 {
+			pause()
+		}
 		it := &lt.Items[id]
 		lt.Timesteps[k] = timestep
 		if pos[id] == 0 { // an alloc: pushed on top
@@ -125,6 +147,9 @@ func (lt *Lifetimes) ActionAtEvent(raw int) int {
 // the first action). O(elements).
 func (lt *Lifetimes) Live(k int, f func(i int)) {
 	for i := range lt.Items {
+		if lt.Pause != nil && i&pauseEvery == 0 {
+			lt.Pause()
+		}
 		it := &lt.Items[i]
 		if int(it.Born) <= k && k < int(it.Died) {
 			f(i)

@@ -1,6 +1,10 @@
 package replay
 
-import "testing"
+import (
+	"math/rand"
+	"reflect"
+	"testing"
+)
 
 // TestCorpusLifetimes checks that Lifetimes reaches the peak ComputeStats
 // reports, that the live total after PeakAction is that peak, and that its
@@ -25,6 +29,36 @@ func TestCorpusLifetimes(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestNewLifetimesPaused: the lifetimes are NewLifetimes', the pause
+// function is called about once per pauseEvery+1 events and elements, and
+// Live calls it too.
+func TestNewLifetimesPaused(t *testing.T) {
+	s := randomSnapshot(rand.New(rand.NewSource(11)), 150_000)
+	for _, kind := range []Kind{KindActive, KindSegments} {
+		want := NewLifetimes(s, 0, kind)
+		calls := 0
+		got := NewLifetimesPaused(s, 0, kind, func() { calls++ })
+		if got.Pause == nil {
+			t.Fatalf("kind %v: Pause not kept", kind)
+		}
+		got.Pause = nil
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("kind %v: paused lifetimes differ from NewLifetimes'", kind)
+		}
+		events := len(vizEvents(s, 0))
+		if min := events / (pauseEvery + 1); calls < min {
+			t.Errorf("kind %v: pause called %d times over %d events, want at least %d", kind, calls, events, min)
+		}
+		got.Pause = func() { calls++ }
+		calls = 0
+		n := 0
+		got.Live(len(got.Events)/2, func(int) { n++ })
+		if want := (len(got.Items) + pauseEvery) / (pauseEvery + 1); calls != want {
+			t.Errorf("kind %v: Live paused %d times over %d elements, want %d", kind, calls, len(got.Items), want)
 		}
 	}
 }

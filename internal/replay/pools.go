@@ -74,7 +74,7 @@ func hasPrivatePools(s *snapshot.Snapshot, device int) bool {
 }
 
 func runPoolReplay(s *snapshot.Snapshot, device int, maxEntries int, record bool) *poolReplay {
-	l := buildElements(s, device, false, nil)
+	l := buildElements(s, device, false, nil, nil)
 	n := len(l.elems)
 	segs := deviceSegments(s, device)
 	drawn := drawSet(l.elems, maxEntries)

@@ -87,7 +87,7 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	if pre != nil {
 		st = pre.stack
 	}
-	l := buildElements(s, device, kind == KindSegments, pre)
+	l := buildElements(s, device, kind == KindSegments, pre, nil)
 	if st == nil {
 		st = newStacker(len(l.elems), len(l.actions))
 	}

@@ -57,7 +57,7 @@ type naiveSeries struct {
 }
 
 func naiveTimeline(s *snapshot.Snapshot, device int, segments bool) *naiveSeries {
-	l := buildElements(s, device, segments, nil)
+	l := buildElements(s, device, segments, nil, nil)
 	n := len(l.elems)
 	r := &naiveSeries{ts: make([][]float64, n), offs: make([][]float64, n)}
 	var cur []int32

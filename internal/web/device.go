@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/replay"
@@ -47,8 +48,18 @@ func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {
 
 // analysisDevice returns the device's analysis, built on first use.
 func (d *deviceData) analysisDevice() (*analysis.Device, error) {
-	return d.an.get(func() *analysis.Device { return analysis.NewDevice(d.snap, d.device) },
+	return d.an.get(func() *analysis.Device { return analysis.NewDevicePaused(d.snap, d.device, d.pauseForUser) },
 		"analysing device %d", d.device)
+}
+
+// pauseForUser returns once the user has paused (see userRequests): the
+// answers computed from the analysis run in the background (every
+// handler that asks for one waits for the user to pause first), and a
+// state step or a zoom meanwhile took half as long again beside them.
+func (d *deviceData) pauseForUser() {
+	for d.userBusy != nil && d.userBusy() {
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 func (d *deviceData) totals() (*replay.Curves, error) {

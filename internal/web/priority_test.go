@@ -4,8 +4,11 @@ import (
 	"context"
 	"net/http"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gpumem/gpumem/internal/demo"
 )
 
 func TestInBackground(t *testing.T) {
@@ -84,4 +87,36 @@ func TestWaitIdle(t *testing.T) {
 		t.Error("waitIdle ignores its context")
 	}
 	close(release)
+}
+
+// TestAnalysisPausesForUser: the device's analysis (the answers' common
+// work) waits while the user is busy and finishes once they pause.
+func TestAnalysisPausesForUser(t *testing.T) {
+	s, err := demo.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dd := newDeviceData(s, 0)
+	var busy atomic.Bool
+	busy.Store(true)
+	dd.userBusy = busy.Load
+	done := make(chan error, 1)
+	go func() {
+		_, err := dd.analysisDevice()
+		done <- err
+	}()
+	select {
+	case <-done:
+		t.Fatal("the analysis finished while the user was busy")
+	case <-time.After(150 * time.Millisecond):
+	}
+	busy.Store(false)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the analysis never finished once the user paused")
+	}
 }
