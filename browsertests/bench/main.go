@@ -314,12 +314,7 @@ func benchFile(chrome, gpumem, path string) (time.Duration, time.Duration, error
 	// State history: open it (checkpoints are built on first use), then step.
 	var tState, tStep, tStepMax time.Duration
 	if !*noState {
-	if d, err := time.ParseDuration(os.Getenv("ZZ_STATE_PAUSE")); err == nil {
-		time.Sleep(d)
-	}
-		zps := procSnap()
 		tState, tStep, tStepMax, err = benchState(ctx, strings.TrimSuffix(url, "/"), path)
-		procDiff(zps, procSnap())
 		if err != nil {
 			return 0, 0, err
 		}
