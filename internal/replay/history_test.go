@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gpumem/gpumem/snapshot"
-	"runtime"
-	"unsafe"
 )
 
 // naiveState is simulate_memory: the dump state with every event after idx

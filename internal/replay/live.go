@@ -31,8 +31,8 @@ type Lifetimes struct {
 	// equals it (-1: before the first action).
 	PeakBytes  uint64
 	PeakAction int
-	// Pause, when set, is called now and then by Live (every pauseEvery
-	// elements) and was while the lifetimes were computed; it may block:
+	// Pause, when set, is the function NewLifetimesPaused called now and
+	// then; Live calls it too, every pauseEvery+1 elements. It may block:
 	// a viewer pauses its background work this way while the user waits
 	// for an answer.
 	Pause func()

@@ -55,8 +55,7 @@ func TestNewLifetimesPaused(t *testing.T) {
 		}
 		got.Pause = func() { calls++ }
 		calls = 0
-		n := 0
-		got.Live(len(got.Events)/2, func(int) { n++ })
+		got.Live(len(got.Events)/2, func(int) {})
 		if want := (len(got.Items) + pauseEvery) / (pauseEvery + 1); calls != want {
 			t.Errorf("kind %v: Live paused %d times over %d elements, want %d", kind, calls, len(got.Items), want)
 		}

@@ -53,9 +53,10 @@ func (d *deviceData) analysisDevice() (*analysis.Device, error) {
 }
 
 // pauseForUser returns once the user has paused (see userRequests): the
-// answers computed from the analysis run in the background (every
-// handler that asks for one waits for the user to pause first), and a
-// state step or a zoom meanwhile took half as long again beside them.
+// answers computed from the analysis run in the background, and a state
+// step or a zoom meanwhile took half as long again beside them. Only
+// handlers that wait for the user to pause before they start use the
+// analysis, so no request that counts as the user's waits on it.
 func (d *deviceData) pauseForUser() {
 	for d.userBusy != nil && d.userBusy() {
 		time.Sleep(2 * time.Millisecond)
