@@ -105,6 +105,10 @@ function render(data) {
     const id = d.mig != null ? `${d.gpu}/${d.mig}` : `${d.gpu}`;
     const peak = d.used.reduce((a, b) => Math.max(a, b), 0);
     const box = el('section', { className: 'dev' });
+    // In the page before its charts, which draw at their laid-out size
+    // (drawn outside it, they were 0 wide until the resize observer ran,
+    // after the page said it was ready).
+    main.append(box);
     box.append(el('h2', { textContent: `GPU ${id}  ${d.name || ''}` }),
       el('div', { className: 'sub', textContent: `${d.uuid} · total ${fmtBytes(d.total)} · peak ${fmtBytes(peak)} · ${d.samples} samples, ${d.reports.length} report periods` }));
     const keys = el('div', { className: 'keys' });
@@ -146,7 +150,6 @@ function render(data) {
       const pmax = Math.max(...d.procs.map((p) => p.used.reduce((a, b) => Math.max(a, b), 0)));
       chart(c2, tMax, pmax * 1.05 || 1, ps, [], data.start);
     }
-    main.append(box);
   }
 }
 
