@@ -15,49 +15,48 @@ func newMaxTree(vals []int32) maxTree {
 
 // newMaxTreeOf builds the tree of n leaves, leaf i being val(i).
 func newMaxTreeOf(n int, val func(i int) int32) maxTree {
-	size := 1
-	for size < n {
-		size <<= 1
-	}
-	t := maxTree{n: n, size: size, v: make([]int32, 2*size)}
-	leaves := t.v[size:]
+	t := emptyMaxTree(n)
+	leaves := t.v[t.size:]
 	for i := range n {
 		leaves[i] = val(i)
 	}
-	for i := n; i < size; i++ {
-		leaves[i] = -1 << 31
-	}
-	t.v[0] = -1 << 31
-	for i := size - 1; i >= 1; i-- {
-		t.v[i] = max(t.v[2*i], t.v[2*i+1])
-	}
+	t.build()
 	return t
 }
 
 // endTrees builds the max trees of the ends of ids and of the ends
-// negated, in one pass over ids (newMaxTreeOf's call per leaf was most of
-// building a timeline's buckets).
+// negated, their leaves in one pass over ids (newMaxTreeOf's call per
+// leaf was most of building a timeline's buckets).
 func endTrees(ids, end []int32) (ends, negEnds maxTree) {
-	n, size := len(ids), 1
-	for size < n {
-		size <<= 1
-	}
-	ends = maxTree{n: n, size: size, v: make([]int32, 2*size)}
-	negEnds = maxTree{n: n, size: size, v: make([]int32, 2*size)}
-	a, b := ends.v[size:], negEnds.v[size:]
+	ends, negEnds = emptyMaxTree(len(ids)), emptyMaxTree(len(ids))
+	a, b := ends.v[ends.size:], negEnds.v[negEnds.size:]
 	for i, id := range ids {
 		e := end[id]
 		a[i], b[i] = e, -e
 	}
-	for i := n; i < size; i++ {
-		a[i], b[i] = -1<<31, -1<<31
-	}
-	ends.v[0], negEnds.v[0] = -1<<31, -1<<31
-	for i := size - 1; i >= 1; i-- {
-		ends.v[i] = max(ends.v[2*i], ends.v[2*i+1])
-		negEnds.v[i] = max(negEnds.v[2*i], negEnds.v[2*i+1])
-	}
+	ends.build()
+	negEnds.build()
 	return ends, negEnds
+}
+
+// emptyMaxTree allocates the tree of n leaves, to be filled in and built.
+func emptyMaxTree(n int) maxTree {
+	size := 1
+	for size < n {
+		size <<= 1
+	}
+	return maxTree{n: n, size: size, v: make([]int32, 2*size)}
+}
+
+// build pads the leaves past n and computes the inner nodes.
+func (t *maxTree) build() {
+	for i := t.n; i < t.size; i++ {
+		t.v[t.size+i] = -1 << 31
+	}
+	t.v[0] = -1 << 31
+	for i := t.size - 1; i >= 1; i-- {
+		t.v[i] = max(t.v[2*i], t.v[2*i+1])
+	}
 }
 
 // each calls fn, in increasing order, for every leaf i < limit with
