@@ -276,7 +276,9 @@ func ComputeStats(s *snapshot.Snapshot, device int, kind Kind, maxEntries int) T
 // is the sum of sizes of elements pushed before it and still alive at t
 // (with memory_viz's 3-timestep slide after a free below it).
 func NewTimeline(s *snapshot.Snapshot, device int, kind Kind) *Timeline {
-	return newTimeline(s, device, kind, nil)
+	t := newTimeline(s, device, kind, nil)
+	t.StartIndexes()
+	return t
 }
 
 // Len returns the number of elements (memory_viz's elements_length).

@@ -90,6 +90,10 @@ func (fp *FedLayout) result(trace []snapshot.Event) *pairing {
 // NewTimelineFed is NewTimeline, using fp's work (fp may be nil) when it
 // covers the device's whole trace and kind is KindActive (or
 // KindActiveWithPools without private pools); the work is used once.
+//
+// It does not start the indexes of narrower windows (see StartIndexes):
+// built beside the first whole-trace window, which needs none, they
+// slowed it, and the first paint with it.
 func NewTimelineFed(s *snapshot.Snapshot, device int, kind Kind, fp *FedLayout) *Timeline {
 	if kind == KindSegments || device < 0 || device >= len(s.Traces) || (kind == KindActiveWithPools && hasPrivatePools(s, device)) {
 		return newTimeline(s, device, kind, nil)

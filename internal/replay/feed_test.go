@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/snapshot"
@@ -132,4 +133,38 @@ func FuzzFedLayout(f *testing.F) {
 			t.Fatal("the fed work was taken twice")
 		}
 	})
+}
+
+// TestFedTimelineDefersIndexes checks that NewTimelineFed leaves the
+// indexes of narrower windows unbuilt through whole-trace windows (the
+// first paint's), and that a narrower window, or StartIndexes, builds
+// them, with the same answers as NewTimeline's.
+func TestFedTimelineDefersIndexes(t *testing.T) {
+	s := trainingTrace(20_000, 3)
+	want := NewTimeline(s, 0, KindActive)
+	T, P := float64(want.Timesteps()), float64(want.PeakBytes())
+	for _, narrow := range []bool{true, false} {
+		got := NewTimelineFed(s, 0, KindActive, nil)
+		whole := got.QueryWith(0, T, 800, 300, 0, P, QueryOptions{Detail: 500})
+		if !reflect.DeepEqual(whole, want.QueryWith(0, T, 800, 300, 0, P, QueryOptions{Detail: 500})) {
+			t.Fatal("whole-trace window differs from NewTimeline's")
+		}
+		// Time enough for an eager build of this trace to finish.
+		time.Sleep(50 * time.Millisecond)
+		if got.bucketsReady() {
+			t.Fatal("indexes built before a narrower window or StartIndexes asked for them")
+		}
+		if narrow {
+			part := got.QueryWith(T/4, T/2, 800, 300, 0, P/2, QueryOptions{Detail: 500})
+			if !reflect.DeepEqual(part, want.QueryWith(T/4, T/2, 800, 300, 0, P/2, QueryOptions{Detail: 500})) {
+				t.Fatal("narrower window differs from NewTimeline's")
+			}
+		} else {
+			got.StartIndexes()
+			got.waitBuckets()
+		}
+		if !got.bucketsReady() {
+			t.Fatalf("indexes not built (narrow window: %v)", narrow)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -52,8 +53,10 @@ type Timeline struct {
 	// largest elements come from its first buckets.
 	bySize []int32
 	// bucketsBuilt, when not nil, is closed once buckets and bySize are
-	// built (on another goroutine: see waitBuckets).
+	// built (on another goroutine: see waitBuckets); startBuckets starts
+	// that build once.
 	bucketsBuilt chan struct{}
+	startBuckets func()
 
 	// Materialized polygons, used for KindActiveWithPools when the device
 	// has private pools: items are the elements, then one envelope per pool.
@@ -110,32 +113,37 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	// decoder expected, but the pages of the room never written are never
 	// faulted in, and trimming it copied 120 MB (the 1 GB tile's 5 M
 	// elements) on the way to the first paint.
-	// The three indexes only read what is built above: build the largest
-	// on another core, and return without waiting for it (the first paint
-	// waits on this function, and its whole-trace window needs no
-	// buckets: see selectWindow).
+	// The three indexes only read what is built above: the largest is
+	// built on another core, and this returns without waiting for it (the
+	// first paint waits on this function, and its whole-trace window needs
+	// no buckets: see selectWindow).
 	built := make(chan struct{})
 	t.bucketsBuilt = built
-	go func() {
-		defer close(built)
-		t.buildBuckets(t.byPos)
-	}()
+	t.startBuckets = sync.OnceFunc(func() {
+		go func() {
+			defer close(built)
+			t.buildBuckets(t.byPos)
+		}()
+	})
 	t.aliveTree = newMaxTree(eff)
 	t.finishRuns()
 	return t
 }
 
-// exact returns s with capacity len(s), copying only when that frees
-// more than 1/16 of it.
-func exact[T any](s []T) []T {
-	if cap(s)-len(s) <= cap(s)/16 {
-		return s
+// StartIndexes starts building, on another goroutine, the indexes that
+// windows narrower than the whole trace need, if they are not being built
+// already. NewTimeline starts them itself; NewTimelineFed leaves them
+// until this is called or such a window is asked for.
+func (t *Timeline) StartIndexes() {
+	if t.startBuckets != nil {
+		t.startBuckets()
 	}
-	return slices.Clone(s)
 }
 
-// waitBuckets returns once buckets and bySize are built.
+// waitBuckets returns once buckets and bySize are built, starting the
+// build if no one has.
 func (t *Timeline) waitBuckets() {
+	t.StartIndexes()
 	if t.bucketsBuilt != nil {
 		<-t.bucketsBuilt
 	}
