@@ -52,8 +52,9 @@ func newStacker(elems, actions int) *stacker {
 		live: newLiveStack(elems),
 		// Every free adds one run, or two when it slides: sized for the
 		// common case (about one free per two actions), appends grow it.
-		cruns: &compactRuns{code: make([]uint32, 0, actions+actions/2), cp: make([]uint64, 0, actions/runBlock+2)},
-		high:  math.MinInt64,
+		cruns: &compactRuns{code: make([]uint32, 0, actions+actions/2), cp: make([]uint64, 0, actions/runBlock+2),
+			lo: make([]int64, 0, actions/runBlock+2), hi: make([]int64, 0, actions/runBlock+2)},
+		high: math.MinInt64,
 	}
 	return st
 }
@@ -158,6 +159,7 @@ func (st *stacker) finish(t *Timeline, l *elementList) {
 	for b := range st.cruns.cp {
 		st.cruns.cp[b] += initBytes
 	}
+	st.cruns.shift = initBytes
 	if st.advanced {
 		t.peak = uint64(st.high) + initBytes
 	}

@@ -588,3 +588,60 @@ func TestSlidFrees(t *testing.T) {
 		}
 	}
 }
+
+// walkedExtremes is each run block's least and greatest value, walked
+// run by run (what finishRuns falls back to).
+func walkedExtremes(tl *Timeline) (lo, hi []uint64) {
+	r := tl.cruns
+	for b := range r.cp {
+		mn, mx := uint64(math.MaxUint64), uint64(0)
+		tl.walkRuns(b*runBlock, min((b+1)*runBlock, len(r.code)), func(v uint64) { mn, mx = min(mn, v), max(mx, v) })
+		lo, hi = append(lo, mn), append(hi, mx)
+	}
+	return lo, hi
+}
+
+// TestRunExtremesMatchWalk checks the run blocks' extremes kept as the
+// runs come (shifted by the initial stack at the end) against a walk over
+// the runs: on random traces with pre-trace frees (values below zero
+// before the shift), and on sizes near 2^64, where finishRuns must walk.
+func TestRunExtremesMatchWalk(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	var below, walked int
+	check := func(name string, s *snapshot.Snapshot, wantKept bool) {
+		t.Helper()
+		for _, kind := range []Kind{KindActive, KindSegments} {
+			tl := NewTimeline(s, 0, kind)
+			if tl.cruns == nil || len(tl.cruns.cp) == 0 {
+				continue
+			}
+			if kept := tl.cruns.shiftKeepsOrder(); kept != wantKept {
+				t.Fatalf("%s: shiftKeepsOrder = %v, want %v", name, kept, wantKept)
+			}
+			if !wantKept {
+				walked++
+			}
+			for _, v := range tl.cruns.lo {
+				if v < 0 {
+					below++
+					break
+				}
+			}
+			lo, hi := walkedExtremes(tl)
+			size := tl.cruns.size
+			if !reflect.DeepEqual(tl.cruns.min[size:size+len(lo)], lo) || !reflect.DeepEqual(tl.cruns.max[size:size+len(hi)], hi) {
+				t.Fatalf("%s, kind %d: block extremes differ from the walk", name, kind)
+			}
+		}
+	}
+	for iter := 0; iter < 40; iter++ {
+		check(fmt.Sprint("random ", iter), randomSnapshot(r, 50+r.Intn(2000)), true)
+	}
+	check("training", trainingTrace(50_000, 2), true)
+	huge := mkSnapshot(append(append([]ev{{aAlloc, 0x1000, 1 << 63}, {aAlloc, 0x2000, 1 << 62}}, free(0x1000, 1<<63)...),
+		ev{aAlloc, 0x3000, 1<<63 + 5}), nil, nil)
+	check("sizes near 2^64", huge, false)
+	if below == 0 || walked == 0 {
+		t.Fatalf("%d timelines with values below zero before the shift, %d walked: the cases are not covered", below, walked)
+	}
+}
