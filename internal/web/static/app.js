@@ -1498,8 +1498,12 @@ function drawState() {
   const rh = Math.max(6, Math.min(40, (h - 8) / rows.length));
   const sx = (w - 8) / (rowW + pad);
   const boxes = [];
+  // Rows below the canvas are neither drawn nor hovered: at 6 px a row, a
+  // big file's 20,000 segments fill thousands of rows, and drawing them
+  // all took most of a state step's draw.
   rows.forEach((row, ri) => {
     const y = 4 + ri * rh;
+    if (y >= h) return;
     for (const { s, x } of row) {
       const x0 = 4 + x * sx, sw = Math.max(1, s.size * sx);
       ctx.fillStyle = '#fff'; ctx.fillRect(x0, y, sw, rh * 0.8);
