@@ -183,9 +183,7 @@ func buildElements(s *snapshot.Snapshot, device int, segmentsView bool, pre *pai
 			events = s.Traces[device].Events
 		}
 		for k, raw := range viz {
-			if pause != nil && k&pauseEvery == 0 {
-				pause()
-			}
+			pauseAt(pause, k)
 			e := &events[raw]
 			p.add(e, e.VizAction(), raw)
 		}

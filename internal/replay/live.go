@@ -42,6 +42,14 @@ type Lifetimes struct {
 // between two calls of its pause function: about a millisecond of work.
 const pauseEvery = 1<<16 - 1
 
+// pauseAt calls pause, when set, at the first and every pauseEvery+1-th
+// step i of a long loop.
+func pauseAt(pause func(), i int) {
+	if pause != nil && i&pauseEvery == 0 {
+		pause()
+	}
+}
+
 // Lifetime is one timeline element.
 type Lifetime struct {
 	// Size is the plotted size: the requested bytes of an allocation, the
@@ -80,9 +88,7 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 		Pause:     pause,
 	}
 	for i := range l.elems {
-		if pause != nil && i&pauseEvery == 0 {
-			pause()
-		}
+		pauseAt(pause, i)
 		e := &l.elems[i]
 		it := Lifetime{Size: e.size, Alloc: -1, Free: e.free, Dump: -1, Born: -1, Died: int32(n)}
 		switch e.kind {
@@ -107,9 +113,7 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 	}
 	timestep := int32(0)
 	for k, id := range l.actions {
-		if pause != nil && k&pauseEvery == 0 {
-			pause()
-		}
+		pauseAt(pause, k)
 		it := &lt.Items[id]
 		lt.Timesteps[k] = timestep
 		if pos[id] == 0 { // an alloc: pushed on top
@@ -147,9 +151,7 @@ func (lt *Lifetimes) ActionAtEvent(raw int) int {
 // the first action). O(elements).
 func (lt *Lifetimes) Live(k int, f func(i int)) {
 	for i := range lt.Items {
-		if lt.Pause != nil && i&pauseEvery == 0 {
-			lt.Pause()
-		}
+		pauseAt(lt.Pause, i)
 		it := &lt.Items[i]
 		if int(it.Born) <= k && k < int(it.Died) {
 			f(i)
