@@ -52,6 +52,27 @@ func TestPublishedSizes(t *testing.T) {
 		// OPTLearnedPositionalEmbedding 2050 (an offset of 2): 1,536 fewer.
 		{"opt-125m.json", 125_237_760, false},
 		{"redpajama-incite-3b.json", 2_775_864_320, true}, // public tables (README); the card says 2.8B
+		// Issue 33's families, by their standard fields.
+		{"llama-3.1-8b.json", 8_030_261_248, true},           // KerasHub llama3.1_8b
+		{"mistral-7b-v0.3.json", 7_248_023_552, true},        // KerasHub mistral_0.3_7b_en
+		{"qwen2-0.5b.json", 494_032_768, true},               // KerasHub qwen2.5_0.5b_en, same shapes
+		{"qwen2.5-3b.json", 3_085_938_688, true},             // KerasHub qwen2.5_3b_en
+		{"qwen2.5-32b.json", 32_763_876_352, true},           // KerasHub qwen2.5_instruct_32b_en
+		{"qwen3-0.6b.json", 596_049_920, true},               // KerasHub qwen3_0.6b_en: q/k norms, head_dim 128, tied
+		{"qwen3-1.7b.json", 1_720_574_976, true},             // KerasHub qwen3_1.7b_en
+		{"qwen3-4b.json", 4_022_468_096, true},               // KerasHub qwen3_4b_en
+		{"qwen3-8b.json", 8_190_735_360, true},               // KerasHub qwen3_8b_en
+		{"qwen3-14b.json", 14_768_307_200, true},             // KerasHub qwen3_14b_en
+		{"qwen3-32b.json", 32_762_123_264, true},             // KerasHub qwen3_32b_en
+		{"qwen3-30b-a3b.json", 30_532_122_624, true},         // KerasHub qwen3_moe_30b_a3b_en: 128 experts of 768
+		{"qwen1.5-moe-a2.7b.json", 14_315_784_192, true},     // KerasHub qwen1.5_moe_2.7b_en: 60 experts + gated shared expert
+		{"deepseek-v2-lite.json", 15_706_484_224, true},      // the Hub's safetensors total [T]: MLA, 64+2 experts, 1 dense layer
+		{"gemma-3-1b-it.json", 999_885_952, true},            // KerasHub gemma3_1b: q/k norms, 4 norms per block
+		{"bert-base-uncased.json", 109_482_240, true},        // KerasHub bert_base_en_uncased: BertModel with its pooler
+		{"snowflake-arctic-embed-m.json", 109_482_240, true}, // the same BertModel shapes (KerasHub bge_base_en)
+		{"t5-small.json", 60_506_624, true},                  // KerasHub t5_small_multi: tied head, ReLU MLP
+		{"flan-t5-large.json", 783_150_080, true},            // KerasHub flan_large_multi: gated-GELU, untied head
+		{"t5-3b.json", 2_851_598_336, true},                  // DeepSpeed's docs: "Model with 2851M total params" (T5Model)
 	} {
 		got := loadConfig(t, tc.file).Params().Total()
 		if tc.exact {
@@ -116,10 +137,25 @@ func TestFamilyStructure(t *testing.T) {
 
 func TestParseConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ json, want string }{
-		{`{"model_type": "bert", "hidden_size": 768}`, `"model_type" "bert" is not a family`},
+		{`{"model_type": "roberta", "hidden_size": 768}`, `"model_type" "roberta" is not a family`},
+		{`{"model_type": "gemma3", "text_config": {}}`, `it has a "text_config"`},
+		{`{"model_type": "llama", "hidden_size": 100, "num_hidden_layers": 2, "num_attention_heads": 3, "intermediate_size": 128, "vocab_size": 100}`,
+			`"hidden_size" 100 is not a multiple of "num_attention_heads" 3, and there is no "head_dim"`},
+		{`{"model_type": "qwen3", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "linear_num_key_heads": 2}`,
+			`field "linear_num_key_heads" describes structure gpumem does not count`},
+		{`{"model_type": "gemma3_text", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "sliding_window": 8, "layer_types": ["linear_attention", "full_attention"]}`,
+			`"layer_types"[0] is "linear_attention"`},
+		{`{"model_type": "deepseek_v2", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_layer_freq": 2}`,
+			`"moe_layer_freq" 2`},
+		{`{"model_type": "bert", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 16, "position_embedding_type": "relative_key"}`,
+			`"position_embedding_type" "relative_key"`},
+		{`{"model_type": "bert", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 16, "architectures": ["BertLMHeadModel"]}`,
+			`"architectures" "BertLMHeadModel" is not a BERT head`},
+		{`{"model_type": "t5", "d_model": 64, "num_layers": 2, "num_heads": 4, "d_kv": 16, "d_ff": 128, "vocab_size": 100, "feed_forward_proj": "swish-ish"}`,
+			`"feed_forward_proj" "swish-ish"`},
 		{`{"hidden_size": 768}`, `no "model_type" field`},
 		{`{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000}`, `llama config has no "intermediate_size" field`},
-		{`{"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100}`, `mixtral config has no "num_local_experts" field`},
+		{`{"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100}`, `mixtral config: has no "num_local_experts" field`},
 		{`{"model_type": "gpt2", "n_embd": "768", "n_layer": 12, "n_head": 12, "vocab_size": 50257, "n_positions": 1024}`, `"n_embd" is "768", want an integer`},
 		{`{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 3, "intermediate_size": 128, "vocab_size": 100}`, `multiple of kv-heads`},
 		{`{"model_type": "opt", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "ffn_dim": 128, "vocab_size": 100, "tie_word_embeddings": "yes", "max_position_embeddings": 16}`, `"tie_word_embeddings" is "yes", want true or false`},
@@ -192,11 +228,34 @@ func TestTermsExactBytes(t *testing.T) {
 			TermParameters: 404_096, TermGradients: 101_024, TermOptimizerState: 606_144,
 			TermOptimizerIntermediates: 404_096,
 		}, 0},
-		// ZeRO-3: weights / 4 plus two gathered layers 2 × 36,992 × 2 B.
+		// ZeRO-3: weights / 4 plus the largest module (the 64,000-element
+		// embedding) and the next prefetched, 2 × 64,000 × 2 B.
 		{"zero-3", func(o *Options) { o.ZeRO, o.GPUs = 3, 4 }, terms{
-			TermParameters: 101_024 + 147_968, TermGradients: 101_024, TermOptimizerState: 202_048,
+			TermParameters: 101_024 + 256_000, TermGradients: 101_024, TermOptimizerState: 202_048,
 			TermOptimizerIntermediates: 101_024,
 		}, 0},
+		// FSDP: weights / 4 plus the largest unit (the 64,000-row embedding
+		// beats a 36,992-parameter block) and the next block prefetched.
+		{"fsdp", func(o *Options) { o.FSDP, o.GPUs = true, 4 }, terms{
+			TermParameters: 101_024 + (64_000+36_992)*2,
+		}, 0},
+		// ZeRO-2 with the optimizer offloaded: the GPU keeps the bf16
+		// weights; gradients, state and the step go to the host.
+		{"zero-2 offload", func(o *Options) { o.ZeRO, o.GPUs, o.Offload = 2, 4, "optimizer" }, terms{
+			TermParameters: 404_096, TermGradients: 0, TermOptimizerState: 0, TermOptimizerIntermediates: 0,
+		}, 0},
+		// Fused AdamW updates in place.
+		{"fused", func(o *Options) { o.OptimizerImpl = "fused" }, terms{TermOptimizerIntermediates: 0}, 0},
+		// amp-bf16: fp32 weights, gradients and state; bf16 activations;
+		// autocast's cache of 16-bit Linear weights: 2 × 36,864 block
+		// matrices + the 64,000 head = 137,728 × 2 B.
+		{"amp-bf16", func(o *Options) { o.Precision = "amp-bf16" }, terms{
+			TermParameters: 808_192, TermGradients: 808_192, TermOptimizerState: 1_616_384,
+			TermActivations: 131_584, TermAutocastCache: 275_456,
+		}, 0},
+		// fp32 logits in the loss at bf16: the head keeps 16 × (2×64 + 1000)
+		// × 2 B + 16 × 2 × 1000 × 4 B = 164,096 instead of 68,096.
+		{"fp32 logits", func(o *Options) { o.LogitsFP32 = true }, terms{TermActivations: 131_584 - 68_096 + 164_096}, 0},
 		// LoRA rank 4 on every block projection: 4 × (rows + cols) summed
 		// = 8,192 adapters; only they have gradients and state.
 		{"lora", func(o *Options) { o.LoRARank = 4 }, terms{
@@ -377,6 +436,27 @@ func TestOptionErrors(t *testing.T) {
 		{func(o *Options) { o.Model, o.Params, o.Optimizer = nil, 7e9, "adafactor" }, "adafactor's state"},
 		{func(o *Options) { o.ZeRO = 4 }, "zero stage 4"},
 		{func(o *Options) { o.Batch = 0 }, "batch and seq must be positive"},
+		// Issue 33: every ineffective or contradictory combination says why.
+		{func(o *Options) { o.Inference, o.ZeRO, o.GPUs = true, 3, 8 }, "--inference with --zero 3"},
+		{func(o *Options) { o.Inference, o.LoRARank = true, 8 }, "--inference with --lora-rank"},
+		{func(o *Options) { o.Inference, o.Offload = true, "optimizer" }, "--inference with --offload"},
+		{func(o *Options) { o.Inference, o.GradCheckpointing = true, true }, "--inference with --grad-checkpointing"},
+		{func(o *Options) { o.FSDP = true }, "--fsdp over 1 GPU shards nothing"},
+		{func(o *Options) { o.FSDP, o.ZeRO, o.GPUs = true, 1, 8 }, "--fsdp is full sharding"},
+		{func(o *Options) { o.ZeRO = 2 }, "--zero 2 over 1 GPU shards nothing"},
+		{func(o *Options) { o.Offload = "optimizer" }, "--offload optimizer is DeepSpeed's ZeRO-Offload"},
+		{func(o *Options) { o.Offload, o.ZeRO, o.GPUs = "params", 2, 8 }, "--offload params moves the weights"},
+		{func(o *Options) { o.LoRARank = 100_000 }, "--lora-rank 100000 is above the width"},
+		{func(o *Options) { o.Weights = "nf4" }, "--weights nf4 freezes the base"},
+		{func(o *Options) { o.Weights, o.LoRARank, o.ZeRO, o.GPUs = "nf4", 4, 3, 8 }, "not partitioned by ZeRO-3"},
+		{func(o *Options) { o.DoubleQuant = true }, "double quantization applies to 4-bit"},
+		{func(o *Options) { o.Precision, o.MixedPrecision = "amp-bf16", true }, "--precision replaces --mixed-precision"},
+		{func(o *Options) { o.Precision = "tf32" }, `precision "tf32"`},
+		{func(o *Options) { o.Weights = "int3" }, `weights "int3"`},
+		{func(o *Options) { o.Optimizer, o.OptimizerImpl = "adamw-8bit", "fused" }, "--optimizer-impl applies to torch.optim"},
+		{func(o *Options) { o.OptimizerLoop, o.OptimizerImpl = true, "fused" }, "--optimizer-loop contradicts"},
+		{func(o *Options) { o.LoRATargets = "attention" }, "--lora-targets needs --lora-rank"},
+		{func(o *Options) { o.Offload, o.ZeRO, o.GPUs, o.OptimizerImpl = "optimizer", 2, 8, "fused" }, "the step runs in DeepSpeed's CPU Adam"},
 	} {
 		o := tinyOptions()
 		tc.change(&o)

@@ -23,6 +23,7 @@ type JSON struct {
 	PeakBytes  int64       `json:"peak_bytes"`
 	BlogPeak   int64       `json:"blog_peak_bytes"`
 	TotalBytes int64       `json:"total_bytes"`
+	HostBytes  int64       `json:"host_bytes_per_node,omitempty"`
 	Terms      TermsJSON   `json:"terms"`
 	Heuristic  *int64      `json:"activations_blog_heuristic_bytes,omitempty"`
 	Formulas   []TermJSON  `json:"formulas"`
@@ -41,6 +42,7 @@ type TermsJSON struct {
 	OptimizerIntermediates int64 `json:"optimizer_intermediates"`
 	Activations            int64 `json:"activations"`
 	KVCache                int64 `json:"kv_cache"`
+	AutocastCache          int64 `json:"autocast_cache,omitempty"`
 	CUDAContext            int64 `json:"cuda_context"`
 	AllocatorOverhead      int64 `json:"allocator_overhead"`
 }
@@ -66,6 +68,7 @@ func (r *Result) ToJSON(v *Verdict) JSON {
 		PeakBytes:  r.PeakBytes,
 		BlogPeak:   r.BlogPeak,
 		TotalBytes: r.TotalBytes,
+		HostBytes:  r.HostBytes,
 		Terms: TermsJSON{
 			Parameters:             r.Term(TermParameters),
 			Gradients:              r.Term(TermGradients),
@@ -73,6 +76,7 @@ func (r *Result) ToJSON(v *Verdict) JSON {
 			OptimizerIntermediates: r.Term(TermOptimizerIntermediates),
 			Activations:            r.Term(TermActivations),
 			KVCache:                r.Term(TermKVCache),
+			AutocastCache:          r.Term(TermAutocastCache),
 			CUDAContext:            r.Term(TermCUDAContext),
 			AllocatorOverhead:      r.Term(TermAllocatorOverhead),
 		},
@@ -107,15 +111,21 @@ func (o *Options) Describe() string {
 	} else {
 		parts = append(parts, "training")
 	}
-	prec := o.Dtype
-	if o.MixedPrecision {
-		prec += " + fp32 master weights"
+	parts = append(parts, o.precision().Name)
+	if o.Weights != "" {
+		w := o.Weights + " weights"
+		if o.DoubleQuant {
+			w += " (double quantization)"
+		}
+		parts = append(parts, w)
 	}
-	parts = append(parts, prec)
 	if !o.Inference {
 		opt := o.Optimizer
-		if o.OptimizerLoop {
+		switch o.impl() {
+		case "loop":
 			opt += " (per-parameter loop)"
+		case "fused":
+			opt += " (fused)"
 		}
 		parts = append(parts, opt)
 	}
@@ -132,11 +142,24 @@ func (o *Options) Describe() string {
 	if o.FlashAttention {
 		parts = append(parts, "flash attention")
 	}
-	if o.ZeRO > 0 && !o.Inference {
-		parts = append(parts, fmt.Sprintf("ZeRO-%d over %d GPUs", o.ZeRO, o.GPUs))
+	switch {
+	case o.FSDP:
+		parts = append(parts, fmt.Sprintf("FSDP full sharding over %d GPUs", o.TotalGPUs()))
+	case o.ZeRO > 0:
+		parts = append(parts, fmt.Sprintf("ZeRO-%d over %d GPUs", o.ZeRO, o.TotalGPUs()))
 	}
-	if o.LoRARank > 0 && !o.Inference {
-		parts = append(parts, fmt.Sprintf("LoRA rank %d", o.LoRARank))
+	if o.Offload != "" {
+		parts = append(parts, "offload "+o.Offload+" to CPU")
+	}
+	if o.LoRARank > 0 {
+		t := "attention and MLP projections"
+		if o.LoRATargets == "attention" {
+			t = "attention projections"
+		}
+		parts = append(parts, fmt.Sprintf("LoRA rank %d on the %s", o.LoRARank, t))
+	}
+	if o.LogitsFP32 && !o.Inference && o.precision().A < 4 {
+		parts = append(parts, "fp32 logits in the loss")
 	}
 	return strings.Join(parts, ", ")
 }
@@ -179,6 +202,9 @@ func (r *Result) Write(w io.Writer, v *Verdict) error {
 		fmt.Fprintf(w, "peak       %s (%d bytes) = the largest phase, the %s\n", Size(r.PeakBytes), r.PeakBytes, r.peakPhase())
 	}
 	fmt.Fprintf(w, "total      %s (%d bytes) = peak + allocator overhead + CUDA context\n", Size(r.TotalBytes), r.TotalBytes)
+	if r.HostBytes > 0 {
+		fmt.Fprintf(w, "host RAM   %s (%d bytes) %s\n", Size(r.HostBytes), r.HostBytes, r.HostNote)
+	}
 	if v != nil {
 		verdict := "fits"
 		if !v.Fits {
