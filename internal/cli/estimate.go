@@ -33,13 +33,18 @@ memory at the end of the forward, the backward and the optimizer step; the
 blog's peak = parameters + optimizer state + max(gradients + optimizer
 intermediates, activations), and the peak, the largest phase.
 
-The model comes from a Hugging Face config.json (--config; families: llama,
-mistral, mixtral, qwen2, gemma, gemma2, phi, phi3, gpt2, gpt_neox, opt,
-falcon), from --layers/--hidden/--heads/--kv-heads/--intermediate/--vocab
-(a Llama-style block), or from --params alone (then the activations come
-from the heuristic). --gpu H100 (or a size: 80GiB) says whether it fits and
-the largest batch that does. --check SNAPSHOT puts the estimate beside what
-a snapshot of the same run measured.`
+The model comes from a Hugging Face config.json (--config: decoders dense
+and MoE, multi-head latent attention, BERT encoders and T5 encoder-decoders,
+read by their standard fields; docs/estimate.md lists the families), from
+--layers/--hidden/--heads/--kv-heads/--intermediate/--vocab (a Llama-style
+block), or from --params alone (then the activations come from the
+heuristic). --precision, --weights and --qlora say how weights, gradients,
+state and activations are stored; --zero/--fsdp over --gpus (and --nodes)
+and --offload how they are sharded. --gpu H100 (or a size: 80GiB) says
+whether it fits and the largest batch that does. --check SNAPSHOT puts the
+estimate beside what a snapshot of the same run measured; --calibrate
+SNAPSHOT (two or more, with --calibrate-batch and --calibrate-seq) measures
+activations and the optimizer step from small real runs and uses them.`
 
 // archFlags are the --arch flags: a Llama-style model given by its shape.
 type archFlags struct {
@@ -81,7 +86,10 @@ func (a *archFlags) model() (*estimate.Model, error) {
 		m.KVHeads = m.Heads
 	}
 	if m.HeadDim == 0 {
-		m.HeadDim = m.Hidden / max(m.Heads, 1)
+		if m.Hidden%m.Heads != 0 {
+			return nil, fmt.Errorf("--arch flags: --heads %d does not divide --hidden %d; give --head-dim", m.Heads, m.Hidden)
+		}
+		m.HeadDim = m.Hidden / m.Heads
 	}
 	return m, nil
 }
@@ -114,8 +122,16 @@ func runEstimate(env *Env, args []string) error {
 	o := estimate.Options{}
 	fs.StringVar(&o.Dtype, "dtype", "bf16", "fp32, bf16 or fp16: weights, gradients, activations")
 	fs.BoolVar(&o.MixedPrecision, "mixed-precision", false, "16-bit weights and gradients with fp32 master weights in the optimizer")
+	fs.StringVar(&o.Precision, "precision", "", "instead of --dtype: "+strings.Join(estimate.Precisions(), ", ")+" (amp-bf16: the Trainer's --bf16, fp32 weights and state, bf16 autocast)")
+	fs.StringVar(&o.Weights, "weights", "", "store the frozen base weights as "+strings.Join(estimate.WeightKinds(), ", ")+" (int8, nf4, fp4: bitsandbytes; needs --lora-rank)")
+	fs.BoolVar(&o.DoubleQuant, "double-quant", false, "4-bit weights: quantize the absmax constants too")
+	qlora := fs.Bool("qlora", false, "QLoRA: nf4 double-quantized base, bf16 LoRA r=64 on attention and MLP, paged 8-bit AdamW, checkpointing")
 	fs.StringVar(&o.Optimizer, "optimizer", "adamw", strings.Join(estimate.Optimizers(), ", "))
+	fs.StringVar(&o.OptimizerImpl, "optimizer-impl", "", "foreach (PyTorch's default), fused or loop")
 	fs.BoolVar(&o.OptimizerLoop, "optimizer-loop", false, "the optimizer updates one parameter at a time (foreach=False, or hand-written)")
+	fs.BoolVar(&o.LogitsFP32, "logits-fp32", true, "the loss upcasts the logits to fp32 (Hugging Face's causal-LM loss)")
+	fs.BoolVar(&o.NoDropout, "no-dropout", false, "train without the config's dropout (no masks kept)")
+	baseModel := fs.Bool("base-model", false, "count the bare model AutoModel builds (no LM or task head)")
 	fs.BoolVar(&o.FirstStep, "first-step", false, "the first training step: the optimizer state is created in the optimizer step, not live through forward and backward")
 	fs.BoolVar(&o.KeepGrads, "keep-grads", false, "gradients are zeroed in place (zero_grad(set_to_none=False)), so they stay allocated through the forward")
 	fs.IntVar(&o.Batch, "batch", 1, "micro-batch per GPU")
@@ -124,8 +140,11 @@ func runEstimate(env *Env, args []string) error {
 	fs.BoolVar(&o.FlashAttention, "flash-attention", false, "fused attention: no L×L probabilities kept")
 	fs.IntVar(&o.ZeRO, "zero", 0, "ZeRO stage 0-3 over --gpus (1: optimizer state, 2: + gradients, 3: + parameters)")
 	fsdp := fs.Bool("fsdp", false, "FSDP full sharding over --gpus (same as --zero 3)")
-	fs.IntVar(&o.GPUs, "gpus", 1, "data-parallel GPUs the ZeRO stages shard over")
-	fs.IntVar(&o.LoRARank, "lora-rank", 0, "train only rank-R LoRA adapters on every block projection")
+	fs.IntVar(&o.GPUs, "gpus", 1, "data-parallel GPUs per node the ZeRO stages shard over")
+	fs.IntVar(&o.Nodes, "nodes", 1, "nodes of --gpus GPUs each")
+	fs.StringVar(&o.Offload, "offload", "", "optimizer, params or both: DeepSpeed's CPU offload (prints the host RAM)")
+	fs.IntVar(&o.LoRARank, "lora-rank", 0, "train only rank-R LoRA adapters on the block projections")
+	fs.StringVar(&o.LoRATargets, "lora-targets", "", "all (attention and MLP projections, the default) or attention")
 	fs.BoolVar(&o.Inference, "inference", false, "inference: weights + KV cache for batch × seq + one forward")
 	gpuName := fs.String("gpu", "", "GPU name (H100, A100-40GB, ...) or total memory (80GiB): does it fit, and the largest batch")
 	maxBatch := fs.Bool("max-batch", false, "print only the largest batch that fits on --gpu")
@@ -133,6 +152,11 @@ func runEstimate(env *Env, args []string) error {
 	fs.Float64Var(&o.CacheOverhead, "allocator-overhead", estimate.DefaultCacheOverhead, "reserved-but-free memory as a fraction of the peak")
 	asJSON := fs.Bool("json", false, "print JSON")
 	checkPath := fs.String("check", "", "compare with what the snapshot `FILE` of the same run measured")
+	var calPaths stringList
+	var calBatch, calSeq intList
+	fs.Var(&calPaths, "calibrate", "a snapshot `FILE` of a small real run of the same job (repeatable: two lengths measure the L² part)")
+	fs.Var(&calBatch, "calibrate-batch", "per-GPU batch of each --calibrate run (once for all, or once each)")
+	fs.Var(&calSeq, "calibrate-seq", "sequence length of each --calibrate run (once for all, or once each)")
 	device := deviceFlag(fs, "with --check: measure device")
 	useDemo := fs.Bool("demo", false, "estimate the embedded demo's model (with --check: against the demo snapshot)")
 	rest, err := parseInterspersed(fs, args)
@@ -142,8 +166,11 @@ func runEstimate(env *Env, args []string) error {
 	if len(rest) > 0 {
 		return usageError(fs, env.Stderr, fmt.Sprintf("unexpected argument %q (the model comes from --config, --arch flags or --params)", rest[0]))
 	}
-	if *fsdp {
-		o.ZeRO = 3
+	o.FSDP = *fsdp
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := flagCombinations(&o, set, *qlora); err != nil {
+		return usageError(fs, env.Stderr, err.Error())
 	}
 	// Every mistake in a flag's value is a usage mistake (exit 2); only the
 	// files (--config, --check) give exit 1.
@@ -177,7 +204,33 @@ func runEstimate(env *Env, args []string) error {
 	case *useDemo:
 		demoOptions(&o, fs)
 	}
+	if *baseModel {
+		if o.Model == nil {
+			return usageError(fs, env.Stderr, "--base-model needs the architecture: give --config")
+		}
+		o.Model = o.Model.Bare()
+	}
 
+	if len(calPaths) > 0 || len(calBatch) > 0 || len(calSeq) > 0 {
+		if len(calPaths) == 0 {
+			return usageError(fs, env.Stderr, "--calibrate-batch and --calibrate-seq need --calibrate SNAPSHOT")
+		}
+		for _, l := range []struct {
+			name string
+			n    int
+		}{{"calibrate-batch", len(calBatch)}, {"calibrate-seq", len(calSeq)}} {
+			if l.n != 1 && l.n != len(calPaths) {
+				return usageError(fs, env.Stderr, fmt.Sprintf("--%s given %d times for %d --calibrate snapshots (give it once, or once each)", l.name, l.n, len(calPaths)))
+			}
+		}
+		obs, err := calibrationRuns(env, calPaths, calBatch, calSeq, *device)
+		if err != nil {
+			return err
+		}
+		if o.Calibration, err = estimate.Calibrate(obs); err != nil {
+			return err
+		}
+	}
 	// ParseConfig has checked a config file's model, so what Estimate
 	// still rejects comes from the flags.
 	res, err := estimate.Estimate(o)
@@ -232,6 +285,98 @@ func runEstimate(env *Env, args []string) error {
 		}
 		return nil
 	})
+}
+
+// flagCombinations applies --qlora's preset to the flags the user left
+// unset and rejects the flags that contradict each other or would change
+// nothing (the ones only the command line can see: which were given).
+func flagCombinations(o *estimate.Options, set map[string]bool, qlora bool) error {
+	if set["precision"] && set["dtype"] {
+		return fmt.Errorf("--precision replaces --dtype: give one")
+	}
+	if o.Inference {
+		for _, f := range []string{"optimizer", "logits-fp32", "no-dropout", "qlora"} {
+			if set[f] {
+				return fmt.Errorf("--inference with --%s: that flag describes training", f)
+			}
+		}
+	}
+	if set["nodes"] && o.Nodes > 1 && o.ZeRO == 0 && !o.FSDP {
+		return fmt.Errorf("--nodes %d without --zero or --fsdp changes nothing per GPU: data parallelism keeps a whole replica on each", o.Nodes)
+	}
+	if !qlora {
+		return nil
+	}
+	if set["weights"] && o.Weights != "nf4" && o.Weights != "fp4" {
+		return fmt.Errorf("--qlora quantizes the base to 4 bits; --weights %s contradicts it", o.Weights)
+	}
+	if set["precision"] && strings.HasPrefix(o.Precision, "fp32") {
+		return fmt.Errorf("--qlora trains bf16 adapters; --precision fp32 contradicts it")
+	}
+	if o.Weights == "" {
+		o.Weights = "nf4"
+	}
+	if !set["double-quant"] {
+		o.DoubleQuant = true
+	}
+	if !set["lora-rank"] {
+		o.LoRARank = 64
+	}
+	if !set["optimizer"] {
+		o.Optimizer = "paged-adamw-8bit"
+	}
+	if !set["precision"] && !set["dtype"] {
+		o.Precision = "bf16"
+	}
+	if !set["grad-checkpointing"] {
+		o.GradCheckpointing = true
+	}
+	return nil
+}
+
+// stringList and intList are repeatable flags.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+type intList []int
+
+func (l *intList) String() string { return fmt.Sprint(*l) }
+func (l *intList) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("want a positive integer, got %q", v)
+	}
+	*l = append(*l, n)
+	return nil
+}
+
+// calibrationRuns measures each --calibrate snapshot with its batch and
+// sequence length.
+func calibrationRuns(env *Env, paths []string, batch, seq []int, device int) ([]estimate.Observation, error) {
+	pick := func(list []int, i int) int {
+		if len(list) == 1 {
+			return list[0]
+		}
+		return list[i]
+	}
+	var obs []estimate.Observation
+	for i, p := range paths {
+		b, l := pick(batch, i), pick(seq, i)
+		s, err := loadOne(env, []string{p}, false)
+		if err != nil {
+			return nil, err
+		}
+		dev, err := oneDevice(s, device)
+		if err != nil {
+			return nil, err
+		}
+		m := measureSnapshot(s, dev)
+		m.Source = baseName(p)
+		obs = append(obs, estimate.Observation{Batch: b, Seq: l, Measured: m})
+	}
+	return obs, nil
 }
 
 // demoOptions sets the model and run of the embedded demo snapshot (a

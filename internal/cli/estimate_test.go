@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -62,7 +63,7 @@ func TestEstimateText(t *testing.T) {
 	}
 	for _, want := range []string{
 		"mistral: 7,241,732,096 parameters",
-		"KV cache", "2 (K,V) × 32 layers × 8 kv-heads × 128 head-dim × B 8 × L 4096 × 2 B",
+		"KV cache", "32 sliding-window layers × 8 kv-heads × (K 128 + V 128) × B 8 × min(L 4096, window 4096) × 2 B",
 		"A100-40GB", "max batch",
 	} {
 		if !strings.Contains(out, want) {
@@ -83,13 +84,15 @@ func TestEstimateErrors(t *testing.T) {
 		return p
 	}
 	bert := write("bert.json", `{"model_type": "bert", "hidden_size": 768}`)
+	roberta := write("roberta.json", `{"model_type": "roberta", "hidden_size": 768}`)
 	noInter := write("llama.json", `{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000}`)
 	for _, tc := range []struct {
 		args []string
 		code int
 		msg  string
 	}{
-		{[]string{"estimate", "--config", bert}, 1, `"model_type" "bert" is not a family gpumem counts`},
+		{[]string{"estimate", "--config", bert}, 1, `bert config has no "num_hidden_layers" field`},
+		{[]string{"estimate", "--config", roberta}, 1, `"model_type" "roberta" is not a family gpumem counts`},
 		{[]string{"estimate", "--config", noInter}, 1, `llama config has no "intermediate_size" field`},
 		{[]string{"estimate", "--config", filepath.Join(dir, "missing.json")}, 1, "missing.json"},
 		// A bad flag value is a usage mistake, as in every command.
@@ -197,11 +200,11 @@ func TestEstimateGPU(t *testing.T) {
 	}
 }
 
-// TestEstimateGolden keeps the README's worked examples (the 7B ZeRO-2 run
-// and the KV-cache inference) as golden files, and checks the README still
-// shows them: after go test -update, copy the new outputs into README.md.
+// TestEstimateGolden keeps docs/estimate.md's worked examples as golden
+// files, and checks the page still shows them: after go test -update,
+// copy the new outputs into docs/estimate.md.
 func TestEstimateGolden(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "estimate.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,6 +218,14 @@ func TestEstimateGolden(t *testing.T) {
 		{"inference-kv", []string{"--config", estimateConfig("mistral-7b-v0.1.json"), "--inference", "--batch", "16", "--seq", "4096",
 			"--flash-attention", "--gpu", "A100-80GB"}, true},
 		{"params-json", []string{"--params", "7B", "--optimizer", "adamw-8bit", "--json"}, false},
+		{"full-finetune", []string{"--config", estimateConfig("llama-3.2-1b.json"), "--precision", "amp-bf16", "--batch", "4", "--seq", "2048",
+			"--flash-attention", "--gpu", "H100"}, true},
+		{"lora", []string{"--config", estimateConfig("llama-3.1-8b.json"), "--dtype", "bf16", "--lora-rank", "16", "--batch", "1", "--seq", "2048",
+			"--flash-attention", "--gpu", "A100-40GB"}, true},
+		{"qlora", []string{"--config", estimateConfig("llama-3.1-8b.json"), "--qlora", "--batch", "4", "--seq", "2048", "--flash-attention",
+			"--gpu", "24GiB"}, true},
+		{"zero3-offload", []string{"--config", estimateConfig("llama-2-70b.json"), "--dtype", "bf16", "--mixed-precision", "--zero", "3",
+			"--gpus", "8", "--offload", "optimizer", "--batch", "1", "--seq", "4096", "--flash-attention", "--grad-checkpointing", "--gpu", "H100"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runMain(t, nil, append([]string{"estimate"}, tc.args...)...)
@@ -223,7 +234,99 @@ func TestEstimateGolden(t *testing.T) {
 			}
 			checkGolden(t, filepath.Join("testdata", "estimate", tc.name+".txt"), out)
 			if tc.inReadme && !strings.Contains(string(readme), out) {
-				t.Errorf("README.md no longer shows this output of gpumem estimate %s", strings.Join(tc.args, " "))
+				t.Errorf("docs/estimate.md no longer shows this output of gpumem estimate %s", strings.Join(tc.args, " "))
+			}
+		})
+	}
+}
+
+// TestEstimateFlagCombinations: every contradictory or ineffective
+// combination of flags is a one-line usage error saying why (exit 2).
+func TestEstimateFlagCombinations(t *testing.T) {
+	cfg := estimateConfig("llama-2-7b.json")
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--config", cfg, "--inference", "--zero", "3", "--gpus", "8"}, "--inference with --zero 3"},
+		{[]string{"--config", cfg, "--inference", "--optimizer", "sgd"}, "--inference with --optimizer"},
+		{[]string{"--config", cfg, "--fsdp"}, "--fsdp over 1 GPU shards nothing"},
+		{[]string{"--config", cfg, "--fsdp", "--zero", "1", "--gpus", "8"}, "--fsdp is full sharding"},
+		{[]string{"--config", cfg, "--zero", "2"}, "--zero 2 over 1 GPU shards nothing"},
+		{[]string{"--config", cfg, "--lora-rank", "100000"}, "--lora-rank 100000 is above the width"},
+		{[]string{"--layers", "2", "--hidden", "100", "--heads", "3", "--intermediate", "64", "--vocab", "100"}, "--heads 3 does not divide --hidden 100"},
+		{[]string{"--config", cfg, "--precision", "bf16", "--dtype", "fp16"}, "--precision replaces --dtype"},
+		{[]string{"--config", cfg, "--qlora", "--weights", "int8"}, "--weights int8 contradicts it"},
+		{[]string{"--config", cfg, "--weights", "nf4"}, "only adapters can train"},
+		{[]string{"--config", cfg, "--offload", "params", "--zero", "2", "--gpus", "8"}, "only ZeRO-3 or FSDP partition"},
+		{[]string{"--config", cfg, "--nodes", "4"}, "--nodes 4 without --zero or --fsdp"},
+		{[]string{"--config", cfg, "--calibrate-seq", "128"}, "need --calibrate SNAPSHOT"},
+		{[]string{"--config", cfg, "--calibrate", "a", "--calibrate", "b", "--calibrate-seq", "1", "--calibrate-seq", "2", "--calibrate-seq", "3", "--calibrate-batch", "1"}, "--calibrate-seq given 3 times for 2"},
+		{[]string{"--params", "7B", "--base-model"}, "--base-model needs the architecture"},
+	} {
+		code, _, stderr := runMain(t, nil, append([]string{"estimate"}, tc.args...)...)
+		if code != 2 || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 mentioning %q", tc.args, code, stderr, tc.msg)
+		}
+	}
+}
+
+// TestEstimateCalibrateCS336 is issue 33's calibration acceptance on the
+// real CS336 2.7B runs (batch 4, fp32, the course's AdamW, first step):
+// calibrated on the 128- and 256-token runs, the estimate for 512 tokens
+// must have its activations and its peak within 3% of the 512-token
+// snapshot, where the architecture alone misses the activations by about
+// -31%; the forward-only runs at the same lengths give the same check of
+// the activations.
+func TestEstimateCalibrateCS336(t *testing.T) {
+	real := corpus.Dir(t)
+	cfg := filepath.Join("..", "estimate", "testdata", "cs336", "cs336-2.7b.json")
+	for _, tc := range []struct {
+		name, pattern string
+		limits        map[string]float64
+	}{
+		{"fullstep", "cs336-kkaitlyn111__memory_files_memory_ctx%d_fullstep_.pickle", map[string]float64{"activations": 0.03, "peak (allocated)": 0.03}},
+		{"forward", "cs336-kkaitlyn111__memory_files_memory_ctx%d_forward_.pickle", map[string]float64{"activations": 0.03}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := func(L int) string { return filepath.Join(real, fmt.Sprintf(tc.pattern, L)) }
+			base := []string{"estimate", "--config", cfg, "--dtype", "fp32", "--optimizer-loop", "--first-step", "--batch", "4", "--seq", "512",
+				"--json", "--check", f(512)}
+			cal := append(append([]string{}, base...), "--calibrate", f(128), "--calibrate", f(256), "--calibrate-batch", "4",
+				"--calibrate-seq", "128", "--calibrate-seq", "256")
+			diffs := func(args []string) map[string]float64 {
+				code, out, errOut := runMain(t, nil, args...)
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, errOut)
+				}
+				var j struct {
+					Check struct {
+						Rows []struct {
+							Name string   `json:"name"`
+							Diff *float64 `json:"diff"`
+						} `json:"rows"`
+					} `json:"check"`
+				}
+				if err := json.Unmarshal([]byte(out), &j); err != nil {
+					t.Fatal(err)
+				}
+				d := map[string]float64{}
+				for _, r := range j.Check.Rows {
+					if r.Diff != nil {
+						d[r.Name] = *r.Diff
+					}
+				}
+				return d
+			}
+			arch, calibrated := diffs(base), diffs(cal)
+			if arch["activations"] > -0.2 {
+				t.Errorf("the architecture alone was expected to miss the activations by over 20%%, got %+.1f%%", arch["activations"]*100)
+			}
+			for name, limit := range tc.limits {
+				d, ok := calibrated[name]
+				if !ok || d > limit || d < -limit {
+					t.Errorf("calibrated %s: %+.2f%% (present %v), want within %.0f%% (architecture only: %+.2f%%)", name, d*100, ok, limit*100, arch[name]*100)
+				}
 			}
 		})
 	}

@@ -1,6 +1,9 @@
 package estimate
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // layerSaved is what one transformer block keeps for backward in eager
 // PyTorch: elements per token, elements that grow with the square of the
@@ -236,12 +239,17 @@ func (m *Model) kvCache(B, S, P int64) (int64, string) {
 	}
 	full := int64(m.Layers - m.SlidingLayers)
 	n := full * perTok * B * S * P
-	f := fmt.Sprintf("%d layers × %d kv-heads × (K %d + V %d) × B %d × L %d × %d B", full, m.KVHeads, m.qkDim(), m.vDim(), B, S, P)
+	var parts []string
+	if full > 0 {
+		parts = append(parts, fmt.Sprintf("%d layers × %d kv-heads × (K %d + V %d) × B %d × L %d × %d B", full, m.KVHeads, m.qkDim(), m.vDim(), B, S, P))
+	}
 	if m.SlidingLayers > 0 {
 		w := min(S, int64(m.SlidingWindow))
 		n += int64(m.SlidingLayers) * perTok * B * w * P
-		f += fmt.Sprintf(" + %d sliding-window layers × the same × min(L, %d)", m.SlidingLayers, m.SlidingWindow)
+		parts = append(parts, fmt.Sprintf("%d sliding-window layers × %d kv-heads × (K %d + V %d) × B %d × min(L %d, window %d) × %d B",
+			m.SlidingLayers, m.KVHeads, m.qkDim(), m.vDim(), B, S, m.SlidingWindow, P))
 	}
+	f := strings.Join(parts, " + ")
 	return n, f
 }
 

@@ -118,6 +118,8 @@ func Compare(r *Result, m Measured) *Check {
 	})
 	add("activations", r.Term(TermActivations), m.Activations, func(d float64) string {
 		switch {
+		case math.Abs(d) <= 0.15 && o.Calibration != nil:
+			return "close: what the calibration runs kept, scaled to this shape"
 		case math.Abs(d) <= 0.15:
 			return "close: the saved tensors of the assumed eager blocks"
 		case d > 0:

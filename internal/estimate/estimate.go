@@ -48,6 +48,8 @@ type Options struct {
 	LoRATargets       string // all (attention and MLP projections, the default) or attention
 	Inference         bool
 
+	Calibration *Calibration // measured activations and step temporaries from small real runs
+
 	CUDAContext   int64   // bytes the CUDA context takes outside the allocator
 	CacheOverhead float64 // allocator caching and fragmentation, a fraction of the peak
 }
@@ -100,6 +102,7 @@ type Result struct {
 	Trainable  int64 // parameters with gradients and optimizer state (adapters only with LoRA)
 	Terms      []Term
 	Heuristic  *Term // the blog's linear activation heuristic, for comparison
+	Arch       *Term // with a calibration: the architecture's activations, for comparison
 	Phases     []Phase
 	BlogPeak   int64 // the blog's peak: model + optimizer + max(gradients + intermediates, activations)
 	PeakBytes  int64 // allocated peak: the largest phase (at least BlogPeak in steady state)
@@ -313,7 +316,7 @@ func (o *Options) checkCombinations() error {
 			{o.ZeRO > 0, fmt.Sprintf("--zero %d", o.ZeRO)}, {o.FSDP, "--fsdp"}, {o.Offload != "", "--offload"},
 			{o.LoRARank > 0, "--lora-rank"}, {o.GradCheckpointing, "--grad-checkpointing"}, {o.FirstStep, "--first-step"},
 			{o.KeepGrads, "--keep-grads"}, {o.MixedPrecision, "--mixed-precision"}, {o.OptimizerLoop || o.OptimizerImpl != "", "--optimizer-impl"},
-			{strings.HasPrefix(o.Precision, "amp-"), "--precision " + o.Precision},
+			{strings.HasPrefix(o.Precision, "amp-"), "--precision " + o.Precision}, {o.Calibration != nil, "--calibrate"},
 		} {
 			if f.set {
 				return fmt.Errorf("--inference with %s: that flag describes training (an inference forward keeps every weight on each GPU and no gradients or optimizer state)", f.flag)
@@ -656,6 +659,27 @@ func (r *Result) training() {
 		}
 	} else {
 		act, aFormula = heuristic, "no architecture: the blog heuristic below"
+	}
+	if c := o.Calibration; c != nil {
+		arch := func(B, S int64) int64 {
+			if m == nil {
+				return int64(math.Round(blogA / 2 * float64(B*S*P)))
+			}
+			a, _ := m.activations(ActOptions{B: B, S: S, P: P, Flash: o.FlashAttention, Checkpointing: o.GradCheckpointing,
+				Dropout: !o.NoDropout, LogitsFP32: o.LogitsFP32})
+			return a
+		}
+		r.Arch = &Term{TermActivations, "  architecture", act, aFormula}
+		act, aFormula = c.activations(B, S, arch)
+		if c.StepTemps >= 0 {
+			inter = c.StepTemps
+			for i := range r.Terms {
+				if r.Terms[i].Key == TermOptimizerIntermediates {
+					r.Terms[i].Bytes = inter
+					r.Terms[i].Formula = fmt.Sprintf("measured in the calibration runs' optimizer step: %s (the architecture's: %s)", count(inter), r.Terms[i].Formula)
+				}
+			}
+		}
 	}
 	r.Terms = append(r.Terms, Term{TermActivations, "activations", act, aFormula})
 

@@ -26,6 +26,7 @@ type JSON struct {
 	HostBytes  int64       `json:"host_bytes_per_node,omitempty"`
 	Terms      TermsJSON   `json:"terms"`
 	Heuristic  *int64      `json:"activations_blog_heuristic_bytes,omitempty"`
+	Arch       *int64      `json:"activations_architecture_bytes,omitempty"`
 	Formulas   []TermJSON  `json:"formulas"`
 	Phases     []PhaseJSON `json:"phases"`
 	GPU        string      `json:"gpu,omitempty"`
@@ -89,6 +90,10 @@ func (r *Result) ToJSON(v *Verdict) JSON {
 		j.Heuristic = &h
 		j.Formulas = append(j.Formulas, TermJSON{"activations_blog_heuristic", h, r.Heuristic.Formula})
 	}
+	if r.Arch != nil {
+		a := r.Arch.Bytes
+		j.Arch = &a
+	}
 	for _, p := range r.Phases {
 		j.Phases = append(j.Phases, PhaseJSON{p.Name, p.Bytes})
 	}
@@ -139,6 +144,9 @@ func (o *Options) Describe() string {
 	if o.GradCheckpointing {
 		parts = append(parts, "gradient checkpointing")
 	}
+	if c := o.Calibration; c != nil && !o.Inference {
+		parts = append(parts, fmt.Sprintf("calibrated on %d runs", c.Runs))
+	}
 	if o.FlashAttention {
 		parts = append(parts, "flash attention")
 	}
@@ -183,6 +191,9 @@ func (r *Result) Write(w io.Writer, v *Verdict) error {
 	}
 	for _, t := range r.Terms {
 		row(t)
+		if t.Key == TermActivations && r.Arch != nil {
+			row(*r.Arch)
+		}
 		if t.Key == TermActivations && r.Heuristic != nil && o.Model != nil {
 			row(Term{Name: "  blog heuristic", Bytes: r.Heuristic.Bytes, Formula: r.Heuristic.Formula})
 		}
