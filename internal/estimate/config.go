@@ -370,6 +370,9 @@ func decoderModel(c *config, t traits) (*Model, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	if m.Layers > 1<<20 {
+		return nil, fmt.Errorf("%s config: too large: %d layers", c.family, m.Layers)
+	}
 	bias := r.boolOr("attention_bias", false)
 	m.QKVBias, m.OutBias = bias || t.qkvBias, bias
 	m.MLPBias = r.boolOr("mlp_bias", false)
@@ -417,7 +420,7 @@ func decoderModel(c *config, t traits) (*Model, error) {
 		for _, l := range r.ints("mlp_only_layers") {
 			only[l] = true
 		}
-		for i := 0; i < m.Layers && i < 1<<20; i++ {
+		for i := 0; i < m.Layers; i++ {
 			// DeepseekV2: MoE from first_k_dense_replace on; Qwen2/3-MoE:
 			// (i+1) % decoder_sparse_step == 0 and not in mlp_only_layers.
 			if i < firstDense || only[i] || (i+1)%step != 0 {
@@ -455,7 +458,7 @@ func decoderModel(c *config, t traits) (*Model, error) {
 			}
 		} else {
 			p := r.intOr("sliding_window_pattern", 6)
-			for i := 0; window > 0 && i < m.Layers && i < 1<<20; i++ {
+			for i := 0; window > 0 && i < m.Layers; i++ {
 				if p <= 0 || (i+1)%p != 0 {
 					m.SlidingLayers++
 				}

@@ -473,13 +473,29 @@ func FuzzParseConfig(f *testing.F) {
 			f.Add(data)
 		}
 	}
+	f.Add([]byte(`{"model_type": "deepseek_v2", "hidden_size": 8, "num_hidden_layers": 3, "num_attention_heads": 2, "intermediate_size": 8, "vocab_size": 9, "n_routed_experts": 4, "num_experts_per_tok": 2, "kv_lora_rank": 4, "qk_nope_head_dim": 2, "qk_rope_head_dim": 2, "v_head_dim": 2, "first_k_dense_replace": 1}`))
+	f.Add([]byte(`{"model_type": "t5", "d_model": 8, "num_layers": 2, "num_heads": 2, "d_kv": 4, "d_ff": 16, "vocab_size": 9}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseConfig(data)
 		if err != nil {
+			if strings.Count(err.Error(), "\n") > 0 {
+				t.Errorf("multi-line error %q", err)
+			}
 			return
 		}
-		if m.Params().Total() <= 0 && m.Layers < 1<<20 {
+		if err := m.validate(); err != nil {
+			t.Errorf("accepted a config that does not validate: %v", err)
+		}
+		if m.Params().Total() <= 0 {
 			t.Errorf("non-positive count for %+v", *m)
+		}
+		// Every estimate of an accepted config runs without panicking.
+		for _, o := range []Options{
+			{Model: m, Dtype: "bf16", Optimizer: "adamw", Batch: 1, Seq: 16, GPUs: 1},
+			{Model: m, Dtype: "bf16", Inference: true, Batch: 1, Seq: 16, GPUs: 1},
+			{Model: m, Dtype: "bf16", Optimizer: "adafactor", FSDP: true, GPUs: 2, Batch: 1, Seq: 16, LoRARank: 1, Weights: "bf16"},
+		} {
+			_, _ = Estimate(o)
 		}
 	})
 }
@@ -561,5 +577,24 @@ func TestCompareReasons(t *testing.T) {
 	c = Compare(r, Measured{Parameters: -1, Gradients: 0, OptimizerState: -1, Activations: -1, Categories: "no stacks"})
 	if !strings.Contains(c.Rows[0].Reason, "not measured: no stacks") || !strings.Contains(c.Rows[1].Reason, "none in the snapshot") {
 		t.Errorf("unmeasured reasons: %q, %q", c.Rows[0].Reason, c.Rows[1].Reason)
+	}
+}
+
+// TestParseConfigBounded: a hostile config is refused by size before it
+// is decoded, and huge numbers are refused by field.
+func TestParseConfigBounded(t *testing.T) {
+	big := make([]byte, MaxConfigBytes+1)
+	if _, err := ParseConfig(big); err == nil || !strings.Contains(err.Error(), "larger than any config.json") {
+		t.Errorf("oversized config: %v", err)
+	}
+	for _, tc := range []struct{ json, want string }{
+		{`{"model_type": "llama", "hidden_size": 1e300, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100}`, `"hidden_size" is 1e300, want an integer`},
+		{`{"model_type": "llama", "hidden_size": 65536, "num_hidden_layers": 100000, "num_attention_heads": 4, "intermediate_size": 1000000, "vocab_size": 100}`, "too large"},
+		{`{"model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 1000000000, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, "num_experts": 2, "num_experts_per_tok": 1}`, "too large"},
+		{`null`, "not a JSON object"},
+	} {
+		if _, err := ParseConfig([]byte(tc.json)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.json, err, tc.want)
+		}
 	}
 }

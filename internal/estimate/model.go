@@ -438,6 +438,9 @@ func (m *Model) validate() error {
 			return fmt.Errorf("%s must be between 0 and 2^30 (got %d)", f.name, f.v)
 		}
 	}
+	if m.Layers > 1<<20 || m.DecoderLayers > 1<<20 {
+		return fmt.Errorf("too large: %d layers", m.Layers+m.DecoderLayers)
+	}
 	// Bound the shape so that no count overflows int64.
 	width := float64(max(m.Intermediate, m.ExpertIntermediate, m.SharedIntermediate)) * float64(max(m.Experts, 1)+m.SharedExperts)
 	attn := float64(m.Hidden) * float64(m.Heads+2*m.KVHeads) * float64(max(m.HeadDim, m.QKNopeDim+m.QKRopeDim, m.VHeadDim, m.KVLoRARank, m.QLoRARank))
