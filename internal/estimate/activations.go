@@ -128,8 +128,9 @@ type ActOptions struct {
 	B, S, P       int64
 	Flash         bool
 	Checkpointing bool
-	Dropout       bool // training with the config's dropout
-	LogitsFP32    bool // the loss upcasts the logits (Hugging Face's causal-LM loss)
+	Dropout       bool  // training with the config's dropout
+	LogitsFP32    bool  // the loss upcasts the logits (Hugging Face's causal-LM loss)
+	LoRA          int64 // elements per token the LoRA adapters keep over the whole model: each adapter's r-wide A output
 }
 
 // headSaved is the bytes after the last block: final norm in/out, the
@@ -175,13 +176,23 @@ func (m *Model) activations(a ActOptions) (int64, string) {
 		total += bc.n * one
 	}
 	head, headF := m.headSaved(a)
+	blocks := int64(m.Layers + m.DecoderLayers)
+	lora, loraF := a.LoRA*B*S*P, ""
 	if a.Checkpointing {
-		blocks := int64(m.Layers + m.DecoderLayers)
-		inputs := blocks * B * S * int64(m.Hidden) * P
-		return inputs + largest + head, fmt.Sprintf("checkpointed: %d block inputs B×L×%d×%d B = %s + one recomputed block %s + %s",
-			blocks, m.Hidden, P, count(inputs), count(largest), headF)
+		lora /= blocks
 	}
-	return total + head, parts + " + " + headF
+	if lora > 0 {
+		loraF = fmt.Sprintf(" + LoRA: each adapter's rank-wide A output, %s per token × B×L×%d B = %s", count(a.LoRA), P, count(lora))
+		if a.Checkpointing {
+			loraF = fmt.Sprintf(" + LoRA: one block's adapters' rank-wide A outputs = %s", count(lora))
+		}
+	}
+	if a.Checkpointing {
+		inputs := blocks * B * S * int64(m.Hidden) * P
+		return inputs + largest + head + lora, fmt.Sprintf("checkpointed: %d block inputs B×L×%d×%d B = %s + one recomputed block %s + %s%s",
+			blocks, m.Hidden, P, count(inputs), count(largest), headF, loraF)
+	}
+	return total + head + lora, parts + " + " + headF + loraF
 }
 
 // forwardActivations is the working memory of one inference forward over

@@ -436,6 +436,22 @@ func (o *Options) loraAdapters() int64 {
 	return n
 }
 
+// loraPerToken is what the adapters keep for backward per token: the
+// rank-wide output of each A, which B's gradient needs (the input of A is
+// the frozen layer's input, already counted).
+func (o *Options) loraPerToken() int64 {
+	if o.LoRARank == 0 || o.Model == nil {
+		return 0
+	}
+	var n int64
+	for _, mt := range o.Model.Matrices(false) {
+		if o.loraTarget(mt.Part) {
+			n += int64(o.LoRARank) * mt.Count
+		}
+	}
+	return n
+}
+
 // gathered is what ZeRO-3 or FSDP materialises in full at once: FSDP
 // wraps each block, and the root holds the embedding (and an untied head),
 // so the largest unit is computed, with the next block prefetched beside
@@ -650,7 +666,7 @@ func (r *Result) training() {
 	var logitsGrad int64
 	if m != nil {
 		act, aFormula = m.activations(ActOptions{B: B, S: S, P: P, Flash: o.FlashAttention, Checkpointing: o.GradCheckpointing,
-			Dropout: !o.NoDropout, LogitsFP32: o.LogitsFP32})
+			Dropout: !o.NoDropout, LogitsFP32: o.LogitsFP32, LoRA: o.loraPerToken()})
 		if !m.BaseOnly && (m.Kind != Encoder || m.MLMHead) {
 			logitsGrad = int64(m.Vocab) * B * S * P
 			if o.LogitsFP32 && P < 4 {
@@ -666,7 +682,7 @@ func (r *Result) training() {
 				return int64(math.Round(blogA / 2 * float64(B*S*P)))
 			}
 			a, _ := m.activations(ActOptions{B: B, S: S, P: P, Flash: o.FlashAttention, Checkpointing: o.GradCheckpointing,
-				Dropout: !o.NoDropout, LogitsFP32: o.LogitsFP32})
+				Dropout: !o.NoDropout, LogitsFP32: o.LogitsFP32, LoRA: o.loraPerToken()})
 			return a
 		}
 		r.Arch = &Term{TermActivations, "  architecture", act, aFormula}
