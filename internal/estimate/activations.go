@@ -171,8 +171,12 @@ func (m *Model) activations(a ActOptions) (int64, string) {
 		if parts != "" {
 			parts += " + "
 		}
+		kind := bc.kind
+		if m.Kind == EncoderDecoder && kind == "dense" {
+			kind = "encoder"
+		}
 		parts += fmt.Sprintf("%d %s layers × (B %d × L %d × (norms %d + attention %d + MLP %d) × %d B%s%s = %s)",
-			bc.n, bc.kind, B, S, s.norms, s.attention, s.mlp, P, quad, masks, count(one))
+			bc.n, kind, B, S, s.norms, s.attention, s.mlp, P, quad, masks, count(one))
 		total += bc.n * one
 	}
 	head, headF := m.headSaved(a)

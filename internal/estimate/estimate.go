@@ -651,8 +651,14 @@ func (r *Result) training() {
 			}
 		}
 		cache = elems * 2
-		r.Terms = append(r.Terms, Term{TermAutocastCache, "autocast weight cache", cache,
-			fmt.Sprintf("16-bit copies of %s Linear weights × 2 B, live through forward and backward", count(elems))})
+		cFormula := fmt.Sprintf("16-bit copies of %s Linear weights × 2 B, live through forward and backward", count(elems))
+		if stage == 3 && m != nil {
+			// The casts are of the gathered units, freed with them.
+			g, _ := r.gathered(2)
+			cache = g
+			cFormula = "16-bit copies of the gathered units only (the casts go with the resharded weights): " + Size(g)
+		}
+		r.Terms = append(r.Terms, Term{TermAutocastCache, "autocast weight cache", cache, cFormula})
 	}
 
 	// Activations saved for backward.

@@ -244,6 +244,9 @@ func TestTermsExactBytes(t *testing.T) {
 		{"zero-2 offload", func(o *Options) { o.ZeRO, o.GPUs, o.Offload = 2, 4, "optimizer" }, terms{
 			TermParameters: 404_096, TermGradients: 0, TermOptimizerState: 0, TermOptimizerIntermediates: 0,
 		}, 0},
+		// amp-bf16 under FSDP: autocast casts the gathered units, freed with
+		// them: (64,000 + 36,992) × 2 B, not every Linear weight.
+		{"fsdp amp", func(o *Options) { o.FSDP, o.GPUs, o.Precision = true, 4, "amp-bf16" }, terms{TermAutocastCache: 201_984}, 0},
 		// Fused AdamW updates in place.
 		{"fused", func(o *Options) { o.OptimizerImpl = "fused" }, terms{TermOptimizerIntermediates: 0}, 0},
 		// amp-bf16: fp32 weights, gradients and state; bf16 activations;
