@@ -186,7 +186,7 @@ func runEstimate(env *Env, args []string) error {
 	case sources > 1:
 		return usageError(fs, env.Stderr, "give only one of --config, --arch flags, --params and --demo")
 	case *configPath != "":
-		data, err := os.ReadFile(*configPath)
+		data, err := readConfig(*configPath)
 		if err != nil {
 			return prefixError(*configPath, err)
 		}
@@ -332,6 +332,18 @@ func flagCombinations(o *estimate.Options, set map[string]bool, qlora bool) erro
 		o.GradCheckpointing = true
 	}
 	return nil
+}
+
+// readConfig reads at most estimate.MaxConfigBytes + 1 bytes of a
+// config.json, so that a hostile or mistaken file (a checkpoint given as
+// the config) costs bounded memory; ParseConfig refuses the oversize.
+func readConfig(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, estimate.MaxConfigBytes+1))
 }
 
 // stringList and intList are repeatable flags.

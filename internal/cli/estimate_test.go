@@ -85,6 +85,7 @@ func TestEstimateErrors(t *testing.T) {
 	}
 	bert := write("bert.json", `{"model_type": "bert", "hidden_size": 768}`)
 	roberta := write("roberta.json", `{"model_type": "roberta", "hidden_size": 768}`)
+	huge := write("huge.json", `{"model_type": "llama", "pad": "`+strings.Repeat("x", 5<<20)+`"}`)
 	noInter := write("llama.json", `{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000}`)
 	for _, tc := range []struct {
 		args []string
@@ -93,6 +94,7 @@ func TestEstimateErrors(t *testing.T) {
 	}{
 		{[]string{"estimate", "--config", bert}, 1, `bert config has no "num_hidden_layers" field`},
 		{[]string{"estimate", "--config", roberta}, 1, `"model_type" "roberta" is not a family gpumem counts`},
+		{[]string{"estimate", "--config", huge}, 1, "larger than any config.json"},
 		{[]string{"estimate", "--config", noInter}, 1, `llama config has no "intermediate_size" field`},
 		{[]string{"estimate", "--config", filepath.Join(dir, "missing.json")}, 1, "missing.json"},
 		// A bad flag value is a usage mistake, as in every command.
