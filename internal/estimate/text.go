@@ -154,7 +154,7 @@ func (o *Options) Describe() string {
 	case o.FSDP:
 		parts = append(parts, fmt.Sprintf("FSDP full sharding over %d GPUs", o.TotalGPUs()))
 	case o.ZeRO > 0:
-		parts = append(parts, fmt.Sprintf("ZeRO-%d over %d GPUs", o.ZeRO, o.TotalGPUs()))
+		parts = append(parts, fmt.Sprintf("ZeRO-%d over %d GPU%s", o.ZeRO, o.TotalGPUs(), plural(o.TotalGPUs())))
 	}
 	if o.Offload != "" {
 		parts = append(parts, "offload "+o.Offload+" to CPU")
@@ -166,7 +166,7 @@ func (o *Options) Describe() string {
 		}
 		parts = append(parts, fmt.Sprintf("LoRA rank %d on the %s", o.LoRARank, t))
 	}
-	if o.LogitsFP32 && !o.Inference && o.precision().A < 4 {
+	if o.LogitsFP32 && o.Model != nil && !o.Inference && o.precision().A < 4 {
 		parts = append(parts, "fp32 logits in the loss")
 	}
 	return strings.Join(parts, ", ")
