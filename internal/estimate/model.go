@@ -329,7 +329,7 @@ func (m *Model) LargestUnit() (int64, string) {
 type Matrix struct {
 	Rows, Cols int64
 	Count      int64  // how many of this shape in the model
-	Part       string // "attention", "mlp", "router", "embedding", "head"
+	Part       string // "attention", "mlp", "router", "pooler" (an encoder head's dense), "embedding", "head"
 }
 
 // Linear reports a weight of a block's nn.Linear: what bitsandbytes
@@ -390,6 +390,14 @@ func (m *Model) Matrices(embeddings bool) []Matrix {
 			add(w, d, up*ml, "mlp")
 			add(d, w, ml, "mlp")
 		}
+	}
+	// The encoder heads' dense layers are nn.Linear too (bitsandbytes
+	// quantizes them; LoRA's usual targets leave them).
+	if m.Pooler {
+		add(d, d, 1, "pooler")
+	}
+	if m.MLMHead && !m.BaseOnly {
+		add(d, d, 1, "pooler")
 	}
 	if embeddings {
 		add(int64(m.Vocab), m.embedDim(), 1, "embedding")
