@@ -110,15 +110,7 @@ func NewDiff(a, b DiffRun, depth int) *Diff {
 		d.DeltaBytes = int64(d.BBytes) - int64(d.ABytes)
 		r.Sites = append(r.Sites, *d)
 	}
-	slices.SortFunc(r.Sites, func(x, y DiffSite) int {
-		if c := cmp.Compare(absInt(y.DeltaBytes), absInt(x.DeltaBytes)); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(y.BBytes+y.ABytes, x.BBytes+x.ABytes); c != 0 {
-			return c
-		}
-		return cmp.Compare(strings.Join(x.Frames, ";"), strings.Join(y.Frames, ";"))
-	})
+	sortDiffSites(r.Sites)
 	r.Settings = settingsDiff(a.Device.S, b.Device.S)
 	return r
 }
@@ -214,4 +206,54 @@ func orAbsent(v string) string {
 		return "(absent)"
 	}
 	return v
+}
+
+// CategorySiteChanges is how the live bytes of category cat's allocation
+// sites changed from run a to run b (at their moments), sorted as
+// Diff.Sites; sites that did not change are left out. The runs' Profiles
+// must be set.
+func CategorySiteChanges(a, b DiffRun, depth int, cat Category) []DiffSite {
+	sites := map[string]*DiffSite{}
+	for _, x := range []*DiffRun{&a, &b} {
+		p := x.Profile.Fold(depth, KeepCategory)
+		for i := range p.Samples {
+			smp := &p.Samples[i]
+			if smp.Labels.Category != cat {
+				continue
+			}
+			k := p.Key(smp)
+			d := sites[k]
+			if d == nil {
+				d = &DiffSite{Frames: p.FrameStrings(smp)}
+				sites[k] = d
+			}
+			if x == &b {
+				d.BBytes += smp.Bytes
+			} else {
+				d.ABytes += smp.Bytes
+			}
+		}
+	}
+	out := []DiffSite{}
+	for _, d := range sites {
+		if d.DeltaBytes = int64(d.BBytes) - int64(d.ABytes); d.DeltaBytes != 0 {
+			out = append(out, *d)
+		}
+	}
+	sortDiffSites(out)
+	return out
+}
+
+// sortDiffSites orders sites by the size of their change, then by their
+// bytes in both runs, then by their frames.
+func sortDiffSites(s []DiffSite) {
+	slices.SortFunc(s, func(x, y DiffSite) int {
+		if c := cmp.Compare(absInt(y.DeltaBytes), absInt(x.DeltaBytes)); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(y.BBytes+y.ABytes, x.BBytes+x.ABytes); c != 0 {
+			return c
+		}
+		return cmp.Compare(strings.Join(x.Frames, ";"), strings.Join(y.Frames, ";"))
+	})
 }
