@@ -63,6 +63,8 @@ type Check struct {
 	Baseline *float64 `json:"baseline_value,omitempty"`
 	// Sites are the sites behind the figure, largest first.
 	Sites []Site `json:"sites"`
+	// Note qualifies the figure (e.g. why a growth counts 0).
+	Note string `json:"note,omitempty"`
 	// Message is the verdict in one line.
 	Message string `json:"message"`
 }
@@ -199,7 +201,14 @@ func growthCheck(d *analysis.Device, o Options, c Check) Check {
 		c.Message = fmt.Sprintf("%d step(s) found; the growth per step needs at least 3 (the first is warm-up)", len(r.Steps))
 		return c
 	}
-	c.Value = float64(r.GrowthPerStep)
+	// The figure is steps' leak: growth at every step. Memory that grows
+	// once (a last step that allocates more, as in a final evaluation)
+	// is not a leak, and counts 0.
+	if r.Leak {
+		c.Value = float64(r.GrowthPerStep)
+	} else {
+		c.Note = fmt.Sprintf("no leak: live memory does not grow at every step (%s per step on average)", units.HumanSigned(r.GrowthPerStep))
+	}
 	for _, g := range r.Sites {
 		if len(c.Sites) == o.Sites {
 			break
@@ -266,6 +275,9 @@ func verdict(c *Check, where, baseline string) {
 	}
 	rel := map[[2]bool]string{{false, true}: "within", {false, false}: "over", {true, true}: "at least", {true, false}: "under"}[[2]bool{lower, held}]
 	msg := fmt.Sprintf("%s: %s %s, %s the %s budget %s", where, c.Subject, c.fmt(c.Value), rel, c.Budget, c.fmt(c.Limit))
+	if c.Note != "" {
+		msg += " (" + c.Note + ")"
+	}
 	if c.Baseline != nil {
 		msg += fmt.Sprintf(" (baseline %s %s)", baseline, units.Human(uint64(*c.Baseline)))
 	}
@@ -303,7 +315,7 @@ func (c *Check) fmt(v float64) string {
 // baseName is the file name of a path, for the one-line messages (the
 // JSON keeps the path as given).
 func baseName(path string) string {
-	if i := strings.LastIndexAny(path, `/\\`); i >= 0 && i+1 < len(path) {
+	if i := strings.LastIndexAny(path, `/\`); i >= 0 && i+1 < len(path) {
 		return path[i+1:]
 	}
 	return path
