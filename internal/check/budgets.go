@@ -261,7 +261,7 @@ func ParseFile(data []byte) (*File, error) {
 	dec.DisallowUnknownFields()
 	f := &File{}
 	if err := dec.Decode(f); err != nil {
-		return nil, jsonError(data, dec, err)
+		return nil, jsonError(data, err)
 	}
 	if dec.More() {
 		return nil, errors.New("more than one JSON value")
@@ -331,9 +331,10 @@ func (f *File) For(dev, rank int) Budgets {
 	return b
 }
 
-// jsonError places a decode error: "line L: ...".
-func jsonError(data []byte, dec *json.Decoder, err error) error {
-	off := dec.InputOffset()
+// jsonError places a syntax or type error: "line L: ...". Errors of a
+// value (a bad size) quote the value instead.
+func jsonError(data []byte, err error) error {
+	var off int64 = -1
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		off = se.Offset
@@ -342,7 +343,10 @@ func jsonError(data []byte, dec *json.Decoder, err error) error {
 	if errors.As(err, &te) {
 		off = te.Offset
 	}
-	off = min(max(off, 0), int64(len(data)))
+	if off < 0 {
+		return err
+	}
+	off = min(off, int64(len(data)))
 	line := 1 + bytes.Count(data[:off], []byte("\n"))
 	return fmt.Errorf("line %d: %v", line, err)
 }

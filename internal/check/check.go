@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gpumem/gpumem/internal/analysis"
@@ -274,7 +275,11 @@ func verdict(c *Check, where, baseline string) {
 		c.Status = Fail
 	}
 	rel := map[[2]bool]string{{false, true}: "within", {false, false}: "over", {true, true}: "at least", {true, false}: "under"}[[2]bool{lower, held}]
-	msg := fmt.Sprintf("%s: %s %s, %s the %s budget %s", where, c.Subject, c.fmt(c.Value), rel, c.Budget, c.fmt(c.Limit))
+	vs, ls := c.fmt(c.Value, c.signed()), c.fmt(c.Limit, false)
+	if strings.TrimPrefix(vs, "+") == ls && c.Value != c.Limit { // rounding hides the difference: exact figures
+		vs, ls = c.exact(c.Value, c.signed()), c.exact(c.Limit, false)
+	}
+	msg := fmt.Sprintf("%s: %s %s, %s the %s budget %s", where, c.Subject, vs, rel, c.Budget, ls)
 	if c.Note != "" {
 		msg += " (" + c.Note + ")"
 	}
@@ -296,20 +301,31 @@ func verdict(c *Check, where, baseline string) {
 	c.Message = msg
 }
 
-// fmt formats a value of the check's unit.
-func (c *Check) fmt(v float64) string {
-	if c.Unit == Fraction {
+// fmt formats a figure of the check's unit; a change (signed) with its
+// sign.
+func (c *Check) fmt(v float64, signed bool) string {
+	switch {
+	case c.Unit == Fraction:
 		return fmt.Sprintf("%.3f", v)
-	}
-	if c.Budget == "max_increase" || c.Budget == "max_growth_per_step" || v < 0 {
-		if c.Value == v { // a change: signed
-			return units.HumanSigned(int64(v))
-		}
-	}
-	if v < 0 {
+	case signed || v < 0:
 		return units.HumanSigned(int64(v))
 	}
 	return units.Human(uint64(v))
+}
+
+// signed: the value is a change (growth, increase).
+func (c *Check) signed() bool { return c.Budget == "max_increase" || c.Budget == "max_growth_per_step" }
+
+// exact formats v in full: bytes as a count, fractions with every digit.
+func (c *Check) exact(v float64, signed bool) string {
+	if c.Unit == Fraction {
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	s := strconv.FormatFloat(v, 'f', 0, 64) + " B"
+	if signed && v > 0 {
+		s = "+" + s
+	}
+	return s
 }
 
 // baseName is the file name of a path, for the one-line messages (the
