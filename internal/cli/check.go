@@ -298,4 +298,3 @@ func containsInt(v []int, x int) bool {
 	}
 	return false
 }
-

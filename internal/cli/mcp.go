@@ -80,5 +80,3 @@ func runMCP(env *Env, args []string) error {
 	}
 	return err
 }
-
-
