@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -144,6 +145,10 @@ var tools = []tool{
 	{"check", "Hold snapshots to memory budgets (peak, reserved, categories, fragmentation, headroom, growth per step, increase over a baseline); failed budgets name the site behind them. Structured output = `gpumem check --json` (ok: false when a budget fails).", reflect.TypeFor[checkIn]()},
 }
 
+// goTypeName is the Go type in encoding/json's messages ("Go struct field
+// peakIn.files"), which means nothing to a client.
+var goTypeName = regexp.MustCompile(`Go struct field \w+\.`)
+
 // argError is a tool argument that cannot be run: the call's error.
 type argError struct{ msg string }
 
@@ -162,7 +167,7 @@ func (s *Server) command(t *tool, raw json.RawMessage) (args []string, stdin []b
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(in.Interface()); err != nil {
-		return nil, nil, argErrorf("arguments: %v", err)
+		return nil, nil, argErrorf("arguments: %s", goTypeName.ReplaceAllString(err.Error(), "field "))
 	}
 	if dec.More() {
 		return nil, nil, argErrorf("arguments: more than one JSON value")
