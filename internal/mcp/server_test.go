@@ -437,3 +437,32 @@ func TestTypeScriptClient(t *testing.T) {
 		t.Errorf("unknown tool: %+v", got.UnknownTool)
 	}
 }
+
+// TestMaxBytes: a snapshot larger than the server's decode limit is that
+// call's error; the next call on a smaller one is answered.
+func TestMaxBytes(t *testing.T) {
+	dir := corpus.Dir(t)
+	srv, err := mcp.New(mcp.Options{Roots: []string{dir}, Version: "test",
+		Run: func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+			return cli.MainEnv(&cli.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, MaxBytes: 100 << 10}, args)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, st := sdk.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go srv.SDK().Run(ctx, st)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	r := call(t, cs, "peak", map[string]any{"files": []string{"select_n__snapshot__5a601013.pickle"}}) // 1.2 MB
+	if !r.IsError || !strings.Contains(text(r), "limit") {
+		t.Errorf("over the limit: error %v %q", r.IsError, text(r))
+	}
+	if r := call(t, cs, "peak", map[string]any{"files": []string{"octree-nca__my_snapshot__255fc09a.pickle"}}); r.IsError { // 67 KB
+		t.Errorf("under the limit: %s", text(r))
+	}
+}
