@@ -130,6 +130,13 @@ func runCheck(env *Env, args []string) error {
 	}
 	bf := &check.File{}
 	if *budgetsFile != "" {
+		// The file may complete the flags (a baseline for --max-increase):
+		// only what the flags say alone is checked here.
+		alone := fb
+		alone.MinHeadroom, alone.Baseline, alone.MaxIncrease = nil, "", nil
+		if err := flagsValid(&alone); err != nil {
+			return usageError(fs, env.Stderr, err.Error())
+		}
 		if bf, err = readBudgets(env, *budgetsFile); err != nil {
 			return err
 		}

@@ -335,6 +335,7 @@ func TestCheckUsage(t *testing.T) {
 		{[]string{"x.pickle", "--max-category", "activation"}, "want NAME=SIZE"},
 		{[]string{"x.pickle", "--max-fragmentation", "1.5"}, "--max-fragmentation 1.5: want a fraction from 0 to 1"},
 		{[]string{"x.pickle", "--min-headroom", "1GiB", "--gpu", "Z80"}, "Z80"},
+		{[]string{"x.pickle", "--budgets", "b.json", "--max-category", "weights=1GiB"}, `unknown category "weights"`},
 	} {
 		code, _, errs := runMain(t, nil, append([]string{"check"}, tt.args...)...)
 		first, _, _ := strings.Cut(errs, "\n")

@@ -34,9 +34,10 @@ working directory; symbolic links are followed and must stay inside),
 write nothing and use no network. Calls run one at a time, each reading
 snapshots of at most --max-bytes decoded bytes. A call that fails (a bad
 argument, a file outside the roots, a file that is not a snapshot) is an
-error result and the server goes on. Register it with a
-client as {"command": "gpumem", "args": ["mcp", "--root", "/runs"]};
-see docs/mcp.md.`
+error result and the server goes on.
+
+Register it with a client as
+{"command": "gpumem", "args": ["mcp", "--root", "/runs"]}; see docs/mcp.md.`
 
 // rootList is --root DIR, repeatable.
 type rootList []string
