@@ -81,10 +81,10 @@ func New(o Options) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: %v", t.name, err)
 		}
-		ro, closed := true, false
+		no := false
 		s.srv.AddTool(&sdk.Tool{
 			Name: t.name, Description: t.about, InputSchema: schema,
-			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: ro, OpenWorldHint: &closed, IdempotentHint: true},
+			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: &no, OpenWorldHint: &no},
 		}, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return s.call(ctx, t, req.Params.Arguments), nil
 		})
@@ -216,5 +216,3 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	}
 	return b.Buffer.Write(p)
 }
-
-func slicesSort(s []string) { slices.Sort(s) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -212,7 +213,7 @@ func (s *Server) command(t *tool, raw json.RawMessage) (args []string, stdin []b
 			for j, k := range keys {
 				ks[j] = k.String()
 			}
-			slicesSort(ks)
+			slices.Sort(ks)
 			for _, k := range ks {
 				if k == "" || strings.Contains(k, "=") {
 					return nil, nil, argErrorf("%s: bad category name %q", name, k)
