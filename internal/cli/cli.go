@@ -18,6 +18,9 @@ type Env struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// MaxBytes caps the decoded size of each snapshot loaded (0: no cap),
+	// for callers that bound a command's memory (gpumem mcp).
+	MaxBytes int64
 }
 
 // Command is one subcommand.
@@ -46,7 +49,12 @@ func Register(c *Command) {
 
 // Main runs gpumem with the given arguments and returns the exit status.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	return MainEnv(&Env{Stdin: stdin, Stdout: stdout, Stderr: stderr}, args)
+}
+
+// MainEnv is Main with the environment given.
+func MainEnv(env *Env, args []string) int {
+	stdout, stderr := env.Stdout, env.Stderr
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		if len(args) > 1 {
 			c, ok := commands[args[1]]

@@ -2,19 +2,15 @@ package cli
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/export"
-	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/internal/units"
-	"github.com/gpumem/gpumem/snapshot"
 )
 
 func init() {
@@ -40,43 +36,6 @@ file's device with the longest trace, on a tie the one with more memory).
 crashes on every snapshot written since PyTorch 2.0): the addresses of the
 segments only in A and only in B, and with -o their blocks as a flamegraph
 SVG (or folded stacks with --collapsed).`
-
-// diffSide is one run in the JSON output.
-type diffSide struct {
-	File                string            `json:"file"`
-	Device              int               `json:"device"`
-	At                  string            `json:"at"`
-	Event               *int              `json:"event"`
-	LiveBytes           uint64            `json:"live_bytes"`
-	PeakAllocatedBytes  uint64            `json:"peak_allocated_bytes"`
-	PeakReservedBytes   uint64            `json:"peak_reserved_bytes"`
-	Allocations         int               `json:"allocations"`
-	AllocatedTotalBytes uint64            `json:"allocated_total_bytes"`
-	Categories          map[string]uint64 `json:"categories"`
-}
-
-type diffSite struct {
-	Frames     []string `json:"frames"`
-	ABytes     uint64   `json:"a_bytes"`
-	BBytes     uint64   `json:"b_bytes"`
-	DeltaBytes int64    `json:"delta_bytes"`
-	AAllocs    int      `json:"a_allocations"`
-	BAllocs    int      `json:"b_allocations"`
-}
-
-type diffSetting struct {
-	Key string `json:"key"`
-	A   string `json:"a"`
-	B   string `json:"b"`
-}
-
-type diffResult struct {
-	A               diffSide         `json:"a"`
-	B               diffSide         `json:"b"`
-	CategoriesDelta map[string]int64 `json:"categories_delta"`
-	Sites           []diffSite       `json:"sites"`
-	Settings        []diffSetting    `json:"settings"`
-}
 
 func runDiff(env *Env, args []string) error {
 	fs := newFlagSet(env, "diff", "[--at MOMENT] [--segments] [--json] [--device-a N] [--device-b N] [--demo] A B", diffAbout)
@@ -140,58 +99,13 @@ func runDiff(env *Env, args []string) error {
 	})
 }
 
-func buildDiff(a, b *live, depth int) *diffResult {
-	r := &diffResult{A: side(a), B: side(b), CategoriesDelta: map[string]int64{}, Sites: []diffSite{}} // [] not null in --json
-	for _, c := range analysis.Categories() {
-		n := c.String()
-		r.CategoriesDelta[n] = int64(r.B.Categories[n]) - int64(r.A.Categories[n])
-	}
-	// Sites: live bytes at the moment and allocations over the trace, by
-	// the innermost user frames (spelled out: frame ids differ by file).
-	sites := map[string]*diffSite{}
-	site := func(p *analysis.Profile, smp *analysis.Sample) *diffSite {
-		k := p.Key(smp)
-		d := sites[k]
-		if d == nil {
-			d = &diffSite{Frames: p.FrameStrings(smp)}
-			sites[k] = d
-		}
-		return d
-	}
-	for _, x := range []*live{a, b} {
-		p, ap := x.prof.Fold(depth, 0), allocProfile(x).Fold(depth, 0)
-		for i := range p.Samples {
-			d := site(p, &p.Samples[i])
-			*pick(x == b, &d.BBytes, &d.ABytes) += p.Samples[i].Bytes
-		}
-		for i := range ap.Samples {
-			d := site(ap, &ap.Samples[i])
-			*pick(x == b, &d.BAllocs, &d.AAllocs) += ap.Samples[i].Count
-		}
-	}
-	for _, d := range sites {
-		d.DeltaBytes = int64(d.BBytes) - int64(d.ABytes)
-		r.Sites = append(r.Sites, *d)
-	}
-	slices.SortFunc(r.Sites, func(x, y diffSite) int {
-		if c := cmp.Compare(abs(y.DeltaBytes), abs(x.DeltaBytes)); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(y.BBytes+y.ABytes, x.BBytes+x.ABytes); c != 0 {
-			return c
-		}
-		return cmp.Compare(strings.Join(x.Frames, ";"), strings.Join(y.Frames, ";"))
-	})
-	r.Settings = settingsDiff(a.s, b.s)
-	return r
+// buildDiff is the diff of two loaded runs.
+func buildDiff(a, b *live, depth int) *analysis.Diff {
+	return analysis.NewDiff(diffRun(a), diffRun(b), depth)
 }
 
-// pick is a when cond holds, else b.
-func pick[T any](cond bool, a, b T) T {
-	if cond {
-		return a
-	}
-	return b
+func diffRun(x *live) analysis.DiffRun {
+	return analysis.DiffRun{Device: x.dv, Moment: x.m, Profile: x.prof}
 }
 
 func abs(v int64) int64 {
@@ -201,94 +115,9 @@ func abs(v int64) int64 {
 	return v
 }
 
-// allocProfile is every alloc of the device's trace by stack.
-func allocProfile(x *live) *analysis.Profile {
-	p := analysis.NewProfile(x.s, x.device)
-	for _, e := range x.dv.Events() {
-		if e.Action == snapshot.ActionAlloc {
-			p.Add(e.Stack, 1, e.Size, analysis.Labels{})
-		}
-	}
-	return p
-}
-
-func side(x *live) diffSide {
-	active, reserved := replay.Peaks(x.s, x.device)
-	sd := diffSide{
-		File: x.s.Source.Name, Device: x.device, At: x.m.Spec,
-		LiveBytes: x.prof.Bytes, PeakAllocatedBytes: active, PeakReservedBytes: reserved,
-		Categories: map[string]uint64{},
-	}
-	if x.m.Event >= 0 {
-		sd.Event = &x.m.Event
-	}
-	for _, c := range analysis.Categories() {
-		sd.Categories[c.String()] = 0
-	}
-	for _, smp := range x.prof.Samples {
-		sd.Categories[smp.Labels.Category.String()] += smp.Bytes
-	}
-	for _, e := range x.dv.Events() {
-		if e.Action == snapshot.ActionAlloc {
-			sd.Allocations++
-			sd.AllocatedTotalBytes += e.Size
-		}
-	}
-	return sd
-}
-
-// settingsDiff lists the allocator_settings keys whose values differ.
-func settingsDiff(a, b *snapshot.Snapshot) []diffSetting {
-	vals := func(s *snapshot.Snapshot) map[string]string {
-		m := map[string]string{}
-		if s.AllocatorSettings == nil {
-			return m
-		}
-		for _, kv := range s.AllocatorSettings.Raw {
-			m[kv.Key] = kv.JSON
-		}
-		return m
-	}
-	va, vb := vals(a), vals(b)
-	out := []diffSetting{}
-	if (a.AllocatorSettings == nil) != (b.AllocatorSettings == nil) {
-		out = append(out, diffSetting{"allocator_settings", recorded(a), recorded(b)})
-	}
-	var keys []string
-	for k := range va {
-		keys = append(keys, k)
-	}
-	for k := range vb {
-		if _, ok := va[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if va[k] != vb[k] && a.AllocatorSettings != nil && b.AllocatorSettings != nil {
-			out = append(out, diffSetting{k, orAbsent(va[k]), orAbsent(vb[k])})
-		}
-	}
-	return out
-}
-
-func recorded(s *snapshot.Snapshot) string {
-	if s.AllocatorSettings == nil {
-		return "not recorded (PyTorch before 2.4)"
-	}
-	return "recorded"
-}
-
-func orAbsent(v string) string {
-	if v == "" {
-		return "(absent)"
-	}
-	return v
-}
-
 // writeDiffText prints the diff as text. The tables pad every cell, empty
 // last ones too, so lines are trimmed on the way out.
-func writeDiffText(w io.Writer, r *diffResult, top int) error {
+func writeDiffText(w io.Writer, r *analysis.Diff, top int) error {
 	var buf bytes.Buffer
 	diffText(&buf, r, top)
 	for line := range bytes.Lines(buf.Bytes()) {
@@ -300,7 +129,7 @@ func writeDiffText(w io.Writer, r *diffResult, top int) error {
 }
 
 // diffText writes the text of writeDiffText (writes to a buffer cannot fail).
-func diffText(w *bytes.Buffer, r *diffResult, top int) {
+func diffText(w *bytes.Buffer, r *analysis.Diff, top int) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "A  %s (cuda:%d)\nB  %s (cuda:%d)\n\n", r.A.File, r.A.Device, r.B.File, r.B.Device)
 	row := func(name string, a, b uint64) {
@@ -311,7 +140,7 @@ func diffText(w *bytes.Buffer, r *diffResult, top int) {
 	row("peak reserved", r.A.PeakReservedBytes, r.B.PeakReservedBytes)
 	row("allocated over the trace", r.A.AllocatedTotalBytes, r.B.AllocatedTotalBytes)
 	fmt.Fprintf(tw, "allocations\t%d\t%d\t%+d\t\n", r.A.Allocations, r.B.Allocations, r.B.Allocations-r.A.Allocations)
-	at := func(sd diffSide) string {
+	at := func(sd analysis.DiffSide) string {
 		if sd.Event != nil {
 			return fmt.Sprintf("%s (event %d)", sd.At, *sd.Event)
 		}

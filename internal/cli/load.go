@@ -26,7 +26,7 @@ const progressMinBytes = 20 << 20
 // progress bar there, and clears it when done. Errors start with the file
 // name.
 func LoadFile(env *Env, path string) (*snapshot.Snapshot, error) {
-	opt := &snapshot.Options{}
+	opt := &snapshot.Options{MaxBytes: env.MaxBytes}
 	var bar *progressBar
 	if path != "-" {
 		fi, err := checkPath(path)
