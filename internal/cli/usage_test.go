@@ -83,6 +83,8 @@ func TestUsageErrorsFromCommands(t *testing.T) {
 		{[]string{"info"}, "no snapshot given"},
 		{[]string{"stats", "a", "b"}, "want exactly one snapshot"},
 		{[]string{"completion", "tcsh"}, `unknown shell "tcsh"`},
+		{[]string{"estimate", "--params", "7e9", "--gpu", "A100"}, "--gpu A100 is ambiguous: A100-40GB, A100-80GB"},
+		{[]string{"oom", "--demo", "--gpu", "a100"}, "a100 is ambiguous: A100-40GB, A100-80GB"},
 	} {
 		checkUsageError(t, tc.args, tc.want)
 	}
