@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -197,13 +198,16 @@ func TestEstimateGPU(t *testing.T) {
 	}
 }
 
-// TestEstimateGolden keeps the README's worked examples (the 7B ZeRO-2 run
-// and the KV-cache inference) as golden files, and checks the README still
-// shows them: after go test -update, copy the new outputs into README.md.
+// TestEstimateGolden keeps the manual's worked examples (the 7B ZeRO-2
+// run and the KV-cache inference) as golden files, and checks the manual
+// (docs/estimate.md) still shows them: after go test -update, copy the new
+// outputs into it. While docs/estimate.md is on corpus.PendingPages (being
+// written on another branch) only the golden files are checked.
 func TestEstimateGolden(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	pending := slices.Contains(corpus.PendingPages, "docs/estimate.md")
+	var manual strings.Builder
+	for _, text := range corpus.Docs(t) {
+		manual.WriteString(text)
 	}
 	for _, tc := range []struct {
 		name     string
@@ -222,8 +226,8 @@ func TestEstimateGolden(t *testing.T) {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
 			checkGolden(t, filepath.Join("testdata", "estimate", tc.name+".txt"), out)
-			if tc.inReadme && !strings.Contains(string(readme), out) {
-				t.Errorf("README.md no longer shows this output of gpumem estimate %s", strings.Join(tc.args, " "))
+			if tc.inReadme && !pending && !strings.Contains(manual.String(), out) {
+				t.Errorf("the manual no longer shows this output of gpumem estimate %s", strings.Join(tc.args, " "))
 			}
 		})
 	}

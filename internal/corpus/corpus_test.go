@@ -64,3 +64,17 @@ func TestMissingFailsUnderCI(t *testing.T) {
 		}
 	}
 }
+
+// TestPendingPagesAbsent: a page on PendingPages that exists has landed
+// and must come off the list, so that its links and examples are checked.
+func TestPendingPagesAbsent(t *testing.T) {
+	docs := Docs(t)
+	if docs["README.md"] == "" || docs["docs/README.md"] == "" {
+		t.Fatalf("the manual: %d pages, without README.md or docs/README.md", len(docs))
+	}
+	for _, p := range PendingPages {
+		if _, ok := docs[p]; ok {
+			t.Errorf("%s exists: take it off corpus.PendingPages", p)
+		}
+	}
+}
