@@ -131,6 +131,23 @@ func TestCompletion(t *testing.T) {
 			}
 		}
 	}
+	// zsh and fish, where installed, read their scripts without a
+	// syntax error (the bash script is run below).
+	for _, sh := range []string{"zsh", "fish"} {
+		p, err := exec.LookPath(sh)
+		if err != nil {
+			t.Logf("%s not installed: its script is checked for names only", sh)
+			continue
+		}
+		_, script, _ := runMain(t, nil, "completion", sh)
+		f := filepath.Join(t.TempDir(), "c."+sh)
+		if err := os.WriteFile(f, []byte(script), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(p, "-n", f).CombinedOutput(); err != nil {
+			t.Errorf("%s -n on its completion script: %v\n%s", sh, err, out)
+		}
+	}
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Fatal("bash is needed to load the bash completion: ", err)
