@@ -145,12 +145,16 @@ func wrongLine(s string) string {
 			l = "unknown flag " + dashed(name)
 		} else if name, ok := strings.CutPrefix(l, "flag needs an argument: -"); ok {
 			l = dashed(name) + " needs a value"
-		} else if before, after, ok := strings.Cut(l, " for flag -"); ok {
-			name, rest, _ := strings.Cut(after, ":")
-			l = before + " for " + dashed(name) + ":" + rest
-		} else if before, after, ok := strings.Cut(l, " for -"); ok {
-			name, rest, _ := strings.Cut(after, ":")
-			l = before + " for " + dashed(name) + ":" + rest
+		} else if strings.HasPrefix(l, "invalid ") {
+			// invalid value "x" for flag -name: ..., invalid boolean
+			// value "x" for -name: ...
+			for _, sep := range []string{" for flag -", " for -"} {
+				if before, after, ok := strings.Cut(l, sep); ok {
+					name, rest, _ := strings.Cut(after, ":")
+					l = before + " for " + dashed(name) + ":" + rest
+					break
+				}
+			}
 		}
 		parts = append(parts, l)
 	}

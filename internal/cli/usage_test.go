@@ -203,3 +203,20 @@ func TestDocsCoverCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestWrongLine: the flag package's messages spell flags as users type
+// them; a command's own message is left as it is.
+func TestWrongLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"flag provided but not defined: -nope\n":            "unknown flag --nope",
+		"flag needs an argument: -o\n":                      "-o needs a value",
+		`invalid value "x" for flag -device: want a number`: `invalid value "x" for --device: want a number`,
+		`invalid boolean value "x" for -json: parse error`:  `invalid boolean value "x" for --json: parse error`,
+		"want a size for --capacity, not -1\n":              "want a size for --capacity, not -1",
+		"one\ntwo\n":                                        "one; two",
+	} {
+		if got := wrongLine(in); got != want {
+			t.Errorf("wrongLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
