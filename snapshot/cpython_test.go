@@ -39,10 +39,7 @@ for path in sys.argv[1:]:
 // CPython would write differently. It skips when python3 is absent.
 func cpythonCheck(t *testing.T, snaps map[string]*Snapshot) {
 	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not found; CPython byte-identity not checked")
-	}
+	py := corpus.Tool(t, "python3", "CPython byte-identity is checked with it; Debian: apt-get install python3")
 	dir := t.TempDir()
 	args := []string{"-c", pythonCheck}
 	for name, s := range snaps {
@@ -107,7 +104,7 @@ func TestCPythonIdentical(t *testing.T) {
 		snaps[strings.TrimSuffix(filepath.Base(f), ".pickle")] = s
 	}
 	if len(snaps) == 0 {
-		t.Skip("no snapshots in " + dir)
+		corpus.Missing(t, "no snapshots in %s", dir)
 	}
 	cpythonCheck(t, snaps)
 }

@@ -18,7 +18,7 @@
 # On a busy shared machine wall_s swings by 2x between runs; cpu_s much less.
 #
 # environment: TOOLS, NICE (10), PYTHON (python3), NODE (node), NODE_HEAP_MB (16000),
-#   PYTORCH_DIR (repo/.cache/pytorch: MemoryViz.js, process_alloc_data.js, _memory_viz.py),
+#   PYTORCH_DIR (repo/../shared/reference/pytorch-viz: MemoryViz.js, process_alloc_data.js, _memory_viz.py),
 #   SHARED (repo/../shared), DEVICE (viewer device; default: the longest trace),
 #   REPEAT (1: runs of each tool per file; every run gets its own line with "run": i)
 # Each line also has "loadavg1", the 1-minute load average when the run started: this
@@ -32,7 +32,7 @@ NICE=${NICE:-10}
 PYTHON=${PYTHON:-python3}
 NODE=${NODE:-node}
 NODE_HEAP_MB=${NODE_HEAP_MB:-16000}
-PYTORCH_DIR=${PYTORCH_DIR:-$repo/.cache/pytorch}
+PYTORCH_DIR=${PYTORCH_DIR:-$repo/../shared/reference/pytorch-viz}
 SHARED=${SHARED:-$repo/../shared}
 DEVICE=${DEVICE:-}
 REPEAT=${REPEAT:-1}

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Run PyTorch's own `_memory_viz.py stats` on a snapshot without torch installed.
 
-PyTorch's torch/cuda/_memory_viz.py is not stored in this repository: fetch it
-into .cache/pytorch/ (git-ignored, see bench/baseline/README.md). This script
+PyTorch's torch/cuda/_memory_viz.py is not stored in this repository: it is
+read from ../shared/reference/pytorch-viz/ (see bench/baseline/README.md). This script
 loads that file as a plain module, after putting stub `torch` modules into
 sys.modules for exactly the torch imports its top-level statements make (the
 stored versions make none; torch is imported only inside profile helpers we
@@ -27,7 +27,7 @@ import time
 import types
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DEFAULT_VIZ = os.path.join(REPO, ".cache", "pytorch", "_memory_viz.py")
+DEFAULT_VIZ = os.path.join(REPO, "..", "shared", "reference", "pytorch-viz", "_memory_viz.py")
 
 
 def torch_imports(source):

@@ -145,7 +145,7 @@ func run(sizesFlag string, runs, pyRuns int, src, out, data string, noPython boo
 			{"gpumem info", []string{bin, "info", f.path}},
 			{"gpumem stats", []string{bin, "stats", f.path}},
 		}
-		if shim := "bench/baseline/run_memory_viz.py"; fileExists(shim) && fileExists(".cache/pytorch/_memory_viz.py") {
+		if shim := "bench/baseline/run_memory_viz.py"; fileExists(shim) && fileExists("../shared/reference/pytorch-viz/_memory_viz.py") {
 			// PyTorch's own `_memory_viz.py stats` (pickle.load + segsum),
 			// run without torch by the baseline shim.
 			cmds = append(cmds[:1:1], append([]struct {
@@ -287,7 +287,7 @@ func report(files []*fileResult, runs, pyRuns int, src string) string {
 		fmt.Fprintf(&b, "- **%s**: %s\n", mark, c.text)
 	}
 	fmt.Fprintf(&b, "\n## About the baseline\n\n")
-	fmt.Fprintf(&b, "PyTorch is not installed here, so `python -m torch.cuda._memory_viz stats` cannot be run as such. Its `stats` is `pickle.load` followed by `segsum` (a pass over the segments), so the `pickle.load` time above is a lower bound on PyTorch's own time for the same answer, and the speed-ups (computed against pickle.load only) are conservative. Where PyTorch's `_memory_viz.py` is present in `.cache/pytorch/` (see bench/baseline/README.md), the row `python3 _memory_viz stats` runs PyTorch's own `stats` code without torch through `bench/baseline/run_memory_viz.py`.\n")
+	fmt.Fprintf(&b, "PyTorch is not installed here, so `python -m torch.cuda._memory_viz stats` cannot be run as such. Its `stats` is `pickle.load` followed by `segsum` (a pass over the segments), so the `pickle.load` time above is a lower bound on PyTorch's own time for the same answer, and the speed-ups (computed against pickle.load only) are conservative. Where PyTorch's `_memory_viz.py` is present in `../shared/reference/pytorch-viz/` (see bench/baseline/README.md), the row `python3 _memory_viz stats` runs PyTorch's own `stats` code without torch through `bench/baseline/run_memory_viz.py`.\n")
 	fmt.Fprintf(&b, "The machine is shared: other processes ran during the measurement, so single figures can vary by 10–20%%; rerun with `go run ./bench/compare` to reproduce.\n")
 	return b.String()
 }

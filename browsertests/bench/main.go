@@ -27,7 +27,7 @@ import (
 
 var (
 	noState   = flag.Bool("no-state", false, "skip the state-history timings")
-	pytorch   = flag.String("pytorch", "../.cache/pytorch", "`dir` with PyTorch's MemoryViz.js and process_alloc_data.js (see bench/baseline/README.md); PyTorch's pipeline is timed on each file after gpumem when they are there")
+	pytorch   = flag.String("pytorch", "../../shared/reference/pytorch-viz", "`dir` with PyTorch's MemoryViz.js and process_alloc_data.js (see bench/baseline/README.md); PyTorch's pipeline is timed on each file after gpumem when they are there")
 	mvBench   = flag.String("memoryviz-bench", "../../shared/tools/memoryviz_bench.mjs", "`path` of the script that runs PyTorch's viewer pipeline in node")
 	repeat    = flag.Int("runs", 1, "runs of each tool per file (the table gives each; the ratio uses the fastest of each)")
 	settle    = flag.Duration("settle", 2*time.Second, "wait after starting Chromium, before the clock starts, so that its start-up does not compete with gpumem (a user's browser is already running)")

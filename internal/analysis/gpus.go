@@ -34,8 +34,9 @@ var GPUs = []GPU{
 }
 
 // LookupGPU finds a GPU by name, ignoring case, spaces, dashes and a
-// leading "NVIDIA"; "H100" finds H100-80GB. An unknown name is an error
-// listing the known ones.
+// leading "NVIDIA"; "H100" finds H100-80GB. A name that begins several
+// is an *AmbiguousGPUError naming them ("A100": A100-40GB, A100-80GB);
+// an unknown name is an error listing the known ones.
 func LookupGPU(name string) (GPU, error) {
 	norm := func(s string) string {
 		s = strings.ToLower(s)
@@ -56,10 +57,27 @@ func LookupGPU(name string) (GPU, error) {
 	if len(prefix) == 1 {
 		return prefix[0], nil
 	}
+	if len(prefix) > 1 {
+		a := &AmbiguousGPUError{Name: name}
+		for _, g := range prefix {
+			a.Candidates = append(a.Candidates, g.Name)
+		}
+		return GPU{}, a
+	}
 	names := make([]string, len(GPUs))
 	for i, g := range GPUs {
 		names[i] = g.Name
 	}
 	sort.Strings(names)
 	return GPU{}, fmt.Errorf("unknown GPU %q; known: %s (or give --capacity SIZE)", name, strings.Join(names, ", "))
+}
+
+// AmbiguousGPUError is a --gpu name that begins more than one GPU's.
+type AmbiguousGPUError struct {
+	Name       string
+	Candidates []string
+}
+
+func (e *AmbiguousGPUError) Error() string {
+	return fmt.Sprintf("%s is ambiguous: %s", e.Name, strings.Join(e.Candidates, ", "))
 }

@@ -249,7 +249,9 @@ func TestLookupGPU(t *testing.T) {
 	}{
 		{"H100", "H100-80GB", ""},
 		{"nvidia a100-80gb", "A100-80GB", ""},
-		{"A100", "", "unknown GPU"},
+		{"A100", "", "A100 is ambiguous: A100-40GB, A100-80GB"},
+		{"rtx", "", "rtx is ambiguous: RTX3090, RTX4090"},
+		{"A100-40", "A100-40GB", ""},
 		{"TPU", "", "known: A100-40GB"},
 	} {
 		g, err := LookupGPU(tt.in)

@@ -60,7 +60,7 @@ func sorted(s ...string) []string { sort.Strings(s); return s }
 
 var categoryNames = sorted("parameter", "optimizer_state", "gradient", "activation", "temporary", "input", "autograd_detail", "unknown")
 
-// TestPeakJSONShape checks the fields README documents for peak --json.
+// TestPeakJSONShape checks the fields docs/peak-oom.md documents for peak --json.
 func TestPeakJSONShape(t *testing.T) {
 	code, out, errs := runMain(t, nil, "peak", "--demo", "--json", "--at", "e100")
 	if code != 0 {

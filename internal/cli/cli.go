@@ -21,6 +21,14 @@ type Env struct {
 	// MaxBytes caps the decoded size of each snapshot loaded (0: no cap),
 	// for callers that bound a command's memory (gpumem mcp).
 	MaxBytes int64
+
+	// Set by newFlagSet for run: the command's flag set, its full help,
+	// and what the flag package or usageError said was wrong, which run
+	// prints as one line (the help is printed only when asked for).
+	flags *flag.FlagSet
+	args  string // the usage line after "gpumem NAME"
+	help  func(io.Writer)
+	wrong strings.Builder
 }
 
 // Command is one subcommand.
@@ -28,13 +36,17 @@ type Command struct {
 	Name    string
 	Summary string // one line for "gpumem help"
 	// Run executes the command with the arguments after its name. A returned
-	// error is printed as one line "gpumem NAME: ERR" and exits 1; return
-	// ErrUsage after printing usage yourself to exit 2.
+	// error is printed as one line "gpumem NAME: ERR" and exits 1. Make the
+	// flag set with newFlagSet and parse it (parseInterspersed) before doing
+	// anything else: then a flag mistake, or usageError's message, is
+	// printed as "gpumem NAME: WHAT" and "run 'gpumem NAME --help'" (exit
+	// 2), -h prints the help (exit 0), and completion and the tests find
+	// the flags by running the command with -h.
 	Run func(env *Env, args []string) error
 }
 
-// ErrUsage reports a command-line mistake (exit status 2); the command has
-// already printed what was wrong.
+// ErrUsage reports a command-line mistake (exit status 2); what was wrong
+// went to usageError (or the flag package), and run prints it.
 var ErrUsage = errors.New("usage")
 
 var commands = map[string]*Command{}
@@ -55,7 +67,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // MainEnv is Main with the environment given.
 func MainEnv(env *Env, args []string) int {
 	stdout, stderr := env.Stdout, env.Stderr
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+	if len(args) == 0 {
+		guide(stdout)
+		return 2
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		if len(args) > 1 {
 			c, ok := commands[args[1]]
 			if !ok {
@@ -65,9 +81,6 @@ func MainEnv(env *Env, args []string) int {
 			return run(env, c, []string{"-h"})
 		}
 		usage(stdout)
-		if len(args) == 0 {
-			return 2
-		}
 		return 0
 	}
 	if args[0] == "--version" || args[0] == "-version" {
@@ -108,8 +121,17 @@ func run(env *Env, c *Command, args []string) (code int) {
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
-		return 0 // help was asked for
+		if env.help != nil {
+			env.help(env.Stdout) // asked for, so on standard output
+		}
+		return 0
 	case errors.Is(err, ErrUsage):
+		// One line saying what is wrong and one saying where the help
+		// is: the full help would scroll the line that matters away.
+		if msg := wrongLine(env.wrong.String()); msg != "" {
+			fmt.Fprintf(env.Stderr, "gpumem %s: %s\n", c.Name, msg)
+		}
+		fmt.Fprintf(env.Stderr, "run 'gpumem %s --help' for usage\n", c.Name)
 		return 2
 	default:
 		msg := strings.ReplaceAll(err.Error(), "\n", " ")
@@ -118,18 +140,96 @@ func run(env *Env, c *Command, args []string) (code int) {
 	}
 }
 
-func usage(w io.Writer) {
+// wrongLine makes what the flag package and usageError wrote one line,
+// with flags spelt as users type them (--name; -o for one letter).
+func wrongLine(s string) string {
+	var parts []string
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		if name, ok := strings.CutPrefix(l, "flag provided but not defined: -"); ok {
+			l = "unknown flag " + dashed(name)
+		} else if name, ok := strings.CutPrefix(l, "flag needs an argument: -"); ok {
+			l = dashed(name) + " needs a value"
+		} else if strings.HasPrefix(l, "invalid ") {
+			// invalid value "x" for flag -name: ..., invalid boolean
+			// value "x" for -name: ...
+			for _, sep := range []string{" for flag -", " for -"} {
+				if before, after, ok := strings.Cut(l, sep); ok {
+					name, rest, _ := strings.Cut(after, ":")
+					l = before + " for " + dashed(name) + ":" + rest
+					break
+				}
+			}
+		}
+		parts = append(parts, l)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// dashed spells a flag name as users type it: -o, --device.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// guide is what "gpumem" alone prints: where to start, the command names,
+// and where the rest is; short enough for one screen (TestGuideShort).
+func guide(w io.Writer) {
 	fmt.Fprintln(w, "gpumem: offline analysis of PyTorch CUDA memory snapshots")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Usage: gpumem COMMAND [flags] [FILE...]   (gpumem FILE = gpumem serve FILE)")
+	fmt.Fprintln(w, "usage: gpumem COMMAND [flags] [FILE...]")
 	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Start here:")
+	for _, ex := range []struct{ cmd, line string }{
+		{"record", "gpumem record -- python train.py   record a snapshot of a run"},
+		{"serve", "gpumem run.pickle                  open a snapshot in the web viewer"},
+		{"info", "gpumem info --demo                 what the embedded demo snapshot holds"},
+		{"peak", "gpumem peak run.pickle             what is live at the peak, and who allocated it"},
+		{"oom", "gpumem oom oom.pickle              why an out-of-memory error happened"},
+		{"estimate", "gpumem estimate --help             will a model fit, before the run"},
+	} {
+		if commands[ex.cmd] != nil {
+			fmt.Fprintln(w, "  "+ex.line)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	line := " "
+	for _, n := range commandNames() {
+		if len(line)+1+len(n) > 72 {
+			fmt.Fprintln(w, line)
+			line = " "
+		}
+		line += " " + n
+	}
+	fmt.Fprintln(w, line)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "'gpumem help' says what each command does, 'gpumem help COMMAND' its flags;")
+	fmt.Fprintln(w, "the manual is docs/README.md (https://github.com/gpumem/gpumem/tree/main/docs).")
+}
+
+// commandNames lists the registered commands, sorted.
+func commandNames() []string {
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].Summary)
+	return names
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "gpumem: offline analysis of PyTorch CUDA memory snapshots")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: gpumem COMMAND [flags] [FILE...]   (gpumem FILE = gpumem serve FILE)")
+	fmt.Fprintln(w)
+	for _, n := range commandNames() {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].Summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'gpumem help COMMAND' for a command's flags.")

@@ -86,7 +86,7 @@ func TestSitesOneNotation(t *testing.T) {
 
 // TestNoEventMinusOne: a peak that is the dump's state (a file without a
 // trace) or the state before the trace is said so, never "event -1", and
-// is null in JSON; every one-device command takes the README's default
+// is null in JSON; every one-device command takes the default
 // device (longest trace; on a tie the one with more memory reserved) — on
 // LayoutEditing 7bced596, whose cuda:0 holds one snapshot entry and no
 // memory, cuda:1 — and says which.
@@ -148,35 +148,41 @@ func TestNoEventMinusOne(t *testing.T) {
 	}
 }
 
-// readmeExample finds the output README.md shows under the line "$ CMD":
-// the text up to the next "$ " line or the end of the code block, as
-// readme[start:end].
-func readmeExample(t *testing.T, readme, cmd string) (start, end int) {
+// docExample finds the output the manual (README.md and docs/, from
+// corpus.Docs) shows under the line "$ CMD": the one page that shows it,
+// and the text up to the next "$ " line or the end of the code block, as
+// docs[page][start:end].
+func docExample(t *testing.T, docs map[string]string, cmd string) (page string, start, end int) {
 	t.Helper()
-	i := strings.Index(readme, "\n$ "+cmd+"\n")
-	if i < 0 {
-		t.Fatalf("README.md has no example $ %s", cmd)
+	for name, text := range docs {
+		if strings.Contains(text, "\n$ "+cmd+"\n") {
+			if page != "" {
+				t.Fatalf("both %s and %s show $ %s", page, name, cmd)
+			}
+			page = name
+		}
 	}
-	start = i + len(cmd) + 4
-	end = len(readme)
+	if page == "" {
+		t.Fatalf("no page of the manual (README.md, docs/) shows $ %s", cmd)
+	}
+	text := docs[page]
+	start = strings.Index(text, "\n$ "+cmd+"\n") + len(cmd) + 4
+	end = len(text)
 	for _, stop := range []string{"\n$ ", "\n```"} {
-		if k := strings.Index(readme[start-1:], stop); k >= 0 && start-1+k+1 < end {
+		if k := strings.Index(text[start-1:], stop); k >= 0 && start-1+k+1 < end {
 			end = start - 1 + k + 1
 		}
 	}
-	return start, end
+	return page, start, end
 }
 
-// TestCompareReadmeExamples runs the examples of README's diff, steps,
-// ranks and export sections and checks README shows their real output
-// (go test -update rewrites the exact ones in README.md).
+// TestCompareReadmeExamples runs the examples of the manual's diff,
+// steps, ranks and export sections (docs/compare.md, docs/export.md) and
+// the README's, and checks the pages show their real output (go test
+// -update rewrites the exact ones in place).
 func TestCompareReadmeExamples(t *testing.T) {
-	path := filepath.Join("..", "..", "README.md")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
+	docs := corpus.Docs(t)
+	changed := map[string]bool{}
 	dir := t.TempDir()
 	run := func(args ...string) string {
 		t.Helper()
@@ -186,34 +192,36 @@ func TestCompareReadmeExamples(t *testing.T) {
 		}
 		return out
 	}
-	// exact: README shows the whole output of cmd.
+	// exact: the manual shows the whole output of cmd.
 	exact := func(cmd, got string) {
 		t.Helper()
-		start, end := readmeExample(t, readme, cmd)
+		page, start, end := docExample(t, docs, cmd)
 		if *update {
-			readme = readme[:start] + got + readme[end:]
+			docs[page] = docs[page][:start] + got + docs[page][end:]
+			changed[page] = true
 			return
 		}
-		if want := readme[start:end]; got != want {
-			t.Errorf("README's example of $ %s is not the real output (go test -update rewrites it); differs at line %s:\n%s", cmd, firstDiff(got, want), got)
+		if want := docs[page][start:end]; got != want {
+			t.Errorf("%s's example of $ %s is not the real output (go test -update rewrites it); differs at line %s:\n%s", page, cmd, firstDiff(got, want), got)
 		}
 	}
-	// shows: every line README shows under cmd is in got, a line ending in
-	// "...]" (a list cut short) as a prefix of one of got's lines.
+	// shows: every line the manual shows under cmd is in got, a line
+	// ending in "...]" (a list cut short) as a prefix of one of got's lines.
 	shows := func(cmd, got string) {
 		t.Helper()
-		start, end := readmeExample(t, readme, cmd)
-		for _, line := range strings.Split(strings.TrimSuffix(readme[start:end], "\n"), "\n") {
+		page, start, end := docExample(t, docs, cmd)
+		for _, line := range strings.Split(strings.TrimSuffix(docs[page][start:end], "\n"), "\n") {
 			want := "\n" + line
 			if cut, ok := strings.CutSuffix(line, "...]"); ok {
 				want = "\n" + cut
 			}
 			if !strings.Contains("\n"+got, want) {
-				t.Errorf("README's example of $ %s shows %q, not in the real output", cmd, line)
+				t.Errorf("%s's example of $ %s shows %q, not in the real output", page, cmd, line)
 			}
 		}
 	}
 
+	shows("gpumem peak --demo", run("peak", "--demo"))
 	run("synth", "--leak", "64MiB", "--steps", "5", "-o", filepath.Join(dir, "leak.pickle"))
 	exact("gpumem steps leak.pickle", run("steps", filepath.Join(dir, "leak.pickle")))
 	perfetto := strings.SplitAfterN(run("export", "perfetto", "--demo"), "\n", 4)
@@ -235,8 +243,8 @@ func TestCompareReadmeExamples(t *testing.T) {
 		run("ranks", ctx("128"), ctx("256"), ctx("512"), real("cs336-notHanmin__memory_snapshot.pickle")))
 	shows("gpumem diff --segments flexgen-Yiyi__1.3b_snapshot__66f06b43.pickle flexgen-Yiyi__log1_1.3b_snapshot.pickle",
 		run("diff", "--segments", real("flexgen-Yiyi__1.3b_snapshot__66f06b43.pickle"), real("flexgen-Yiyi__log1_1.3b_snapshot.pickle")))
-	if *update {
-		if err := os.WriteFile(path, []byte(readme), 0o644); err != nil {
+	for page := range changed {
+		if err := os.WriteFile(filepath.Join(corpus.Root(), filepath.FromSlash(page)), []byte(docs[page]), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

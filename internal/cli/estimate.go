@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -496,8 +497,12 @@ func measureSnapshot(s *snapshot.Snapshot, device int) estimate.Measured {
 // parseGPU reads --gpu: a GPU of analysis's table (H100, A100-40GB, ...)
 // or a size (80GiB).
 func parseGPU(s string) (estimate.GPU, error) {
-	if g, err := analysis.LookupGPU(s); err == nil {
+	g, err := analysis.LookupGPU(s)
+	if err == nil {
 		return estimate.GPU{Name: g.Name, Bytes: int64(g.Bytes)}, nil
+	}
+	if a := (*analysis.AmbiguousGPUError)(nil); errors.As(err, &a) {
+		return estimate.GPU{}, fmt.Errorf("--gpu %w", err)
 	}
 	if b, err := estimate.ParseSize(s); err == nil && b > 0 {
 		return estimate.GPU{Name: s, Bytes: b}, nil

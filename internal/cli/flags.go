@@ -58,17 +58,24 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// newFlagSet makes a FlagSet for a subcommand whose usage text goes to
-// stderr: "usage: gpumem NAME ARGS", a description, then the flags.
+// newFlagSet makes the FlagSet of a subcommand and tells run about it:
+// what the flag package says is wrong goes to env.wrong, which run prints
+// as one line with where the help is; the help ("usage: gpumem NAME
+// ARGS", about, the flags) is printed only when asked for (-h, --help,
+// gpumem help NAME). Every subcommand makes its flags here, so that all
+// get the same usage errors (TestUsageErrorsShort) and completion.
 func newFlagSet(env *Env, name, args, about string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() {
-		w := fs.Output()
+	fs.SetOutput(&env.wrong)
+	fs.Usage = func() {} // run prints the help or the one line
+	env.flags, env.args = fs, args
+	env.help = func(w io.Writer) {
 		fmt.Fprintf(w, "usage: gpumem %s %s\n\n%s\n", name, args, strings.TrimSpace(about))
 		if hasFlags(fs) {
 			fmt.Fprintf(w, "\nflags:\n")
+			fs.SetOutput(w)
 			fs.PrintDefaults()
+			fs.SetOutput(&env.wrong)
 		}
 	}
 	return fs
@@ -80,10 +87,15 @@ func hasFlags(fs *flag.FlagSet) bool {
 	return n > 0
 }
 
-// usageError prints msg and the usage of fs, and returns ErrUsage.
+// usageError reports msg, a command-line mistake, and returns ErrUsage:
+// run prints "gpumem NAME: msg" and where the help is (exit 2). w is
+// where to say it for a flag set not made by newFlagSet.
 func usageError(fs *flag.FlagSet, w io.Writer, msg string) error {
-	fmt.Fprintf(w, "gpumem %s: %s\n", fs.Name(), msg)
-	fs.Usage()
+	if _, ours := fs.Output().(*strings.Builder); ours {
+		fmt.Fprintln(fs.Output(), msg)
+	} else {
+		fmt.Fprintf(w, "gpumem %s: %s\n", fs.Name(), msg)
+	}
 	return ErrUsage
 }
 

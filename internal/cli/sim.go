@@ -129,8 +129,7 @@ func runSim(env *Env, args []string) error {
 	switch {
 	case f.script != "":
 		if len(pos) > 0 || f.demo {
-			fmt.Fprintln(env.Stderr, "gpumem sim: give either --script FILE or a snapshot FILE, not both")
-			return ErrUsage
+			return usageError(env.flags, env.Stderr, "give either --script FILE or a snapshot FILE, not both")
 		}
 		if f.capacityOOM {
 			return errors.New("--capacity oom needs a snapshot with a recorded OOM, not a script")
@@ -139,8 +138,7 @@ func runSim(env *Env, args []string) error {
 	case len(pos)+boolInt(f.demo) == 1:
 		return simSnapshot(env, f, pos, capacity)
 	default:
-		fmt.Fprintln(env.Stderr, "gpumem sim: need --script FILE or one snapshot FILE (or --demo); see gpumem help sim")
-		return ErrUsage
+		return usageError(env.flags, env.Stderr, "need --script FILE or one snapshot FILE (or --demo)")
 	}
 }
 

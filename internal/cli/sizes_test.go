@@ -11,7 +11,7 @@ import (
 // TestSizeStrings: a size string gives the same bytes through every flag
 // and script that takes one (serve --max-upload, sim --capacity,
 // synth --capacity, the sizes of sim scripts), and an error through each
-// when it is not a size. KB/MB/GB are powers of 1024, as README's "Sizes" says.
+// when it is not a size. KB/MB/GB are powers of 1024, as docs/reference.md's "Sizes" says.
 func TestSizeStrings(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

@@ -24,7 +24,7 @@ func TestSynthCommand(t *testing.T) {
 		{"oom", append(append([]string{"--capacity", "1MiB"}, small...), "-o", out), 0, "stopped at OOM", ""},
 		{"target size", []string{"--layers", "1", "--d-model", "64", "--heads", "4", "--seq", "32", "--batch", "2", "--vocab", "100", "--target-mb", "0.3", "-o", out}, 0, "(0.3 MB)", ""},
 		{"no output", small, 2, "", "-o OUT is required"},
-		{"bad flag", []string{"--nope", "-o", out}, 2, "", "flag provided but not defined"},
+		{"bad flag", []string{"--nope", "-o", out}, 2, "", "unknown flag --nope"},
 		{"bad dtype", []string{"--dtype", "fp8", "-o", out}, 2, "", "gpumem synth: --dtype: unknown dtype"},
 		{"bad config", []string{"--config", "max_split_size_mb:1", "-o", out}, 2, "", "gpumem synth: --config: allocator config"},
 		{"negative target", []string{"--target-mb", "-5", "-o", out}, 2, "", "--target-mb -5: want a size between 0 and 10^6 MB"},

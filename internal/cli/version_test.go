@@ -22,7 +22,7 @@ func TestVersionCommand(t *testing.T) {
 		{"--version", []string{"--version"}, 0, want, ""},
 		{"-version", []string{"-version"}, 0, want, ""},
 		{"extra argument", []string{"version", "x"}, 2, "", `unexpected argument "x"`},
-		{"bad flag", []string{"version", "--nope"}, 2, "", "flag provided but not defined"},
+		{"bad flag", []string{"version", "--nope"}, 2, "", "unknown flag --nope"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, stdout, stderr := runMain(t, nil, tc.args...)

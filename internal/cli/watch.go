@@ -35,8 +35,8 @@ func init() {
 
 const watchAbout = `
 Samples every GPU's memory (used/free/total), utilisation and per-process
-memory every --interval through NVML (cgo builds) or nvidia-smi (static
-builds), and every --report period reports each device's peak since the
+memory every --interval through nvidia-smi (or NVML in a build with
+-tags nvml), and every --report period reports each device's peak since the
 last report, its minimum and its mean. On a terminal it shows a refreshing
 table with a sparkline per device; otherwise it prints one line per device
 per report. --log keeps every sample and report as JSONL (synced at each

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/internal/synth"
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -36,10 +37,7 @@ func TestRegenerateIdentical(t *testing.T) {
 // TestCPythonIdentical checks that the embedded file is exactly what
 // CPython's pickle.dumps(obj, protocol=4) writes for the object it holds.
 func TestCPythonIdentical(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not found; CPython byte-identity not checked")
-	}
+	py := corpus.Tool(t, "python3", "CPython byte-identity is checked with it; Debian: apt-get install python3")
 	p := filepath.Join(t.TempDir(), "demo.pickle")
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func load(t testing.TB, path string) *snapshot.Snapshot {
 		return s
 	}
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("%s absent (../shared missing): %v", path, err)
+		corpus.Missing(t, "%s absent (../shared missing): %v", path, err)
 	}
 	s, err := snapshot.Open(path, nil)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/internal/units"
 )
 
@@ -16,10 +17,7 @@ import (
 // never print the same bytes two ways. Ties (x.xx5) are where JavaScript's
 // toFixed and Go's FormatFloat round differently.
 func TestFlameSizeScriptMirrorsUnits(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not on PATH: the flame graph's script is not checked")
-	}
+	node := corpus.Tool(t, "node", "the flame graph's script is checked with it; Debian: apt-get install nodejs")
 	sizes := []int64{0, 1, 511, 1023, 1024, 10239, 10240, 10241, 1152, 11392, 11648, 1048575, 1048576, 1<<20 + 1<<17,
 		1<<30 - 1, 1 << 30, 1<<30 + 1<<27, 4596932612, 4599030272, 1 << 40, 1<<52 + 3}
 	r := rand.New(rand.NewPCG(3, 4))

@@ -9,7 +9,7 @@ import (
 )
 
 // JSONSchema names the version of the normalised JSON model written by
-// WriteJSON. The layout is documented in README ("gpumem export json").
+// WriteJSON. The layout is documented in docs/export.md ("gpumem export json").
 const JSONSchema = "gpumem.snapshot/1"
 
 // WriteJSON writes the normalised model of s (every generation in one

@@ -71,10 +71,7 @@ func TestPprofCorpus(t *testing.T) {
 
 // TestPprofTool reads an export with go tool pprof -raw and -top.
 func TestPprofTool(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool on PATH")
-	}
+	goBin := corpus.Tool(t, "go", "go tool pprof reads the export")
 	s := load(t, realFile("cs336-kkaitlyn111__memory_files_memory_ctx128_fullstep_.pickle"))
 	f := filepath.Join(t.TempDir(), "x.pb.gz")
 	var buf bytes.Buffer

@@ -60,7 +60,7 @@ type Backend interface {
 // be used; its text is the one line gpumem prints.
 var ErrNoDriver = errors.New("no NVIDIA driver found (NVML and nvidia-smi unavailable)")
 
-// Open returns the first backend that works: NVML (cgo builds on Linux),
+// Open returns the first backend that works: NVML (builds with -tags nvml),
 // then an nvidia-smi stream sampling every interval. Both failing gives
 // ErrNoDriver, with the reasons kept for --verbose callers in Reasons.
 func Open(interval time.Duration) (Backend, error) {

@@ -1,4 +1,10 @@
-//go:build linux && cgo
+//go:build linux && cgo && nvml
+
+// The NVML backend is built only with -tags nvml: go-nvml's cgo compile of
+// NVIDIA's nvml.h prints dozens of -Wdeprecated-declarations warnings and
+// takes most of a first build, so the default build (and every release
+// binary, which is static) reads the GPUs through nvidia-smi instead. See
+// docs/watch.md, "Building with NVML".
 
 package gpumon
 

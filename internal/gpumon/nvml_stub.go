@@ -1,4 +1,4 @@
-//go:build !(linux && cgo)
+//go:build !(linux && cgo && nvml)
 
 package gpumon
 
@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// openNVML: go-nvml needs cgo (and NVML is Linux's here), so static builds
-// use the nvidia-smi backend.
+// openNVML: NVML is read through go-nvml, which needs cgo and Linux and is
+// built only with -tags nvml (see nvml_linux_cgo.go); this build uses the
+// nvidia-smi backend.
 func openNVML(time.Duration) (Backend, error) {
-	return nil, errors.New("NVML: not in this build (static, no cgo); using nvidia-smi")
+	return nil, errors.New("NVML: not in this build (built without -tags nvml); using nvidia-smi")
 }

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// The nvidia-smi backend is for static builds (no cgo, so no NVML). It
+// The nvidia-smi backend is the default (NVML needs -tags nvml). It
 // runs one long-lived "nvidia-smi --query-gpu=… -lms N" and parses its
 // stream, and polls "--query-compute-apps=…" (one short run at most every
 // second: process lists change slowly and each run costs tens of ms).

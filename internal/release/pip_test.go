@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/cli"
+	"github.com/gpumem/gpumem/internal/corpus"
 )
 
 // TestWheelInstallsWithPip builds this machine's release binary (one
@@ -26,14 +27,11 @@ func TestWheelInstallsWithPip(t *testing.T) {
 	if !ok {
 		t.Skipf("%s/%s is not a release target", runtime.GOOS, runtime.GOARCH)
 	}
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not on PATH: cannot test pip install (.ci/run installs python3-venv)")
-	}
+	python := corpus.Tool(t, "python3", "the wheel is installed with its pip; Debian: apt-get install python3 python3-venv")
 	dir := t.TempDir()
 	venv := filepath.Join(dir, "venv")
 	if out, err := exec.Command(python, "-m", "venv", venv).CombinedOutput(); err != nil {
-		t.Skipf("python3 -m venv does not work here (Debian: apt-get install python3-venv): %v: %s", err, out)
+		corpus.Missing(t, "python3 -m venv does not work here (Debian: apt-get install python3-venv): %v: %s", err, out)
 	}
 
 	ctx := context.Background()

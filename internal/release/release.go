@@ -20,7 +20,7 @@ import (
 
 // Options says what Release builds and where.
 type Options struct {
-	Root    string // the module's root: ./cmd/gpumem, README.md and LICENSE are read from it
+	Root    string // the module's root: ./cmd/gpumem, README.md, docs/ and LICENSE are read from it
 	Dist    string // where the archives, wheels and SHA256SUMS go
 	Stamp   Stamp
 	Targets []Target
@@ -40,6 +40,10 @@ func Release(ctx context.Context, o Options) error {
 		return err
 	}
 	licenseText, err := os.ReadFile(filepath.Join(o.Root, "LICENSE"))
+	if err != nil {
+		return err
+	}
+	docs, err := Docs(o.Root)
 	if err != nil {
 		return err
 	}
@@ -70,7 +74,7 @@ func Release(ctx context.Context, o Options) error {
 		if err != nil {
 			return err
 		}
-		name, arch, err := Archive(t, o.Stamp, b, readme, licenseText)
+		name, arch, err := Archive(t, o.Stamp, b, readme, licenseText, docs)
 		if err != nil {
 			return err
 		}
@@ -102,16 +106,44 @@ func Release(ctx context.Context, o Options) error {
 	return atomicfile.WriteFile(filepath.Join(o.Dist, "SHA256SUMS"), sums)
 }
 
+// Docs reads the manual, root/docs/*.md, as files named docs/NAME.md,
+// sorted, for the archives: the README links into it.
+func Docs(root string) ([]File, error) {
+	paths, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no manual in %s", filepath.Join(root, "docs"))
+	}
+	sort.Strings(paths)
+	var files []File
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, File{"docs/" + filepath.Base(p), 0o644, b})
+	}
+	return files, nil
+}
+
 // Archive returns the release archive for t and its name: a .tar.gz (a
 // .zip for Windows) holding one folder gpumem-VERSION-OS-ARCH with the
-// binary, README.md and LICENSE.
-func Archive(t Target, s Stamp, bin, readme, licenseText []byte) (name string, data []byte, err error) {
+// binary, README.md, LICENSE and the manual (docs, from Docs) under docs/.
+func Archive(t Target, s Stamp, bin, readme, licenseText []byte, docs []File) (name string, data []byte, err error) {
 	dir := fmt.Sprintf("gpumem-%s-%s-%s", s.Version, t.OS, t.Arch)
 	files := []File{
 		{dir + "/", 0o755, nil},
 		{dir + "/" + t.Exe(), 0o755, bin},
 		{dir + "/LICENSE", 0o644, licenseText},
 		{dir + "/README.md", 0o644, readme},
+	}
+	if len(docs) > 0 {
+		files = append(files, File{dir + "/docs/", 0o755, nil})
+	}
+	for _, d := range docs {
+		files = append(files, File{dir + "/" + d.Name, d.Mode, d.Data})
 	}
 	var b bytes.Buffer
 	if t.OS == "windows" {

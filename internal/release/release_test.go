@@ -8,13 +8,17 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpumem/gpumem/internal/atomicfile"
+	"github.com/gpumem/gpumem/internal/corpus"
 )
 
 var testStamp = Stamp{Version: "9.8.7rc1", Commit: "0123456789abcdef0123456789abcdef01234567", Date: time.Date(2026, 11, 25, 14, 3, 22, 0, time.UTC)}
@@ -146,16 +150,17 @@ func TestVerifyWheelRejects(t *testing.T) {
 }
 
 // TestArchive reads back the .tar.gz and .zip archives: one folder with
-// the binary (executable), LICENSE and README.md, every mtime the
-// commit's, and the same bytes when written twice.
+// the binary (executable), LICENSE, README.md and the manual in docs/,
+// every mtime the commit's, and the same bytes when written twice.
 func TestArchive(t *testing.T) {
+	docs := []File{{"docs/README.md", 0o644, []byte("index")}, {"docs/peak-oom.md", 0o644, []byte("peak")}}
 	for _, tg := range []Target{Targets[0], Targets[4]} {
 		t.Run(tg.String(), func(t *testing.T) {
-			name, data, err := Archive(tg, testStamp, []byte("bin"), []byte("readme"), []byte("license"))
+			name, data, err := Archive(tg, testStamp, []byte("bin"), []byte("readme"), []byte("license"), docs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, again, _ := Archive(tg, testStamp, []byte("bin"), []byte("readme"), []byte("license"))
+			_, again, _ := Archive(tg, testStamp, []byte("bin"), []byte("readme"), []byte("license"), docs)
 			if !bytes.Equal(data, again) {
 				t.Error("two writes of the same archive differ")
 			}
@@ -165,10 +170,13 @@ func TestArchive(t *testing.T) {
 				data string
 			}
 			want := map[string]entry{
-				dir + "/":            {fs.ModeDir | 0o755, ""},
-				dir + "/" + tg.Exe(): {0o755, "bin"},
-				dir + "/LICENSE":     {0o644, "license"},
-				dir + "/README.md":   {0o644, "readme"},
+				dir + "/":                 {fs.ModeDir | 0o755, ""},
+				dir + "/" + tg.Exe():      {0o755, "bin"},
+				dir + "/LICENSE":          {0o644, "license"},
+				dir + "/README.md":        {0o644, "readme"},
+				dir + "/docs/":            {fs.ModeDir | 0o755, ""},
+				dir + "/docs/README.md":   {0o644, "index"},
+				dir + "/docs/peak-oom.md": {0o644, "peak"},
 			}
 			got := map[string]entry{}
 			var mtimes []time.Time
@@ -295,6 +303,43 @@ func TestMacOSTagCovers(t *testing.T) {
 	} {
 		if err := macOSTagCovers(tc.minOS, tc.tag); (err == nil) != tc.ok {
 			t.Errorf("macOSTagCovers(%q, %q) = %v, want ok=%v", tc.minOS, tc.tag, err, tc.ok)
+		}
+	}
+}
+
+// TestDocsInArchive: the archives carry every page of the manual, and
+// every relative link in README.md and docs/ leads to a file of the
+// repository (a page on corpus.PendingPages excepted until it lands).
+func TestDocsInArchive(t *testing.T) {
+	root := filepath.Join("..", "..")
+	docs, err := Docs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := corpus.Docs(t)
+	carried := map[string]bool{}
+	for _, d := range docs {
+		carried[d.Name] = true
+	}
+	for name := range pages {
+		if strings.HasPrefix(name, "docs/") && !carried[name] {
+			t.Errorf("%s is not in the archives", name)
+		}
+	}
+	link := regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
+	for name, text := range pages {
+		for _, m := range link.FindAllStringSubmatch(text, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			rel := path.Clean(path.Join(path.Dir(name), target))
+			if slices.Contains(corpus.PendingPages, rel) {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(rel))); err != nil {
+				t.Errorf("%s links to %s, which is not there", name, target)
+			}
 		}
 	}
 }

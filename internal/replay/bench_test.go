@@ -3,7 +3,6 @@ package replay
 import (
 	"fmt"
 	"math/rand"
-	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -97,14 +96,22 @@ func BenchmarkTimelineQuery(b *testing.B) {
 	}
 }
 
-// TestScale10M builds the timeline of a 10-million-event trace and queries
-// it, logging the figures: GPUMEM_SCALE=1 go test -run Scale10M -v
-// ./internal/replay (about 2 GB of memory).
-func TestScale10M(t *testing.T) {
-	if os.Getenv("GPUMEM_SCALE") == "" {
-		t.Skip("set GPUMEM_SCALE=1 to run the 10M-event scale test")
+// BenchmarkScale10M builds the timeline, history and curves of a
+// 10-million-event trace and queries them, printing each figure:
+// go test -run '^$' -bench Scale10M ./internal/replay (about 2 GB of
+// memory; one iteration takes tens of seconds, so -benchtime 1x is what
+// runs anyway). It checks what it measures: every allocation is an
+// element, every query draws, the history and curves cover the trace.
+func BenchmarkScale10M(b *testing.B) {
+	for range b.N {
+		scale(b, 10_000_000)
 	}
-	n := 10_000_000
+}
+
+// TestScaleSmall runs BenchmarkScale10M's checks on 100,000 events.
+func TestScaleSmall(t *testing.T) { scale(t, 100_000) }
+
+func scale(t testing.TB, n int) {
 	s := trainingTrace(n, 7)
 	runtime.GC()
 	var m0, m1 runtime.MemStats
@@ -116,6 +123,15 @@ func TestScale10M(t *testing.T) {
 	runtime.ReadMemStats(&m1)
 	t.Logf("%d events: %d elements, %d timesteps, build %v, timeline heap %.0f MiB",
 		len(s.Traces[0].Events), tl.Len(), tl.Timesteps(), build, float64(m1.HeapAlloc-m0.HeapAlloc)/(1<<20))
+	allocs := 0
+	for _, e := range s.Traces[0].Events {
+		if e.Action == snapshot.ActionAlloc {
+			allocs++
+		}
+	}
+	if tl.Len() < allocs || tl.PeakBytes() <= 0 {
+		t.Fatalf("timeline: %d elements for %d allocations, peak %d", tl.Len(), allocs, tl.PeakBytes())
+	}
 	T, P := float64(tl.Timesteps()), float64(tl.PeakBytes())
 	for _, w := range []struct {
 		name           string
@@ -129,6 +145,9 @@ func TestScale10M(t *testing.T) {
 		start := time.Now()
 		f := tl.Query(w.t0, w.t1, 1600, 600, w.y0, w.y1)
 		t.Logf("query %-7s %8v: %d polygons, %d points", w.name, time.Since(start), len(f.IDs), len(f.Points)/2)
+		if len(f.IDs) == 0 {
+			t.Fatalf("query %s drew nothing", w.name)
+		}
 	}
 	start = time.Now()
 	for k := 0; k < 100; k++ {
@@ -138,6 +157,9 @@ func TestScale10M(t *testing.T) {
 	start = time.Now()
 	h := NewHistory(s, 0)
 	t.Logf("history: build %v, %d checkpoints every %d events", time.Since(start), len(h.ckpt), h.every)
+	if h.Len() < allocs {
+		t.Fatalf("history has %d events for %d allocations", h.Len(), allocs)
+	}
 	start = time.Now()
 	for k := 0; k < 20; k++ {
 		h.StateAt(h.Len() * k / 20)
@@ -151,6 +173,9 @@ func TestScale10M(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
 	t.Logf("curves: build %v, heap %.0f MiB", el, (float64(m1.HeapAlloc)-float64(m0.HeapAlloc))/(1<<20))
+	if c.Len() == 0 {
+		t.Fatal("no curve points")
+	}
 	start = time.Now()
 	tl.Search("b'7f00000", "")
 	el = time.Since(start)

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -112,6 +113,6 @@ func TestCorpusPools(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Skip("no real snapshot with private pools")
+		corpus.Missing(t, "no real snapshot with private pools")
 	}
 }

@@ -13,16 +13,23 @@ import (
 	"github.com/gpumem/gpumem/snapshot"
 )
 
-// TestTile measures Timeline, Curves and History on a large snapshot file:
-// GPUMEM_TILE=../../bench/data/baseline-80mb.pickle go test -run Tile -v
-// ./internal/replay. It logs build times and the heap each structure adds,
-// and times the viewer bench's zooms (GPUMEM_TILE_WINDOWS=1: only those);
-// GPUMEM_TILE_HISTORY=1 adds the state history: jumps and steps.
-func TestTile(t *testing.T) {
+// BenchmarkTile measures Timeline, Curves and History on a large snapshot
+// file: GPUMEM_TILE=../../bench/data/baseline-80mb.pickle go test -run '^$'
+// -bench Tile ./internal/replay. It prints build times and the heap each
+// structure adds, and times the viewer bench's zooms (GPUMEM_TILE_WINDOWS=1:
+// only those); GPUMEM_TILE_HISTORY=1 adds the state history: jumps and
+// steps. It checks that each structure holds the trace and each zoom draws.
+func BenchmarkTile(b *testing.B) {
 	path := os.Getenv("GPUMEM_TILE")
 	if path == "" {
-		t.Skip("set GPUMEM_TILE=FILE to measure replay on a large snapshot")
+		b.Skip("set GPUMEM_TILE=FILE to measure replay on a large snapshot")
 	}
+	for range b.N {
+		tile(b, path)
+	}
+}
+
+func tile(t testing.TB, path string) {
 	s, err := snapshot.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +56,9 @@ func TestTile(t *testing.T) {
 	el := time.Since(start)
 	h1 := heap()
 	t.Logf("timeline: %v, %d elements, +%.0f MiB (%.1f B/event)", el, tl.Len(), mib(h0, h1), float64(h1-h0)/float64(n))
+	if n == 0 || tl.Len() == 0 || tl.PeakBytes() == 0 {
+		t.Fatalf("%s: %d events, %d elements, peak %d: not a tile to measure", path, n, tl.Len(), tl.PeakBytes())
+	}
 	t.Logf("timeline parts (MiB): %v", func() string {
 		var b []string
 		for k, v := range timelineBytes(tl) {
@@ -67,6 +77,9 @@ func TestTile(t *testing.T) {
 		f := tl.Query(x0, x1, 1600, 600, y0, y1)
 		t.Logf("window %d [%.0f,%.0f]x[%.3g,%.3g]: %v, %d polygons, %d points, %d summarised (exact %v)",
 			k, x0, x1, y0, y1, time.Since(start), len(f.IDs), len(f.Points)/2, f.Summarized, f.SummaryExact)
+		if k == 0 && len(f.IDs) == 0 {
+			t.Fatal("the whole trace drew nothing")
+		}
 		cx, cy := (x0+x1)/2, (y0+y1)/2
 		x0, x1, y0, y1 = cx-(x1-x0)/3, cx+(x1-x0)/3, cy-(y1-y0)/3, cy+(y1-y0)/3
 	}
@@ -79,6 +92,9 @@ func TestTile(t *testing.T) {
 	el = time.Since(start)
 	h2 := heap()
 	t.Logf("curves: %v, +%.0f MiB (%.1f B/event)", el, mib(h1, h2), (float64(h2)-float64(h1))/float64(n))
+	if c.Len() == 0 {
+		t.Fatal("no curve points")
+	}
 
 	start = time.Now()
 	res := tl.Search("b'7f", "")
@@ -133,7 +149,7 @@ func TestTile(t *testing.T) {
 }
 
 // timelineBytes lists the bytes each part of a Timeline holds (by
-// capacity), for TestTile's report.
+// capacity), for BenchmarkTile's report.
 func timelineBytes(t *Timeline) map[string]int {
 	t.waitBuckets()
 	m := map[string]int{

@@ -17,10 +17,7 @@ import (
 // memo sharing, opcodes and framing are Python's), and the JSON must equal
 // json.dumps of the same object.
 func TestWriteMatchesPython(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not found; skipping the CPython comparison")
-	}
+	py := corpus.Tool(t, "python3", "the writers are compared with CPython's; Debian: apt-get install python3")
 	dir := t.TempDir()
 	for i, w := range smallWorkloads()[:3] {
 		w.Seed = int64(i)
@@ -108,20 +105,15 @@ func TestGenerateSize(t *testing.T) {
 
 // TestMemoryVizReads runs PyTorch's own viewer pipeline (MemoryViz.js
 // unpickler, annotate_snapshot and process_alloc_data, through
-// ../shared/tools/memoryviz_bench.mjs) on a generated snapshot, when node
-// and PyTorch's viewer files in .cache/pytorch are present.
+// ../shared/tools/memoryviz_bench.mjs) on a generated snapshot. PyTorch's
+// files, unmodified and with their licence, are in
+// ../shared/reference/pytorch-viz.
 func TestMemoryVizReads(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not found; skipping the memory_viz check")
-	}
-	root, _ := filepath.Abs(filepath.Join("..", ".."))
-	tool := corpus.Path("tools", "memoryviz_bench.mjs")
-	viz := filepath.Join(root, ".cache", "pytorch")
-	for _, p := range []string{tool, filepath.Join(viz, "MemoryViz.js"), filepath.Join(viz, "process_alloc_data.js")} {
-		if _, err := os.Stat(p); err != nil {
-			t.Skipf("%s missing (see bench/baseline/README.md); skipping the memory_viz check", p)
-		}
+	node := corpus.Tool(t, "node", "Debian: apt-get install nodejs")
+	tool := corpus.Need(t, corpus.Path("tools", "memoryviz_bench.mjs"))
+	viz := corpus.Path("reference", "pytorch-viz")
+	for _, f := range []string{"MemoryViz.js", "process_alloc_data.js"} {
+		corpus.Need(t, filepath.Join(viz, f))
 	}
 	w := smallWorkloads()[0]
 	s, _, err := Generate(w, Options{})

@@ -32,7 +32,7 @@ func TestServedPeaksMatchMemoryViz(t *testing.T) {
 	dir := corpus.Shared(t)
 	f, err := os.Open(filepath.Join(dir, "snapshots", "expected", "timeline.jsonl"))
 	if err != nil {
-		t.Skipf("no expected timelines: %v", err)
+		corpus.Missing(t, "no expected timelines: %v", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -80,7 +80,7 @@ func TestServedPeaksMatchMemoryViz(t *testing.T) {
 		})
 	}
 	if n == 0 {
-		t.Skip("timeline.jsonl is empty")
+		corpus.Missing(t, "timeline.jsonl is empty")
 	}
 }
 
@@ -146,7 +146,7 @@ func TestStateAgreesWithUndo(t *testing.T) {
 	dir := corpus.Shared(t)
 	paths, _ := filepath.Glob(filepath.Join(dir, "snapshots", "real", "*.pickle"))
 	if len(paths) == 0 {
-		t.Skip("no real snapshots")
+		corpus.Missing(t, "no real snapshots in %s", dir)
 	}
 	if testing.Short() {
 		paths = paths[:8]
@@ -233,9 +233,9 @@ func naiveTotals(s *snapshot.Snapshot, dev, idx int) (allocated, reserved float6
 // that nothing the early requests read is being written meanwhile.
 func TestShownBeforeVersions(t *testing.T) {
 	path := filepath.Join(corpus.Shared(t), "snapshots", "real", "cs336-kkaitlyn111__memory_files_memory_ctx256_fullstep_.pickle")
-	full, err := snapshot.Open(path, nil)
+	full, err := snapshot.Open(corpus.Need(t, path), nil)
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	// An element whose address version is not 0, so that a missing
 	// version would show.
@@ -308,9 +308,7 @@ func TestShownBeforeVersions(t *testing.T) {
 // versionsWait when no page asks.
 func TestVersionsWaitForFirstView(t *testing.T) {
 	path := filepath.Join(corpus.Shared(t), "snapshots", "real", "cs336-kkaitlyn111__memory_files_memory_ctx256_fullstep_.pickle")
-	if _, err := os.Stat(path); err != nil {
-		t.Skip(err)
-	}
+	corpus.Need(t, path)
 	for _, tc := range []struct {
 		name  string
 		wait  time.Duration
