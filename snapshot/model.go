@@ -153,6 +153,10 @@ type Snapshot struct {
 
 	// Extra holds top-level keys this version of gpumem does not know.
 	Extra KeyValues
+
+	// Profiler is set when the file is a torch.profiler output, not a
+	// snapshot (profiler.go).
+	Profiler *Profiler
 }
 
 // Source describes the file a snapshot came from.

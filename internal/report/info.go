@@ -166,6 +166,10 @@ var generations = map[snapshot.Generation]genInfo{
 	snapshot.GenD5:  {"dict with external_annotations", "2.5+"},
 	snapshot.GenD6:  {"dict; trace entries with compile_context", "2.6+"},
 	snapshot.GenD7:  {"dict; trace entries with user_metadata", "2.8+"},
+	// torch.profiler's outputs (snapshot/profiler.go), not snapshots.
+	snapshot.GenKineto:      {"torch.profiler Kineto trace with profile_memory=True ([memory] events), not a snapshot", "1.8+"},
+	snapshot.GenTimelineRaw: {"torch.profiler export_memory_timeline, raw form (.raw.json.gz: tensor events with categories), not a snapshot", "2.1+"},
+	snapshot.GenTimeline:    {"torch.profiler export_memory_timeline, JSON form (.json: bytes per category per timestamp), not a snapshot", "2.1+"},
 }
 
 var numberSuffix = regexp.MustCompile(`[0-9]+$`)
