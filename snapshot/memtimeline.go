@@ -29,11 +29,11 @@ import (
 // size and category; the JSON form has totals only, so its allocations are
 // each category's changes.
 
-// timelineFrames are the one-frame stacks that name an allocation's
-// category where the file has no stacks, so that flame graphs and sites
-// group by it.
+// categoryStack is the one-frame stack ("[activation]") that names an
+// allocation's category where the file has no stacks, so that flame
+// graphs and sites group by it.
 func (b *profBuild) categoryStack(cat int) StackID {
-	return b.stack([]FrameID{b.frame(Frame{Name: "[" + timelineCategories[cat] + "] (torch.profiler category)"})})
+	return b.stack([]FrameID{b.frame(Frame{Name: "[" + timelineCategories[cat] + "]"})})
 }
 
 // decodeTimeline reads either data form of export_memory_timeline.

@@ -66,7 +66,7 @@ type Profiler struct {
 
 // BeforeProfilingFrame names the allocation that stands for memory
 // allocated before profiling began (known only as Total Allocated).
-const BeforeProfilingFrame = "[allocated before profiling began]"
+const BeforeProfilingFrame = "[allocated-before-profiling]"
 
 // profilerCategoryKey is the Extras key holding an event's torch.profiler
 // category.
