@@ -81,6 +81,10 @@ type kinetoReader struct {
 	pyIndex  map[string]int32
 	annots   []Annotation
 	other    map[int64]int // memory events of other device types
+	// start is the earliest operator or annotation: when profiling
+	// began, as far as the trace tells.
+	start    float64
+	hasStart bool
 }
 
 // decodeKineto reads a Kineto trace with memory events.
@@ -221,6 +225,9 @@ func (k *kinetoReader) event(ev *kinetoEvent) error {
 		dur = 0
 	}
 	sp := kinetoSpan{start: ts, end: ts + dur, thread: k.thread(ev.Pid, ev.Tid)}
+	if !k.hasStart || ts < k.start {
+		k.start, k.hasStart = ts, true
+	}
 	if strings.HasPrefix(ev.Name, "ProfilerStep#") || ev.Cat == "user_annotation" {
 		k.annots = append(k.annots,
 			Annotation{TimeUS: int64(math.Floor(ts)), Name: ev.Name, Stage: "START"},
@@ -408,7 +415,14 @@ func (k *kinetoReader) build() *Snapshot {
 		}
 		p.BeforeBytes[d] = uint64(rest)
 		tr := b.device(d)
-		e := Event{Action: ActionAlloc, Addr: b.synthetic(), Size: uint64(rest), TimeUS: int64(math.Floor(k.mem[first[d]].ts)),
+		// Dated a microsecond before anything the trace recorded (the
+		// first step's START included), so that it is live at the start
+		// of every step.
+		at := k.mem[first[d]].ts
+		if k.hasStart && k.start < at {
+			at = k.start
+		}
+		e := Event{Action: ActionAlloc, Addr: b.synthetic(), Size: uint64(rest), TimeUS: int64(math.Floor(at)) - 1,
 			Stack: b.stack([]FrameID{before}), Flags: FlagHasTime | FlagHasFrames}
 		*tr = append([]Event{e}, *tr...)
 	}
