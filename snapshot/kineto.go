@@ -130,7 +130,7 @@ func decodeKineto(r io.Reader) (*Snapshot, error) {
 				return nil, fail(fmt.Errorf("traceEvents[%d]: %w", n, err))
 			}
 			if err := k.event(&ev); err != nil {
-				return nil, fail(fmt.Errorf("traceEvents[%d] (%s): %w", n, ev.Name, err))
+				return nil, fail(fmt.Errorf("traceEvents[%d] (%q): %w", n, ev.Name, err))
 			}
 		}
 		if _, err := dec.Token(); err != nil {
@@ -138,6 +138,9 @@ func decodeKineto(r io.Reader) (*Snapshot, error) {
 		}
 	}
 	if _, err := dec.Token(); err != nil {
+		return nil, fail(err)
+	}
+	if err := drain(dec, cr); err != nil {
 		return nil, fail(err)
 	}
 	if !sawEvents {
@@ -541,4 +544,18 @@ func isKinetoHead(head []byte) bool {
 		}
 	}
 	return true
+}
+
+// drain reads what follows the decoded value: only white space may, and
+// reading to the end surfaces a compressed input's truncation, which the
+// JSON decoder, done at the closing bracket, never reached.
+func drain(dec *json.Decoder, r io.Reader) error {
+	rest, err := io.ReadAll(io.MultiReader(dec.Buffered(), r))
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
+		return errors.New("data after the end of the JSON value")
+	}
+	return nil
 }

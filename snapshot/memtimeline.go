@@ -81,6 +81,9 @@ func decodeTimeline(r io.Reader) (*Snapshot, error) {
 	if _, err := dec.Token(); err != nil {
 		return nil, fail(err)
 	}
+	if err := drain(dec, cr); err != nil {
+		return nil, fail(err)
+	}
 	var s *Snapshot
 	var err error
 	if sizes != nil {
