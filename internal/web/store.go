@@ -344,9 +344,9 @@ type deviceInfo struct {
 	// Name is "cuda:N", or for a torch.profiler output "cpu" or
 	// "exported device".
 	Name     string `json:"name"`
-	Events   int  `json:"events"`
-	Segments int  `json:"segments"`
-	HasTime  bool `json:"hasTime"`
+	Events   int    `json:"events"`
+	Segments int    `json:"segments"`
+	HasTime  bool   `json:"hasTime"`
 }
 
 type fileInfo struct {
@@ -366,8 +366,8 @@ type fileInfo struct {
 	Notes       []string          `json:"notes,omitempty"`
 	Unavailable map[string]string `json:"unavailable,omitempty"`
 	Loading     bool              `json:"loading,omitempty"`
-	Done    int64  `json:"done,omitempty"`
-	Error   string `json:"error,omitempty"`
+	Done        int64             `json:"done,omitempty"`
+	Error       string            `json:"error,omitempty"`
 }
 
 // fileInfoOf describes a file; computed once (it scans every event).
