@@ -68,11 +68,15 @@ type Live struct {
 	Categories map[string]uint64 `json:"categories"`
 	// CategoryReason is where the categories come from when not from
 	// gpumem's classification ("from torch.profiler"; omitted otherwise).
-	CategoryReason string        `json:"category_reason,omitempty"`
-	Sites          []Site        `json:"sites"`
-	SitesOmitted   int           `json:"sites_omitted"`
-	SizeClasses    []SizeClass   `json:"size_classes"`
-	Fragmentation  Fragmentation `json:"fragmentation"`
+	CategoryReason string `json:"category_reason,omitempty"`
+	// NoSegments says why the reserved peak and fragmentation are not
+	// known (a torch.profiler output records no segments; omitted for a
+	// snapshot).
+	NoSegments    string        `json:"no_segments,omitempty"`
+	Sites         []Site        `json:"sites"`
+	SitesOmitted  int           `json:"sites_omitted"`
+	SizeClasses   []SizeClass   `json:"size_classes"`
+	Fragmentation Fragmentation `json:"fragmentation"`
 
 	// Profile is the live allocations folded by site (not in JSON).
 	Profile *Profile `json:"-"`
@@ -100,6 +104,7 @@ func (d *Device) LiveAnswer(m Moment, o LiveOptions) *Live {
 		PeakReservedBytes:  d.Segments.PeakBytes,
 		Categories:         map[string]uint64{},
 		CategoryReason:     d.CategoryReason(),
+		NoSegments:         d.S.Unavailable("segments"),
 		SizeClasses:        append([]SizeClass(nil), sizeClasses...),
 	}
 	full := d.LiveProfile(m)
