@@ -50,9 +50,9 @@ type Info struct {
 // DeviceInfo describes one device's segments, blocks and trace.
 type DeviceInfo struct {
 	Device int `json:"device"`
-	// Name is "cuda:N", or for a torch.profiler output "cpu" or
-	// "exported device".
-	Name                     string `json:"name"`
+	// Name is, for a torch.profiler output, "cuda:N", "cpu" or "exported
+	// device" (omitted for a snapshot: always cuda:N).
+	Name                     string `json:"name,omitempty"`
 	ActiveTimelinePeakBytes  uint64 `json:"active_timeline_peak_bytes"`
 	SegmentTimelinePeakBytes uint64 `json:"segment_timeline_peak_bytes"`
 	// Fragmentation is the cache at dump time (the headline figure with
@@ -234,7 +234,7 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 	compile := map[string]int{}
 	meta := map[string]int{}
 	for _, d := range s.Devices() {
-		di := DeviceInfo{Device: d, Name: s.DeviceName(d), BlockStates: []StateCount{}, Pools: []PoolInfo{}, Actions: []ActionCount{}}
+		di := DeviceInfo{Device: d, BlockStates: []StateCount{}, Pools: []PoolInfo{}, Actions: []ActionCount{}}
 		if peaks != nil {
 			var err error
 			di.ActiveTimelinePeakBytes, di.SegmentTimelinePeakBytes, err = callPeaks(peaks, s, d)
@@ -365,6 +365,9 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 			}
 			di.PreTraceFrees, di.PreTraceSegmentFrees = preTraceFrees(events)
 			di.noAllocStacks = allocs > 0 && allocsWithStack == 0
+		}
+		if s.Profiler != nil {
+			di.Name = s.DeviceName(d)
 		}
 		if p := s.Profiler; p != nil && d < len(p.BeforeBytes) && d < len(p.PeakReservedBytes) {
 			di.BeforeProfilingBytes, di.PeakTotalReservedBytes = p.BeforeBytes[d], p.PeakReservedBytes[d]

@@ -32,6 +32,9 @@ func WriteInfo(w io.Writer, in *Info) error {
 	devs := make([]string, len(in.Devices))
 	for i, d := range in.Devices {
 		devs[i] = d.Name
+		if devs[i] == "" {
+			devs[i] = "cuda:" + strconv.Itoa(d.Device)
+		}
 	}
 	kv("devices", "%s", strings.TrimSpace(strconv.Itoa(len(in.Devices))+" "+strings.Join(devs, " ")))
 	if in.TimeSpan != nil {
