@@ -121,7 +121,7 @@ func (s *Snapshot) Unavailable(what string) string {
 		}
 	case "stacks":
 		if s.Source.Generation != GenKineto {
-			return "a " + src + " records no stacks: profile with with_stack=True and open the Kineto trace, or take a memory snapshot"
+			return "a " + src + " records no stacks: open the Kineto trace of the same run (profile_memory=True, with_stack=True), or take a memory snapshot"
 		}
 	}
 	return ""

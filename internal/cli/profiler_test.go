@@ -105,7 +105,17 @@ func TestPeakProfilerCategories(t *testing.T) {
 func TestProfilerMissingViews(t *testing.T) {
 	files := profilerFiles(t)
 	path := files[0]
-	for _, args := range [][]string{{"stats", path}, {"flame", "memory", "-o", filepath.Join(t.TempDir(), "f.svg"), path}, {"flame", "segments", "-o", filepath.Join(t.TempDir(), "f.svg"), path}} {
+	raw := ""
+	for _, f := range files {
+		if strings.Contains(f, "raw") {
+			raw = f
+		}
+	}
+	code, _, errOut := runMain(t, nil, "steps", raw)
+	if code != 1 || !strings.Contains(errOut, "no ProfilerStep annotations") {
+		t.Errorf("steps on a raw timeline: exit %d, stderr %q", code, errOut)
+	}
+	for _, args := range [][]string{{"stats", path}, {"sim", raw}, {"flame", "memory", "-o", filepath.Join(t.TempDir(), "f.svg"), path}, {"flame", "segments", "-o", filepath.Join(t.TempDir(), "f.svg"), path}} {
 		code, out, errOut := runMain(t, nil, args...)
 		if code != 1 || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "no allocator segments") || !strings.Contains(errOut, "_record_memory_history") {
 			t.Errorf("gpumem %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, out, errOut)
@@ -119,7 +129,7 @@ func TestProfilerMissingViews(t *testing.T) {
 	if err := os.WriteFile(cut, b[:len(b)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut := runMain(t, nil, "info", cut)
+	code, _, errOut = runMain(t, nil, "info", cut)
 	if code != 1 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "truncated") {
 		t.Errorf("truncated export: exit %d, stderr %q", code, errOut)
 	}
