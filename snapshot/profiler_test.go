@@ -349,3 +349,15 @@ func FuzzTimeline(f *testing.F) {
 	f.Add([]byte(profilerSeeds[2]))
 	f.Fuzz(fuzzProfiler)
 }
+
+func TestKinetoDefaultDeviceIsTheGPU(t *testing.T) {
+	// Host memory has more events, but a one-device view shows the GPU.
+	s := mustDecode(t, `{"traceEvents": [
+	{"ph": "i", "name": "[memory]", "ts": 1, "args": {"Device Type": 0, "Device Id": -1, "Bytes": 8}},
+	{"ph": "i", "name": "[memory]", "ts": 2, "args": {"Device Type": 0, "Device Id": -1, "Bytes": 8}},
+	{"ph": "i", "name": "[memory]", "ts": 3, "args": {"Device Type": 0, "Device Id": -1, "Bytes": -8}},
+	{"ph": "i", "name": "[memory]", "ts": 4, "args": {"Device Type": 1, "Device Id": 2, "Bytes": 512}}]}`)
+	if d := s.DefaultDevice(); s.DeviceName(d) != "cuda:2" || s.DeviceName(s.Profiler.CPUDevice) != "cpu" {
+		t.Errorf("default device %d (%s), cpu is %d", d, s.DeviceName(d), s.Profiler.CPUDevice)
+	}
+}
