@@ -84,6 +84,10 @@ func decodeTimeline(r io.Reader) (*Snapshot, error) {
 	if err := drain(dec, cr); err != nil {
 		return nil, fail(err)
 	}
+	// [] (raw) or [[], []] (JSON form): the device had no memory events.
+	if sizes == nil && (len(rows) == 0 || len(rows) == 2 && len(rows[0]) == 0 && len(rows[1]) == 0) {
+		return nil, errors.New("an empty memory timeline: torch.profiler recorded no tensor on the exported device (check export_memory_timeline's device argument)")
+	}
 	var s *Snapshot
 	var err error
 	if sizes != nil {

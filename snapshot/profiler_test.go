@@ -278,6 +278,7 @@ func TestProfilerInputErrors(t *testing.T) {
 		{"json width", `[[1], [[0, 1, 2]]]`, "3 values"},
 		{"json negative", `[[1], [[0, -1, 2, 3, 4, 5, 6, 7, 8]]]`, "bytes of parameter"},
 		{"json time order", `[[2, 1], [[0, 1, 2, 3, 4, 5, 6, 7, 8], [0, 1, 2, 3, 4, 5, 6, 7, 8]]]`, "before the one before"},
+		{"empty json form", `[[], []]`, "empty memory timeline"},
 		{"html", "<html>\n<head><meta charset=\"utf-8\" /><title>GPU Memory Timeline HTML</title></head>", "export_memory_timeline HTML"},
 	} {
 		_, err := DecodeBytes([]byte(c.in), "in", nil)
