@@ -478,8 +478,15 @@ func (k *kinetoReader) stacks() []StackID {
 	for i := range k.spans {
 		spansBy[k.spans[i].thread] = append(spansBy[k.spans[i].thread], int32(i))
 	}
+	// Threads in order, so that stacks are numbered the same every run.
+	threads := make([]int32, 0, len(byThread))
+	for th := range byThread {
+		threads = append(threads, th)
+	}
+	sort.Slice(threads, func(i, j int) bool { return threads[i] < threads[j] })
 	var frames []FrameID
-	for th, mems := range byThread {
+	for _, th := range threads {
+		mems := byThread[th]
 		sp := spansBy[th]
 		// Outer spans first at one start: the longer encloses the shorter.
 		sort.SliceStable(sp, func(a, b int) bool {
