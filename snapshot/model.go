@@ -153,6 +153,10 @@ type Snapshot struct {
 
 	// Extra holds top-level keys this version of gpumem does not know.
 	Extra KeyValues
+
+	// Profiler is set when the file is a torch.profiler output, not a
+	// snapshot (profiler.go).
+	Profiler *Profiler
 }
 
 // Source describes the file a snapshot came from.
@@ -420,13 +424,18 @@ func (s *Snapshot) Devices() []int {
 // tie (or with no trace) the one with more memory reserved in the dump,
 // then the lowest number (0 for an empty snapshot). A device whose trace
 // is one snapshot entry and no memory never wins over one that holds it.
+// In a torch.profiler trace a GPU wins over host memory (its cpu device).
 func (s *Snapshot) DefaultDevice() int {
 	reserved := map[int]uint64{}
 	for i := range s.Segments {
 		reserved[int(s.Segments[i].Device)] += s.Segments[i].TotalSize
 	}
 	best, bestEvents, bestReserved := 0, -1, uint64(0)
-	for _, d := range s.Devices() {
+	devs := s.Devices()
+	for _, d := range devs {
+		if s.Profiler != nil && d == s.Profiler.CPUDevice && len(devs) > 1 {
+			continue // a profiler trace's host memory: shown when asked for
+		}
 		n := 0
 		if d < len(s.Traces) {
 			n = len(s.Traces[d].Events)

@@ -292,12 +292,19 @@ func decodeStream(r io.Reader, name string, size int64, opt *Options) (s *Snapsh
 		err = decodePickle(d, b)
 		s.Source.Size = d.Offset() + 1
 	case "json":
-		s, err = decodeJSON(ibr, innerSize)
+		if profiler := profilerDecoder(ibr); profiler != nil {
+			s, err = profiler(ibr)
+		} else {
+			s, err = decodeJSON(ibr, innerSize)
+		}
 	case "gzip", "zstd":
 		return nil, errors.New("nested compression is not supported")
 	case "empty":
 		return nil, errors.New("empty input")
 	default:
+		if msg := htmlExport(head); msg != "" {
+			return nil, notSnapshot("%s", msg)
+		}
 		return nil, notSnapshot("unrecognized format (starts with % x)", head[:min(len(head), 8)])
 	}
 	if err != nil {

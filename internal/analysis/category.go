@@ -52,7 +52,13 @@ func Categories() []Category {
 // The first call classifies every allocation; it is safe for concurrent
 // use (the viewer asks from several requests).
 func (d *Device) Category(i int) Category {
-	d.catsOnce.Do(func() { d.cats = classify(d) })
+	d.catsOnce.Do(func() {
+		if cats, ok := profilerCategories(d); ok {
+			d.cats = cats
+			return
+		}
+		d.cats = classify(d)
+	})
 	return d.cats[i]
 }
 

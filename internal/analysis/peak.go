@@ -65,11 +65,18 @@ type Live struct {
 	LiveBytes uint64 `json:"live_bytes"`
 	LiveCount int    `json:"live_count"`
 	// Categories has every category name with its live bytes.
-	Categories    map[string]uint64 `json:"categories"`
-	Sites         []Site            `json:"sites"`
-	SitesOmitted  int               `json:"sites_omitted"`
-	SizeClasses   []SizeClass       `json:"size_classes"`
-	Fragmentation Fragmentation     `json:"fragmentation"`
+	Categories map[string]uint64 `json:"categories"`
+	// CategoryReason is where the categories come from when not from
+	// gpumem's classification ("from torch.profiler"; omitted otherwise).
+	CategoryReason string `json:"category_reason,omitempty"`
+	// NoSegments says why the reserved peak and fragmentation are not
+	// known (a torch.profiler output records no segments; omitted for a
+	// snapshot).
+	NoSegments    string        `json:"no_segments,omitempty"`
+	Sites         []Site        `json:"sites"`
+	SitesOmitted  int           `json:"sites_omitted"`
+	SizeClasses   []SizeClass   `json:"size_classes"`
+	Fragmentation Fragmentation `json:"fragmentation"`
 
 	// Profile is the live allocations folded by site (not in JSON).
 	Profile *Profile `json:"-"`
@@ -96,6 +103,8 @@ func (d *Device) LiveAnswer(m Moment, o LiveOptions) *Live {
 		PeakAllocatedBytes: d.Active.PeakBytes,
 		PeakReservedBytes:  d.Segments.PeakBytes,
 		Categories:         map[string]uint64{},
+		CategoryReason:     d.CategoryReason(),
+		NoSegments:         d.S.Unavailable("segments"),
 		SizeClasses:        append([]SizeClass(nil), sizeClasses...),
 	}
 	full := d.LiveProfile(m)

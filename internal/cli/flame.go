@@ -75,6 +75,9 @@ func runFlame(env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
+		if err := needSegments(s, "flame "+kind); err != nil {
+			return err
+		}
 		if _, err := oneDevice(s, dev); err != nil { // a device the file lacks is an error, not an empty flamegraph
 			return err
 		}
@@ -92,7 +95,7 @@ func runFlame(env *Env, args []string) error {
 		}
 		f = export.ProfileFlame(lv.prof)
 		title = fmt.Sprintf("%s: live at %s", baseName(lv.s.Source.Name), lv.at)
-		sub = fmt.Sprintf("%s in %d allocations on cuda:%d (requested bytes, by category and stack)", units.Human(lv.prof.Bytes), lv.prof.Count, lv.device)
+		sub = fmt.Sprintf("%s in %d allocations on %s (requested bytes, by category and stack)", units.Human(lv.prof.Bytes), lv.prof.Count, lv.s.DeviceName(lv.device))
 	case "diff":
 		a, err := liveProfile(env, files[0], dev, *at)
 		if err != nil {

@@ -354,6 +354,10 @@ func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
 	if len(files) == 1 {
 		path = files[0]
 	}
+	// Replay validates against the recorded segments and addresses.
+	if err := needSegments(s, "sim"); err != nil {
+		return err
+	}
 	if f.device >= 0 {
 		if _, err := oneDevice(s, f.device); err != nil {
 			return err // every command's "no device N (devices: ...)"

@@ -35,6 +35,9 @@ func runStats(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := needSegments(s, "stats"); err != nil {
+		return err
+	}
 	if *device >= 0 {
 		if _, err := oneDevice(s, *device); err != nil {
 			return err

@@ -80,6 +80,9 @@ func runSteps(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := needStepMarks(s); err != nil {
+		return err
+	}
 	r, err := steps.Find(analysis.NewDevice(s, dev))
 	if err != nil {
 		return err

@@ -207,7 +207,7 @@ func (p *perfettoWriter) device(d int) {
 		return int64(i)
 	}
 	pid := d
-	p.meta(pid, 0, "process_name", "cuda:"+strconv.Itoa(d))
+	p.meta(pid, 0, "process_name", s.DeviceName(d))
 	p.meta(pid, 0, "thread_name", "events")
 	list := p.pickSlices(events, ts)
 	drawn := make([]bool, len(events)) // alloc and free_completed events of slices

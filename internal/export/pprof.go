@@ -122,7 +122,7 @@ func BuildMemoryProfiles(d *analysis.Device) (*MemoryProfiles, error) {
 // string labels device, stream, pool and category.
 func (mp *MemoryProfiles) Pprof() *profile.Profile {
 	s := mp.InUse.S
-	dev := "cuda:" + strconv.Itoa(mp.InUse.Device)
+	dev := s.DeviceName(mp.InUse.Device)
 	p := &profile.Profile{
 		SampleType:        pprofTypes,
 		DefaultSampleType: "inuse_space",

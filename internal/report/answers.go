@@ -30,13 +30,24 @@ func WriteLive(w io.Writer, file string, a *analysis.Live, t0 int64, hasT0 bool)
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "%s device %d at %s (%s)\n", file, a.Device, a.At.Spec, moment(a.At, t0, hasT0))
 	fmt.Fprintf(bw, "  peak active     %s  (Active Memory Timeline, requested bytes, as info)\n", size(a.PeakAllocatedBytes))
-	fmt.Fprintf(bw, "  peak reserved   %s  (Active Cached Segment Timeline)\n", size(a.PeakReservedBytes))
+	if a.NoSegments == "" {
+		fmt.Fprintf(bw, "  peak reserved   %s  (Active Cached Segment Timeline)\n", size(a.PeakReservedBytes))
+	} else {
+		fmt.Fprintf(bw, "  peak reserved   not recorded\n")
+	}
 	fmt.Fprintf(bw, "  live            %s requested in %d allocations\n", size(a.LiveBytes), a.LiveCount)
+	if a.CategoryReason != "" {
+		fmt.Fprintf(bw, "  categories      %s\n", a.CategoryReason)
+	}
 	writeCategories(bw, a.Categories, a.LiveBytes)
 	writeSites(bw, fmt.Sprintf("sites (%d of %d, by the %d innermost user frames)", len(a.Sites), len(a.Sites)+a.SitesOmitted, a.Profile.Depth), a.Sites)
 	fmt.Fprintf(bw, "\nsize classes\n")
 	for _, c := range a.SizeClasses {
 		fmt.Fprintf(bw, "  %-22s %6d  %s\n", c.Name, c.Count, units.Human(c.Bytes))
+	}
+	if a.NoSegments != "" {
+		fmt.Fprintf(bw, "\nfragmentation not known: %s\n", a.NoSegments)
+		return bw.Flush()
 	}
 	writeFragmentation(bw, &a.Fragmentation)
 	return bw.Flush()

@@ -29,6 +29,9 @@ type Info struct {
 	// Format describes the generation; PyTorch the versions that write it.
 	Format  string `json:"format"`
 	PyTorch string `json:"pytorch_version_hint"`
+	// Profiler is set for a torch.profiler output (not a snapshot): what
+	// it records and lacks.
+	Profiler *ProfilerInfo `json:"profiler,omitempty"`
 
 	Devices  []DeviceInfo `json:"devices"`
 	Streams  []StreamInfo `json:"streams"`
@@ -46,7 +49,10 @@ type Info struct {
 
 // DeviceInfo describes one device's segments, blocks and trace.
 type DeviceInfo struct {
-	Device                   int    `json:"device"`
+	Device int `json:"device"`
+	// Name is, for a torch.profiler output, "cuda:N", "cpu" or "exported
+	// device" (omitted for a snapshot: always cuda:N).
+	Name                     string `json:"name,omitempty"`
 	ActiveTimelinePeakBytes  uint64 `json:"active_timeline_peak_bytes"`
 	SegmentTimelinePeakBytes uint64 `json:"segment_timeline_peak_bytes"`
 	// Fragmentation is the cache at dump time (the headline figure with
@@ -75,7 +81,25 @@ type DeviceInfo struct {
 	// EntriesWithStack counts trace entries that carry frames.
 	EntriesWithStack int `json:"entries_with_stack"`
 
+	// BeforeProfilingBytes (torch.profiler Kineto traces with Total
+	// Allocated): memory allocated before profiling began and not freed
+	// during it, included in the timeline. PeakTotalReservedBytes: the
+	// largest Total Reserved.
+	BeforeProfilingBytes   uint64 `json:"before_profiling_bytes,omitempty"`
+	PeakTotalReservedBytes uint64 `json:"peak_total_reserved_bytes,omitempty"`
+
 	noAllocStacks bool // the trace has allocations, none with a stack
+}
+
+// ProfilerInfo describes a torch.profiler output.
+type ProfilerInfo struct {
+	// Source names the format in a sentence.
+	Source       string `json:"source"`
+	HasAddresses bool   `json:"has_addresses"`
+	HasTotals    bool   `json:"has_total_allocated"`
+	Categories   bool   `json:"has_categories"`
+	// Segments says why segment views are not available.
+	Segments string `json:"segments"`
 }
 
 // StateCount is the number and total size of blocks in one state.
@@ -166,6 +190,10 @@ var generations = map[snapshot.Generation]genInfo{
 	snapshot.GenD5:  {"dict with external_annotations", "2.5+"},
 	snapshot.GenD6:  {"dict; trace entries with compile_context", "2.6+"},
 	snapshot.GenD7:  {"dict; trace entries with user_metadata", "2.8+"},
+	// torch.profiler's outputs (snapshot/profiler.go), not snapshots.
+	snapshot.GenKineto:      {"torch.profiler Kineto trace with profile_memory=True ([memory] events), not a snapshot", "1.8+"},
+	snapshot.GenTimelineRaw: {"torch.profiler export_memory_timeline, raw form (.raw.json.gz: tensor events with categories), not a snapshot", "2.1+"},
+	snapshot.GenTimeline:    {"torch.profiler export_memory_timeline, JSON form (.json: bytes per category per timestamp), not a snapshot", "2.1+"},
 }
 
 var numberSuffix = regexp.MustCompile(`[0-9]+$`)
@@ -338,7 +366,17 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 			di.PreTraceFrees, di.PreTraceSegmentFrees = preTraceFrees(events)
 			di.noAllocStacks = allocs > 0 && allocsWithStack == 0
 		}
+		if s.Profiler != nil {
+			di.Name = s.DeviceName(d)
+		}
+		if p := s.Profiler; p != nil && d < len(p.BeforeBytes) && d < len(p.PeakReservedBytes) {
+			di.BeforeProfilingBytes, di.PeakTotalReservedBytes = p.BeforeBytes[d], p.PeakReservedBytes[d]
+		}
 		in.Devices = append(in.Devices, di)
+	}
+	if p := s.Profiler; p != nil {
+		in.Profiler = &ProfilerInfo{Source: snapshot.ProfilerFormatName(s.Source.Generation), HasAddresses: p.HasAddresses,
+			HasTotals: p.HasTotals, Categories: p.Categories, Segments: s.Unavailable("segments")}
 	}
 	if in.Devices == nil {
 		in.Devices = []DeviceInfo{}
@@ -502,6 +540,11 @@ func looksLikeLimit(n int) bool {
 
 func warnings(s *snapshot.Snapshot, in *Info) []string {
 	w := []string{}
+	if p := s.Profiler; p != nil {
+		// Not a snapshot: what the format lacks is the news, not what a
+		// snapshot's trace would say about itself.
+		return append(w, p.Notes...)
+	}
 	if s.Traces == nil {
 		return append(w, "no trace: the file is a bare list of segments (torch.cuda.memory_snapshot()); timelines are not available")
 	}

@@ -26,9 +26,15 @@ func WriteInfo(w io.Writer, in *Info) error {
 	}
 	kv("size", "%s, %s", units.PythonBytes(uint64(max(in.FileBytes, 0))), enc)
 	kv("format", "%s: %s (written by PyTorch %s)", in.Generation, in.Format, in.PyTorch)
+	if p := in.Profiler; p != nil {
+		kv("source", "%s", p.Source)
+	}
 	devs := make([]string, len(in.Devices))
 	for i, d := range in.Devices {
-		devs[i] = "cuda:" + strconv.Itoa(d.Device)
+		devs[i] = d.Name
+		if devs[i] == "" {
+			devs[i] = "cuda:" + strconv.Itoa(d.Device)
+		}
 	}
 	kv("devices", "%s", strings.TrimSpace(strconv.Itoa(len(in.Devices))+" "+strings.Join(devs, " ")))
 	if in.TimeSpan != nil {
@@ -56,6 +62,10 @@ func WriteInfo(w io.Writer, in *Info) error {
 	}
 
 	for _, d := range in.Devices {
+		if in.Profiler != nil {
+			writeProfilerDevice(bw, kv, in.Profiler, &d)
+			continue
+		}
 		fmt.Fprintf(bw, "\ndevice %d\n", d.Device)
 		kv("  peak active", "%s  (memory_viz Active Memory Timeline)", units.PythonBytes(d.ActiveTimelinePeakBytes))
 		kv("  peak reserved", "%s  (memory_viz Active Cached Segment Timeline)", units.PythonBytes(d.SegmentTimelinePeakBytes))
@@ -110,6 +120,13 @@ func WriteInfo(w io.Writer, in *Info) error {
 	}
 
 	bw.WriteString("\n")
+	if in.Profiler != nil {
+		// A profiler output has no allocator settings, compile context or
+		// user metadata to report as missing.
+		writeAnnotations(kv, in.Annotations, "none")
+		writeWarnings(bw, in.Warnings)
+		return bw.Flush()
+	}
 	if as := in.AllocatorSettings; as != nil {
 		bw.WriteString("allocator settings\n")
 		conf := as.Conf
@@ -157,22 +174,7 @@ func WriteInfo(w io.Writer, in *Info) error {
 		kv("allocator settings", "not recorded (PyTorch before 2.4)")
 	}
 
-	an := in.Annotations
-	switch {
-	case !an.Present:
-		kv("annotations", "not recorded (PyTorch before 2.5)")
-	case an.Count == 0:
-		kv("annotations", "none")
-	default:
-		var groups []string
-		for _, g := range an.Groups {
-			groups = append(groups, fmt.Sprintf("%s x%d", g.Name, g.Count))
-		}
-		kv("annotations", "%d (%d START, %d END), %d distinct names", an.Count, an.Starts, an.Ends, an.Distinct)
-		if len(groups) > 0 {
-			kv("", "%s", strings.Join(groups, ", "))
-		}
-	}
+	writeAnnotations(kv, in.Annotations, "not recorded (PyTorch before 2.5)")
 	writeUse := func(k string, u StringUse) {
 		if u.Entries == 0 {
 			kv(k, "none")
@@ -190,13 +192,64 @@ func WriteInfo(w io.Writer, in *Info) error {
 		kv("unknown keys", "%s", strings.Join(in.UnknownKeys, ", "))
 	}
 
-	if len(in.Warnings) > 0 {
+	writeWarnings(bw, in.Warnings)
+	return bw.Flush()
+}
+
+func writeWarnings(bw *bufio.Writer, ws []string) {
+	if len(ws) > 0 {
 		bw.WriteString("\nwarnings\n")
-		for _, w := range in.Warnings {
+		for _, w := range ws {
 			fmt.Fprintf(bw, "  - %s\n", w)
 		}
 	}
-	return bw.Flush()
+}
+
+// writeAnnotations writes the annotations line; absent is what to say
+// when the file has no annotations key.
+func writeAnnotations(kv func(k, format string, args ...any), an AnnotationInfo, absent string) {
+	switch {
+	case !an.Present:
+		kv("annotations", "%s", absent)
+	case an.Count == 0:
+		kv("annotations", "none")
+	default:
+		var groups []string
+		for _, g := range an.Groups {
+			groups = append(groups, fmt.Sprintf("%s x%d", g.Name, g.Count))
+		}
+		kv("annotations", "%d (%d START, %d END), %d distinct names", an.Count, an.Starts, an.Ends, an.Distinct)
+		if len(groups) > 0 {
+			kv("", "%s", strings.Join(groups, ", "))
+		}
+	}
+}
+
+// writeProfilerDevice writes one device of a torch.profiler output: its
+// peak and trace; it has no segments or blocks to list.
+func writeProfilerDevice(bw *bufio.Writer, kv func(k, format string, args ...any), p *ProfilerInfo, d *DeviceInfo) {
+	fmt.Fprintf(bw, "\ndevice %d (%s)\n", d.Device, d.Name)
+	kv("  peak allocated", "%s  (Active Memory Timeline)", units.PythonBytes(d.ActiveTimelinePeakBytes))
+	if d.BeforeProfilingBytes > 0 {
+		kv("  before profiling", "%s  (allocated before profiling began, from Total Allocated; included above)", units.PythonBytes(d.BeforeProfilingBytes))
+	}
+	if d.PeakTotalReservedBytes > 0 {
+		kv("  peak reserved", "%s  (largest Total Reserved)", units.PythonBytes(d.PeakTotalReservedBytes))
+	} else {
+		kv("  peak reserved", "not recorded")
+	}
+	kv("  segments", "none recorded")
+	kv("  trace", "%s, %d with a stack", plural(d.TraceEntries, "entry"), d.EntriesWithStack)
+	if d.TimeSpan != nil {
+		kv("  trace time", "%s .. %s (%s)", FormatTimeUS(d.TimeSpan.FirstUS), FormatTimeUS(d.TimeSpan.LastUS), FormatDurationUS(d.TimeSpan.DurationUS))
+	}
+	if len(d.Actions) > 0 {
+		var rows [][]string
+		for _, a := range d.Actions {
+			rows = append(rows, []string{a.Action, strconv.Itoa(a.Count)})
+		}
+		writeTable(bw, "    ", "lr", rows)
+	}
 }
 
 // writeTable writes rows as aligned columns two spaces apart; align has one

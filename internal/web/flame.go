@@ -37,7 +37,7 @@ func (s *Server) handleFlame(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "image/svg+xml")
 	w.Header().Set("Cache-Control", "no-store")
 	export.WriteFlameSVG(w, export.ProfileFlame(prof), export.FlameOptions{
-		Title:    fmt.Sprintf("%s cuda:%d: live after %s", p.f.Name, dd.device, m.Spec),
+		Title:    fmt.Sprintf("%s %s: live after %s", p.f.Name, p.f.Snap.DeviceName(dd.device), m.Spec),
 		Subtitle: fmt.Sprintf("%s in %d allocations (requested bytes, by category and stack)", units.Human(prof.Bytes), prof.Count),
 	})
 }

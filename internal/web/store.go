@@ -340,10 +340,13 @@ func (f *file) timelineOf(snap *snapshot.Snapshot, d int, view string) (*timelin
 }
 
 type deviceInfo struct {
-	Device   int  `json:"device"`
-	Events   int  `json:"events"`
-	Segments int  `json:"segments"`
-	HasTime  bool `json:"hasTime"`
+	Device int `json:"device"`
+	// Name is "cuda:N", or for a torch.profiler output "cpu" or
+	// "exported device".
+	Name     string `json:"name"`
+	Events   int    `json:"events"`
+	Segments int    `json:"segments"`
+	HasTime  bool   `json:"hasTime"`
 }
 
 type fileInfo struct {
@@ -356,9 +359,15 @@ type fileInfo struct {
 	HasSettings   bool         `json:"hasSettings"`
 	// While the file is decoded: Loading, and Done of Size bytes read
 	// (Size -1 when unknown).
-	Loading bool   `json:"loading,omitempty"`
-	Done    int64  `json:"done,omitempty"`
-	Error   string `json:"error,omitempty"`
+	// Source names a torch.profiler format (empty for a snapshot); Notes
+	// are what it lacks; Unavailable maps each view it cannot show to why
+	// (the page says so instead of drawing nothing).
+	Source      string            `json:"source,omitempty"`
+	Notes       []string          `json:"notes,omitempty"`
+	Unavailable map[string]string `json:"unavailable,omitempty"`
+	Loading     bool              `json:"loading,omitempty"`
+	Done        int64             `json:"done,omitempty"`
+	Error       string            `json:"error,omitempty"`
 }
 
 // fileInfoOf describes a file; computed once (it scans every event).
@@ -376,7 +385,7 @@ func computeFileInfo(f *file) fileInfo {
 		devs = []int{0}
 	}
 	for _, d := range devs {
-		di := deviceInfo{Device: d}
+		di := deviceInfo{Device: d, Name: s.DeviceName(d)}
 		if d < len(s.Traces) {
 			di.Events = len(s.Traces[d].Events)
 		}
@@ -388,7 +397,24 @@ func computeFileInfo(f *file) fileInfo {
 		}
 		fi.Devices = append(fi.Devices, di)
 	}
+	if p := s.Profiler; p != nil {
+		fi.Source = snapshot.ProfilerFormatName(s.Source.Generation)
+		fi.Notes = p.Notes
+		fi.Unavailable = profilerViews(s)
+	}
 	return fi
+}
+
+// profilerViews says which views a torch.profiler output cannot show and
+// why: those drawn from allocator segments, which it does not record.
+func profilerViews(s *snapshot.Snapshot) map[string]string {
+	segs := s.Unavailable("segments")
+	return map[string]string{
+		"segments": "The Active Cached Segment Timeline needs allocator segments: " + segs + ".",
+		"state":    "The Allocator State History needs allocator segments: " + segs + ".",
+		"private":  "Private pools are allocator segments (CUDA graphs, MemPools): " + segs + ". The Active Memory Timeline shows every allocation.",
+		"settings": "A " + snapshot.ProfilerFormatName(s.Source.Generation) + " records no allocator settings (PYTORCH_CUDA_ALLOC_CONF); a memory snapshot from PyTorch 2.4 or later does.",
+	}
 }
 
 // fileList describes every file: one being decoded with its progress, one

@@ -398,7 +398,7 @@ function fillSelectors() {
   const ds = $('device');
   ds.innerHTML = '';
   const f = S.files[S.p.file];
-  for (const d of f.devices) ds.add(new Option(`cuda:${d.device} (${d.events} events, ${d.segments} segments)`, d.device));
+  for (const d of f.devices) ds.add(new Option(`${d.name || 'cuda:' + d.device} (${d.events} events, ${d.segments} segments)`, d.device));
   if (!f.devices.some(d => d.device === S.p.device)) S.p.device = f.defaultDevice;
   ds.value = S.p.device;
   $('view').value = S.p.view;
@@ -416,10 +416,21 @@ async function openView(h) {
   S.seq++;
   clearTimeout(refreshTimer);
   document.body.dataset.ready = '';
-  $('timeline-view').hidden = !isTimeline();
-  $('state-view').hidden = S.p.view !== 'state';
-  $('settings-view').hidden = S.p.view !== 'settings';
-  document.querySelector('.tl-only').style.visibility = isTimeline() ? '' : 'hidden';
+  // A torch.profiler output has no segments: the views drawn from them
+  // say so, and what to record instead, rather than drawing nothing.
+  const f = S.files && S.files[S.p.file];
+  const missing = f && f.unavailable && f.unavailable[S.p.view];
+  $('missing-view').hidden = !missing;
+  $('missing').textContent = missing || '';
+  $('timeline-view').hidden = !!missing || !isTimeline();
+  $('state-view').hidden = !!missing || S.p.view !== 'state';
+  $('settings-view').hidden = !!missing || S.p.view !== 'settings';
+  document.querySelector('.tl-only').style.visibility = !missing && isTimeline() ? '' : 'hidden';
+  if (missing) {
+    document.body.dataset.ready = '1';
+    writeHash();
+    return;
+  }
   try {
     if (isTimeline()) {
       await openTimeline(h); // its first window writes the address
@@ -495,7 +506,10 @@ async function openTimeline(h) {
 function renderSummary() {
   const m = S.meta;
   const f = S.files[S.p.file];
-  const parts = [`<b>${escapeHTML(f.name)}</b>`, `cuda:${m.device}`, `${formatCount(m.events)} trace events`,
+  const dev = f.devices.find(d => d.device === m.device);
+  const parts = [`<b>${escapeHTML(f.name)}</b>`, escapeHTML(dev && dev.name ? dev.name : `cuda:${m.device}`),
+    ...(f.source ? [`<span id="source" title="${escapeHTML((f.notes || []).join('\n'))}">${escapeHTML(f.source)}</span>`] : []),
+    `${formatCount(m.events)} trace events`,
     `Peak: <b id="peak">${formatSize(m.peak, false)}</b>`,
     ...(m.events === 0 ? ['<i>no trace events: showing the blocks alive when the snapshot was taken</i>'] : []),
     `${formatCount(m.elements)} ${S.p.view === 'segments' ? 'segments' : 'allocations'}` +

@@ -1,0 +1,50 @@
+package analysis
+
+import "github.com/gpumem/gpumem/snapshot"
+
+// ProfilerReason is the category reason of an allocation whose category
+// torch.profiler gave (a memory timeline export): used as given.
+const ProfilerReason = "from torch.profiler"
+
+// profilerCategories returns the categories torch.profiler assigned to
+// d.Active's allocations (ok false when the file carries none: a
+// snapshot, a Kineto trace). The profiler follows every tensor's data
+// flow, which gpumem's stack evidence only approximates, so its word wins.
+func profilerCategories(d *Device) ([]Category, bool) {
+	s := d.S
+	if s.Profiler == nil || !s.Profiler.Categories {
+		return nil, false
+	}
+	byName := map[string]Category{}
+	for _, c := range Categories() {
+		byName[c.String()] = c
+	}
+	ev := d.Events()
+	cats := make([]Category, len(d.Active.Items))
+	for i := range d.Active.Items {
+		it := &d.Active.Items[i]
+		var e *snapshot.Event
+		switch {
+		case it.Alloc >= 0 && int(it.Alloc) < len(ev):
+			e = &ev[it.Alloc]
+		case it.Free >= 0 && int(it.Free) < len(ev):
+			e = &ev[it.Free]
+		default:
+			continue
+		}
+		if name, ok := s.ProfilerCategory(e); ok {
+			cats[i] = byName[name]
+		}
+	}
+	return cats, true
+}
+
+// CategoryReason says where the categories of d come from when it is not
+// gpumem's own classification: ProfilerReason for a memory timeline
+// export, "" otherwise.
+func (d *Device) CategoryReason() string {
+	if d.S.Profiler != nil && d.S.Profiler.Categories {
+		return ProfilerReason
+	}
+	return ""
+}
