@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// terminalSent reports whether a SIGINT or SIGHUP just received most likely
+// terminalSent (a variable for tests) reports whether a SIGINT or SIGHUP just received most likely
 // came from the controlling terminal (Ctrl-C, a hang-up): the terminal
 // sends those to its whole foreground process group, the command included,
 // so sending it again would make a Python job see a second
@@ -16,7 +16,7 @@ import (
 // gpumem's process group is the terminal's foreground group; a signal sent
 // with kill to gpumem alone (a scheduler, a script) finds gpumem in the
 // background or without a terminal, and is forwarded.
-func terminalSent() bool {
+var terminalSent = func() bool {
 	tty, err := os.Open("/dev/tty")
 	if err != nil {
 		return false // no controlling terminal
