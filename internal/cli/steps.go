@@ -72,6 +72,9 @@ func runSteps(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if len(files) == 1 && inputKind(files[0]) == kindMonitor { // monitor_input.go
+		return runMonitorSteps(env, files[0], *asJSON)
+	}
 	s, err := loadOne(env, files, *useDemo)
 	if err != nil {
 		return err
