@@ -97,7 +97,7 @@ rank  snapshots +size +steps  monitor
 look at them:
   gpumem ranks \S+/snaps/\*step\*.pickle
   gpumem serve \S+/snaps/rank0-step3.pickle
-  gpumem steps \S+/snaps/rank1-step3.pickle
+  gpumem steps \S+/snaps/rank0-step3.pickle
   gpumem ranks \S+/snaps/\*-steps.jsonl
 $`)
 	if !want.MatchString(stderr) {

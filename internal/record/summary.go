@@ -39,7 +39,8 @@ func WriteSummary(w io.Writer, r *Result, o Options, shown string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "rank\tsnapshots\tsize\tsteps\tmonitor\n")
 	var stepFiles, oomFiles, exitFiles, monitors, any []string
-	for _, rf := range files {
+	lastStep := "" // the first rank's last step snapshot: the longest trace to split into steps
+	for i, rf := range files {
 		var names, steps []string
 		var size int64
 		mon := "-"
@@ -52,6 +53,9 @@ func WriteSummary(w io.Writer, r *Result, o Options, shown string) error {
 			case "step":
 				steps = append(steps, strconv.Itoa(f.Step))
 				stepFiles = append(stepFiles, show(f.Path))
+				if i == 0 {
+					lastStep = show(f.Path)
+				}
 			case "oom":
 				oomFiles = append(oomFiles, show(f.Path))
 			case "exit":
@@ -87,8 +91,8 @@ func WriteSummary(w io.Writer, r *Result, o Options, shown string) error {
 			break
 		}
 	}
-	if len(stepFiles) > 0 {
-		fmt.Fprintf(w, "  gpumem steps %s\n", shellQuote(stepFiles[len(stepFiles)-1]))
+	if lastStep != "" {
+		fmt.Fprintf(w, "  gpumem steps %s\n", shellQuote(lastStep))
 	}
 	if len(oomFiles) > 0 {
 		fmt.Fprintf(w, "  gpumem oom %s\n", shellQuote(oomFiles[0]))
