@@ -471,6 +471,7 @@ class _Recorder:
         self.step = 0
         self.optimizer = None  # a weak reference to the optimizer whose steps are counted
         self.monitor = None  # type: Optional[Monitor]
+        self.monitor_announced = False
         self.cuda = False
 
     def wants_steps(self) -> bool:
@@ -580,7 +581,8 @@ class _Recorder:
                     self.event("file", kind="step", step=n, path=path)
                 except Exception as e:
                     _warn("step-dump", "rank %d: cannot write the step %d snapshot (%s); training goes on" % (self.rank, n, _err(e)))
-            if self.monitor is not None and self.monitor.report(n) is not None and n == self.monitor_every:
+            if self.monitor is not None and self.monitor.report(n) is not None and not self.monitor_announced:
+                self.monitor_announced = True
                 self.event("file", kind="monitor", path=self.monitor.jsonl)
         except Exception as e:
             _warn("step", "rank %d: step hook failed (%s)" % (self.rank, _err(e)))
