@@ -100,8 +100,14 @@ func Run(ctx context.Context, o Options, argv []string, st Streams) (*Result, er
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
+	// The directory on PYTHONPATH holds only the sitecustomize and the
+	// module; the state directory beside it is no importable name.
 	o.State = filepath.Join(tmp, "state")
-	if err := install(tmp); err != nil {
+	if err := os.Mkdir(o.State, 0o700); err != nil {
+		return nil, err
+	}
+	pydir := filepath.Join(tmp, "python")
+	if err := install(pydir); err != nil {
 		return nil, err
 	}
 	cfg, err := json.Marshal(o)
@@ -115,7 +121,7 @@ func Run(ctx context.Context, o Options, argv []string, st Streams) (*Result, er
 	cmd := exec.CommandContext(ctx, path, argv[1:]...)
 	cmd.Args[0] = argv[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = st.Stdin, st.Stdout, st.Stderr
-	cmd.Env = Environ(os.Environ(), tmp, string(cfg))
+	cmd.Env = Environ(os.Environ(), pydir, string(cfg))
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -177,7 +183,7 @@ func Environ(env []string, dir, cfg string) []string {
 
 // install writes the sitecustomize and the gpumem module into dir.
 func install(dir string) error {
-	if err := os.MkdirAll(filepath.Join(dir, "state"), 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "sitecustomize.py"), sitecustomize, 0o644); err != nil {
