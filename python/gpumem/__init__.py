@@ -622,6 +622,10 @@ class _TorchImportHook:
             self.fired = False
             return spec
         spec.loader = _Loader(spec.loader, self.callback)
+        try:
+            sys.meta_path.remove(self)  # torch is imported once: no cost for later imports
+        except ValueError:
+            pass
         return spec
 
 

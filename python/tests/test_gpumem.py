@@ -131,8 +131,11 @@ class FakeTorch(unittest.TestCase):
 
     def test_import_torch_without_cuda_records_nothing(self):
         j = Job(self)
-        r = j.run("import torch, sys; print(torch.cuda.is_initialized(), 'gpumem' in sys.modules)", cfg={"at_exit": True})
-        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "False True\n", ""))
+        r = j.run("import sys; hooked = [type(f).__name__ for f in sys.meta_path if 'Torch' in type(f).__name__]; import torch\n"
+                  "print(torch.cuda.is_initialized(), 'gpumem' in sys.modules, hooked, [f for f in sys.meta_path if 'Torch' in type(f).__name__])",
+                  cfg={"at_exit": True})
+        # The hook was there before import torch and is gone after it.
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "False True ['_TorchImportHook'] []\n", ""))
         self.assertEqual([e["event"] for e in j.events()], ["torch"])
         self.assertEqual(j.files(), [])
 
