@@ -154,7 +154,9 @@ def _write_pickle(obj: Any, path: str, overwrite: bool) -> str:
     tmp = os.path.join(d, ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
     try:
         with open(tmp, "wb") as f:
-            pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
+            # Protocol 4, what torch.cuda.memory._dump_snapshot writes on
+            # Python 3.8-3.13: pytorch.org/memory_viz refuses anything above 4.
+            pickle.dump(obj, f, protocol=4)
             f.flush()
             os.fsync(f.fileno())
         if overwrite:

@@ -147,6 +147,8 @@ class FakeTorch(unittest.TestCase):
         self.assertEqual(j.files(), ["rank0-exit.pickle", "rank0-step3.pickle", "rank0-steps.jsonl"])
         # History was on before the model's allocation: the step snapshot's
         # trace starts with it, with the job's own frame.
+        with open(os.path.join(j.dir, "rank0-step3.pickle"), "rb") as f:
+            self.assertEqual(f.read(2), b"\x80\x04")  # protocol 4: memory_viz reads 2..4 only
         snap = j.load("rank0-step3.pickle")
         trace = snap["device_traces"][0]
         self.assertEqual((trace[0]["action"], trace[0]["size"]), ("segment_alloc", 100 * MIB))
