@@ -123,8 +123,15 @@ func Run(ctx context.Context, o Options, argv []string, st Streams) (*Result, er
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = st.Stdin, st.Stdout, st.Stderr
 	cmd.Env = Environ(os.Environ(), pydir, string(cfg))
 
+	// A signal ignored when gpumem started (nohup, "cmd &" in a script)
+	// stays ignored, for gpumem and for the command: catching it would
+	// also give the command its default action back.
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	for _, s := range []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP} {
+		if !signal.Ignored(s) {
+			signal.Notify(sigs, s)
+		}
+	}
 	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -207,5 +208,18 @@ func TestPythonUnittests(t *testing.T) {
 			}
 			t.Logf("%s: %s", py, time.Since(start).Round(time.Millisecond))
 		})
+	}
+}
+
+// TestIgnoredSignalStaysIgnored: SIGINT ignored when gpumem starts (nohup,
+// "cmd &" in a script) is still ignored in the command.
+func TestIgnoredSignalStaysIgnored(t *testing.T) {
+	py := python3(t)
+	signal.Ignore(os.Interrupt)
+	defer signal.Reset(os.Interrupt)
+	var out bytes.Buffer
+	r, err := Run(context.Background(), opts(t), []string{py, "-c", "import signal; print(signal.getsignal(signal.SIGINT) == signal.SIG_IGN)"}, Streams{nil, &out, io.Discard})
+	if err != nil || r.ExitCode != 0 || out.String() != "True\n" {
+		t.Errorf("%v %+v %q", err, r, out.String())
 	}
 }
