@@ -37,7 +37,8 @@ elif command -v go >/dev/null 2>&1; then
 else
   die "no gpumem binary: set GPUMEM, put gpumem on PATH, or install Go"
 fi
-"$gpumem" version | head -1
+"$gpumem" version >"$work/version" || die "$gpumem does not run"
+head -1 "$work/version"
 
 "$PYTHON" - <<'EOF' || die "$PYTHON: needs PyTorch >= 2.1 with CUDA and a visible GPU"
 import sys, torch
@@ -86,7 +87,9 @@ print("  trace entries %s, with stacks %s" % ([x["trace_entries"] for x in d], [
 sys.exit(0 if ok else 1)
 EOF
   then ok "$f opens and has a trace with stacks"; else bad "$f has no trace entries with stacks"; fi
-  if "$gpumem" peak "$p" 2>/dev/null | grep -q 'train\.py'; then ok "$f: the peak's sites are in train.py"; else bad "$f: gpumem peak names no train.py frame"; fi
+  # (to a file first: grep -q leaving early would fail the pipeline under pipefail)
+  "$gpumem" peak "$p" >"$work/$f.peak" 2>&1 || true
+  if grep -q 'train\.py' "$work/$f.peak"; then ok "$f: the peak's sites are in train.py"; else bad "$f: gpumem peak names no train.py frame"; fi
 done
 
 mon=$snaps/rank0-steps.jsonl
