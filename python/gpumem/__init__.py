@@ -188,6 +188,21 @@ def _write_pickle(obj: Any, path: str, overwrite: bool) -> str:
             pass
 
 
+def _new_file(path: str) -> str:
+    """Create path, empty, or the next free name (NAME.1.jsonl, ...) when it
+    exists: a monitor file of an earlier run is not appended to."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    stem, ext = os.path.splitext(path)
+    for n in range(1000):
+        target = path if n == 0 else "%s.%d%s" % (stem, n, ext)
+        try:
+            os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            return target
+        except FileExistsError:
+            continue
+    raise FileExistsError("%s and 999 numbered names after it exist" % path)
+
+
 def _dump(path: str, overwrite: bool = False) -> str:
     """Write torch.cuda.memory._snapshot() (the dict _dump_snapshot pickles)
     to path; returns the path written."""
@@ -551,9 +566,11 @@ class _Recorder:
 
             atexit.register(self._exit)
         if self.monitor_every:
-            self.monitor = Monitor(
-                device=None, interval=self.monitor_every, log=None, jsonl=os.path.join(self.dir, "rank%d-steps.jsonl" % self.rank)
-            )
+            try:
+                jsonl = _new_file(os.path.join(self.dir, "rank%d-steps.jsonl" % self.rank))
+                self.monitor = Monitor(device=None, interval=self.monitor_every, log=None, jsonl=jsonl)
+            except Exception as e:
+                _warn("jsonl", "rank %d: cannot create the monitor file in %s (%s): not monitoring" % (self.rank, self.dir, _err(e)))
         self.event("cuda", device=device, history=True, missing=missing)
         if missing:
             left = [w for w, on in (("at exit", self.at_exit), ("at an OOM", self.on_oom and not any("OOM" in m for m in missing))) if on]

@@ -177,9 +177,13 @@ class FakeTorch(unittest.TestCase):
     def test_every_and_never_overwritten(self):
         j = Job(self)
         for _ in range(2):
-            r = j.run(TRAIN, cfg={"every": 2})
+            r = j.run(TRAIN, cfg={"every": 2, "monitor": 2})
             self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(j.files(), ["rank0-step2.1.pickle", "rank0-step2.pickle", "rank0-step4.1.pickle", "rank0-step4.pickle"])
+        self.assertEqual(j.files(), ["rank0-step2.1.pickle", "rank0-step2.pickle", "rank0-step4.1.pickle", "rank0-step4.pickle",
+                                     "rank0-steps.1.jsonl", "rank0-steps.jsonl"])
+        for name in ("rank0-steps.jsonl", "rank0-steps.1.jsonl"):  # one run each, every 2 steps
+            with open(os.path.join(j.dir, name)) as f:
+                self.assertEqual([json.loads(l)["step"] for l in f], [2, 4])
         self.assertEqual([f for f in os.listdir(j.dir) if f.startswith(".")], [])  # no temporary file left
 
     def test_rank_from_env_and_ranks_filter(self):
