@@ -565,7 +565,7 @@ class _Recorder:
             import atexit
 
             atexit.register(self._exit)
-        if self.monitor_every:
+        if self.monitor_every and step_hook is not None:
             try:
                 jsonl = _new_file(os.path.join(self.dir, "rank%d-steps.jsonl" % self.rank))
                 self.monitor = Monitor(device=None, interval=self.monitor_every, log=None, jsonl=jsonl)
