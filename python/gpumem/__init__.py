@@ -548,19 +548,27 @@ class _Recorder:
             return
         missing = []
         step_hook = getattr(getattr(torch.optim, "optimizer", None), "register_optimizer_step_post_hook", None)
+        # Each part on its own: one that fails (one warning) leaves the others.
         if self.wants_steps():
             if step_hook is None:
                 missing.append("the global optimizer step hook (torch.optim.optimizer.register_optimizer_step_post_hook)")
             else:
-                step_hook(self._optimizer_stepped)
+                try:
+                    step_hook(self._optimizer_stepped)
+                except Exception as e:
+                    step_hook = None
+                    _warn("step", "rank %d: cannot register the optimizer step hook (%s): no step snapshots" % (self.rank, _err(e)))
         if self.on_oom:
             attach = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
             if attach is None:
                 missing.append("the OOM observer (torch._C._cuda_attach_out_of_memory_observer)")
             else:
                 _oom["dir"] = self.dir
-                attach(_on_oom)
-                _oom["attached"] = True
+                try:
+                    attach(_on_oom)
+                    _oom["attached"] = True
+                except Exception as e:
+                    _warn("oom", "rank %d: cannot attach the OOM observer (%s): no snapshot at an OOM" % (self.rank, _err(e)))
         if self.at_exit:
             import atexit
 
