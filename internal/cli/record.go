@@ -37,7 +37,8 @@ step N (steps counted by PyTorch's global optimizer step hook, PyTorch >=
 propagates, rankR-exit.pickle at exit, rankR-steps.jsonl with --monitor.
 R is RANK, else LOCAL_RANK, else 0. A failure inside the job prints one
 "gpumem:" line and the job goes on. At the end gpumem prints what each
-rank wrote and the commands to look at it.`
+rank wrote and the commands to look at it. docs/record.md has the details,
+the monitor and the Python module (import gpumem).`
 
 func runRecord(env *Env, args []string) error {
 	fs := newFlagSet(env, "record", "[flags] [--] CMD [ARGS...]", recordAbout)
