@@ -253,3 +253,33 @@ func FuzzInputKind(f *testing.F) {
 		}
 	})
 }
+
+// TestRecordRealTorchWithoutCUDA runs a CPU training step under gpumem
+// record with Debian's /usr/bin/python3 and its PyTorch 1.13 (no CUDA):
+// the job's output is what it is without gpumem, no recorder line, and the
+// summary says torch was imported but CUDA never used.
+func TestRecordRealTorchWithoutCUDA(t *testing.T) {
+	const py = "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import torch").Run(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s cannot import torch (CI=true: .ci/run installs python3-torch): %v", py, err)
+		}
+		t.Skipf("%s cannot import torch", py)
+	}
+	t.Setenv("PYTHONPATH", "")
+	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+	script := `import torch
+torch.manual_seed(0)
+m = torch.nn.Linear(4, 1); opt = torch.optim.SGD(m.parameters(), lr=0.1)
+loss = m(torch.randn(8, 4)).square().mean(); loss.backward(); opt.step()
+print("loss %.6f cuda %s" % (loss.item(), torch.cuda.is_initialized()))`
+	plain, err := exec.Command(py, "-c", script).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI("record", "--dir", t.TempDir(), "--step", "1", "--monitor", "--", py, "-c", script)
+	want := "gpumem record: the job exited with status 0; nothing recorded: 1 process imported torch, none used CUDA\n"
+	if code != 0 || stdout != string(plain) || stderr != want {
+		t.Errorf("exit %d\nstdout %q (without gpumem %q)\nstderr %q\nwant   %q", code, stdout, plain, stderr, want)
+	}
+}
