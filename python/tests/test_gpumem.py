@@ -110,6 +110,17 @@ TRAIN = """
 """
 
 
+class Source(unittest.TestCase):
+    def test_python_38_syntax(self):
+        # The wheel says Requires-Python >=3.8; the sitecustomize runs in
+        # whatever Python the job uses, and must at least parse there.
+        import ast
+
+        for path in (os.path.join(MODULE, "__init__.py"), SITECUSTOMIZE):
+            with open(path) as f:
+                ast.parse(f.read(), path, feature_version=(3, 8))
+
+
 class FakeTorch(unittest.TestCase):
     def test_import_gpumem_without_torch(self):
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), PYTHONDONTWRITEBYTECODE="1")
