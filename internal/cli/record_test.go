@@ -95,7 +95,7 @@ rank  snapshots +size +steps  monitor
 0     rank0-step3.pickle rank0-exit.pickle  \d+(\.\d+)? (B|KiB)  3      rank0-steps.jsonl \(5 lines\)
 1     rank1-step3.pickle rank1-exit.pickle  \d+(\.\d+)? (B|KiB)  3      rank1-steps.jsonl \(5 lines\)
 look at them:
-  gpumem ranks \S+/snaps/\*step\*.pickle
+  gpumem ranks \S+/snaps/rank\*-step3.pickle
   gpumem serve \S+/snaps/rank0-step3.pickle
   gpumem steps \S+/snaps/rank0-step3.pickle
   gpumem ranks \S+/snaps/\*-steps.jsonl

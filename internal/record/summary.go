@@ -79,11 +79,11 @@ func WriteSummary(w io.Writer, r *Result, o Options, shown string) error {
 	}
 	fmt.Fprintf(w, "look at them:\n")
 	d := shellQuote(shown)
-	switch {
-	case len(files) > 1 && len(stepFiles) > 0:
-		fmt.Fprintf(w, "  gpumem ranks %s/*step*.pickle\n", d)
+	switch step := commonStep(files); {
+	case len(files) > 1 && step > 0:
+		fmt.Fprintf(w, "  gpumem ranks %s/rank*-step%d.pickle\n", d, step)
 	case len(files) > 1 && len(exitFiles) > 0:
-		fmt.Fprintf(w, "  gpumem ranks %s/*exit*.pickle\n", d)
+		fmt.Fprintf(w, "  gpumem ranks %s/rank*-exit.pickle\n", d)
 	}
 	for _, list := range [][]string{stepFiles, exitFiles, oomFiles} {
 		if len(list) > 0 {
@@ -103,6 +103,28 @@ func WriteSummary(w io.Writer, r *Result, o Options, shown string) error {
 		fmt.Fprintf(w, "  gpumem ranks %s/*-steps.jsonl\n", d)
 	}
 	return nil
+}
+
+// commonStep is the last step every rank wrote a snapshot for (0: none),
+// the moment to compare ranks at.
+func commonStep(files []RankFiles) int {
+	count := map[int]int{}
+	for _, rf := range files {
+		seen := map[int]bool{}
+		for _, f := range rf.Files {
+			if f.Kind == "step" && !seen[f.Step] {
+				seen[f.Step] = true
+				count[f.Step]++
+			}
+		}
+	}
+	best := 0
+	for step, n := range count {
+		if n == len(files) && step > best {
+			best = step
+		}
+	}
+	return best
 }
 
 // whyNothing says why the job wrote no file, from what its processes
