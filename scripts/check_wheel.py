@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Checks gpumem wheels as an installer reads them, independently of the Go
 code that wrote them: CRCs, RECORD (every member with its urlsafe-base64
-sha256 and size, RECORD's own line empty), WHEEL, METADATA, and the
-executable bit of the binary in .data/scripts/.
+sha256 and size, RECORD's own line empty), WHEEL, METADATA, the
+executable bit of the binary in .data/scripts/, and the Python module
+(gpumem/__init__.py, and gpumem/_version.py naming the wheel's version).
 
 usage: python3 scripts/check_wheel.py WHEEL...
 """
@@ -55,6 +56,16 @@ def check(path):
         mode = members[scripts[0]].external_attr >> 16
         if mode & 0o111 != 0o111:
             return f"{scripts[0]}: mode {oct(mode)} is not executable"
+        for mod in ("gpumem/__init__.py", "gpumem/_version.py"):
+            if mod not in members:
+                return f"no {mod}: import gpumem would fail"
+        v = zf.read("gpumem/_version.py").decode()
+        if f'\nversion = "{version}"\n' not in v:
+            return f"gpumem/_version.py does not say version {version}: {v!r}"
+        try:
+            compile(zf.read("gpumem/__init__.py"), "gpumem/__init__.py", "exec")
+        except SyntaxError as e:
+            return f"gpumem/__init__.py: {e}"
         return None
 
 

@@ -45,6 +45,12 @@ type Command struct {
 	Run func(env *Env, args []string) error
 }
 
+// ExitStatus is returned by a command that ends with this exit status and
+// has already said what it had to (gpumem record returns its command's).
+type ExitStatus int
+
+func (e ExitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
 // ErrUsage reports a command-line mistake (exit status 2); what was wrong
 // went to usageError (or the flag package), and run prints it.
 var ErrUsage = errors.New("usage")
@@ -117,9 +123,12 @@ func run(env *Env, c *Command, args []string) (code int) {
 		}
 	}()
 	err := c.Run(env, args)
+	var status ExitStatus
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &status):
+		return int(status)
 	case errors.Is(err, flag.ErrHelp):
 		if env.help != nil {
 			env.help(env.Stdout) // asked for, so on standard output

@@ -37,7 +37,9 @@ trace's first event), the fragmentation of the cache at the peak
 memory at the peak; then the spread of the peaks across ranks and the
 rank furthest from the median when it is more than 5% away. Files are read
 -j at a time (default 2), each dropped once its row is made, so memory
-stays that of -j snapshots.`
+stays that of -j snapshots. A FILE may also be a rank's "gpumem info
+--json" summary or its monitor file (gpumem record --monitor): see
+docs/record.md.`
 
 type rankRow struct {
 	Rank               int     `json:"rank"`
@@ -52,6 +54,8 @@ type rankRow struct {
 	TopSiteBytes       uint64  `json:"top_site_bytes"`
 
 	hasTrace bool // the device has trace events (else its peak is the dump's state)
+
+	*RankInput // rows from info summaries and monitor files (ranks_inputs.go)
 }
 
 type ranksResult struct {
@@ -111,7 +115,7 @@ func runRanks(env *Env, args []string) error {
 			for m := ranksMaxInFlight.Load(); n > m && !ranksMaxInFlight.CompareAndSwap(m, n); m = ranksMaxInFlight.Load() {
 			}
 			defer ranksInFlight.Add(-1)
-			rows[i], errs[i] = rankOf(env, f, i, *device)
+			rows[i], errs[i] = rankOfAny(env, f, i, *device)
 		}()
 	}
 	wg.Wait()
@@ -205,8 +209,8 @@ func writeRanksText(w io.Writer, r *ranksResult) error {
 		if row.TopSite != "" {
 			site = units.Human(row.TopSiteBytes) + " " + row.TopSite
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.3f\t%s\t%s\n", row.Rank, units.Human(row.PeakAllocatedBytes), units.Human(row.PeakReservedBytes),
-			at, row.Fragmentation, site, baseName(row.File))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", row.Rank, units.Human(row.PeakAllocatedBytes), units.Human(row.PeakReservedBytes),
+			at, fragText(row), site, baseName(row.File))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -221,6 +225,7 @@ func writeRanksText(w io.Writer, r *ranksResult) error {
 		fmt.Fprintf(w, "outlier: rank %d (%s), %s from the median (%+.1f%%)\n", r.Outlier.Rank, baseName(r.Outlier.File),
 			units.HumanSigned(r.Outlier.FromMedian), r.Outlier.PercentOfMed)
 	}
+	writeRankNotes(w, r)
 	return nil
 }
 
@@ -229,6 +234,8 @@ func writeRanksText(w io.Writer, r *ranksResult) error {
 // from) or "dump" (a file without a trace: the peak is the dump's state).
 func peakAtText(row rankRow) string {
 	switch {
+	case row.RankInput != nil:
+		return row.peakAt
 	case row.PeakTimeUS != nil:
 		return analysis.FormatDurationUS(*row.PeakTimeUS)
 	case row.PeakEvent != nil:

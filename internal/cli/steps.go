@@ -28,7 +28,9 @@ is in (forward, backward or optimizer, from the allocating stack), the live
 bytes when each phase ends, and its duration. Live memory at the start of
 steps 1.. (after the warm-up step that creates optimizer state) and at the
 end that grows at every step is flagged as a leak, with the growth per
-step and the allocation sites that grew.`
+step and the allocation sites that grew. Given the monitor's JSON lines
+(gpumem record --monitor), prints its per-interval peaks and the steps
+whose peak jumps.`
 
 type stepsJSON struct {
 	File          string       `json:"file"`
@@ -71,6 +73,9 @@ func runSteps(env *Env, args []string) error {
 	files, err := parseOneSnapshot(env, fs, args, useDemo)
 	if err != nil {
 		return err
+	}
+	if len(files) == 1 && inputKind(files[0]) == kindMonitor { // monitor_input.go
+		return runMonitorSteps(env, files[0], *asJSON)
 	}
 	s, err := loadOne(env, files, *useDemo)
 	if err != nil {

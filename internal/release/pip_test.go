@@ -17,8 +17,8 @@ import (
 // TestWheelInstallsWithPip builds this machine's release binary (one
 // build: linux/amd64 in CI), packs its wheel, checks it with Python's
 // zipfile and scripts/check_wheel.py, installs it with pip into a fresh
-// venv without any index, and runs "gpumem version" and "gpumem info
-// --demo" as found on the venv's PATH.
+// venv without any index, imports the gpumem module from it, and runs
+// "gpumem version" and "gpumem info --demo" as found on the venv's PATH.
 func TestWheelInstallsWithPip(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the release build and pip install")
@@ -74,6 +74,14 @@ func TestWheelInstallsWithPip(t *testing.T) {
 		"import importlib.metadata as m; d = m.distribution('gpumem'); print(d.version, d.metadata['License-Expression'], d.metadata['Requires-Python'])")
 	if meta != "9.8.7rc1 MIT >=3.8\n" {
 		t.Errorf("installed metadata: %q", meta)
+	}
+
+	// The recorder module: import gpumem works in a venv without PyTorch,
+	// from site-packages, with the wheel's version.
+	mod := run(t, nil, filepath.Join(scripts, "python"), "-c",
+		"import sys, gpumem; print(gpumem.__version__, 'torch' in sys.modules, callable(gpumem.Monitor), gpumem.__file__.startswith(sys.prefix))")
+	if mod != "9.8.7rc1 False True True\n" {
+		t.Errorf("import gpumem in the venv: %q, want version 9.8.7rc1, no torch, from the venv", mod)
 	}
 
 	// Found by PATH lookup, as a user's shell would after activating the venv.

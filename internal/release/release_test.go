@@ -70,6 +70,8 @@ func TestWheel(t *testing.T) {
 			}
 			want := []string{
 				"gpumem-9.8.7rc1.data/scripts/" + tg.Exe(),
+				"gpumem/__init__.py",
+				"gpumem/_version.py",
 				"gpumem-9.8.7rc1.dist-info/licenses/LICENSE",
 				"gpumem-9.8.7rc1.dist-info/METADATA",
 				"gpumem-9.8.7rc1.dist-info/WHEEL",
@@ -89,11 +91,14 @@ func TestWheel(t *testing.T) {
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Errorf("members\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
-			wheel := member(t, zr, want[3])
+			if v := member(t, zr, "gpumem/_version.py"); !strings.HasSuffix(v, "\nversion = \"9.8.7rc1\"\n") {
+				t.Errorf("gpumem/_version.py:\n%s", v)
+			}
+			wheel := member(t, zr, want[5])
 			if wheel != "Wheel-Version: 1.0\nGenerator: gpumem-release (9.8.7rc1)\nRoot-Is-Purelib: false\nTag: py3-none-"+tg.Wheel+"\n" {
 				t.Errorf("WHEEL:\n%s", wheel)
 			}
-			meta := member(t, zr, want[2])
+			meta := member(t, zr, want[4])
 			for _, line := range []string{"Metadata-Version: 2.4\n", "Name: gpumem\n", "Version: 9.8.7rc1\n", "Summary: Offline analysis",
 				"License-Expression: MIT\n", "License-File: LICENSE\n", "Requires-Python: >=3.8\n",
 				"Project-URL: Source, https://github.com/gpumem/gpumem\n", "\n\n# gpumem\nreadme\n"} {

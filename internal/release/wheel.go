@@ -10,13 +10,15 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/gpumem/gpumem/python"
 )
 
 // Project facts written into every wheel's METADATA.
 const (
 	summary        = "Offline analysis of PyTorch CUDA memory snapshots: one native binary, no PyTorch needed"
 	homepage       = "https://github.com/gpumem/gpumem"
-	requiresPython = ">=3.8" // the wheel holds no Python code; any pip that knows the platform tags installs it
+	requiresPython = ">=3.8" // the recorder module (python/gpumem) uses nothing newer
 	license        = "MIT"
 )
 
@@ -28,17 +30,22 @@ func WheelName(version string, t Target) string {
 
 // Wheel returns the wheel for t: the binary in gpumem-VERSION.data/scripts/
 // (pip installs it into the environment's bin/ or Scripts/, as ruff's and
-// uv's wheels do), then the .dist-info with the licence, METADATA (the
-// README as its description), WHEEL and, last, RECORD.
+// uv's wheels do), the Python module (import gpumem: the recorder, the same
+// files gpumem record injects, with gpumem.__version__ the stamp's), then
+// the .dist-info with the licence, METADATA (the README as its
+// description), WHEEL and, last, RECORD.
 func Wheel(t Target, s Stamp, bin, readme, licenseText []byte) ([]byte, error) {
 	data := "gpumem-" + s.Version + ".data"
 	info := "gpumem-" + s.Version + ".dist-info"
-	files := []File{
-		{data + "/scripts/" + t.Exe(), 0o755, bin},
+	files := []File{{data + "/scripts/" + t.Exe(), 0o755, bin}}
+	for _, f := range python.Module(s.Version) {
+		files = append(files, File{f.Path, 0o644, f.Data})
+	}
+	files = append(files, []File{
 		{info + "/licenses/LICENSE", 0o644, licenseText},
 		{info + "/METADATA", 0o644, metadata(s.Version, readme)},
 		{info + "/WHEEL", 0o644, wheelFile(s.Version, t)},
-	}
+	}...)
 	files = append(files, File{info + "/RECORD", 0o644, record(files, info+"/RECORD")})
 	var b bytes.Buffer
 	if err := WriteZip(&b, files, s.Date); err != nil {

@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gpumem/gpumem/internal/record"
+)
+
+func init() {
+	Register(&Command{
+		Name:    "record",
+		Summary: "run a training command with memory snapshots switched on: per rank, at step N, at the OOM, at exit",
+		Run:     runRecord,
+	})
+}
+
+const recordAbout = `
+Runs CMD unchanged (its input and output pass through, its exit status is
+gpumem's, SIGINT/SIGTERM/SIGHUP are forwarded) with PyTorch's CUDA memory
+history switched on in every Python process of the job that uses CUDA:
+python train.py, torchrun --nproc-per-node 8 train.py, accelerate launch,
+deepspeed, python -m pkg. A sitecustomize written to a private temporary
+directory put first on PYTHONPATH (it runs any sitecustomize it hides)
+waits for "import torch" and turns history on when the process makes its
+CUDA context, before the model is built; processes that never use CUDA
+(the launcher, DataLoader workers) are left alone.
+
+Files go to DIR, one per rank and moment, never overwritten (NAME.1.pickle
+when NAME exists), written atomically: rankR-stepN.pickle after optimizer
+step N (steps counted by PyTorch's global optimizer step hook, PyTorch >=
+2.0), rankR-oom.pickle from the allocator's OOM observer before the error
+propagates, rankR-exit.pickle at exit, rankR-steps.jsonl with --monitor.
+R is RANK, else LOCAL_RANK, else 0. A failure inside the job prints one
+"gpumem:" line and the job goes on. At the end gpumem prints what each
+rank wrote and the commands to look at it. docs/record.md has the details,
+the monitor and the Python module (import gpumem).`
+
+func runRecord(env *Env, args []string) error {
+	fs := newFlagSet(env, "record", "[flags] [--] CMD [ARGS...]", recordAbout)
+	o := record.Options{OnOOM: true}
+	fs.StringVar(&o.Dir, "dir", "gpumem-snapshots", "write the files to `DIR`")
+	fs.Var(commaInts{&o.Steps, 1}, "step", "dump after optimizer steps `N[,M,...]` (1 is the first step)")
+	fs.IntVar(&o.Every, "every", 0, "dump every `K` optimizer steps")
+	fs.BoolVar(&o.OnOOM, "on-oom", true, "dump at the first CUDA out-of-memory error (--on-oom=false: not)")
+	fs.BoolVar(&o.AtExit, "at-exit", false, "dump when each process exits")
+	fs.IntVar(&o.MaxEntries, "max-entries", 100000, "keep the last `N` trace entries (the history's ring)")
+	fs.StringVar(&o.Stacks, "stacks", "python", "stack frames to record: `python` or all (adds C++ frames; deeper, slower, larger)")
+	var ranks []int
+	fs.Var(commaInts{&ranks, 0}, "ranks", "record only ranks `LIST` (0,1,8)")
+	fs.Var(monitorFlag{&o.Monitor}, "monitor", "per-interval monitor: after every optimizer step (--monitor=K: every K) append allocated, interval peak (then reset), reserved and total to DIR/rankR-steps.jsonl")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return ErrUsage
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		return usageError(fs, env.Stderr, "no command given (gpumem record [flags] -- CMD [ARGS...])")
+	}
+	switch {
+	case o.Every < 0:
+		return usageError(fs, env.Stderr, "--every wants a number of steps >= 1")
+	case o.MaxEntries < 1:
+		return usageError(fs, env.Stderr, "--max-entries wants at least 1")
+	case o.Stacks != "python" && o.Stacks != "all":
+		return usageError(fs, env.Stderr, fmt.Sprintf("--stacks wants python or all, not %q", o.Stacks))
+	case o.Dir == "":
+		return usageError(fs, env.Stderr, "--dir wants a directory")
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "ranks" {
+			o.Ranks = append([]int{}, ranks...) // given: a list, even empty
+		}
+	})
+	shown := o.Dir
+	r, err := record.Run(context.Background(), o, argv, record.Streams{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr})
+	if errors.Is(err, record.ErrNotFound) {
+		fmt.Fprintf(env.Stderr, "gpumem record: %v\n", err)
+		return ExitStatus(127) // as a shell says it
+	}
+	if err != nil {
+		return err
+	}
+	record.WriteSummary(env.Stderr, r, o, shown)
+	return ExitStatus(r.ExitCode)
+}
+
+// commaInts is a comma-separated list of integers >= min.
+type commaInts struct {
+	v   *[]int
+	min int
+}
+
+func (l commaInts) String() string {
+	if l.v == nil {
+		return ""
+	}
+	s := make([]string, len(*l.v))
+	for i, n := range *l.v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l commaInts) Set(s string) error {
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < l.min {
+			return fmt.Errorf("want numbers >= %d separated by commas, not %q", l.min, f)
+		}
+		*l.v = append(*l.v, n)
+	}
+	return nil
+}
+
+// monitorFlag is --monitor (every step) or --monitor=K.
+type monitorFlag struct{ n *int }
+
+func (m monitorFlag) IsBoolFlag() bool { return true }
+
+func (m monitorFlag) String() string {
+	if m.n == nil || *m.n == 0 {
+		return ""
+	}
+	return strconv.Itoa(*m.n)
+}
+
+func (m monitorFlag) Set(s string) error {
+	switch s {
+	case "true":
+		*m.n = 1
+		return nil
+	case "false":
+		*m.n = 0
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return errors.New("want --monitor or --monitor=K with K >= 1 steps")
+	}
+	*m.n = n
+	return nil
+}
