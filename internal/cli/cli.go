@@ -168,6 +168,11 @@ func wrongLine(s string) string {
 			for _, sep := range []string{" for flag -", " for -"} {
 				if before, after, ok := strings.Cut(l, sep); ok {
 					name, rest, _ := strings.Cut(after, ":")
+					if rest != " parse error" {
+						// A flag of our own that may stand alone
+						// (--monitor[=K]) is no boolean to the user.
+						before = strings.Replace(before, "invalid boolean value", "invalid value", 1)
+					}
 					l = before + " for " + dashed(name) + ":" + rest
 					break
 				}

@@ -20,7 +20,7 @@ func TestRecordUsage(t *testing.T) {
 	}{
 		{[]string{"record"}, "gpumem record: no command given"},
 		{[]string{"record", "--stacks", "cpp", "--", "true"}, `gpumem record: --stacks wants python or all, not "cpp"`},
-		{[]string{"record", "--monitor=0", "--", "true"}, "invalid boolean value \"0\" for -monitor: want --monitor or --monitor=K with K >= 1 steps"},
+		{[]string{"record", "--monitor=0", "--", "true"}, "invalid value \"0\" for --monitor: want --monitor or --monitor=K with K >= 1 steps"},
 		{[]string{"record", "--step", "0", "--", "true"}, `want numbers >= 1 separated by commas, not "0"`},
 		{[]string{"record", "--max-entries", "0", "--", "true"}, "gpumem record: --max-entries wants at least 1"},
 	} {
