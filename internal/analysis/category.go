@@ -52,12 +52,125 @@ func Categories() []Category {
 // The first call classifies every allocation; it is safe for concurrent
 // use (the viewer asks from several requests).
 func (d *Device) Category(i int) Category {
-	d.catsOnce.Do(func() { d.cats = classify(d) })
+	d.catsOnce.Do(d.classifyAll)
 	return d.cats[i]
 }
 
+// CategoryRule returns the rule that set item i's category.
+func (d *Device) CategoryRule(i int) Rule {
+	d.catsOnce.Do(d.classifyAll)
+	return d.rules[i]
+}
+
+// CategoryReason is item i's category with its rule and evidence, as the
+// answers print it ("category_reason").
+func (d *Device) CategoryReason(i int) string {
+	return d.CategoryRule(i).Reason()
+}
+
+func (d *Device) classifyAll() { d.cats, d.rules = classify(d) }
+
+// Rule is the rule that set an allocation's category: each has one
+// category and one piece of evidence (docs/categories.md has the table).
+type Rule uint8
+
+// The rules, in the order classify tries them.
+const (
+	RuleNone              Rule = iota // no rule applies
+	RuleWorkspace                     // a cuBLAS/cuDNN workspace
+	RuleAccumulateGrad                // AccumulateGrad
+	RuleZeroGrad                      // made or freed by zero_grad
+	RuleDDPBucket                     // DDP's Reducer buckets
+	RuleOptimInit                     // torch/optim _init_group
+	RuleModuleApply                   // nn.Module._apply / to / cuda
+	RuleLoadWeights                   // load_state_dict / from_pretrained
+	RuleQuantized                     // bitsandbytes quantized weights
+	RuleFSDPFlat                      // FSDP flat parameters
+	RuleFSDPGather                    // FSDP all-gather buffers
+	RuleDataLoader                    // torch/utils/data
+	RuleRecompute                     // activation checkpointing's recomputation
+	RuleOptimKept                     // optimizer step, outlived it
+	RuleOptimTemp                     // optimizer step, died in it
+	RuleBackwardGrad                  // backward, outlived the pass
+	RuleBackwardDetail                // backward, died in it
+	RuleForwardSaved                  // forward, outlived the pass
+	RuleForwardTemp                   // forward, died in it
+	RuleForwardOOM                    // forward, live at an OOM
+	RuleInput                         // made before the first module forward, outlived the pass
+	RuleInputOOM                      // the same, live at an OOM
+	RuleInputTemp                     // made before the first module forward, died in the pass
+	RuleLoss                          // made after the module forwards, outlived the pass
+	RuleModuleInit                    // made in an __init__ before any forward, alive to the end
+	RuleWeightsNoBackward             // before the trace to its end, no backward in the trace
+	RuleWeightsPaired                 // before the trace to its end, pairs with a gradient/state by size
+	RuleWeightsFrozen                 // before the trace to its end, no gradient of its size
+	RuleUnpaired                      // unknown: more same-size blocks than parameters
+	RuleCutByOOM                      // unknown: an OOM cut the pass it was made in
+	numRules
+)
+
+var ruleText = [numRules]struct {
+	name, reason string
+}{
+	RuleNone:              {"none", "no rule applies: no stack evidence and no lifetime evidence"},
+	RuleWorkspace:         {"workspace", "a cuBLAS/cuDNN workspace (at::cuda::getNewWorkspace): cached by the library, not a tensor"},
+	RuleAccumulateGrad:    {"accumulate-grad", "made by autograd's AccumulateGrad → gradient"},
+	RuleZeroGrad:          {"zero-grad", "made or freed by zero_grad → gradient"},
+	RuleDDPBucket:         {"ddp-bucket", "made by DDP's Reducer (gradient buckets; the gradients are views into them) → gradient"},
+	RuleOptimInit:         {"optimizer-init", "made by torch/optim's _init_group (the optimizer's lazily created state) → optimizer state"},
+	RuleModuleApply:       {"module-apply", "made by nn.Module._apply/to/cuda (weights moved to the device) → parameter"},
+	RuleLoadWeights:       {"load-weights", "made by load_state_dict/from_pretrained outside any forward → parameter (loaded weights)"},
+	RuleQuantized:         {"quantized", "made by bitsandbytes outside any forward (quantized weights and their quantization state) → parameter"},
+	RuleFSDPFlat:          {"fsdp-flat", "made by FSDP's flat-parameter set-up → parameter (the local shard)"},
+	RuleFSDPGather:        {"fsdp-gather", "made by FSDP's unshard (all-gather of the full parameter for one module) → temporary"},
+	RuleDataLoader:        {"dataloader", "made in torch/utils/data → input"},
+	RuleRecompute:         {"recompute", "made by activation checkpointing's recomputation in backward → activation (the segment's activations, rebuilt)"},
+	RuleOptimKept:         {"optimizer-kept", "made in the optimizer step and outlived it → optimizer state"},
+	RuleOptimTemp:         {"optimizer-temp", "made in the optimizer step and died in it → temporary"},
+	RuleBackwardGrad:      {"backward-kept", "made in backward and alive after the pass's last allocation (or freed by zero_grad) → gradient"},
+	RuleBackwardDetail:    {"backward-temp", "made in backward and died in the pass → autograd detail"},
+	RuleForwardSaved:      {"forward-kept", "made in a module's forward and outlived the forward pass (saved for backward, or an output) → activation"},
+	RuleForwardTemp:       {"forward-temp", "made in the forward pass and died before the next phase began → temporary"},
+	RuleForwardOOM:        {"forward-oom", "made in the forward pass and live at the out-of-memory, which ended the pass (what the unwind freed afterwards is no evidence) → activation: it scales with the batch"},
+	RuleInput:             {"input", "made before the pass's first module forward and outlived the pass (the batch) → input"},
+	RuleInputOOM:          {"input-oom", "made before the pass's first module forward and live at the out-of-memory, which ended the pass → input"},
+	RuleInputTemp:         {"input-temp", "made before the pass's first module forward and died in the pass → temporary"},
+	RuleLoss:              {"loss", "made in the forward pass after the module forwards (the loss and friends) and outlived the pass → activation"},
+	RuleModuleInit:        {"module-init", "made in an __init__ before any forward and alive to the end (a module built on the device) → parameter"},
+	RuleWeightsNoBackward: {"weights-no-backward", "alive from before the trace (or model set-up) to its end, with a forward and no backward in the trace → parameter (weights)"},
+	RuleWeightsPaired:     {"weights-paired", "alive from before the trace to its end, no stack, and the size of a gradient or optimizer state made per parameter → parameter"},
+	RuleWeightsFrozen:     {"weights-frozen", "alive from before the trace to its end, no stack, and no gradient or optimizer state of its size in a trace that has both → parameter (frozen: it never gets a gradient)"},
+	RuleUnpaired:          {"unpaired", "alive from before the trace to its end, no stack, its size that of a parameter but more such blocks than parameters: a gradient or state made before the trace cannot be told from a parameter"},
+	RuleCutByOOM:          {"cut-by-oom", "made in a backward pass or optimizer step that an out-of-memory ended: whether it would have outlived the pass is not known"},
+}
+
+// String is the rule's short name.
+func (r Rule) String() string {
+	if r < numRules {
+		return ruleText[r].name
+	}
+	return "none"
+}
+
+// Reason is the rule's evidence and conclusion in words.
+func (r Rule) Reason() string {
+	if r < numRules {
+		return ruleText[r].reason
+	}
+	return ruleText[RuleNone].reason
+}
+
+// Rules lists every rule in the order classify tries them.
+func Rules() []Rule {
+	out := make([]Rule, numRules)
+	for i := range out {
+		out[i] = Rule(i)
+	}
+	return out
+}
+
 // Evidence a stack can carry, one bit per kind of frame found in it.
-type evidence uint16
+type evidence uint32
 
 const (
 	evStack       evidence = 1 << iota // the stack has frames
@@ -71,9 +184,19 @@ const (
 	evZeroGrad                         // zero_grad
 	evModuleApply                      // nn.Module._apply / to / cuda / to_empty
 	evDataLoader                       // torch/utils/data
-	evForward                          // a module's forward or _call_impl
+	evForward                          // a module's forward or _call_impl, or Inductor's generated code
 	evInit                             // an __init__ (model construction)
+	evLoad                             // load_state_dict / from_pretrained
+	evQuant                            // bitsandbytes
+	evDDP                              // DDP's Reducer (gradient buckets)
+	evFSDPFlat                         // FSDP's flat parameter set-up
+	evFSDPGather                       // FSDP's unshard (all-gather)
+	evCheckpoint                       // torch/utils/checkpoint.py
+	evComputed                         // (cache marker, not evidence)
 )
+
+// evBackward is the evidence of the autograd engine at work.
+const evBackward = evEngine | evPyBackward | evAccumulate
 
 // frameEvidence classifies one frame.
 func frameEvidence(f *snapshot.Frame) evidence {
@@ -82,6 +205,21 @@ func frameEvidence(f *snapshot.Frame) evidence {
 	var e evidence
 	if strings.HasSuffix(fn, ".py") {
 		e |= evPython
+		switch {
+		case strings.Contains(fn, "bitsandbytes/"):
+			e |= evQuant
+		case strings.Contains(fn, "torch/utils/checkpoint.py"):
+			e |= evCheckpoint
+		case strings.Contains(fn, "torch/nn/parallel/distributed.py") && (name == "_ddp_init_helper" || name == "_build_reducer"):
+			e |= evDDP
+		case strings.Contains(fn, "torch/distributed/fsdp/"):
+			switch {
+			case strings.Contains(name, "unshard") || strings.Contains(name, "all_gather") || strings.Contains(name, "alloc_storage") || strings.Contains(name, "_alloc_padded_unsharded"):
+				e |= evFSDPGather
+			case strings.Contains(name, "flat_param") || strings.Contains(name, "flatten") || name == "__init__":
+				e |= evFSDPFlat
+			}
+		}
 		switch {
 		case name == "backward" && (strings.Contains(fn, "torch/_tensor.py") || strings.Contains(fn, "torch/autograd/")):
 			e |= evPyBackward
@@ -95,9 +233,13 @@ func frameEvidence(f *snapshot.Frame) evidence {
 			e |= evOptim
 		case strings.Contains(fn, "torch/nn/modules/module.py") && (name == "_apply" || name == "to" || name == "cuda" || name == "to_empty"):
 			e |= evModuleApply
+		case strings.Contains(fn, "torch/nn/modules/module.py") && (name == "load_state_dict" || name == "_load_from_state_dict"),
+			name == "from_pretrained", name == "load_state_dict":
+			e |= evLoad
 		case strings.Contains(fn, "torch/utils/data/"):
 			e |= evDataLoader
-		case name == "forward" || strings.Contains(fn, "torch/nn/modules/module.py") && strings.HasSuffix(name, "call_impl"):
+		case name == "forward" || strings.Contains(fn, "torch/nn/modules/module.py") && strings.HasSuffix(name, "call_impl"),
+			strings.Contains(fn, "torchinductor_") && name == "call":
 			e |= evForward
 		case name == "__init__":
 			e |= evInit
@@ -111,6 +253,8 @@ func frameEvidence(f *snapshot.Frame) evidence {
 		e |= evEngine
 	case strings.Contains(name, "Workspace") && strings.Contains(name, "at::cuda"):
 		e |= evWorkspace
+	case strings.Contains(name, "c10d::Reducer::initialize_bucket"):
+		e |= evDDP
 	}
 	return e
 }
@@ -125,15 +269,20 @@ const (
 	phaseOptimizer              // Optimizer.step
 )
 
-// classify assigns every allocation of d.Active a category, from strong
-// evidence in its frames first, then from the phase it was made in and
-// whether it outlived that phase, then, for blocks without a stack made
-// before the trace, from their sizes. The README lists the rules.
-func classify(d *Device) []Category {
+// classify assigns every allocation of d.Active a category and the rule
+// that set it: strong evidence in its frames first, then the phase it was
+// made in and whether it outlived that phase (an out-of-memory ends the
+// phase it happens in: what its unwind frees is no evidence), then, for
+// blocks alive from before the trace to its end without a stack, what the
+// trace shows of the run (no backward: weights; sizes of the gradients and
+// optimizer states). docs/categories.md lists the rules.
+func classify(d *Device) ([]Category, []Rule) {
 	s := d.S
 	items := d.Active.Items
 	n := int32(len(d.Active.Events))
 	cats := make([]Category, len(items))
+	rules := make([]Rule, len(items))
+	set := func(i int, c Category, r Rule) { cats[i], rules[i] = c, r }
 	ev := d.Events()
 
 	frameEv := make([]evidence, len(s.Frames))
@@ -141,7 +290,6 @@ func classify(d *Device) []Category {
 		frameEv[i] = frameEvidence(&s.Frames[i])
 	}
 	// Evidence per stack, computed on first use (evComputed marks it).
-	const evComputed evidence = 1 << 15
 	stackEv := make([]evidence, s.Stacks.Len()+1)
 	evOf := func(st snapshot.StackID) evidence {
 		if st < 0 || int(st) >= len(stackEv) {
@@ -161,6 +309,16 @@ func classify(d *Device) []Category {
 	}
 	steps := optimizerSteps(s, d.Index)
 
+	// What the trace shows of the run: a backward pass anywhere (its
+	// allocations or frees), a forward pass.
+	hasBackward, hasForward := false, false
+	for r := range ev {
+		d.pauseAt(r)
+		e := evOf(ev[r].Stack)
+		hasBackward = hasBackward || e&evBackward != 0
+		hasForward = hasForward || e&evForward != 0 && ev[r].Action == snapshot.ActionAlloc
+	}
+
 	// Per item: its evidence and phase. Items are in element order, which
 	// for trace allocations is birth order.
 	evs := make([]evidence, len(items))
@@ -176,9 +334,12 @@ func classify(d *Device) []Category {
 		}
 		e := evOf(d.itemStack(i))
 		evs[i] = e
+		if e&evBackward != 0 {
+			hasBackward = true
+		}
 		p := phaseNone
 		switch {
-		case e&(evEngine|evPyBackward|evAccumulate) != 0:
+		case e&evBackward != 0:
 			p = phaseBackward
 		case e&evOptim != 0:
 			p = phaseOptimizer
@@ -230,18 +391,23 @@ func classify(d *Device) []Category {
 		prev = p
 	}
 
-	// cut: the trace ends with an OOM that no allocation follows (synth
-	// --capacity, a dump from an OOM observer): the last phase never ended.
-	cut := false
-	for r := len(ev) - 1; r >= 0; r-- {
+	// The out-of-memory errors, as the Active Memory Timeline's actions
+	// they follow. An allocation live at one, made in the run (phase) the
+	// error ended, did not die by that run's flow: the exception's unwind
+	// (or the end of the trace) freed it.
+	var ooms []int32
+	for r := range ev {
 		if ev[r].Action == snapshot.ActionOOM {
-			last := int32(-1)
-			for i := range items {
-				last = max(last, items[i].Born)
-			}
-			cut = int(last) <= d.Active.ActionAtEvent(r)
-			break
+			ooms = append(ooms, int32(d.Active.ActionAtEvent(r)))
 		}
+	}
+	cutAt := func(born, died, end int32) bool {
+		for _, a := range ooms {
+			if born <= a && a < died && end > a {
+				return true
+			}
+		}
+		return false
 	}
 
 	// Allocations of a forward run made before its first module forward
@@ -252,19 +418,40 @@ func classify(d *Device) []Category {
 		e, p := evs[i], phases[i]
 		switch {
 		case e&evWorkspace != 0:
-			cats[i] = Unknown
+			set(i, Unknown, RuleWorkspace)
 			continue
-		case e&evAccumulate != 0 || e&evZeroGrad != 0 && e&evOptimInit == 0:
-			cats[i] = Gradient
+		case e&evAccumulate != 0:
+			set(i, Gradient, RuleAccumulateGrad)
+			continue
+		case e&evZeroGrad != 0 && e&evOptimInit == 0:
+			set(i, Gradient, RuleZeroGrad)
+			continue
+		case e&evDDP != 0:
+			set(i, Gradient, RuleDDPBucket)
 			continue
 		case e&evOptimInit != 0:
-			cats[i] = OptimizerState
+			set(i, OptimizerState, RuleOptimInit)
+			continue
+		case e&evFSDPGather != 0:
+			set(i, Temporary, RuleFSDPGather)
+			continue
+		case e&evCheckpoint != 0 && e&evBackward != 0:
+			set(i, Activation, RuleRecompute)
+			continue
+		case e&evForward == 0 && e&evBackward == 0 && e&evFSDPFlat != 0:
+			set(i, Parameter, RuleFSDPFlat)
+			continue
+		case e&evForward == 0 && e&evBackward == 0 && e&evQuant != 0:
+			set(i, Parameter, RuleQuantized)
 			continue
 		case e&evModuleApply != 0 && e&evForward == 0:
-			cats[i] = Parameter
+			set(i, Parameter, RuleModuleApply)
+			continue
+		case e&evLoad != 0 && e&evForward == 0:
+			set(i, Parameter, RuleLoadWeights)
 			continue
 		case e&evDataLoader != 0:
-			cats[i] = Input
+			set(i, Input, RuleDataLoader)
 			continue
 		}
 		if p != phaseForward {
@@ -281,56 +468,75 @@ func classify(d *Device) []Category {
 				}
 			}
 			outlived := it.Died >= end
+			cut := cutAt(it.Born, it.Died, end)
 			switch {
+			case p == phaseOptimizer && cut, p == phaseBackward && cut:
+				set(i, Unknown, RuleCutByOOM)
 			case p == phaseOptimizer:
-				cats[i] = pick(outlived, OptimizerState, Temporary)
+				set(i, pick(outlived, OptimizerState, Temporary), pickRule(outlived, RuleOptimKept, RuleOptimTemp))
 			case p == phaseBackward:
-				cats[i] = pick(outlived, Gradient, AutogradDetail)
+				set(i, pick(outlived, Gradient, AutogradDetail), pickRule(outlived, RuleBackwardGrad, RuleBackwardDetail))
 			case e&evInit != 0 && e&evForward == 0 && it.Died == n:
-				cats[i] = Parameter
+				set(i, Parameter, RuleModuleInit)
+			case p == phaseForward && e&evForward != 0 && cut:
+				set(i, Activation, RuleForwardOOM)
 			case p == phaseForward && e&evForward != 0:
-				cats[i] = pick(outlived, Activation, Temporary)
+				set(i, pick(outlived, Activation, Temporary), pickRule(outlived, RuleForwardSaved, RuleForwardTemp))
+			case it.Died == n && hasForward && !hasBackward && e&evForward == 0:
+				set(i, Parameter, RuleWeightsNoBackward)
 			}
 			continue
 		}
 		outlived := it.Died >= runEnd[i]
-		if cut && runEnd[i] == n && it.Died == n && (p == phaseBackward || p == phaseOptimizer) {
-			// The OOM ended the trace inside this backward pass or
-			// optimizer step: whether what is live would have outlived
-			// it is not known.
+		if cutAt(it.Born, it.Died, runEnd[i]) {
+			switch {
+			case p == phaseBackward || p == phaseOptimizer:
+				set(i, Unknown, RuleCutByOOM)
+			case p == phaseForward && e&evForward == 0 && !seenForward:
+				set(i, Input, RuleInputOOM)
+			case p == phaseForward:
+				if e&evForward != 0 {
+					seenForward = true
+				}
+				set(i, Activation, RuleForwardOOM)
+			}
 			continue
 		}
 		switch p {
 		case phaseOptimizer:
-			cats[i] = pick(outlived, OptimizerState, Temporary)
+			set(i, pick(outlived, OptimizerState, Temporary), pickRule(outlived, RuleOptimKept, RuleOptimTemp))
 		case phaseBackward:
 			// A gradient outlives the backward pass: it is still live
 			// after the pass's last allocation, or zero_grad frees it.
 			grad := it.Died > runLast[i] || it.Free >= 0 && evOf(ev[it.Free].Stack)&evZeroGrad != 0
-			cats[i] = pick(grad, Gradient, AutogradDetail)
+			set(i, pick(grad, Gradient, AutogradDetail), pickRule(grad, RuleBackwardGrad, RuleBackwardDetail))
 		case phaseForward:
 			switch {
 			case e&evForward != 0:
 				seenForward = true
-				cats[i] = pick(outlived, Activation, Temporary)
+				set(i, pick(outlived, Activation, Temporary), pickRule(outlived, RuleForwardSaved, RuleForwardTemp))
 			case e&evInit != 0 && it.Died == n && !seenForward:
-				cats[i] = Parameter // a module built on the device
+				set(i, Parameter, RuleModuleInit) // a module built on the device
 			case !seenForward:
-				cats[i] = pick(outlived, Input, Temporary)
+				set(i, pick(outlived, Input, Temporary), pickRule(outlived, RuleInput, RuleInputTemp))
 			default:
-				cats[i] = pick(outlived, Activation, Temporary) // loss and friends
+				set(i, pick(outlived, Activation, Temporary), pickRule(outlived, RuleLoss, RuleForwardTemp)) // loss and friends
 			}
 		}
 	}
 
-	// A block without a stack, made before the trace and alive to its end,
-	// whose size is that of a gradient or optimizer state recognised by its
-	// frames, is a parameter (both are made per parameter with its size).
-	// An optimizer keeps as many states of one kind (one site) as it has
-	// parameters, so per size at most that many such blocks are
-	// parameters; the rest (gradients or state made before the trace, which
-	// the snapshot cannot tell apart) stay unknown.
+	// A block without a stack, made before the trace and alive to its end:
+	// with no backward in the trace (and a forward), weights. With one, a
+	// block whose size is that of a gradient or optimizer state recognised
+	// by its frames is a parameter (both are made per parameter with its
+	// size). An optimizer keeps as many states of one kind (one site) as
+	// it has parameters, so per size at most that many such blocks are
+	// parameters; the rest (gradients or state made before the trace,
+	// which the snapshot cannot tell apart) stay unknown. A block whose
+	// size no gradient or state has, in a trace with both, never gets a
+	// gradient: a frozen weight.
 	paired := map[uint64]bool{}
+	sawGrad, sawState := false, false
 	type stackSize struct {
 		st   snapshot.StackID
 		size uint64
@@ -341,6 +547,8 @@ func classify(d *Device) []Category {
 		c := cats[i]
 		if (c == Gradient || c == OptimizerState) && evs[i]&evStack != 0 {
 			paired[it.Size] = true
+			sawGrad = sawGrad || c == Gradient
+			sawState = sawState || c == OptimizerState
 		}
 		if c == OptimizerState && it.Died == n {
 			perSite[stackSize{d.itemStack(i), it.Size}]++
@@ -353,16 +561,33 @@ func classify(d *Device) []Category {
 	taken := map[uint64]int{}
 	for i := range items {
 		it := &items[i]
-		if it.Born >= 0 || it.Died != n || evs[i]&evStack != 0 || !paired[it.Size] {
+		if it.Born >= 0 || it.Died != n || evs[i]&evStack != 0 || rules[i] != RuleNone {
 			continue
 		}
-		if l, ok := limit[it.Size]; ok && taken[it.Size] >= l {
-			continue
+		switch {
+		case hasForward && !hasBackward:
+			set(i, Parameter, RuleWeightsNoBackward)
+		case !paired[it.Size]:
+			if hasBackward && sawGrad && sawState {
+				set(i, Parameter, RuleWeightsFrozen)
+			}
+		default:
+			if l, ok := limit[it.Size]; ok && taken[it.Size] >= l {
+				set(i, Unknown, RuleUnpaired)
+				continue
+			}
+			taken[it.Size]++
+			set(i, Parameter, RuleWeightsPaired)
 		}
-		taken[it.Size]++
-		cats[i] = Parameter
 	}
-	return cats
+	return cats, rules
+}
+
+func pickRule(cond bool, a, b Rule) Rule {
+	if cond {
+		return a
+	}
+	return b
 }
 
 func pick(cond bool, a, b Category) Category {

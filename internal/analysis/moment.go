@@ -28,6 +28,7 @@ type Device struct {
 	segs     []int32 // the device's dump segments by address
 	catsOnce sync.Once
 	cats     []Category
+	rules    []Rule
 	pause    func() // see NewDevicePaused
 }
 

@@ -24,6 +24,9 @@ type Site struct {
 	Count    int      `json:"count"`
 	Bytes    uint64   `json:"bytes"`
 	Category string   `json:"category"`
+	// CategoryReason is the rule that set Category and its evidence
+	// (docs/categories.md); a site's allocations share it.
+	CategoryReason string `json:"category_reason"`
 	// Share is Bytes / the live bytes.
 	Share float64 `json:"share"`
 	// Items are the allocations' indices in the Active Memory Timeline
@@ -135,11 +138,12 @@ func (d *Device) siteItems(m Moment, p *Profile, sites []Site, depth int) {
 	type key struct {
 		frames string
 		cat    Category
+		rule   Rule
 	}
 	index := map[key]int{}
 	for i := range sites {
 		smp := &p.Samples[i]
-		index[key{p.Key(smp), smp.Labels.Category}] = i
+		index[key{p.Key(smp), smp.Labels.Category, smp.Labels.Rule}] = i
 	}
 	// Many allocations share a stack: its folded frames are worked out
 	// once (per allocation, they took 2 s of the 1 GB tile's 3.4 s answer).
@@ -152,7 +156,7 @@ func (d *Device) siteItems(m Moment, p *Profile, sites []Site, depth int) {
 			frames = p.Key(&smp)
 			folded[st] = frames
 		}
-		if k, ok := index[key{frames, d.Category(i)}]; ok {
+		if k, ok := index[key{frames, d.Category(i), d.CategoryRule(i)}]; ok {
 			sites[k].Items = append(sites[k].Items, int32(i))
 		}
 	})
@@ -167,7 +171,8 @@ func sitesOf(p *Profile, top int) []Site {
 	out := make([]Site, 0, n)
 	for i := 0; i < n; i++ {
 		smp := &p.Samples[i]
-		st := Site{Frames: p.FrameStrings(smp), Count: smp.Count, Bytes: smp.Bytes, Category: smp.Labels.Category.String()}
+		st := Site{Frames: p.FrameStrings(smp), Count: smp.Count, Bytes: smp.Bytes, Category: smp.Labels.Category.String(),
+			CategoryReason: smp.Labels.Rule.String() + ": " + smp.Labels.Rule.Reason()}
 		if p.Bytes > 0 {
 			st.Share = float64(smp.Bytes) / float64(p.Bytes)
 		}

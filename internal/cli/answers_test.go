@@ -83,7 +83,7 @@ func TestPeakJSONShape(t *testing.T) {
 	}
 	var sites []json.RawMessage
 	json.Unmarshal(doc["sites"], &sites)
-	if len(sites) == 0 || !reflect.DeepEqual(keys(t, sites[0]), sorted("frames", "count", "bytes", "category", "share")) {
+	if len(sites) == 0 || !reflect.DeepEqual(keys(t, sites[0]), sorted("frames", "count", "bytes", "category", "category_reason", "share")) {
 		t.Errorf("sites %s", doc["sites"])
 	}
 	if got := keys(t, doc["fragmentation"]); !reflect.DeepEqual(got, sorted("headline", "reserved_bytes", "allocated_bytes",
