@@ -106,6 +106,7 @@ const (
 	RuleWeightsFrozen                 // before the trace to its end, no gradient of its size
 	RuleUnpaired                      // unknown: more same-size blocks than parameters
 	RuleCutByOOM                      // unknown: an OOM cut the pass it was made in
+	RuleParamOrGrad                   // unknown: backward in the trace, no lasting gradient made in it
 	numRules
 )
 
@@ -132,15 +133,16 @@ var ruleText = [numRules]struct {
 	RuleForwardSaved:      {"forward-kept", "made in a module's forward and outlived the forward pass (saved for backward, or an output) → activation"},
 	RuleForwardTemp:       {"forward-temp", "made in the forward pass and died before the next phase began → temporary"},
 	RuleForwardOOM:        {"forward-oom", "made in the forward pass and live at the out-of-memory, which ended the pass (what the unwind freed afterwards is no evidence) → activation: it scales with the batch"},
-	RuleInput:             {"input", "made before the pass's first module forward and outlived the pass (the batch) → input"},
-	RuleInputOOM:          {"input-oom", "made before the pass's first module forward and live at the out-of-memory, which ended the pass → input"},
-	RuleInputTemp:         {"input-temp", "made before the pass's first module forward and died in the pass → temporary"},
+	RuleInput:             {"input", "made outside any module's forward and live when the next module forward ran, or, before the pass's modules ran, outlived the pass (the batch) → input"},
+	RuleInputOOM:          {"input-oom", "made outside any module's forward, live when the next module forward ran and at the out-of-memory that ended the pass → input"},
+	RuleInputTemp:         {"input-temp", "made outside any module's forward before the pass's modules ran, and died in the pass before the next one ran → temporary"},
 	RuleLoss:              {"loss", "made in the forward pass after the module forwards (the loss and friends) and outlived the pass → activation"},
 	RuleModuleInit:        {"module-init", "made in an __init__ before any forward and alive to the end (a module built on the device) → parameter"},
 	RuleWeightsNoBackward: {"weights-no-backward", "alive from before the trace (or model set-up) to its end, with a forward and no backward in the trace → parameter (weights)"},
 	RuleWeightsPaired:     {"weights-paired", "alive from before the trace to its end, no stack, and the size of a gradient or optimizer state made per parameter → parameter"},
 	RuleWeightsFrozen:     {"weights-frozen", "alive from before the trace to its end, no stack, and no gradient or optimizer state of its size in a trace that has both → parameter (frozen: it never gets a gradient)"},
 	RuleUnpaired:          {"unpaired", "alive from before the trace to its end, no stack, its size that of a parameter but more such blocks than parameters: a gradient or state made before the trace cannot be told from a parameter"},
+	RuleParamOrGrad:       {"param-or-grad", "alive from before the trace to its end, no stack, in a trace whose backward makes no lasting gradient (gradients kept from before it and accumulated in place): a parameter or a gradient, which the snapshot cannot tell apart"},
 	RuleCutByOOM:          {"cut-by-oom", "made in a backward pass or optimizer step that an out-of-memory ended: whether it would have outlived the pass is not known"},
 }
 
@@ -309,8 +311,9 @@ func classify(d *Device) ([]Category, []Rule) {
 	}
 	steps := optimizerSteps(s, d.Index)
 
-	// What the trace shows of the run: a backward pass anywhere (its
-	// allocations or frees), a forward pass.
+	// What the trace shows of the run: a backward pass (its allocations or
+	// frees), a forward pass. Blocks from before the trace do not count: a
+	// forward-only recording may follow a warm-up step.
 	hasBackward, hasForward := false, false
 	for r := range ev {
 		d.pauseAt(r)
@@ -334,7 +337,7 @@ func classify(d *Device) ([]Category, []Rule) {
 		}
 		e := evOf(d.itemStack(i))
 		evs[i] = e
-		if e&evBackward != 0 {
+		if e&evBackward != 0 && it.Born >= 0 {
 			hasBackward = true
 		}
 		p := phaseNone
@@ -389,6 +392,25 @@ func classify(d *Device) ([]Category, []Rule) {
 		runLast[i] = last[p]
 		next[p] = it.Born
 		prev = p
+	}
+
+	// nextFwd[i]: the birth of the next allocation made in a module's
+	// forward in the same forward run (n when none): an allocation made
+	// outside the modules and still live then is the pass's input.
+	nextFwd := make([]int32, len(items))
+	nf := n
+	for i := len(items) - 1; i >= 0; i-- {
+		it := &items[i]
+		if it.Born < 0 {
+			continue
+		}
+		if phases[i] != phaseForward {
+			nf = n
+		}
+		nextFwd[i] = nf
+		if phases[i] == phaseForward && evs[i]&evForward != 0 {
+			nf = it.Born
+		}
 	}
 
 	// The out-of-memory errors, as the Active Memory Timeline's actions
@@ -492,7 +514,7 @@ func classify(d *Device) ([]Category, []Rule) {
 			switch {
 			case p == phaseBackward || p == phaseOptimizer:
 				set(i, Unknown, RuleCutByOOM)
-			case p == phaseForward && e&evForward == 0 && !seenForward:
+			case p == phaseForward && e&evForward == 0 && it.Died > nextFwd[i] && nextFwd[i] < n:
 				set(i, Input, RuleInputOOM)
 			case p == phaseForward:
 				if e&evForward != 0 {
@@ -517,6 +539,8 @@ func classify(d *Device) ([]Category, []Rule) {
 				set(i, pick(outlived, Activation, Temporary), pickRule(outlived, RuleForwardSaved, RuleForwardTemp))
 			case e&evInit != 0 && it.Died == n && !seenForward:
 				set(i, Parameter, RuleModuleInit) // a module built on the device
+			case nextFwd[i] < n && it.Died > nextFwd[i]:
+				set(i, Input, RuleInput)
 			case !seenForward:
 				set(i, pick(outlived, Input, Temporary), pickRule(outlived, RuleInput, RuleInputTemp))
 			default:
@@ -547,9 +571,9 @@ func classify(d *Device) ([]Category, []Rule) {
 		c := cats[i]
 		if (c == Gradient || c == OptimizerState) && evs[i]&evStack != 0 {
 			paired[it.Size] = true
-			sawGrad = sawGrad || c == Gradient
-			sawState = sawState || c == OptimizerState
 		}
+		sawGrad = sawGrad || c == Gradient && it.Born >= 0
+		sawState = sawState || c == OptimizerState
 		if c == OptimizerState && it.Died == n {
 			perSite[stackSize{d.itemStack(i), it.Size}]++
 		}
@@ -567,6 +591,8 @@ func classify(d *Device) ([]Category, []Rule) {
 		switch {
 		case hasForward && !hasBackward:
 			set(i, Parameter, RuleWeightsNoBackward)
+		case hasBackward && !sawGrad:
+			set(i, Unknown, RuleParamOrGrad)
 		case !paired[it.Size]:
 			if hasBackward && sawGrad && sawState {
 				set(i, Parameter, RuleWeightsFrozen)
