@@ -67,6 +67,17 @@ type Workload struct {
 	// keeps every step and never frees (a metrics list holding GPU
 	// tensors): a memory leak for `gpumem steps` to find.
 	Leak uint64
+
+	// Patterns (mlp only), each a kind of run whose every allocation's
+	// true category Result.Truth records (see patterns.go).
+	Inference      bool   // weights loaded before recording, forward passes only
+	LoRA           bool   // frozen base loaded before recording, trainable adapters
+	Quant          string // with LoRA: "4bit" quantizes the frozen base (bitsandbytes)
+	OOMUnwind      bool   // with a capacity: an OOM mid-forward, then the exception frees the step's tensors
+	NoAnnotations  bool   // no annotations (phases from frames alone)
+	Checkpointing  bool   // activation checkpointing per layer: recomputation in backward
+	DDP            bool   // DistributedDataParallel: gradients are views into the Reducer's buckets
+	MixedPrecision bool   // bf16 parameters, fp32 master copies and states in the optimizer
 }
 
 // DefaultWorkload returns the defaults used for fields left zero.
@@ -107,6 +118,9 @@ func (w Workload) withDefaults() (Workload, error) {
 			return w, fmt.Errorf("d-model %d is not a multiple of heads %d", w.DModel, w.Heads)
 		}
 	}
+	if err := w.checkPatterns(); err != nil {
+		return w, err
+	}
 	for _, f := range []struct {
 		name string
 		v    int
@@ -135,6 +149,7 @@ func (w Workload) String() string {
 	if w.Leak > 0 {
 		leak = fmt.Sprintf(" leak=%d", w.Leak)
 	}
+	leak += w.patternString()
 	if w.Model == "mlp" {
 		return fmt.Sprintf("mlp layers=%d hidden=%d batch=%d steps=%d dtype=%s seed=%d%s", w.Layers, w.Hidden, w.Batch, w.Steps, w.DType, w.Seed, leak)
 	}
