@@ -90,6 +90,9 @@ func DefaultWorkload(model string) Workload {
 	}
 }
 
+// Validate fills zero fields and checks the shape and patterns.
+func (w Workload) Validate() (Workload, error) { return w.withDefaults() }
+
 // withDefaults fills zero fields and validates the shape.
 func (w Workload) withDefaults() (Workload, error) {
 	if w.Model == "" {
