@@ -128,6 +128,17 @@ func (d *Device) BatchRequests(scale float64) []alloc.Request {
 	return reqs
 }
 
+// scalesWithBatch says whether any allocation of the trace scales with
+// the batch.
+func (d *Device) scalesWithBatch() bool {
+	for i := range d.Active.Items {
+		if BatchDependent(d.CategoryRule(i)) {
+			return true
+		}
+	}
+	return false
+}
+
 // BatchCapacity is the capacity a batch what-if runs at: the one the
 // first recorded out-of-memory implies (reserved + CUDA free then), else
 // the given one (0: unlimited).

@@ -54,8 +54,15 @@ type OOM struct {
 	// Settings are the allocator settings replayed at the capacity the
 	// OOM implies (ReservedBytes + DeviceFreeBytes) and whether each
 	// avoids it.
-	Settings    []SettingOutcome `json:"settings"`
-	Suggestions []Suggestion     `json:"suggestions"`
+	Settings []SettingOutcome `json:"settings"`
+	// BatchWhatIf is the trace replayed with its batch-dependent
+	// allocations scaled by each of BatchScales, under the recorded
+	// settings at the capacity the OOM implies (empty without replays);
+	// BatchWhatIfReproduced says whether the same replay at scale 1
+	// fails as the run did (else the what-ifs prove nothing).
+	BatchWhatIf           []BatchOutcome `json:"batch_whatif"`
+	BatchWhatIfReproduced bool           `json:"batch_whatif_reproduced"`
+	Suggestions           []Suggestion   `json:"suggestions"`
 	// AtDump says that the trace does not record this OOM: it is the one
 	// OOMOptions.AtDump describes, at the moment of the dump.
 	AtDump bool `json:"at_dump,omitempty"`
@@ -177,7 +184,7 @@ func (d *Device) OOMAnswer(o OOMOptions) (*OOMAnswer, error) {
 		}
 		ans.Headroom = h
 		ans.OOMs = []OOM{}
-		ans.Settings, ans.Suggestions = []SettingOutcome{}, []Suggestion{}
+		ans.Settings, ans.Suggestions, ans.BatchWhatIf = []SettingOutcome{}, []Suggestion{}, []BatchOutcome{}
 		return ans, nil
 	}
 	for _, e := range ooms {
@@ -189,6 +196,18 @@ func (d *Device) OOMAnswer(o OOMOptions) (*OOMAnswer, error) {
 	}
 	ans.OOM = ans.OOMs[0]
 	return ans, nil
+}
+
+// scalesText lists the scales of outs: "0.75×, 0.5×, 0.25×".
+func scalesText(outs []BatchOutcome) string {
+	t := ""
+	for k, b := range outs {
+		if k > 0 {
+			t += ", "
+		}
+		t += fmt.Sprintf("%g×", b.Scale)
+	}
+	return t
 }
 
 // sz prints a size for arithmetic lines: "1.5 GiB (1610612736 B)".
@@ -221,6 +240,7 @@ func (d *Device) oomAt(raw int, o OOMOptions) (*OOM, error) {
 	r, live := d.oomAnswerAt(m, e.Size, e.Addr, d.S.RawStream(e.Stream), o)
 	if !o.NoReplay {
 		r.replaySettings(d, raw)
+		r.replayBatch(d)
 	}
 	r.suggest(live)
 	return r, nil
@@ -263,6 +283,7 @@ func (d *Device) oomAnswerAt(m Moment, request, deviceFree uint64, stream int64,
 			sz(*r.CapacityBytes), sz(r.ReservedBytes+r.DeviceFreeBytes)))
 	}
 	r.Settings = []SettingOutcome{}
+	r.BatchWhatIf = []BatchOutcome{}
 	return r, live
 }
 
@@ -321,7 +342,24 @@ func (r *OOM) replaySettings(d *Device, raw int) {
 	}
 }
 
-// suggest lists what would avoid the OOM, with amounts.
+// replayBatch replays the trace at each of BatchScales (and at scale 1,
+// the control) under the recorded settings at the capacity the OOM
+// implies.
+func (r *OOM) replayBatch(d *Device) {
+	if !d.scalesWithBatch() {
+		return // nothing to scale: every replay would be the recorded run
+	}
+	capacity := r.ReservedBytes + r.DeviceFreeBytes
+	outs, err := d.BatchWhatIf(append([]float64{1}, BatchScales...), capacity)
+	if err != nil {
+		return
+	}
+	r.BatchWhatIfReproduced = !outs[0].AvoidsOOM && outs[0].RecordedOOM
+	r.BatchWhatIf = outs[1:]
+}
+
+// suggest lists what would avoid the OOM, with amounts: what a replay
+// shows, or the arithmetic.
 func (r *OOM) suggest(live *Live) {
 	r.Suggestions = []Suggestion{}
 	need := r.ShortBytes
@@ -331,14 +369,38 @@ func (r *OOM) suggest(live *Live) {
 			Text: fmt.Sprintf("free at least %s of the %s held outside PyTorch's allocator (other processes, NCCL buffers, cuBLAS/cuDNN workspaces)", units.Human(need), units.Human(*r.OutsideAllocatorBytes))})
 	}
 	switch {
-	case need > 0 && act >= need:
+	case len(r.BatchWhatIf) > 0 && !r.BatchWhatIfReproduced:
+		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "none_avoids", Bytes: r.ReservedBytes + r.DeviceFreeBytes,
+			Text: "the allocator model, started empty, does not reproduce this OOM at the recorded batch, so no batch size is suggested"})
+	case len(r.BatchWhatIf) > 0:
+		best := -1
+		for k, b := range r.BatchWhatIf {
+			if b.AvoidsOOM && (best < 0 || b.Scale > r.BatchWhatIf[best].Scale) {
+				best = k
+			}
+		}
+		capacity := r.ReservedBytes + r.DeviceFreeBytes
+		if best >= 0 {
+			b := r.BatchWhatIf[best]
+			r.Suggestions = append(r.Suggestions, Suggestion{Kind: "smaller_batch", Bytes: b.PeakReservedBytes,
+				Text: fmt.Sprintf("a batch %g× the recorded one gets past this OOM in a replay at %s (peak reserved %s; the trace ends at the OOM, so later steps are not replayed)",
+					b.Scale, units.Human(capacity), units.Human(b.PeakReservedBytes))})
+		} else {
+			r.Suggestions = append(r.Suggestions, Suggestion{Kind: "smaller_batch", Bytes: 0,
+				Text: fmt.Sprintf("no batch scale replayed (%s) avoids this OOM at %s: what does not scale with the batch is short too", scalesText(r.BatchWhatIf), units.Human(capacity))})
+		}
+	case need > 0 && live.batchBytes > 0 && live.batchBytes >= need:
 		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "smaller_batch", Bytes: need,
-			Text: fmt.Sprintf("reduce the batch so that activations (%s live) shrink by at least %s (%.0f%%)", units.Human(act), units.Human(need), 100*float64(need)/float64(act))})
+			Text: fmt.Sprintf("the allocations that scale with the batch hold %s at the OOM: a batch that shrinks them by at least %s (%.0f%%) is needed (arithmetic, not replayed)",
+				units.Human(live.batchBytes), units.Human(need), 100*float64(need)/float64(live.batchBytes))})
+	case need > 0 && live.batchBytes > 0:
+		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "smaller_batch", Bytes: need,
+			Text: fmt.Sprintf("the allocations that scale with the batch hold %s at the OOM, less than the %s needed: a smaller batch alone does not avoid it (arithmetic)",
+				units.Human(live.batchBytes), units.Human(need))})
+	}
+	if need > 0 && act >= need {
 		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "activation_checkpointing", Bytes: act,
 			Text: fmt.Sprintf("activation checkpointing frees up to %s of activations (%s needed)", units.Human(act), units.Human(need))})
-	case need > 0 && act > 0:
-		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "smaller_batch", Bytes: need,
-			Text: fmt.Sprintf("activations are only %s of the %s needed: a smaller batch or activation checkpointing alone will not avoid this OOM", units.Human(act), units.Human(need))})
 	}
 	if need > 0 {
 		for _, st := range live.Sites {

@@ -74,8 +74,14 @@ type Live struct {
 	SizeClasses   []SizeClass       `json:"size_classes"`
 	Fragmentation Fragmentation     `json:"fragmentation"`
 
+	// BatchWhatIf, when a capacity is given (peak --capacity), is the
+	// trace replayed with its batch-dependent allocations scaled.
+	BatchWhatIf []BatchOutcome `json:"batch_whatif,omitempty"`
+
 	// Profile is the live allocations folded by site (not in JSON).
 	Profile *Profile `json:"-"`
+	// batchBytes are the live bytes that scale with the batch.
+	batchBytes uint64
 }
 
 // LiveOptions tune LiveAnswer.
@@ -112,6 +118,9 @@ func (d *Device) LiveAnswer(m Moment, o LiveOptions) *Live {
 	}
 	d.Active.Live(m.Action, func(i int) {
 		sz := d.Active.Items[i].Size
+		if BatchDependent(d.CategoryRule(i)) {
+			a.batchBytes += sz
+		}
 		for k := range a.SizeClasses {
 			c := &a.SizeClasses[k]
 			if sz >= c.Min && (c.Max == 0 || sz < c.Max) {

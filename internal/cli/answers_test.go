@@ -106,7 +106,7 @@ func TestOOMJSONShape(t *testing.T) {
 	}
 	oomFields := []string{"verdict", "arithmetic", "at", "requested_bytes", "segment_bytes", "device_free_bytes", "reserved_bytes",
 		"allocated_bytes", "reserved_unallocated_bytes", "largest_free_block_bytes", "stream", "pool", "capacity_bytes",
-		"outside_allocator_bytes", "short_bytes", "categories", "sites", "fragmentation", "settings", "suggestions"}
+		"outside_allocator_bytes", "short_bytes", "categories", "sites", "fragmentation", "settings", "batch_whatif", "batch_whatif_reproduced", "suggestions"}
 	want := sorted(append([]string{"file", "device", "ooms", "headroom"}, oomFields...)...)
 	if got := keys(t, []byte(out)); !reflect.DeepEqual(got, want) {
 		t.Errorf("keys %v\nwant %v", got, want)

@@ -132,6 +132,12 @@ func WriteOOM(w io.Writer, file string, a *analysis.OOMAnswer, t0 int64, hasT0 b
 				}
 			}
 		}
+		if len(o.BatchWhatIf) > 0 {
+			writeBatch(bw, o.BatchWhatIf, o.ReservedBytes+o.DeviceFreeBytes, "reserved + CUDA free")
+			if !o.BatchWhatIfReproduced {
+				fmt.Fprintf(bw, "  (at the recorded batch the same replay does not run out: these prove nothing)\n")
+			}
+		}
 		fmt.Fprintf(bw, "\nsuggestions\n")
 		for _, s := range o.Suggestions {
 			fmt.Fprintf(bw, "  - %s\n", s.Text)
@@ -141,6 +147,19 @@ func WriteOOM(w io.Writer, file string, a *analysis.OOMAnswer, t0 int64, hasT0 b
 		}
 	}
 	return bw.Flush()
+}
+
+// writeBatch prints a batch what-if table at capacity (how it was found).
+func writeBatch(bw *bufio.Writer, outs []analysis.BatchOutcome, capacity uint64, how string) {
+	fmt.Fprintf(bw, "\nbatch what-if: the trace replayed with the allocations that scale with the batch scaled, recorded settings, at %s (%s)\n", size(capacity), how)
+	fmt.Fprintf(bw, "  %-6s  %-16s  %s\n", "scale", "peak allocated", "peak reserved")
+	for _, b := range outs {
+		verdict := "still OOMs"
+		if b.AvoidsOOM {
+			verdict = "avoids it"
+		}
+		fmt.Fprintf(bw, "  %-6s  %-16s  %-16s  %s\n", fmt.Sprintf("%g×", b.Scale), units.Human(b.PeakAllocatedBytes), units.Human(b.PeakReservedBytes), verdict)
+	}
 }
 
 func sum(m map[string]uint64) uint64 {
