@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -311,6 +312,11 @@ func classify(d *Device) ([]Category, []Rule) {
 	}
 	steps := optimizerSteps(s, d.Index)
 
+	// before: made before the trace (a dump block without an alloc
+	// event; memory_viz places one at the first action when the trace is
+	// empty).
+	before := func(it *replay.Lifetime) bool { return it.Born < 0 || it.Alloc < 0 }
+
 	// What the trace shows of the run: a backward pass (its allocations or
 	// frees), a forward pass. Blocks from before the trace do not count: a
 	// forward-only recording may follow a warm-up step.
@@ -337,7 +343,7 @@ func classify(d *Device) ([]Category, []Rule) {
 		}
 		e := evOf(d.itemStack(i))
 		evs[i] = e
-		if e&evBackward != 0 && it.Born >= 0 {
+		if e&evBackward != 0 && !before(it) {
 			hasBackward = true
 		}
 		p := phaseNone
@@ -372,7 +378,7 @@ func classify(d *Device) ([]Category, []Rule) {
 	prev := phaseNone
 	for i := len(items) - 1; i >= 0; i-- {
 		it := &items[i]
-		if it.Born < 0 {
+		if before(it) {
 			continue
 		}
 		p := phases[i]
@@ -401,7 +407,7 @@ func classify(d *Device) ([]Category, []Rule) {
 	nf := n
 	for i := len(items) - 1; i >= 0; i-- {
 		it := &items[i]
-		if it.Born < 0 {
+		if before(it) {
 			continue
 		}
 		if phases[i] != phaseForward {
@@ -479,7 +485,7 @@ func classify(d *Device) ([]Category, []Rule) {
 		if p != phaseForward {
 			seenForward = false
 		}
-		if it.Born < 0 {
+		if before(it) {
 			// Made before the trace: it outlived the phase it was made in
 			// when it is freed after the trace's first allocation of
 			// another phase (next holds each phase's first birth now).
@@ -572,7 +578,7 @@ func classify(d *Device) ([]Category, []Rule) {
 		if (c == Gradient || c == OptimizerState) && evs[i]&evStack != 0 {
 			paired[it.Size] = true
 		}
-		sawGrad = sawGrad || c == Gradient && it.Born >= 0
+		sawGrad = sawGrad || c == Gradient && !before(it)
 		sawState = sawState || c == OptimizerState
 		if c == OptimizerState && it.Died == n {
 			perSite[stackSize{d.itemStack(i), it.Size}]++
@@ -585,7 +591,7 @@ func classify(d *Device) ([]Category, []Rule) {
 	taken := map[uint64]int{}
 	for i := range items {
 		it := &items[i]
-		if it.Born >= 0 || it.Died != n || evs[i]&evStack != 0 || rules[i] != RuleNone {
+		if !before(it) || it.Died != n || evs[i]&evStack != 0 || rules[i] != RuleNone {
 			continue
 		}
 		switch {

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/gpumem/gpumem/internal/alloc"
 	"github.com/gpumem/gpumem/internal/units"
@@ -14,6 +15,10 @@ const (
 	VerdictFragmentation = "fragmentation"
 	VerdictOutside       = "outside_allocator"
 	VerdictNoOOM         = "no_oom"
+	// VerdictNoTrace: the snapshot holds a state but no history; if it
+	// was dumped at an OOM (an observer's dump with history off), the
+	// state is the OOM's moment, but the failed request is not recorded.
+	VerdictNoTrace = "request_unknown"
 )
 
 // OOM is the answer for one out-of-memory of a trace (or, with verdict
@@ -96,6 +101,21 @@ type OOMAnswer struct {
 	OOMs []OOM `json:"ooms"`
 	// Headroom is set for no_oom: how far the peak was from the capacity.
 	Headroom *Headroom `json:"headroom"`
+	// FreeBlocks, for a snapshot without a trace (request_unknown, or
+	// --request given), is the largest free cached block of each stream
+	// and pool at the dump: a request fits without a new cudaMalloc only
+	// when it is at most its pool's.
+	FreeBlocks []PoolFree `json:"largest_free_blocks,omitempty"`
+}
+
+// PoolFree is the largest free cached block of one stream and pool.
+type PoolFree struct {
+	Stream int64  `json:"stream"`
+	Pool   string `json:"pool"` // small (≤ 1 MiB requests) or large
+	// Private is a private pool's id ("" for the default pools).
+	Private          string `json:"private_pool,omitempty"`
+	LargestFreeBytes uint64 `json:"largest_free_block_bytes"`
+	FreeBytes        uint64 `json:"free_bytes"`
 }
 
 // Headroom is the margin of a run without OOM.
@@ -120,6 +140,99 @@ type OOMOptions struct {
 	AtDump *DumpOOM
 }
 
+// hasHistory says whether the device's trace records any allocator
+// activity (a dump with history off has none, or only its snapshot
+// entry).
+func hasHistory(ev []snapshot.Event) bool {
+	for i := range ev {
+		if ev[i].Action != snapshot.ActionSnapshot {
+			return true
+		}
+	}
+	return false
+}
+
+// poolFree lists the largest free block and the free bytes of each stream
+// and pool of a state.
+func (d *Device) poolFree(free []freeRange) []PoolFree {
+	type key struct {
+		stream snapshot.StreamID
+		small  bool
+		pool   [2]int64
+	}
+	idx := map[key]int{}
+	var out []PoolFree
+	for _, f := range free {
+		k := key{f.stream, f.small, f.pool}
+		if snapshot.IsPrivatePool(f.pool) == false {
+			k.pool = [2]int64{}
+		}
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			pf := PoolFree{Stream: d.S.RawStream(f.stream), Pool: "large"}
+			if f.small {
+				pf.Pool = "small"
+			}
+			if snapshot.IsPrivatePool(f.pool) {
+				pf.Private = fmt.Sprintf("(%d, %d)", f.pool[0], f.pool[1])
+			}
+			out = append(out, pf)
+		}
+		out[i].LargestFreeBytes = max(out[i].LargestFreeBytes, f.size)
+		out[i].FreeBytes += f.size
+	}
+	sort.Slice(out, func(a, b int) bool {
+		x, y := out[a], out[b]
+		if x.Stream != y.Stream {
+			return x.Stream < y.Stream
+		}
+		if x.Private != y.Private {
+			return x.Private < y.Private
+		}
+		return x.Pool > y.Pool // small first
+	})
+	return out
+}
+
+// noTraceAnswer is the answer for a snapshot without history: the state
+// at the dump as the OOM's moment, the request unknown.
+func (d *Device) noTraceAnswer(o OOMOptions) (*OOMAnswer, error) {
+	m, err := d.Resolve("end")
+	if err != nil {
+		return nil, err
+	}
+	live := d.LiveAnswer(m, LiveOptions{Depth: o.Depth, Top: o.Top})
+	frag, free := fragmentationOf(d.StateAt(m))
+	ans := &OOMAnswer{Device: d.Index}
+	ans.OOM = OOM{Verdict: VerdictNoTrace, At: live.At, Categories: live.Categories, Sites: live.Sites, Fragmentation: frag,
+		ReservedBytes: frag.Reserved, AllocatedBytes: frag.Allocated, ReservedUnallocatedBytes: frag.ReservedUnallocated,
+		LargestFreeBlockBytes: frag.LargestFreeBlock, Pool: "large",
+		Settings: []SettingOutcome{}, Suggestions: []Suggestion{}, BatchWhatIf: []BatchOutcome{}}
+	ans.FreeBlocks = d.poolFree(free)
+	a := []string{
+		"the snapshot has no trace (history was off): if it was dumped at an out-of-memory, this state is that moment, but the request that failed is not recorded",
+		fmt.Sprintf("reserved %s, allocated %s: cached free C = %s", sz(frag.Reserved), sz(frag.Allocated), sz(frag.ReservedUnallocated)),
+	}
+	for _, pf := range ans.FreeBlocks {
+		where := fmt.Sprintf("stream %d's %s pool", pf.Stream, pf.Pool)
+		if pf.Private != "" {
+			where = fmt.Sprintf("stream %d's private pool %s (%s blocks)", pf.Stream, pf.Private, pf.Pool)
+		}
+		a = append(a, fmt.Sprintf("%s: largest free block %s of %s free", where, sz(pf.LargestFreeBytes), units.Human(pf.FreeBytes)))
+	}
+	a = append(a, "a request R of a stream's pool fits without a new cudaMalloc only when R <= that pool's largest free block; else it needs a new segment (2 MiB for R <= 1 MiB, 20 MiB for R < 10 MiB, else R rounded up to 2 MiB) from CUDA's free memory",
+		`give the request from the error message ("Tried to allocate …") with --request SIZE, and "… of which … is free" with --device-free SIZE, for the verdict`)
+	ans.Arithmetic = a
+	ans.OOMs = []OOM{}
+	if o.Capacity > 0 {
+		c := o.Capacity
+		ans.CapacityBytes = &c
+	}
+	return ans, nil
+}
+
 // DumpOOM is an out-of-memory that the trace does not record, at the
 // moment of the dump: a snapshot dumped by an OOM observer whose trace
 // never had the oom entry (recorded without a trace) or lost it (PyTorch
@@ -129,6 +242,10 @@ type OOMOptions struct {
 type DumpOOM struct {
 	RequestedBytes  uint64
 	DeviceFreeBytes uint64
+	// DeviceFreeUnknown: CUDA's free memory was not given; it is taken as
+	// capacity − reserved (nothing outside the allocator) when the
+	// capacity is known, else 0, and the arithmetic says so.
+	DeviceFreeUnknown bool
 	// Stream is the request's stream as PyTorch numbers it (0: the
 	// default stream).
 	Stream int64
@@ -148,13 +265,32 @@ func (d *Device) OOMAnswer(o OOMOptions) (*OOMAnswer, error) {
 			return nil, err
 		}
 		a := o.AtDump
-		r, live := d.oomAnswerAt(m, a.RequestedBytes, a.DeviceFreeBytes, a.Stream, o)
+		free, note := a.DeviceFreeBytes, "request and CUDA free as given"
+		if a.DeviceFreeUnknown {
+			reserved := d.StateAt(m).Reserved
+			switch {
+			case o.Capacity > reserved:
+				free = o.Capacity - reserved
+				note = fmt.Sprintf("request as given; CUDA free not given: taken as capacity − reserved = %s, as if nothing outside the allocator held memory", sz(free))
+			default:
+				free = 0
+				note = "request as given; CUDA free not given (--device-free, \"… of which … is free\"): taken as 0, so a verdict of shortage may be fragmentation"
+			}
+		}
+		r, live := d.oomAnswerAt(m, a.RequestedBytes, free, a.Stream, o)
 		r.AtDump = true
 		// The settings replays need the failed request in the trace.
-		r.Arithmetic = append([]string{"the trace records no out-of-memory: this is the one given, at the dump (request and CUDA free as given)"}, r.Arithmetic...)
+		r.Arithmetic = append([]string{"the trace records no out-of-memory: this is the one given, at the dump (" + note + ")"}, r.Arithmetic...)
 		r.suggest(live)
 		ans.OOM, ans.OOMs = *r, []OOM{*r}
+		if !hasHistory(ev) {
+			_, free := fragmentationOf(d.StateAt(m))
+			ans.FreeBlocks = d.poolFree(free)
+		}
 		return ans, nil
+	}
+	if len(ooms) == 0 && !hasHistory(ev) && len(d.segs) > 0 {
+		return d.noTraceAnswer(o)
 	}
 	if len(ooms) == 0 {
 		m, err := d.Resolve("peak")

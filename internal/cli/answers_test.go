@@ -29,6 +29,12 @@ func TestAnswersGolden(t *testing.T) {
 		{"oom-outside.txt", []string{"oom", oomFixture("oom-outside"), "--capacity", "128MiB", "--no-replay"}},
 		{"oom-none.txt", []string{"oom", "--demo", "--gpu", "T4", "--top", "3"}},
 		{"oom-at-dump.txt", []string{"oom", oomFixture("no-oom"), "--at-dump", "--request", "100MiB", "--device-free", "10MiB", "--capacity", "128MiB"}},
+		// A dump without a trace (an OOM observer's, history off): the
+		// state is the OOM's moment, the request unknown; --request gives
+		// it, CUDA free then taken as capacity − reserved.
+		{"oom-no-trace.txt", []string{"oom", oomFixture("no-trace")}},
+		{"oom-no-trace-request.txt", []string{"oom", oomFixture("no-trace"), "--request", "12MiB", "--capacity", "80MiB"}},
+		{"oom-no-trace-request-free.txt", []string{"oom", oomFixture("no-trace"), "--request", "12MiB", "--device-free", "0"}},
 	} {
 		t.Run(tt.golden, func(t *testing.T) {
 			code, out, errs := runMain(t, nil, tt.args...)
@@ -148,8 +154,8 @@ func TestAnswersBadInput(t *testing.T) {
 		{[]string{"oom", "--demo", "--gpu", "TPU"}, 2, "unknown GPU \"TPU\""},
 		{[]string{"oom", "--demo", "--capacity", "lots"}, 2, "--capacity \"lots\""},
 		{[]string{"peak"}, 2, "no snapshot given"},
-		{[]string{"oom", "--demo", "--at-dump", "--request", "1GiB"}, 2, "--at-dump needs --request SIZE and --device-free SIZE"},
-		{[]string{"oom", "--demo", "--request", "1GiB"}, 2, "--request, --device-free and --stream go with --at-dump"},
+		{[]string{"oom", "--demo", "--at-dump"}, 2, "--at-dump needs --request SIZE"},
+		{[]string{"oom", "--demo", "--device-free", "1GiB"}, 2, "--device-free and --stream go with --request"},
 		{[]string{"oom", "--demo", "--at-dump", "--request", "0", "--device-free", "1GiB"}, 2, "--request \"0\": want a size"},
 		{[]string{"oom", "--demo", "--at-dump", "--request", "1GiB", "--device-free", "much"}, 2, "--device-free \"much\""},
 		{[]string{"oom", oomFixture("oom-shortage"), "--at-dump", "--request", "1GiB", "--device-free", "0"}, 1, "the trace records 1 out-of-memory event(s)"},
@@ -202,6 +208,42 @@ func TestPeakCorpus(t *testing.T) {
 			p := peaks[i]
 			if p.Device != d.Device || p.Peak != d.Peak || p.Live != d.Peak {
 				t.Errorf("%s device %d: peak %d (live %d at it), info %d", filepath.Base(f), d.Device, p.Peak, p.Live, d.Peak)
+			}
+		}
+	}
+}
+
+// TestCategoryReasonEverySite: every site of peak --json and oom --json
+// says which rule set its category and why.
+func TestCategoryReasonEverySite(t *testing.T) {
+	runs := [][]string{
+		{"peak", "--demo", "--json", "--top", "0"},
+		{"oom", oomFixture("oom-shortage"), "--json", "--top", "0", "--no-replay"},
+		{"oom", oomFixture("no-trace"), "--json", "--top", "0"},
+	}
+	for _, f := range []string{"cs336-notHanmin__memory_snapshot.pickle", "select_n__snapshot__5a601013.pickle", "flexgen-Yiyi__oom_snapshot.pickle"} {
+		runs = append(runs, []string{"peak", corpus.File(t, f), "--json", "--top", "0"})
+	}
+	for _, args := range runs {
+		code, out, errs := runMain(t, nil, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		var doc struct {
+			Sites []struct {
+				Category string `json:"category"`
+				Reason   string `json:"category_reason"`
+			} `json:"sites"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if len(doc.Sites) == 0 {
+			t.Errorf("%v: no sites", args)
+		}
+		for _, s := range doc.Sites {
+			if s.Reason == "" || !strings.Contains(s.Reason, ": ") {
+				t.Errorf("%v: site of %s without a reason: %q", args, s.Category, s.Reason)
 			}
 		}
 	}

@@ -79,15 +79,32 @@ func writeFragmentation(bw *bufio.Writer, f *analysis.Fragmentation) {
 // WriteOOM prints `gpumem oom` for one device.
 func WriteOOM(w io.Writer, file string, a *analysis.OOMAnswer, t0 int64, hasT0 bool) error {
 	bw := bufio.NewWriter(w)
-	if a.Verdict == analysis.VerdictNoOOM {
-		fmt.Fprintf(bw, "%s device %d: verdict no_oom\n", file, a.Device)
+	switch a.Verdict {
+	case analysis.VerdictNoOOM:
+		// One line: the device did not run out (peak says what was live).
+		h := a.Headroom
+		fmt.Fprintf(bw, "%s device %d: no_oom (the trace records no out-of-memory); peak allocated %s, peak reserved %s",
+			file, a.Device, units.Human(h.PeakAllocatedBytes), units.Human(h.PeakReservedBytes))
+		if h.HeadroomBytes != nil {
+			fmt.Fprintf(bw, ", headroom %s of %s", units.HumanSigned(*h.HeadroomBytes), units.Human(*h.CapacityBytes))
+			if *h.HeadroomBytes < 0 {
+				fmt.Fprintf(bw, " (the run reserved more than this capacity: check --capacity / --gpu)")
+			}
+		}
+		fmt.Fprintln(bw)
+		return bw.Flush()
+	case analysis.VerdictNoTrace:
+		fmt.Fprintf(bw, "%s device %d: verdict %s (no trace: the state at the dump is the OOM's moment, the request is not recorded)\n", file, a.Device, a.Verdict)
+		fmt.Fprintf(bw, "  reserved                 %s\n", size(a.ReservedBytes))
+		fmt.Fprintf(bw, "  allocated                %s\n", size(a.AllocatedBytes))
+		fmt.Fprintf(bw, "  reserved − allocated     %s\n", size(a.ReservedUnallocatedBytes))
+		writeFreeBlocks(bw, a.FreeBlocks)
+		fmt.Fprintf(bw, "\nwhy\n")
 		for _, l := range a.Arithmetic {
 			fmt.Fprintf(bw, "  %s\n", l)
 		}
-		fmt.Fprintf(bw, "\nat the peak (%s)\n", moment(a.At, t0, hasT0))
 		writeCategories(bw, a.Categories, sum(a.Categories))
-		writeSites(bw, "sites", a.Sites)
-		writeFragmentation(bw, &a.Fragmentation)
+		writeSites(bw, "sites live at the dump", a.Sites)
 		return bw.Flush()
 	}
 	for k := range a.OOMs {
@@ -107,6 +124,9 @@ func WriteOOM(w io.Writer, file string, a *analysis.OOMAnswer, t0 int64, hasT0 b
 		fmt.Fprintf(bw, "  allocated                %s\n", size(o.AllocatedBytes))
 		fmt.Fprintf(bw, "  reserved − allocated     %s\n", size(o.ReservedUnallocatedBytes))
 		fmt.Fprintf(bw, "  largest free block       %s  (stream %d, %s pool)\n", size(o.LargestFreeBlockBytes), o.Stream, o.Pool)
+		if o.AtDump && len(a.FreeBlocks) > 0 {
+			writeFreeBlocks(bw, a.FreeBlocks)
+		}
 		if o.CapacityBytes != nil {
 			fmt.Fprintf(bw, "  capacity                 %s\n", size(*o.CapacityBytes))
 			fmt.Fprintf(bw, "  outside the allocator    %s\n", size(*o.OutsideAllocatorBytes))
@@ -147,6 +167,21 @@ func WriteOOM(w io.Writer, file string, a *analysis.OOMAnswer, t0 int64, hasT0 b
 		}
 	}
 	return bw.Flush()
+}
+
+// writeFreeBlocks prints the largest free block of each stream and pool.
+func writeFreeBlocks(bw *bufio.Writer, pools []analysis.PoolFree) {
+	fmt.Fprintf(bw, "  largest free block per stream and pool:\n")
+	for _, p := range pools {
+		where := fmt.Sprintf("stream %d, %s pool", p.Stream, p.Pool)
+		if p.Private != "" {
+			where = fmt.Sprintf("stream %d, private pool %s, %s blocks", p.Stream, p.Private, p.Pool)
+		}
+		fmt.Fprintf(bw, "    %-40s %s of %s free\n", where, size(p.LargestFreeBytes), units.Human(p.FreeBytes))
+	}
+	if len(pools) == 0 {
+		fmt.Fprintf(bw, "    (no free cached block)\n")
+	}
 }
 
 // writeBatch prints a batch what-if table at capacity (how it was found).
