@@ -77,6 +77,8 @@ type Live struct {
 	// BatchWhatIf, when a capacity is given (peak --capacity), is the
 	// trace replayed with its batch-dependent allocations scaled.
 	BatchWhatIf []BatchOutcome `json:"batch_whatif,omitempty"`
+	// BatchCapacity is the capacity the batch what-if ran at.
+	BatchCapacity uint64 `json:"batch_capacity_bytes,omitempty"`
 
 	// Profile is the live allocations folded by site (not in JSON).
 	Profile *Profile `json:"-"`

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"io"
 
@@ -46,6 +47,27 @@ block of every stream and pool, but the failed request is not recorded.
 Devices without an OOM get one line each: no_oom with the peaks (and the
 headroom with a capacity); peak answers what was live.`
 
+// parseCapacity reads --capacity SIZE or --gpu NAME (0: neither given).
+func parseCapacity(env *Env, fs *flag.FlagSet, capFlag, gpu string) (uint64, error) {
+	switch {
+	case capFlag != "" && gpu != "":
+		return 0, usageError(fs, env.Stderr, "give --capacity or --gpu, not both")
+	case capFlag != "":
+		c, err := units.Parse(capFlag)
+		if err != nil || c == 0 {
+			return 0, usageError(fs, env.Stderr, fmt.Sprintf("--capacity %q: want a size such as 80GiB", capFlag))
+		}
+		return c, nil
+	case gpu != "":
+		g, err := analysis.LookupGPU(gpu)
+		if err != nil {
+			return 0, usageError(fs, env.Stderr, err.Error())
+		}
+		return g.Bytes, nil
+	}
+	return 0, nil
+}
+
 func runOOM(env *Env, args []string) error {
 	fs := newFlagSet(env, "oom", "[--capacity SIZE | --gpu NAME] [--no-replay] [[--at-dump] --request SIZE [--device-free SIZE] [--stream N]] [--depth K] [--top N] [--device N] [--json] [--demo] FILE...", oomAbout)
 	var f answerFlags
@@ -78,20 +100,9 @@ func runOOM(env *Env, args []string) error {
 	} else if *deviceFree != "" || *stream != 0 {
 		return usageError(fs, env.Stderr, "--device-free and --stream go with --request")
 	}
-	var capacity uint64
-	switch {
-	case *capFlag != "" && *gpu != "":
-		return usageError(fs, env.Stderr, "give --capacity or --gpu, not both")
-	case *capFlag != "":
-		if capacity, err = units.Parse(*capFlag); err != nil || capacity == 0 {
-			return usageError(fs, env.Stderr, fmt.Sprintf("--capacity %q: want a size such as 80GiB", *capFlag))
-		}
-	case *gpu != "":
-		g, err := analysis.LookupGPU(*gpu)
-		if err != nil {
-			return usageError(fs, env.Stderr, err.Error())
-		}
-		capacity = g.Bytes
+	capacity, err := parseCapacity(env, fs, *capFlag, *gpu)
+	if err != nil {
+		return err
 	}
 	return runAnswers(env, &f, files, func(name string, d *analysis.Device) (any, func(io.Writer) error, error) {
 		if dump != nil && f.device < 0 && len(d.S.Devices()) > 1 {

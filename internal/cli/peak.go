@@ -29,7 +29,11 @@ then grouped by allocation site (their innermost user frames), by category
 autograd_detail, unknown) and by size class, and how fragmented the cache is.
 --at picks another moment: peak, reserved-peak (the Active Cached Segment
 Timeline's peak), end (the dump), eN (after trace event N, 0-based) or a
-time from the first event such as 12.5ms, 800us or 2s.`
+time from the first event such as 12.5ms, 800us or 2s. Every site says
+which rule set its category (category_reason; docs/categories.md). With
+--capacity or --gpu, the trace is also replayed with the allocations that
+scale with the batch scaled by 0.75, 0.5 and 0.25 (batch_whatif), under
+the recorded settings on a device of that capacity.`
 
 // answerFlags are the flags peak and oom share.
 type answerFlags struct {
@@ -48,11 +52,17 @@ func (f *answerFlags) register(fs *flag.FlagSet) {
 }
 
 func runPeak(env *Env, args []string) error {
-	fs := newFlagSet(env, "peak", "[--at peak|reserved-peak|end|eN|TIME] [--depth K] [--top N] [--device N] [--json] [--demo] FILE...", peakAbout)
+	fs := newFlagSet(env, "peak", "[--at peak|reserved-peak|end|eN|TIME] [--capacity SIZE | --gpu NAME] [--depth K] [--top N] [--device N] [--json] [--demo] FILE...", peakAbout)
 	var f answerFlags
 	f.register(fs)
 	at := fs.String("at", "peak", "the `moment`: peak, reserved-peak, end, eN or a time such as 12.5ms")
+	capFlag := fs.String("capacity", "", "the device's memory (`SIZE`): replay the batch what-if (0.75, 0.5, 0.25) against it")
+	gpu := fs.String("gpu", "", "take the capacity from a known GPU (`NAME`, e.g. H100)")
 	files, err := f.parse(env, fs, args)
+	if err != nil {
+		return err
+	}
+	capacity, err := parseCapacity(env, fs, *capFlag, *gpu)
 	if err != nil {
 		return err
 	}
@@ -66,6 +76,12 @@ func runPeak(env *Env, args []string) error {
 		}
 		a := d.LiveAnswer(m, analysis.LiveOptions{Depth: f.depth, Top: f.top})
 		a.File = name
+		if capacity > 0 {
+			if a.BatchWhatIf, err = d.BatchWhatIf(analysis.BatchScales, capacity); err != nil {
+				return nil, nil, err
+			}
+			a.BatchCapacity = capacity
+		}
 		t0, ok := d.TraceStartUS()
 		return a, func(w io.Writer) error { return report.WriteLive(w, name, a, t0, ok) }, nil
 	})

@@ -39,6 +39,9 @@ func WriteLive(w io.Writer, file string, a *analysis.Live, t0 int64, hasT0 bool)
 		fmt.Fprintf(bw, "  %-22s %6d  %s\n", c.Name, c.Count, units.Human(c.Bytes))
 	}
 	writeFragmentation(bw, &a.Fragmentation)
+	if len(a.BatchWhatIf) > 0 {
+		writeBatch(bw, a.BatchWhatIf, a.BatchCapacity, "given", "fits", "runs out")
+	}
 	return bw.Flush()
 }
 
@@ -153,7 +156,7 @@ func WriteOOM(w io.Writer, file string, a *analysis.OOMAnswer, t0 int64, hasT0 b
 			}
 		}
 		if len(o.BatchWhatIf) > 0 {
-			writeBatch(bw, o.BatchWhatIf, o.ReservedBytes+o.DeviceFreeBytes, "reserved + CUDA free")
+			writeBatch(bw, o.BatchWhatIf, o.ReservedBytes+o.DeviceFreeBytes, "reserved + CUDA free", "avoids it", "still OOMs")
 			if !o.BatchWhatIfReproduced {
 				fmt.Fprintf(bw, "  (at the recorded batch the same replay does not run out: these prove nothing)\n")
 			}
@@ -185,13 +188,13 @@ func writeFreeBlocks(bw *bufio.Writer, pools []analysis.PoolFree) {
 }
 
 // writeBatch prints a batch what-if table at capacity (how it was found).
-func writeBatch(bw *bufio.Writer, outs []analysis.BatchOutcome, capacity uint64, how string) {
+func writeBatch(bw *bufio.Writer, outs []analysis.BatchOutcome, capacity uint64, how, fits, fails string) {
 	fmt.Fprintf(bw, "\nbatch what-if: the trace replayed with the allocations that scale with the batch scaled, recorded settings, at %s (%s)\n", size(capacity), how)
 	fmt.Fprintf(bw, "  %-6s  %-16s  %s\n", "scale", "peak allocated", "peak reserved")
 	for _, b := range outs {
-		verdict := "still OOMs"
+		verdict := fails
 		if b.AvoidsOOM {
-			verdict = "avoids it"
+			verdict = fits
 		}
 		fmt.Fprintf(bw, "  %-6s  %-16s  %-16s  %s\n", fmt.Sprintf("%g×", b.Scale), units.Human(b.PeakAllocatedBytes), units.Human(b.PeakReservedBytes), verdict)
 	}
