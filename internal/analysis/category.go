@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/gpumem/gpumem/internal/replay"
@@ -36,17 +37,60 @@ var categoryNames = [numCategories]string{
 	AutogradDetail: "autograd_detail",
 }
 
-// String returns the category's name as torch.profiler spells it.
+// String returns the category's name as torch.profiler spells it, or
+// the name a --categories file gave it.
 func (c Category) String() string {
 	if c < numCategories {
 		return categoryNames[c]
 	}
+	if p := userCategoryNames.Load(); p != nil && int(c-numCategories) < len(*p) {
+		return (*p)[c-numCategories]
+	}
 	return "unknown"
 }
 
-// Categories lists every category in output order (Unknown last).
+// Categories lists the built-in categories in output order (Unknown
+// last); Device.Categories adds those of its --categories rules.
 func Categories() []Category {
 	return []Category{Parameter, OptimizerState, Gradient, Activation, Temporary, Input, AutogradDetail, Unknown}
+}
+
+// Categories lists the device's categories in output order: the built-in
+// ones, then those its --categories rules name (in rule order), then
+// Unknown.
+func (d *Device) Categories() []Category {
+	out := []Category{Parameter, OptimizerState, Gradient, Activation, Temporary, Input, AutogradDetail}
+	if d.user != nil {
+		seen := map[Category]bool{}
+		for _, r := range d.user.rules {
+			if r.cat >= numCategories && !seen[r.cat] {
+				seen[r.cat] = true
+				out = append(out, r.cat)
+			}
+		}
+	}
+	return append(out, Unknown)
+}
+
+// CategoryOrder lists the names of a categories map in output order: the
+// built-in ones, then the others (a --categories file's) sorted, then
+// unknown.
+func CategoryOrder(m map[string]uint64) []string {
+	var out, extra []string
+	builtin := map[string]bool{}
+	for _, c := range Categories() {
+		builtin[c.String()] = true
+		if c != Unknown {
+			out = append(out, c.String())
+		}
+	}
+	for name := range m {
+		if !builtin[name] {
+			extra = append(extra, name)
+		}
+	}
+	sort.Strings(extra)
+	return append(append(out, extra...), Unknown.String())
 }
 
 // Category returns the category of item i of d.Active (see classify).
@@ -57,19 +101,49 @@ func (d *Device) Category(i int) Category {
 	return d.cats[i]
 }
 
-// CategoryRule returns the rule that set item i's category.
+// CategoryRule returns the built-in rule that classified item i (what
+// decides whether it scales with the batch), even where a --categories
+// rule set its category (see EffectiveRule).
 func (d *Device) CategoryRule(i int) Rule {
 	d.catsOnce.Do(d.classifyAll)
+	return d.rules[i]
+}
+
+// EffectiveRule is the rule that set item i's category: a user rule
+// (RuleUser + k) or the built-in one.
+func (d *Device) EffectiveRule(i int) Rule {
+	d.catsOnce.Do(d.classifyAll)
+	if d.userIdx != nil && d.userIdx[i] >= 0 {
+		return RuleUser + Rule(d.userIdx[i])
+	}
 	return d.rules[i]
 }
 
 // CategoryReason is item i's category with its rule and evidence, as the
 // answers print it ("category_reason").
 func (d *Device) CategoryReason(i int) string {
-	return d.CategoryRule(i).Reason()
+	return d.RuleReason(d.EffectiveRule(i))
 }
 
-func (d *Device) classifyAll() { d.cats, d.rules = classify(d) }
+// RuleReason spells rule r as category_reason does: "name: evidence".
+func (d *Device) RuleReason(r Rule) string {
+	if r >= RuleUser {
+		return fmt.Sprintf("user-rule-%d: %s", int(r-RuleUser), d.user.reason(int(r-RuleUser)))
+	}
+	return r.String() + ": " + r.Reason()
+}
+
+func (d *Device) classifyAll() {
+	d.cats, d.rules = classify(d)
+	if d.user.Len() > 0 {
+		d.userIdx = applyUserRules(d, d.user)
+		for i, k := range d.userIdx {
+			if k >= 0 {
+				d.cats[i] = d.user.rules[k].cat
+			}
+		}
+	}
+}
 
 // Rule is the rule that set an allocation's category: each has one
 // category and one piece of evidence (docs/categories.md has the table).
@@ -652,7 +726,7 @@ func optimizerSteps(s *snapshot.Snapshot, device int) timeRanges {
 }
 
 // Totals are bytes per category, indexed by Category.
-type Totals [numCategories]uint64
+type Totals [maxCategories]uint64
 
 // CategoriesAt sums the live allocations' bytes per category at m.
 func (d *Device) CategoriesAt(m Moment) Totals {
@@ -710,7 +784,7 @@ func (d *Device) Classes(by string) (legend []string, classes []uint8, err error
 	switch by {
 	case "category":
 		order := map[Category]uint8{}
-		for k, c := range Categories() {
+		for k, c := range d.Categories() {
 			legend = append(legend, c.String())
 			order[c] = uint8(k)
 		}

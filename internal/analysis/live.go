@@ -38,7 +38,7 @@ func (d *Device) Allocation(i int) Allocation {
 	if a.Stream < 0 {
 		a.Stream = 0
 	}
-	a.Category, a.Rule = d.Category(i), d.CategoryRule(i)
+	a.Category, a.Rule = d.Category(i), d.EffectiveRule(i)
 	return a
 }
 

@@ -29,7 +29,9 @@ type Device struct {
 	catsOnce sync.Once
 	cats     []Category
 	rules    []Rule
-	pause    func() // see NewDevicePaused
+	user     *UserRules // SetUserRules
+	userIdx  []int16    // per item, the user rule that set its category (-1: none)
+	pause    func()     // see NewDevicePaused
 }
 
 // NewDevice replays device d of s. O(n) for n trace events after the

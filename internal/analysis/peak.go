@@ -115,7 +115,7 @@ func (d *Device) LiveAnswer(m Moment, o LiveOptions) *Live {
 	for _, smp := range full.Samples {
 		cats[smp.Labels.Category] += smp.Bytes
 	}
-	for _, c := range Categories() {
+	for _, c := range d.Categories() {
 		a.Categories[c.String()] = cats[c]
 	}
 	d.Active.Live(m.Action, func(i int) {
@@ -134,7 +134,7 @@ func (d *Device) LiveAnswer(m Moment, o LiveOptions) *Live {
 	})
 	a.Profile = full.Fold(o.Depth, KeepCategory)
 	a.Profile.Sort()
-	a.Sites = sitesOf(a.Profile, o.Top)
+	a.Sites = sitesOf(a.Profile, o.Top, d.RuleReason)
 	a.SitesOmitted = len(a.Profile.Samples) - len(a.Sites)
 	if o.Items {
 		d.siteItems(m, a.Profile, a.Sites, o.Depth)
@@ -167,14 +167,14 @@ func (d *Device) siteItems(m Moment, p *Profile, sites []Site, depth int) {
 			frames = p.Key(&smp)
 			folded[st] = frames
 		}
-		if k, ok := index[key{frames, d.Category(i), d.CategoryRule(i)}]; ok {
+		if k, ok := index[key{frames, d.Category(i), d.EffectiveRule(i)}]; ok {
 			sites[k].Items = append(sites[k].Items, int32(i))
 		}
 	})
 }
 
 // sitesOf lists the first top samples of a sorted profile as sites.
-func sitesOf(p *Profile, top int) []Site {
+func sitesOf(p *Profile, top int, reason func(Rule) string) []Site {
 	n := len(p.Samples)
 	if top > 0 && top < n {
 		n = top
@@ -183,7 +183,7 @@ func sitesOf(p *Profile, top int) []Site {
 	for i := 0; i < n; i++ {
 		smp := &p.Samples[i]
 		st := Site{Frames: p.FrameStrings(smp), Count: smp.Count, Bytes: smp.Bytes, Category: smp.Labels.Category.String(),
-			CategoryReason: smp.Labels.Rule.String() + ": " + smp.Labels.Rule.Reason()}
+			CategoryReason: reason(smp.Labels.Rule)}
 		if p.Bytes > 0 {
 			st.Share = float64(smp.Bytes) / float64(p.Bytes)
 		}

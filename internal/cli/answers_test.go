@@ -33,6 +33,10 @@ func TestAnswersGolden(t *testing.T) {
 		// state is the OOM's moment, the request unknown; --request gives
 		// it, CUDA free then taken as capacity − reserved.
 		{"oom-no-trace.txt", []string{"oom", oomFixture("no-trace")}},
+		// --categories: the first matching rule wins (rules[3] never
+		// does), names of one's own are categories of their own, a
+		// built-in name is the built-in category.
+		{"peak-categories.txt", []string{"peak", "--demo", "--categories", filepath.Join("testdata", "rules", "demo.json"), "--top", "6"}},
 		{"oom-no-trace-request.txt", []string{"oom", oomFixture("no-trace"), "--request", "12MiB", "--capacity", "80MiB"}},
 		{"oom-no-trace-request-free.txt", []string{"oom", oomFixture("no-trace"), "--request", "12MiB", "--device-free", "0"}},
 	} {
@@ -159,6 +163,14 @@ func TestAnswersBadInput(t *testing.T) {
 		{[]string{"oom", "--demo", "--at-dump", "--request", "0", "--device-free", "1GiB"}, 2, "--request \"0\": want a size"},
 		{[]string{"oom", "--demo", "--at-dump", "--request", "1GiB", "--device-free", "much"}, 2, "--device-free \"much\""},
 		{[]string{"oom", oomFixture("oom-shortage"), "--at-dump", "--request", "1GiB", "--device-free", "0"}, 1, "the trace records 1 out-of-memory event(s)"},
+		{[]string{"peak", "--demo", "--categories", rulesFile(t, `[{"match": "ok", "category": "a"}, {"match": "(", "category": "b"}]`)}, 1, `rules[1]: "match" "(" is not a regular expression`},
+		{[]string{"oom", "--demo", "--categories", rulesFile(t, `{"rules": []}`)}, 1, "not a list of rules: want a JSON array"},
+		{[]string{"peak", "--demo", "--categories", rulesFile(t, `[{"match": "a", "category": "b"}, {"match": "a", "cat": "x"}]`)}, 1, `rules[1]: unknown field "cat"`},
+		{[]string{"peak", "--demo", "--categories", rulesFile(t, `[{"match": 3, "category": "x"}]`)}, 1, "rules[0]: want {\"match\": REGEX"},
+		{[]string{"peak", "--demo", "--categories", rulesFile(t, `[{"match": "a"}]`)}, 1, `rules[0]: no "category"`},
+		{[]string{"peak", "--demo", "--categories", rulesFile(t, `[{"match": "a", "category": ""}]`)}, 1, `rules[0]: "category" "": want a name`},
+		{[]string{"peak", "--demo", "--categories", rulesFile(t, `[{"match": "a"`)}, 1, "not JSON"},
+		{[]string{"peak", "--demo", "--categories", filepath.Join(t.TempDir(), "none.json")}, 1, "none.json: no such file"},
 	} {
 		code, _, errs := runMain(t, nil, tt.args...)
 		first := strings.SplitN(errs, "\n", 2)[0]
@@ -246,5 +258,55 @@ func TestCategoryReasonEverySite(t *testing.T) {
 				t.Errorf("%v: site of %s without a reason: %q", args, s.Category, s.Reason)
 			}
 		}
+	}
+}
+
+// rulesFile writes a --categories file.
+func rulesFile(t *testing.T, text string) string {
+	p := filepath.Join(t.TempDir(), "rules.json")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestCategoriesJSON: a user rule's sites say so in category_reason, with
+// the rule's index; the categories map has the user's names.
+func TestCategoriesJSON(t *testing.T) {
+	code, out, errs := runMain(t, nil, "peak", "--demo", "--json", "--top", "0", "--categories", filepath.Join("testdata", "rules", "demo.json"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Categories map[string]uint64 `json:"categories"`
+		Sites      []struct {
+			Frames   []string `json:"frames"`
+			Category string   `json:"category"`
+			Reason   string   `json:"category_reason"`
+		} `json:"sites"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Categories["attention"] == 0 || doc.Categories["loss"] == 0 {
+		t.Errorf("categories %v", doc.Categories)
+	}
+	if _, ok := doc.Categories["never_reached"]; !ok {
+		t.Errorf("a category the rules name is listed even at 0: %v", doc.Categories)
+	}
+	seen := map[string]bool{}
+	for _, s := range doc.Sites {
+		if strings.HasPrefix(s.Reason, "user-rule-") {
+			seen[s.Category] = true
+			if !strings.Contains(s.Reason, "rules[") || !strings.Contains(s.Reason, "demo.json") {
+				t.Errorf("reason %q", s.Reason)
+			}
+		}
+		if s.Category == "never_reached" {
+			t.Errorf("rules[3] matched, but rules[0] comes first: %v", s.Frames)
+		}
+	}
+	if !seen["attention"] || !seen["loss"] || !seen["parameter"] {
+		t.Errorf("user categories seen %v", seen)
 	}
 }

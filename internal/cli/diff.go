@@ -92,6 +92,8 @@ func runDiff(env *Env, args []string) error {
 	depth := fs.Int("depth", 2, "frames per allocation site (innermost user frames)")
 	top := fs.Int("top", 15, "sites to print (text)")
 	useDemo := fs.Bool("demo", false, "use the embedded demo for a missing A or B")
+	var categories string
+	categoriesFlag(fs, &categories)
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -121,11 +123,15 @@ func runDiff(env *Env, args []string) error {
 	if *segments {
 		return runCompareSegments(env, files, da, db, *out, *collapsed, *asJSON)
 	}
-	a, err := liveProfile(env, files[0], da, *at)
+	rules, err := loadCategories(categories)
 	if err != nil {
 		return err
 	}
-	b, err := liveProfile(env, files[1], db, *at)
+	a, err := liveProfile(env, files[0], da, *at, rules)
+	if err != nil {
+		return err
+	}
+	b, err := liveProfile(env, files[1], db, *at, rules)
 	if err != nil {
 		return err
 	}
@@ -142,8 +148,7 @@ func runDiff(env *Env, args []string) error {
 
 func buildDiff(a, b *live, depth int) *diffResult {
 	r := &diffResult{A: side(a), B: side(b), CategoriesDelta: map[string]int64{}, Sites: []diffSite{}} // [] not null in --json
-	for _, c := range analysis.Categories() {
-		n := c.String()
+	for _, n := range diffCategories(r) {
 		r.CategoriesDelta[n] = int64(r.B.Categories[n]) - int64(r.A.Categories[n])
 	}
 	// Sites: live bytes at the moment and allocations over the trace, by
@@ -186,6 +191,18 @@ func buildDiff(a, b *live, depth int) *diffResult {
 	return r
 }
 
+// diffCategories lists the categories of both sides in output order.
+func diffCategories(r *diffResult) []string {
+	both := map[string]uint64{}
+	for n, v := range r.A.Categories {
+		both[n] += v
+	}
+	for n, v := range r.B.Categories {
+		both[n] += v
+	}
+	return analysis.CategoryOrder(both)
+}
+
 // pick is a when cond holds, else b.
 func pick[T any](cond bool, a, b T) T {
 	if cond {
@@ -222,7 +239,7 @@ func side(x *live) diffSide {
 	if x.m.Event >= 0 {
 		sd.Event = &x.m.Event
 	}
-	for _, c := range analysis.Categories() {
+	for _, c := range x.dv.Categories() {
 		sd.Categories[c.String()] = 0
 	}
 	for _, smp := range x.prof.Samples {
@@ -320,8 +337,7 @@ func diffText(w *bytes.Buffer, r *diffResult, top int) {
 	fmt.Fprintf(tw, "\t\t\t\t\n")
 	fmt.Fprintf(tw, "live at\t%s\t%s\t\t\n", at(r.A), at(r.B))
 	row("live", r.A.LiveBytes, r.B.LiveBytes)
-	for _, c := range analysis.Categories() {
-		n := c.String()
+	for _, n := range diffCategories(r) {
 		if r.A.Categories[n] != 0 || r.B.Categories[n] != 0 {
 			row("  "+n, r.A.Categories[n], r.B.Categories[n])
 		}

@@ -69,7 +69,7 @@ func parseCapacity(env *Env, fs *flag.FlagSet, capFlag, gpu string) (uint64, err
 }
 
 func runOOM(env *Env, args []string) error {
-	fs := newFlagSet(env, "oom", "[--capacity SIZE | --gpu NAME] [--no-replay] [[--at-dump] --request SIZE [--device-free SIZE] [--stream N]] [--depth K] [--top N] [--device N] [--json] [--demo] FILE...", oomAbout)
+	fs := newFlagSet(env, "oom", "[--capacity SIZE | --gpu NAME] [--no-replay] [[--at-dump] --request SIZE [--device-free SIZE] [--stream N]] [--categories RULES.json] [--depth K] [--top N] [--device N] [--json] [--demo] FILE...", oomAbout)
 	var f answerFlags
 	f.register(fs)
 	capFlag := fs.String("capacity", "", "the device's total memory (`SIZE`, e.g. 80GiB)")

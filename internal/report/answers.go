@@ -47,8 +47,8 @@ func WriteLive(w io.Writer, file string, a *analysis.Live, t0 int64, hasT0 bool)
 
 func writeCategories(bw *bufio.Writer, cats map[string]uint64, total uint64) {
 	fmt.Fprintf(bw, "\ncategories\n")
-	for _, c := range analysis.Categories() {
-		n := cats[c.String()]
+	for _, c := range analysis.CategoryOrder(cats) {
+		n := cats[c]
 		fmt.Fprintf(bw, "  %-16s %12s  %5.1f%%\n", c, units.Human(n), percentOf(n, total))
 	}
 }
