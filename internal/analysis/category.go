@@ -133,6 +133,10 @@ func (d *Device) RuleReason(r Rule) string {
 	return r.String() + ": " + r.Reason()
 }
 
+// Classified says whether the categories are made (a caller that must
+// not wait for them asks first).
+func (d *Device) Classified() bool { return d.classified.Load() }
+
 func (d *Device) classifyAll() {
 	d.cats, d.rules = classify(d)
 	if d.user.Len() > 0 {
@@ -143,6 +147,7 @@ func (d *Device) classifyAll() {
 			}
 		}
 	}
+	d.classified.Store(true)
 }
 
 // Rule is the rule that set an allocation's category: each has one

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/analysis"
@@ -63,6 +64,18 @@ func TestAnswersAPI(t *testing.T) {
 	active, _ := replay.Peaks(dm, 0)
 	if peak.Peak != active || peak.Live != active || len(peak.Sites) == 0 || len(peak.Sites[0].Items) == 0 {
 		t.Errorf("peak %d live %d (want %d), sites %d", peak.Peak, peak.Live, active, len(peak.Sites))
+	}
+	// Once the categories are made, an allocation's details say its
+	// category and why (the hover).
+	var elem struct {
+		Category string `json:"category"`
+		Reason   string `json:"category_reason"`
+	}
+	id := int(peak.Sites[0].Items[0])
+	decodeJSON(t, get(t, h, host, "/api/elem?file=1&device=0&view=active&id="+itoa(id)), &elem)
+	dv := analysis.NewDevice(dm, 0)
+	if elem.Category != dv.Category(id).String() || elem.Reason != dv.CategoryReason(id) || !strings.Contains(elem.Reason, ": ") {
+		t.Errorf("element %d: category %q (%q), want %q (%q)", id, elem.Category, elem.Reason, dv.Category(id), dv.CategoryReason(id))
 	}
 	at := peak.At.Timestep
 	decodeJSON(t, get(t, h, host, "/api/peak?file=1&device=0&view=active&mode=event&x="+itoa(at)), &peak)
