@@ -311,7 +311,7 @@ func frameEvidence(f *snapshot.Frame) evidence {
 			e |= evOptimInit | evOptim
 		case name == "zero_grad":
 			e |= evZeroGrad
-		case strings.Contains(fn, "torch/optim/"):
+		case strings.Contains(fn, "torch/optim/") || optimizerFile(fn):
 			e |= evOptim
 		case strings.Contains(fn, "torch/nn/modules/module.py") && (name == "_apply" || name == "to" || name == "cuda" || name == "to_empty"):
 			e |= evModuleApply
@@ -339,6 +339,19 @@ func frameEvidence(f *snapshot.Frame) evidence {
 		e |= evDDP
 	}
 	return e
+}
+
+// optimizerFile says whether a Python file belongs to an optimizer: a
+// component of its path names one ("optim": torch/optim, apex/optimizers,
+// megatron/core/optimizer, a user's optimizers.py). What such code makes
+// and keeps is the optimizer's (moments, fp32 master copies).
+func optimizerFile(fn string) bool {
+	for _, part := range strings.Split(strings.ToLower(fn), "/") {
+		if strings.Contains(part, "optim") {
+			return true
+		}
+	}
+	return false
 }
 
 // phase is the part of a training step an allocation was made in.
