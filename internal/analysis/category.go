@@ -208,7 +208,7 @@ var ruleText = [numRules]struct {
 	RuleRecompute:         {"recompute", "made by activation checkpointing's recomputation in backward → activation (the segment's activations, rebuilt)"},
 	RuleOptimKept:         {"optimizer-kept", "made in the optimizer step and outlived it → optimizer state"},
 	RuleOptimTemp:         {"optimizer-temp", "made in the optimizer step and died in it → temporary"},
-	RuleBackwardGrad:      {"backward-kept", "made in backward and alive after the pass's last allocation (or freed by zero_grad) → gradient"},
+	RuleBackwardGrad:      {"backward-kept", "made in backward and still live when the next phase began (or freed by zero_grad) → gradient"},
 	RuleBackwardDetail:    {"backward-temp", "made in backward and died in the pass → autograd detail"},
 	RuleForwardSaved:      {"forward-kept", "made in a module's forward and outlived the forward pass (saved for backward, or an output) → activation"},
 	RuleForwardTemp:       {"forward-temp", "made in the forward pass and died before the next phase began → temporary"},
@@ -220,9 +220,9 @@ var ruleText = [numRules]struct {
 	RuleModuleInit:        {"module-init", "made in an __init__ before any forward and alive to the end (a module built on the device) → parameter"},
 	RuleWeightsNoBackward: {"weights-no-backward", "alive from before the trace (or model set-up) to its end, with a forward and no backward in the trace → parameter (weights)"},
 	RuleWeightsPaired:     {"weights-paired", "alive from before the trace to its end, no stack, and the size of a gradient or optimizer state made per parameter → parameter"},
-	RuleWeightsFrozen:     {"weights-frozen", "alive from before the trace to its end, no stack, and no gradient or optimizer state of its size in a trace that has both → parameter (frozen: it never gets a gradient)"},
+	RuleWeightsFrozen:     {"weights-frozen", "alive from before the trace to its end, no stack, and no gradient or optimizer state of its size in a trace whose backward makes gradients or whose optimizer keeps state → parameter (frozen: it never gets a gradient)"},
 	RuleUnpaired:          {"unpaired", "alive from before the trace to its end, no stack, its size that of a parameter but more such blocks than parameters: a gradient or state made before the trace cannot be told from a parameter"},
-	RuleParamOrGrad:       {"param-or-grad", "alive from before the trace to its end, no stack, in a trace whose backward makes no lasting gradient (gradients kept from before it and accumulated in place): a parameter or a gradient, which the snapshot cannot tell apart"},
+	RuleParamOrGrad:       {"param-or-grad", "alive from before the trace to its end, no stack, in a trace whose backward makes no lasting gradient (gradients kept from before it and accumulated in place) and with no optimizer state to count parameters by: a parameter or a gradient, which the snapshot cannot tell apart"},
 	RuleCutByOOM:          {"cut-by-oom", "made in a backward pass or optimizer step that an out-of-memory ended: whether it would have outlived the pass is not known"},
 }
 
@@ -627,8 +627,8 @@ func classify(d *Device) ([]Category, []Rule) {
 			set(i, pick(outlived, OptimizerState, Temporary), pickRule(outlived, RuleOptimKept, RuleOptimTemp))
 		case phaseBackward:
 			// A gradient outlives the backward pass: it is still live
-			// after the pass's last allocation, or zero_grad frees it.
-			grad := it.Died > runLast[i] || it.Free >= 0 && evOf(ev[it.Free].Stack)&evZeroGrad != 0
+			// when the next phase begins, or zero_grad frees it.
+			grad := it.Died >= runEnd[i] || it.Free >= 0 && evOf(ev[it.Free].Stack)&evZeroGrad != 0
 			set(i, pick(grad, Gradient, AutogradDetail), pickRule(grad, RuleBackwardGrad, RuleBackwardDetail))
 		case phaseForward:
 			switch {
@@ -689,10 +689,10 @@ func classify(d *Device) ([]Category, []Rule) {
 		switch {
 		case hasForward && !hasBackward:
 			set(i, Parameter, RuleWeightsNoBackward)
-		case hasBackward && !sawGrad:
+		case hasBackward && !sawGrad && !sawState:
 			set(i, Unknown, RuleParamOrGrad)
 		case !paired[it.Size]:
-			if hasBackward && sawGrad && sawState {
+			if hasBackward {
 				set(i, Parameter, RuleWeightsFrozen)
 			}
 		default:

@@ -140,7 +140,8 @@ func TestCorpusFragmentationCurve(t *testing.T) {
 // gradient, made by the autograd engine's BmmBackward0 (weights),
 // IndexBackward0 (embedding) and the reduction of broadcast gradients
 // (biases, norms); the parameters are the stackless blocks from before the
-// trace (one more small block pairs by size).
+// trace, and one more small block and the RoPE tables, which have no
+// optimizer state (buffers: frozen by the rule).
 func TestCorpusCategorySites(t *testing.T) {
 	type site struct {
 		cat   Category
@@ -154,7 +155,8 @@ func TestCorpusCategorySites(t *testing.T) {
 		sites []site
 	}{
 		{"cs336-notHanmin__memory_snapshot.pickle", []site{
-			{Parameter, RuleWeightsPaired, "", 328, 3877655552},
+			{Parameter, RuleWeightsPaired, "", 327, 3877647360},
+			{Parameter, RuleWeightsFrozen, "", 1, 8192}, // no optimizer state: a buffer
 			{OptimizerState, 0, "adapters.py:887:step", 327, 3877647360},
 			{OptimizerState, 0, "adapters.py:888:step", 327, 3877647360},
 			{Gradient, 0, "BmmBackward0::apply", 253, 3826073600},
@@ -162,8 +164,8 @@ func TestCorpusCategorySites(t *testing.T) {
 			{Gradient, 0, "resize_reduction", 73, 373760},
 		}},
 		{"cs336-kkaitlyn111__memory_files_memory_ctx256_fullstep_.pickle", []site{
-			{Parameter, RuleWeightsPaired, "", 292, 13627246592},
-			{Parameter, RuleWeightsFrozen, "", 32, 2621440}, // no gradient of their size
+			{Parameter, RuleWeightsPaired, "", 291, 13627238400},
+			{Parameter, RuleWeightsFrozen, "", 33, 2629632}, // no gradient or state of their size: buffers
 			{OptimizerState, 0, "optimizers.py:82:step", 291, 13627238400},
 			{OptimizerState, 0, "optimizers.py:84:step", 291, 13627238400},
 			{Gradient, 0, "BmmBackward0::apply", 225, 13524172800},

@@ -80,6 +80,10 @@ func TestPatternTruth(t *testing.T) {
 		{"checkpointing", with(func(w *synth.Workload) { w.Checkpointing = true }), synth.Options{}, false},
 		{"ddp", with(func(w *synth.Workload) { w.DDP = true }), synth.Options{}, false},
 		{"mixed-precision", with(func(w *synth.Workload) { w.MixedPrecision, w.DType = true, synth.BF16 }), synth.Options{}, false},
+		{"fsdp", with(func(w *synth.Workload) { w.FSDP = true }), synth.Options{}, false},
+		{"compile", with(func(w *synth.Workload) { w.Compile = true }), synth.Options{}, false},
+		{"compile-no-annotations", with(func(w *synth.Workload) { w.Compile, w.NoAnnotations = true, true }), synth.Options{}, false},
+		{"lora-oom-unwind", with(func(w *synth.Workload) { w.LoRA, w.OOMUnwind, w.Batch = true, true, 2048 }), synth.Options{Capacity: 96 << 20}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			d, res := synthRun(t, tt.w, tt.o)
@@ -113,10 +117,7 @@ func TestPatternTruth(t *testing.T) {
 				}
 			}
 			t.Logf("%s, every allocation: %.4f of %d bytes right", tt.name, float64(right)/float64(total), total)
-			// Over the whole trace the backward rule misses the last
-			// temporary of a backward pass freed after its last allocation
-			// (LoRA's x @ lora_A gradient: 1.7%), so the bar is 98%.
-			if float64(right) < 0.98*float64(total) {
+			if float64(right) < 0.99*float64(total) {
 				t.Errorf("%s: every allocation: %.4f of %d bytes in their true category; wrong: %v", tt.name, float64(right)/float64(total), total, wrong)
 			}
 			for _, spec := range specs {

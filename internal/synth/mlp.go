@@ -17,6 +17,7 @@ type mlp struct {
 	linear, relu, head            snapshot.StackID
 	bHead, bRelu, bLinear, bFirst snapshot.StackID
 	ps                            patternSites
+	fsdpFull                      []uint64 // FSDP: each unit's full flat parameter
 }
 
 func newMLP(p *program) *mlp {
@@ -37,8 +38,15 @@ func newMLP(p *program) *mlp {
 }
 
 func (m *mlp) run() {
+	if m.w.Compile {
+		m.compileSites()
+	}
 	if m.w.LoRA {
 		m.loraRun()
+		return
+	}
+	if m.w.FSDP {
+		m.fsdpRun()
 		return
 	}
 	e, H := m.e, uint64(m.w.Hidden)

@@ -33,6 +33,16 @@ import (
 //     no per-parameter gradient.
 //   - MixedPrecision: bf16 parameters; the optimizer keeps fp32 master
 //     copies and fp32 moments (optimizer state), made in its first step.
+//   - FSDP (2 ranks, one unit per layer and one for the head): each unit's
+//     flat parameter shard (half its parameters) is made at construction
+//     (parameter); forward and backward all-gather the full flat parameter
+//     before the unit runs and free it after (temporary); backward makes
+//     the full gradient (autograd detail) and keeps the reduce-scattered
+//     shard (gradient); AdamW keeps state per shard.
+//   - Compile: torch.compile; Inductor's generated code (call() in
+//     /tmp/torchinductor_*/…py) makes the forward's and the compiled
+//     backward's buffers; what the forward saves for backward is
+//     activation, the rest temporary or autograd detail.
 
 // loraRank is the adapters' rank.
 const loraRank = 8
@@ -41,7 +51,7 @@ const loraRank = 8
 const ddpBucketBytes = 25 << 20
 
 func (w Workload) checkPatterns() error {
-	any := w.Inference || w.LoRA || w.OOMUnwind || w.NoAnnotations || w.Checkpointing || w.DDP || w.MixedPrecision || w.Quant != ""
+	any := w.Inference || w.LoRA || w.OOMUnwind || w.NoAnnotations || w.Checkpointing || w.DDP || w.MixedPrecision || w.Quant != "" || w.FSDP || w.Compile
 	if !any {
 		return nil
 	}
@@ -57,6 +67,9 @@ func (w Workload) checkPatterns() error {
 	if w.LoRA && (w.Checkpointing || w.DDP || w.MixedPrecision) {
 		return fmt.Errorf("lora does not combine with checkpointing, ddp or mixed-precision")
 	}
+	if w.FSDP && (w.Inference || w.LoRA || w.Checkpointing || w.DDP || w.MixedPrecision) {
+		return fmt.Errorf("fsdp does not combine with inference, lora, checkpointing, ddp or mixed-precision")
+	}
 	if w.MixedPrecision && w.DType != BF16 {
 		return fmt.Errorf("mixed-precision keeps bf16 parameters: use --dtype bf16")
 	}
@@ -69,7 +82,7 @@ func (w Workload) patternString() string {
 		on   bool
 		name string
 	}{{w.Inference, "inference"}, {w.LoRA, "lora"}, {w.OOMUnwind, "oom-unwind"}, {w.NoAnnotations, "no-annotations"},
-		{w.Checkpointing, "checkpointing"}, {w.DDP, "ddp"}, {w.MixedPrecision, "mixed-precision"}} {
+		{w.Checkpointing, "checkpointing"}, {w.DDP, "ddp"}, {w.MixedPrecision, "mixed-precision"}, {w.FSDP, "fsdp"}, {w.Compile, "compile"}} {
 		if f.on {
 			out += " " + f.name
 		}
@@ -113,6 +126,9 @@ type patternSites struct {
 	bLoraB, bLoraA                snapshot.StackID // the adapters' backward
 	recomputeLinear, recomputeAct snapshot.StackID // checkpoint's recomputation
 	ddpBucket                     snapshot.StackID
+	fsdpFlat, fsdpGather          snapshot.StackID // FSDP construction, forward all-gather
+	fsdpGatherBwd, fsdpReduce     snapshot.StackID // backward all-gather, reduce-scattered gradient
+	fsdpReshard                   snapshot.StackID
 }
 
 func newPatternSites(st *stackTable) patternSites {
@@ -125,6 +141,8 @@ func newPatternSites(st *stackTable) patternSites {
 		return cat([]frame{{peft + "layer.py", line, "forward"}, callImpl, wrappedCall}, nn(container), fwd)
 	}
 	ckpt := torchDir + "utils/checkpoint.py"
+	fsdp := torchDir + "distributed/fsdp/"
+	gather := []frame{{fsdp + "_flat_param.py", 1415, "_alloc_padded_unsharded_flat_param"}, {fsdp + "_flat_param.py", 1360, "unshard"}, {fsdp + "_runtime_utils.py", 295, "_unshard"}}
 	recompute := func(f frame) []frame {
 		return cat(nn(f), nn(container), []frame{{ckpt, 1533, "recompute_fn"}, {ckpt, 1122, "unpack_hook"}}, backwardFrames("ReluBackward0"))
 	}
@@ -140,6 +158,12 @@ func newPatternSites(st *stackTable) patternSites {
 		bLoraA:          st.backward("MmBackward0"),
 		recomputeLinear: st.intern(recompute(linear)),
 		recomputeAct:    st.intern(recompute(frame{torchDir + "nn/modules/activation.py", 133, "forward"})),
+		fsdpFlat: st.intern([]frame{{fsdp + "_flat_param.py", 790, "flatten_tensors"}, {fsdp + "_flat_param.py", 705, "_init_flat_param_and_metadata"},
+			{fsdp + "_init_utils.py", 610, "_init_param_handle_from_params"}, {fsdp + "fully_sharded_data_parallel.py", 483, "__init__"}, {userTrain, 186, "main"}, moduleFrame}),
+		fsdpGather:    st.intern(cat(gather, []frame{{fsdp + "_runtime_utils.py", 380, "_pre_forward_unshard"}, {fsdp + "fully_sharded_data_parallel.py", 853, "forward"}, callImpl, wrappedCall}, nn(container), fwd)),
+		fsdpReshard:   st.intern(cat([]frame{{fsdp + "_runtime_utils.py", 395, "_post_forward_reshard"}, {fsdp + "fully_sharded_data_parallel.py", 857, "forward"}, callImpl, wrappedCall}, nn(container), fwd)),
+		fsdpGatherBwd: st.intern(cat(gather, []frame{{fsdp + "_runtime_utils.py", 700, "_pre_backward_hook"}}, backwardFrames("AddmmBackward0"))),
+		fsdpReduce:    st.intern(cat([]frame{{fsdp + "_runtime_utils.py", 905, "_reduce_grad"}, {fsdp + "_runtime_utils.py", 840, "_post_backward_hook"}}, backwardFrames("AddmmBackward0"))),
 		ddpBucket: st.intern(cat(cpp("c10d::Reducer::initialize_buckets(std::vector<c10d::Reducer::Bucket, std::allocator<c10d::Reducer::Bucket> >)"),
 			[]frame{{torchDir + "nn/parallel/distributed.py", 1190, "_ddp_init_helper"}, {torchDir + "nn/parallel/distributed.py", 870, "__init__"}, {userTrain, 189, "main"}, moduleFrame})),
 	}
@@ -310,4 +334,90 @@ func (m *mlp) patternForwardBackward() tensorID {
 		m.free(gz, m.bLinear)
 	}
 	return loss
+}
+
+// fsdpRun shards each unit's flat parameter at construction and trains.
+func (m *mlp) fsdpRun() {
+	e, H, C := m.e, uint64(m.w.Hidden), uint64(mlpClasses)
+	m.ps = newPatternSites(m.st)
+	m.fsdpFull = nil
+	for l := 0; l < m.w.Layers; l++ {
+		m.fsdpFull = append(m.fsdpFull, H*H*e+H*e)
+	}
+	m.fsdpFull = append(m.fsdpFull, C*H*e+C*e)
+	for _, full := range m.fsdpFull {
+		m.addParam((full+1)/2, m.ps.fsdpFlat) // this rank's shard
+	}
+	m.trainLoop(&m.trainSites, &m.opt, uint64(m.w.Batch)*H*e, uint64(m.w.Batch)*8, 100, m.fsdpForwardBackward)
+}
+
+// fsdpForwardBackward is an FSDP training step: each unit all-gathers
+// its flat parameter before it runs and frees it after.
+func (m *mlp) fsdpForwardBackward() tensorID {
+	e, B, H, C := m.e, uint64(m.w.Batch), uint64(m.w.Hidden), uint64(mlpClasses)
+	L := m.w.Layers
+	m.beginForward()
+	acts := make([]tensorID, L)
+	for l := 0; l < L && m.err == nil; l++ {
+		g := m.alloc(m.fsdpFull[l], kindTemp, m.ps.fsdpGather)
+		m.flops(2 * B * H * H)
+		z := m.alloc(B*H*e, kindTemp, m.linear)
+		acts[l] = m.alloc(B*H*e, kindActivation, m.relu)
+		m.free(z, m.relu)
+		m.free(g, m.ps.fsdpReshard)
+	}
+	g := m.alloc(m.fsdpFull[L], kindTemp, m.ps.fsdpGather)
+	logits := m.alloc(B*C*e, kindTemp, m.head)
+	m.free(g, m.ps.fsdpReshard)
+	lsm := m.alloc(B*C*4, kindActivation, m.logSoftmax)
+	m.free(logits, m.logSoftmax)
+	loss := m.alloc(4, kindActivation, m.nll)
+	if m.err != nil {
+		return loss
+	}
+	g2 := m.lossBackward(&m.trainSites, B*C, B*C*e, lsm)
+	gw := m.alloc(m.fsdpFull[L], kindTemp, m.ps.fsdpGatherBwd)
+	full := m.alloc(m.fsdpFull[L], kindAutograd, m.bHead)
+	m.grad(L, m.ps.fsdpReduce)
+	m.free(full, m.ps.fsdpReduce)
+	gx := m.alloc(B*H*e, kindAutograd, m.bHead)
+	m.free(g2, m.bHead)
+	m.free(gw, m.bHead)
+	for l := L - 1; l >= 0 && m.err == nil; l-- {
+		gw := m.alloc(m.fsdpFull[l], kindTemp, m.ps.fsdpGatherBwd)
+		gz := m.alloc(B*H*e, kindAutograd, m.bRelu)
+		m.free(gx, m.bRelu)
+		m.free(acts[l], m.bRelu)
+		m.flops(4 * B * H * H)
+		full := m.alloc(m.fsdpFull[l], kindAutograd, m.bLinear)
+		m.grad(l, m.ps.fsdpReduce)
+		m.free(full, m.ps.fsdpReduce)
+		gx = none
+		if l > 0 {
+			gx = m.alloc(B*H*e, kindAutograd, m.bLinear)
+		}
+		m.free(gz, m.bLinear)
+		m.free(gw, m.bLinear)
+	}
+	return loss
+}
+
+// compileSites swaps the mlp's stacks for torch.compile's: Inductor's
+// generated call() under the compiled forward, and under the compiled
+// backward (CompiledFunctionBackward).
+func (m *mlp) compileSites() {
+	st := m.st
+	aot := torchDir + "_functorch/_aot_autograd/runtime_wrappers.py"
+	fwd := func(line int64) snapshot.StackID {
+		return st.intern(cat([]frame{{"/tmp/torchinductor_root/x3/cx3kq7vbwzm5.py", line, "call"}, {torchDir + "_inductor/output_code.py", 466, "__call__"},
+			{aot, 336, "runtime_wrapper"}, {aot, 1769, "forward"}, {torchDir + "autograd/function.py", 575, "apply"}, {torchDir + "_dynamo/eval_frame.py", 655, "_fn"},
+			callImpl, wrappedCall}, trainStep(154)))
+	}
+	bwd := func(line int64) snapshot.StackID {
+		return st.intern(cat([]frame{{"/tmp/torchinductor_root/y7/cy7d2mfa4k3q.py", line, "call"}, {torchDir + "_inductor/output_code.py", 466, "__call__"},
+			{aot, 2105, "call_compiled_backward"}, {aot, 2153, "backward"}, {torchDir + "autograd/function.py", 307, "apply"}},
+			backwardFrames("CompiledFunctionBackward")))
+	}
+	m.linear, m.relu, m.head = fwd(120), fwd(124), fwd(131)
+	m.bHead, m.bRelu, m.bLinear = bwd(210), bwd(214), bwd(218)
 }

@@ -78,6 +78,8 @@ type Workload struct {
 	Checkpointing  bool   // activation checkpointing per layer: recomputation in backward
 	DDP            bool   // DistributedDataParallel: gradients are views into the Reducer's buckets
 	MixedPrecision bool   // bf16 parameters, fp32 master copies and states in the optimizer
+	FSDP           bool   // FullyShardedDataParallel on 2 ranks: flat parameter shards, all-gathers
+	Compile        bool   // torch.compile: Inductor's generated code makes the buffers
 }
 
 // DefaultWorkload returns the defaults used for fields left zero.
