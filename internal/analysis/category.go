@@ -187,6 +187,7 @@ const (
 	RuleUnpaired                      // unknown: more same-size blocks than parameters
 	RuleCutByOOM                      // unknown: an OOM cut the pass it was made in
 	RuleParamOrGrad                   // unknown: backward in the trace, no lasting gradient made in it
+	RuleWorkspaceSize                 // unknown: stackless, the size of a cuBLAS workspace
 	numRules
 )
 
@@ -223,6 +224,7 @@ var ruleText = [numRules]struct {
 	RuleWeightsFrozen:     {"weights-frozen", "alive from before the trace to its end, no stack, and no gradient or optimizer state of its size in a trace whose backward makes gradients or whose optimizer keeps state → parameter (frozen: it never gets a gradient)"},
 	RuleUnpaired:          {"unpaired", "alive from before the trace to its end, no stack, its size that of a parameter but more such blocks than parameters: a gradient or state made before the trace cannot be told from a parameter"},
 	RuleParamOrGrad:       {"param-or-grad", "alive from before the trace to its end, no stack, in a trace whose backward makes no lasting gradient (gradients kept from before it and accumulated in place) and with no optimizer state to count parameters by: a parameter or a gradient, which the snapshot cannot tell apart"},
+	RuleWorkspaceSize:     {"workspace-size", "alive from before the trace to its end, no stack, and the size of a cuBLAS workspace (one this snapshot records with its frames, or cuBLAS's default 8519680 or 33554432 B): a workspace, not a tensor"},
 	RuleCutByOOM:          {"cut-by-oom", "made in a backward pass or optimizer step that an out-of-memory ended: whether it would have outlived the pass is not known"},
 }
 
@@ -676,6 +678,14 @@ func classify(d *Device) ([]Category, []Rule) {
 			perSite[stackSize{d.itemStack(i), it.Size}]++
 		}
 	}
+	// The sizes of cuBLAS workspaces: PyTorch's defaults (":4096:2:16:8"
+	// on Hopper, ":4096:8" before) and those recognised by their frames.
+	workspace := map[uint64]bool{8519680: true, 33554432: true}
+	for i := range items {
+		if evs[i]&evWorkspace != 0 {
+			workspace[items[i].Size] = true
+		}
+	}
 	limit := map[uint64]int{}
 	for k, v := range perSite {
 		limit[k.size] = max(limit[k.size], v)
@@ -687,6 +697,8 @@ func classify(d *Device) ([]Category, []Rule) {
 			continue
 		}
 		switch {
+		case workspace[it.Size] && !paired[it.Size]:
+			set(i, Unknown, RuleWorkspaceSize)
 		case hasForward && !hasBackward:
 			set(i, Parameter, RuleWeightsNoBackward)
 		case hasBackward && !sawGrad && !sawState:

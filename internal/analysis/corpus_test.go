@@ -47,9 +47,11 @@ func openReal(t testing.TB, name string) *snapshot.Snapshot {
 // bcrafton also hold a few stackless blocks from before the trace that no
 // gradient or optimizer state matches in size (in the kkaitlyn111 runs 32
 // per run of 40, 80 and 160 KiB at contexts 128, 256 and 512: a buffer per
-// layer that grows with the context, RoPE's tables): by the frozen-weights
-// rule they are parameters (module state that never gets a gradient),
-// which moves the parameter figure by at most 0.04%.
+// layer that grows with the context, RoPE's tables; in bcrafton one of 16
+// KiB): by the frozen-weights rule they are parameters (module state that
+// never gets a gradient), which moves the parameter figure by at most
+// 0.04%. bcrafton's two stackless blocks of 8519680 B, cuBLAS's default
+// workspace, stay unknown.
 func TestCorpusCategories(t *testing.T) {
 	for _, tt := range []struct {
 		file                       string
@@ -62,7 +64,7 @@ func TestCorpusCategories(t *testing.T) {
 		{"cs336-notHanmin__memory_snapshot.pickle", 3877655552, 7755294720, 3877647360, 40960004, true},
 		// Gradients here were made before the trace and have no stack, so
 		// they cannot be told from parameters of the same size: unknown.
-		{"cs336-bcrafton__memory_snapshot.pickle", 778896384, 1523681280, 0, 0, false},
+		{"cs336-bcrafton__memory_snapshot.pickle", 761857024, 1523681280, 0, 0, false},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			d := NewDevice(openReal(t, tt.file), 0)
@@ -289,7 +291,8 @@ func TestCorpusNewKinds(t *testing.T) {
 // with stacks, unknown is at most 10% of what is live at the peak, but
 // on cs336-bcrafton, whose gradients were made before the trace without
 // a stack and live throughout beside the parameters of the same sizes
-// (one of each pair is a parameter, which one is not recorded: 19.8%).
+// (one of each pair is a parameter, which one is not recorded), with two
+// cuBLAS workspaces: 20.2%.
 func TestCorpusUnknownShare(t *testing.T) {
 	for _, f := range corpus.Files(t) {
 		s := openReal(t, filepath.Base(f))
@@ -320,7 +323,7 @@ func TestCorpusUnknownShare(t *testing.T) {
 			share := float64(c[Unknown]) / float64(max(live, 1))
 			limit := 0.10
 			if filepath.Base(f) == "cs336-bcrafton__memory_snapshot.pickle" {
-				limit = 0.20
+				limit = 0.21
 			}
 			if share > limit {
 				t.Errorf("%s device %d: unknown %.1f%% of %d live bytes at the peak", filepath.Base(f), dev, 100*share, live)
