@@ -221,7 +221,7 @@ var ruleText = [numRules]struct {
 	RuleModuleInit:        {"module-init", "made in an __init__ before any forward and alive to the end (a module built on the device) → parameter"},
 	RuleWeightsNoBackward: {"weights-no-backward", "alive from before the trace (or model set-up) to its end, with a forward and no backward in the trace → parameter (weights)"},
 	RuleWeightsPaired:     {"weights-paired", "alive from before the trace to its end, no stack, and the size of a gradient or optimizer state made per parameter → parameter"},
-	RuleWeightsFrozen:     {"weights-frozen", "alive from before the trace to its end, no stack, and no gradient or optimizer state of its size in a trace whose backward makes gradients or whose optimizer keeps state → parameter (frozen: it never gets a gradient)"},
+	RuleWeightsFrozen:     {"weights-frozen", "alive from before the trace to its end, no stack, no gradient or optimizer state of its size, in a fine-tune whose trace trains adapters (peft / LoRA frames) → parameter (frozen: it never gets a gradient)"},
 	RuleUnpaired:          {"unpaired", "alive from before the trace to its end, no stack, its size that of a parameter but more such blocks than parameters: a gradient or state made before the trace cannot be told from a parameter"},
 	RuleParamOrGrad:       {"param-or-grad", "alive from before the trace to its end, no stack, in a trace whose backward makes no lasting gradient (gradients kept from before it and accumulated in place) and with no optimizer state to count parameters by: a parameter or a gradient, which the snapshot cannot tell apart"},
 	RuleWorkspaceSize:     {"workspace-size", "alive from before the trace to its end, no stack, and the size of a cuBLAS workspace (one this snapshot records with its frames, or cuBLAS's default 8519680 or 33554432 B): a workspace, not a tensor"},
@@ -276,6 +276,7 @@ const (
 	evFSDPFlat                         // FSDP's flat parameter set-up
 	evFSDPGather                       // FSDP's unshard (all-gather)
 	evCheckpoint                       // torch/utils/checkpoint.py
+	evAdapter                          // peft, or a LoRA layer (a fine-tune training adapters)
 	evComputed                         // (cache marker, not evidence)
 )
 
@@ -289,6 +290,9 @@ func frameEvidence(f *snapshot.Frame) evidence {
 	var e evidence
 	if strings.HasSuffix(fn, ".py") {
 		e |= evPython
+		if strings.Contains(fn, "/peft/") || strings.Contains(strings.ToLower(fn), "lora") || strings.Contains(strings.ToLower(name), "lora") {
+			e |= evAdapter
+		}
 		switch {
 		case strings.Contains(fn, "bitsandbytes/"):
 			e |= evQuant
@@ -414,10 +418,11 @@ func classify(d *Device) ([]Category, []Rule) {
 	// What the trace shows of the run: a backward pass (its allocations or
 	// frees), a forward pass. Blocks from before the trace do not count: a
 	// forward-only recording may follow a warm-up step.
-	hasBackward, hasForward := false, false
+	hasBackward, hasForward, hasAdapters := false, false, false
 	for r := range ev {
 		d.pauseAt(r)
 		e := evOf(ev[r].Stack)
+		hasAdapters = hasAdapters || e&evAdapter != 0
 		hasBackward = hasBackward || e&evBackward != 0
 		hasForward = hasForward || e&evForward != 0 && ev[r].Action == snapshot.ActionAlloc
 	}
@@ -704,7 +709,9 @@ func classify(d *Device) ([]Category, []Rule) {
 		case hasBackward && !sawGrad && !sawState:
 			set(i, Unknown, RuleParamOrGrad)
 		case !paired[it.Size]:
-			if hasBackward {
+			// Weights a fine-tune freezes; without adapters in the trace
+			// such a block may as well be a buffer or a cache.
+			if hasBackward && hasAdapters {
 				set(i, Parameter, RuleWeightsFrozen)
 			}
 		default:
