@@ -1,6 +1,9 @@
 package analysis
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -93,5 +96,23 @@ func TestClassify(t *testing.T) {
 	c := d.CategoriesAt(m)
 	if c[Parameter] != 6*mb || c[OptimizerState] != 12*mb || c[Gradient] != 6*mb || c[Unknown] != 36*mb {
 		t.Errorf("end totals %v", c)
+	}
+}
+
+// TestRulesDocumented: docs/categories.md's rule table has a row for
+// every rule, in classify's order of Rules() (none last there).
+func TestRulesDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "categories.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, r := range Rules() {
+		if !strings.Contains(doc, "\n| `"+r.String()+"` |") {
+			t.Errorf("docs/categories.md has no row for rule %s", r)
+		}
+		if r.Reason() == "" {
+			t.Errorf("rule %d has no reason", r)
+		}
 	}
 }
