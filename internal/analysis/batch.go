@@ -61,8 +61,14 @@ func (d *Device) BatchRequests(scale float64) []alloc.Request {
 		return max(sz, 1)
 	}
 	stream := func(i int) int64 {
-		a := d.Allocation(i)
-		return d.S.RawStream(a.Stream)
+		_, st, addr := d.itemSource(i)
+		if st < 0 {
+			st = 0
+			if si := d.segmentAt(addr); si >= 0 {
+				st = d.S.Segments[si].Stream
+			}
+		}
+		return d.S.RawStream(st)
 	}
 	var pre []int
 	for i := range items {
