@@ -310,3 +310,80 @@ func TestCategoriesJSON(t *testing.T) {
 		t.Errorf("user categories seen %v", seen)
 	}
 }
+
+// TestOOMUnwindAnswer: an OOM mid-forward whose exception then frees the
+// forward's tensors (synth --oom-unwind): what the forward held at the
+// OOM is activation, not temporary; batch_whatif says which scales avoid
+// the OOM, and the suggestion names the largest.
+func TestOOMUnwindAnswer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "oom.pickle")
+	if code, _, errs := runMain(t, nil, "synth", "--model", "mlp", "--oom-unwind", "--layers", "8", "--hidden", "1024", "--batch", "1024", "--capacity", "60MiB", "-o", path); code != 0 {
+		t.Fatalf("synth: %s", errs)
+	}
+	code, out, errs := runMain(t, nil, "oom", path, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var a struct {
+		Categories map[string]uint64 `json:"categories"`
+		Batch      []struct {
+			Scale  float64 `json:"scale"`
+			Avoids bool    `json:"avoids_oom"`
+		} `json:"batch_whatif"`
+		Reproduced  bool `json:"batch_whatif_reproduced"`
+		Suggestions []struct{ Kind, Text string }
+		Sites       []struct {
+			Category string `json:"category"`
+			Reason   string `json:"category_reason"`
+		} `json:"sites"`
+	}
+	if err := json.Unmarshal([]byte(out), &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Categories["temporary"] != 0 || a.Categories["activation"] == 0 {
+		t.Errorf("categories at the OOM %v: the forward's tensors are activations", a.Categories)
+	}
+	oomRule := false
+	for _, s := range a.Sites {
+		oomRule = oomRule || s.Category == "activation" && strings.HasPrefix(s.Reason, "forward-oom: ")
+	}
+	if !oomRule {
+		t.Errorf("no site says forward-oom")
+	}
+	var avoids []float64
+	for _, b := range a.Batch {
+		if b.Avoids {
+			avoids = append(avoids, b.Scale)
+		}
+	}
+	if !a.Reproduced || len(a.Batch) != 3 || !reflect.DeepEqual(avoids, []float64{0.5, 0.25}) {
+		t.Errorf("batch what-if %+v (reproduced %v)", a.Batch, a.Reproduced)
+	}
+	if len(a.Suggestions) == 0 || a.Suggestions[0].Kind != "smaller_batch" || !strings.Contains(a.Suggestions[0].Text, "a batch 0.5× the recorded one gets past this OOM") {
+		t.Errorf("suggestions %+v", a.Suggestions)
+	}
+}
+
+// TestDiffCategories: diff --categories applies the rules to both sides.
+func TestDiffCategories(t *testing.T) {
+	rules := filepath.Join("testdata", "rules", "demo.json")
+	code, out, errs := runMain(t, nil, "diff", "--demo", "--json", "--categories", rules)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var d struct {
+		A struct {
+			Categories map[string]uint64 `json:"categories"`
+		} `json:"a"`
+		Delta map[string]int64 `json:"categories_delta"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.A.Categories["attention"] == 0 || d.A.Categories["loss"] == 0 {
+		t.Errorf("diff --categories: A's categories %v", d.A.Categories)
+	}
+	if _, ok := d.Delta["attention"]; !ok {
+		t.Errorf("categories_delta lacks attention: %v", d.Delta)
+	}
+}
