@@ -1691,7 +1691,8 @@ async function loadClasses(seq) {
     if (seq !== S.seq) return;
     const raw = new Uint8Array(b64ToBuffer(r.classes));
     // Category classes map to fixed colours (the same in every file).
-    const colour = r.legend.map((n, k) => r.by === 'category' ? CATEGORY_COLOURS[n] : k % 10);
+    // Categories of a --categories file take the two colours left, in turn.
+    const colour = r.legend.map((n, k) => r.by === 'category' ? (CATEGORY_COLOURS[n] ?? 8 + k % 2) : k % 10);
     S.classes = raw.map(k => colour[k]);
     const present = new Array(r.legend.length).fill(0);
     for (const k of raw) present[k]++;
@@ -1743,7 +1744,7 @@ async function showAnswer() {
   if (seq !== S.answerSeq) return;
   const where = a.at.event >= 0 ? `after event e${a.at.event}` : 'before the first event';
   const cats = Object.entries(a.categories).filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1])
-    .map(([k, v]) => `<span class="chip"><i class="sw" style="background:${tableau10[CATEGORY_COLOURS[k]]}"></i>${k} ${sizeText(v)}</span>`).join(' ');
+    .map(([k, v]) => `<span class="chip"><i class="sw" style="background:${tableau10[CATEGORY_COLOURS[k] ?? 8]}"></i>${k} ${sizeText(v)}</span>`).join(' ');
   const f = a.fragmentation;
   const rows = a.sites.map((st, k) => `<tr data-site="${k}"><td class="num">${sizeText(st.bytes)}</td><td class="num">${(100 * st.share).toFixed(1)}%</td>` +
     `<td class="num">${formatCount(st.count)}</td><td class="cat" title="${escapeHTML(st.category_reason || '')}">${escapeHTML(st.category)}<div class="why">${escapeHTML((st.category_reason || '').split(':')[0])}</div></td><td class="frames">${escapeHTML(st.frames.length ? st.frames.join(' ← ') : '(no stack recorded)')}</td></tr>`).join('');
