@@ -418,13 +418,28 @@ func classify(d *Device) ([]Category, []Rule) {
 	// What the trace shows of the run: a backward pass (its allocations or
 	// frees), a forward pass. Blocks from before the trace do not count: a
 	// forward-only recording may follow a warm-up step.
-	hasBackward, hasForward, hasAdapters := false, false, false
+	// Each stack is looked at once: marked by the events first (1: used,
+	// 2: by an alloc), an array pass over millions of events.
+	used := make([]uint8, len(stackEv))
 	for r := range ev {
 		d.pauseAt(r)
-		e := evOf(ev[r].Stack)
+		if st := ev[r].Stack; st >= 0 && int(st) < len(used) {
+			if ev[r].Action == snapshot.ActionAlloc {
+				used[st] |= 2
+			} else {
+				used[st] |= 1
+			}
+		}
+	}
+	hasBackward, hasForward, hasAdapters := false, false, false
+	for st, u := range used {
+		if u == 0 {
+			continue
+		}
+		e := evOf(snapshot.StackID(st))
 		hasAdapters = hasAdapters || e&evAdapter != 0
 		hasBackward = hasBackward || e&evBackward != 0
-		hasForward = hasForward || e&evForward != 0 && ev[r].Action == snapshot.ActionAlloc
+		hasForward = hasForward || e&evForward != 0 && u&2 != 0
 	}
 
 	// Per item: its evidence and phase. Items are in element order, which
