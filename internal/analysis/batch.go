@@ -46,7 +46,8 @@ func BatchDependent(r Rule) bool {
 // batch-dependent allocation's size multiplied by scale (then rounded to a
 // byte; the allocator model rounds it as PyTorch does): first the blocks
 // live when recording began, in address order, then each allocation and
-// free in trace order, with each recorded out-of-memory's request where it
+// free in trace order (blocks of private pools left out), with each
+// recorded out-of-memory's request where it
 // failed (scaled when the allocation before it is batch-dependent: the
 // pass it failed in). Allocations whose category a user rule set scale
 // by the rule the built-in classification found.
@@ -70,9 +71,23 @@ func (d *Device) BatchRequests(scale float64) []alloc.Request {
 		}
 		return d.S.RawStream(st)
 	}
+	// Private pools (CUDA graphs) are left out, as the allocator model
+	// leaves them out of every replay: their memory is the graph's.
+	private := false
+	for _, si := range d.segs {
+		private = private || d.S.Segments[si].InPrivatePool()
+	}
+	skip := func(i int) bool {
+		if !private {
+			return false
+		}
+		_, _, addr := d.itemSource(i)
+		si := d.segmentAt(addr)
+		return si >= 0 && d.S.Segments[si].InPrivatePool()
+	}
 	var pre []int
 	for i := range items {
-		if items[i].Born < 0 {
+		if items[i].Born < 0 && !skip(i) {
 			pre = append(pre, i)
 		}
 	}
@@ -119,6 +134,8 @@ func (d *Device) BatchRequests(scale float64) []alloc.Request {
 	}
 	for ; k < n; k++ {
 		switch x := act[k]; {
+		case x > 0 && skip(int(x-1)):
+			// A private pool's: its free finds no block and is skipped too.
 		case x > 0:
 			i := int(x - 1)
 			lastBorn = i

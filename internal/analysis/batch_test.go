@@ -1,8 +1,11 @@
 package analysis
 
 import (
+	"path/filepath"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/alloc"
+	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/internal/synth"
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -97,5 +100,26 @@ func TestBatchWhatIfOOM(t *testing.T) {
 	}
 	if avoided == 0 || avoided == len(BatchScales) {
 		t.Errorf("%d of %d scales avoid the OOM: pick a workload where some do and some do not", avoided, len(BatchScales))
+	}
+}
+
+// TestBatchWhatIfCorpus: the scaled replay runs on every real trace, and
+// at scale 1 its peak allocated (rounded blocks) is at least the Active
+// Memory Timeline's peak (requested bytes): every allocation is replayed.
+func TestBatchWhatIfCorpus(t *testing.T) {
+	for _, f := range corpus.Files(t) {
+		s := openReal(t, filepath.Base(f))
+		for _, dev := range alloc.Replayable(s) {
+			d := NewDevice(s, dev)
+			outs, err := d.BatchWhatIf([]float64{1, 0.5}, 0)
+			if err != nil {
+				t.Errorf("%s device %d: %v", filepath.Base(f), dev, err)
+				continue
+			}
+			if outs[0].PeakAllocatedBytes < d.Active.PeakBytes || !outs[0].AvoidsOOM || !outs[1].AvoidsOOM {
+				t.Errorf("%s device %d: scale 1 peak allocated %d below the timeline's %d, or a request failed on an unlimited device: %+v",
+					filepath.Base(f), dev, outs[0].PeakAllocatedBytes, d.Active.PeakBytes, outs)
+			}
+		}
 	}
 }
