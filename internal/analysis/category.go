@@ -484,12 +484,8 @@ func classify(d *Device) ([]Category, []Rule) {
 
 	// runEnd[i]: the birth of the next allocation in a different known
 	// phase (n when none): "outlived its phase" is Died >= runEnd.
-	// runLast[i]: the birth of the last allocation of the same run.
 	runEnd := make([]int32, len(items))
-	runLast := make([]int32, len(items))
 	next := [4]int32{n, n, n, n} // next birth of each phase, scanning backwards
-	last := [4]int32{}
-	prev := phaseNone
 	for i := len(items) - 1; i >= 0; i-- {
 		it := &items[i]
 		if before(it) {
@@ -503,15 +499,9 @@ func classify(d *Device) ([]Category, []Rule) {
 			}
 		}
 		runEnd[i] = end
-		if p == phaseNone {
-			continue
+		if p != phaseNone {
+			next[p] = it.Born
 		}
-		if p != prev {
-			last[p] = it.Born
-		}
-		runLast[i] = last[p]
-		next[p] = it.Born
-		prev = p
 	}
 
 	// nextFwd[i]: the birth of the next allocation made in a module's
