@@ -337,7 +337,10 @@ func frameEvidence(f *snapshot.Frame) evidence {
 	switch {
 	case strings.Contains(name, "AccumulateGrad"):
 		e |= evAccumulate
-	case strings.Contains(name, "autograd::Engine::") || strings.Contains(name, "autograd::engine"):
+	case strings.Contains(name, "autograd::Engine::") || strings.Contains(name, "autograd::engine"),
+		strings.Contains(name, "autograd::generated::") && strings.Contains(strings.ToLower(name), "backward"):
+		// The engine, or an autograd node's backward (*Backward0::apply,
+		// its details::*_backward) when the stack is cut short.
 		e |= evEngine
 	case strings.Contains(name, "Workspace") && strings.Contains(name, "at::cuda"):
 		e |= evWorkspace
