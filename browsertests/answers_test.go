@@ -71,6 +71,17 @@ func TestPeakPanel(t *testing.T) {
 	if live != want || rows != len(a.Sites) {
 		t.Errorf("panel: live %q, %d sites; gpumem peak: %q, %d sites", live, rows, want, len(a.Sites))
 	}
+	// Each site says why it has its category: the rule under the name,
+	// the whole reason on hover (gpumem peak's category_reason).
+	var why, rule string
+	if err := chromedp.Run(ctx,
+		chromedp.Evaluate(`document.querySelector('#sites tr[data-site="0"] td.cat').title`, &why),
+		chromedp.Evaluate(`document.querySelector('#sites tr[data-site="0"] td.cat .why').textContent`, &rule)); err != nil {
+		t.Fatal(err)
+	}
+	if why != a.Sites[0].CategoryReason || !strings.HasPrefix(why, rule+": ") {
+		t.Errorf("first site's reason %q (rule %q), gpumem peak's %q", why, rule, a.Sites[0].CategoryReason)
+	}
 	var hl int
 	if err := chromedp.Run(ctx,
 		chromedp.Click(`#sites tr[data-site="0"]`, chromedp.ByQuery),

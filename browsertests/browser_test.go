@@ -313,7 +313,11 @@ func TestHoverAndSearch(t *testing.T) {
 	ctx, url, _ := serveReal(t)
 	openPage(ctx, t, url+"#view=active")
 	var pt []float64
-	if err := chromedp.Run(ctx, chromedp.Poll(curvesLoaded, nil, chromedp.WithPollingTimeout(30*time.Second)), chromedp.Evaluate(bandCentre, &pt)); err != nil {
+	// The peak panel's answer makes the categories, which the details
+	// then show too.
+	if err := chromedp.Run(ctx, chromedp.Poll(curvesLoaded, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Poll(`document.querySelectorAll('#sites tr[data-site]').length > 0`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Evaluate(bandCentre, &pt)); err != nil {
 		t.Fatal(err)
 	}
 	if pt[0] < 0 {
@@ -324,9 +328,10 @@ func TestHoverAndSearch(t *testing.T) {
 		t.Fatalf("hover showed no details: %v", err)
 	}
 	details := text(ctx, t, "#details")
-	// The text must be the server's context for that element, stack included.
+	// The text must be the server's context for that element, stack
+	// included, and its category with gpumem peak's reason.
 	var want string
-	if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(`fetch('api/elem?view=active&id=%d').then(r => r.json()).then(j => j.text)`, int(pt[0])), &want,
+	if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(`fetch('api/elem?view=active&id=%d').then(r => r.json()).then(j => j.text + '\ncategory: ' + j.category + ' (' + j.category_reason + ')')`, int(pt[0])), &want,
 		func(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams { return p.WithAwaitPromise(true) })); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,12 @@
 package analysis
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 // trainStep is a hand-built training step with every kind of evidence the
@@ -93,5 +98,56 @@ func TestClassify(t *testing.T) {
 	c := d.CategoriesAt(m)
 	if c[Parameter] != 6*mb || c[OptimizerState] != 12*mb || c[Gradient] != 6*mb || c[Unknown] != 36*mb {
 		t.Errorf("end totals %v", c)
+	}
+}
+
+// TestRulesDocumented: docs/categories.md's rule table has a row for
+// every rule, in classify's order of Rules() (none last there).
+func TestRulesDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "categories.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, r := range Rules() {
+		if !strings.Contains(doc, "\n| `"+r.String()+"` |") {
+			t.Errorf("docs/categories.md has no row for rule %s", r)
+		}
+		if r.Reason() == "" {
+			t.Errorf("rule %d has no reason", r)
+		}
+	}
+}
+
+// TestFrameEvidence: the frames each phase and strong rule is read from.
+func TestFrameEvidence(t *testing.T) {
+	for _, tt := range []struct {
+		file, name string
+		want       evidence
+	}{
+		{"??", "torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor> &&)", evEngine},
+		{"??", "torch::autograd::generated::details::mm_mat1_backward(at::Tensor const&)", evEngine},
+		{"??", "torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)", evEngine},
+		{"??", "torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor> &&)", evAccumulate},
+		{"??", "at::cuda::getNewWorkspace()", evWorkspace},
+		{"??", "c10d::Reducer::initialize_buckets(std::vector<c10d::Reducer::Bucket>)", evDDP},
+		{"/venv/torch/nn/modules/module.py", "_call_impl", evPython | evForward},
+		{"/tmp/torchinductor_root/x3/cx3.py", "call", evPython | evForward},
+		{"/venv/torch/optim/adamw.py", "_init_group", evPython | evOptimInit | evOptim},
+		{"/venv/megatron/core/optimizer/distrib_optimizer.py", "__init__", evPython | evOptim},
+		{"/venv/torch/optim/optimizer.py", "zero_grad", evPython | evZeroGrad},
+		{"/venv/torch/utils/checkpoint.py", "recompute_fn", evPython | evCheckpoint},
+		{"/venv/torch/distributed/fsdp/_flat_param.py", "unshard", evPython | evFSDPGather},
+		{"/venv/torch/distributed/fsdp/_flat_param.py", "flatten_tensors", evPython | evFSDPFlat},
+		{"/venv/bitsandbytes/functional.py", "quantize_4bit", evPython | evQuant},
+		{"/venv/peft/tuners/lora/layer.py", "forward", evPython | evAdapter | evForward},
+		{"/venv/transformers/modeling_utils.py", "from_pretrained", evPython | evLoad},
+		{"/venv/torch/utils/data/dataloader.py", "__next__", evPython | evDataLoader},
+		{"train.py", "main", evPython},
+	} {
+		f := snapshot.Frame{Filename: tt.file, Name: tt.name}
+		if got := frameEvidence(&f); got != tt.want {
+			t.Errorf("%s:%s: evidence %b, want %b", tt.file, tt.name, got, tt.want)
+		}
 	}
 }

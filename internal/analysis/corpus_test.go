@@ -43,17 +43,26 @@ func openReal(t testing.TB, name string) *snapshot.Snapshot {
 // autograd engine made in backward that are still live (BmmBackward0,
 // IndexBackward0 and the reduce_grad sums of biases). The rule the issue
 // asks for — optimizer state within 10% of 2x parameters, gradients
-// within 10% of parameters — is checked too.
+// within 10% of parameters — is checked too; the parameters are exactly
+// the gradients and half the optimizer state (2.000×, 1.000×). A few
+// stackless blocks from before the trace match no gradient or optimizer
+// state in size (in the kkaitlyn111 runs 32 of 40, 80 and 160 KiB at
+// contexts 128, 256 and 512, a buffer per layer that grows with the
+// context: RoPE's tables; one of 4 KiB; in notHanmin one of 8 KiB): with
+// no adapters in the trace they may be buffers as well as frozen weights,
+// so they stay unknown (an earlier rule paired two of them with a
+// backward temporary of their size). bcrafton's two stackless blocks of
+// 8519680 B, cuBLAS's default workspace, stay unknown too.
 func TestCorpusCategories(t *testing.T) {
 	for _, tt := range []struct {
 		file                       string
 		param, optim, grad, active uint64
 		checkGrad                  bool
 	}{
-		{"cs336-kkaitlyn111__memory_ctx128_fullstep.pickle", 13627242496, 27254476800, 13627238400, 20480004, true},
-		{"cs336-kkaitlyn111__memory_files_memory_ctx256_fullstep_.pickle", 13627246592, 27254476800, 13627238400, 40960004, true},
-		{"cs336-kkaitlyn111__memory_files_memory_ctx512_fullstep_.pickle", 13627254784, 27254476800, 13627238400, 81920004, true},
-		{"cs336-notHanmin__memory_snapshot.pickle", 3877655552, 7755294720, 3877647360, 40960004, true},
+		{"cs336-kkaitlyn111__memory_ctx128_fullstep.pickle", 13627238400, 27254476800, 13627238400, 20480004, true},
+		{"cs336-kkaitlyn111__memory_files_memory_ctx256_fullstep_.pickle", 13627238400, 27254476800, 13627238400, 40960004, true},
+		{"cs336-kkaitlyn111__memory_files_memory_ctx512_fullstep_.pickle", 13627238400, 27254476800, 13627238400, 81920004, true},
+		{"cs336-notHanmin__memory_snapshot.pickle", 3877647360, 7755294720, 3877647360, 40960004, true},
 		// Gradients here were made before the trace and have no stack, so
 		// they cannot be told from parameters of the same size: unknown.
 		{"cs336-bcrafton__memory_snapshot.pickle", 761840640, 1523681280, 0, 0, false},
@@ -134,10 +143,11 @@ func TestCorpusFragmentationCurve(t *testing.T) {
 // gradient, made by the autograd engine's BmmBackward0 (weights),
 // IndexBackward0 (embedding) and the reduction of broadcast gradients
 // (biases, norms); the parameters are the stackless blocks from before the
-// trace (one more small block pairs by size).
+// trace.
 func TestCorpusCategorySites(t *testing.T) {
 	type site struct {
 		cat   Category
+		rule  Rule   // 0: any
 		frame string // substring of the innermost frame ("" = no stack)
 		count int
 		bytes uint64
@@ -147,20 +157,20 @@ func TestCorpusCategorySites(t *testing.T) {
 		sites []site
 	}{
 		{"cs336-notHanmin__memory_snapshot.pickle", []site{
-			{Parameter, "", 328, 3877655552},
-			{OptimizerState, "adapters.py:887:step", 327, 3877647360},
-			{OptimizerState, "adapters.py:888:step", 327, 3877647360},
-			{Gradient, "BmmBackward0::apply", 253, 3826073600},
-			{Gradient, "IndexBackward0::apply", 1, 51200000},
-			{Gradient, "resize_reduction", 73, 373760},
+			{Parameter, RuleWeightsPaired, "", 327, 3877647360},
+			{OptimizerState, 0, "adapters.py:887:step", 327, 3877647360},
+			{OptimizerState, 0, "adapters.py:888:step", 327, 3877647360},
+			{Gradient, 0, "BmmBackward0::apply", 253, 3826073600},
+			{Gradient, 0, "IndexBackward0::apply", 1, 51200000},
+			{Gradient, 0, "resize_reduction", 73, 373760},
 		}},
 		{"cs336-kkaitlyn111__memory_files_memory_ctx256_fullstep_.pickle", []site{
-			{Parameter, "", 292, 13627246592},
-			{OptimizerState, "optimizers.py:82:step", 291, 13627238400},
-			{OptimizerState, "optimizers.py:84:step", 291, 13627238400},
-			{Gradient, "BmmBackward0::apply", 225, 13524172800},
-			{Gradient, "IndexBackward0::apply", 1, 102400000},
-			{Gradient, "resize_reduction", 65, 665600},
+			{Parameter, RuleWeightsPaired, "", 291, 13627238400},
+			{OptimizerState, 0, "optimizers.py:82:step", 291, 13627238400},
+			{OptimizerState, 0, "optimizers.py:84:step", 291, 13627238400},
+			{Gradient, 0, "BmmBackward0::apply", 225, 13524172800},
+			{Gradient, 0, "IndexBackward0::apply", 1, 102400000},
+			{Gradient, 0, "resize_reduction", 65, 665600},
 		}},
 	} {
 		d := NewDevice(openReal(t, tt.file), 0)
@@ -173,7 +183,7 @@ func TestCorpusCategorySites(t *testing.T) {
 				if len(s.Frames) > 0 {
 					inner = s.Frames[0]
 				}
-				if s.Category == w.cat.String() && (w.frame == "" && inner == "" || w.frame != "" && strings.Contains(inner, w.frame)) {
+				if s.Category == w.cat.String() && (w.rule == 0 || strings.HasPrefix(s.CategoryReason, w.rule.String()+":")) && (w.frame == "" && inner == "" || w.frame != "" && strings.Contains(inner, w.frame)) {
 					found = true
 					if s.Count != w.count || s.Bytes != w.bytes {
 						t.Errorf("%s %s %q: %d allocations, %d bytes; want %d, %d", tt.file, w.cat, w.frame, s.Count, s.Bytes, w.count, w.bytes)
@@ -182,6 +192,139 @@ func TestCorpusCategorySites(t *testing.T) {
 			}
 			if !found {
 				t.Errorf("%s: no %s site %q", tt.file, w.cat, w.frame)
+			}
+		}
+	}
+}
+
+// TestCorpusNewKinds pins the split at the peak of three real runs of
+// kinds the AdamW pins do not cover, checked by hand:
+//
+//   - an inference run (cs336 silmont2000, memory_forward_fp32_128: the
+//     model's forward only, recorded after it was built): the 137
+//     stackless blocks from before the trace, alive to its end, are the
+//     fp32 weights (523,811,840 B, about 131M parameters); the forward's
+//     intermediates die in the pass (temporary);
+//   - a fine-tune without a trace (verl's RL fine-tune with Megatron: the
+//     state at the dump, stacks on the blocks): what Megatron's model
+//     builders made in __init__ and Module.to/_apply are weights; what
+//     get_megatron_optimizer made and keeps (the optimizer's fp32 copies)
+//     is optimizer state; nine stackless blocks (303.5 MiB) and a cuBLAS
+//     workspace have no rule;
+//   - a run without annotations, from the oldest generation with stacks
+//     (select_n, D2: no time_us, no annotations; BERT-large validation
+//     under no_grad): the stackless blocks alive throughout are the
+//     weights (1,340,706,024 B = 335M fp32 parameters); the batch
+//     (validate_old.py:59-60) is input; the encoder's intermediates that
+//     die in the pass are temporary, its output still held at the end
+//     activation; the 32 MiB is cuBLAS's workspace.
+func TestCorpusNewKinds(t *testing.T) {
+	type split struct {
+		cat   Category
+		rule  Rule
+		bytes uint64
+		count int
+	}
+	for _, tt := range []struct {
+		file  string
+		event int
+		want  []split
+	}{
+		{"cs336-silmont2000__memory_forward_fp32_128.pickle", 144, []split{
+			{Parameter, RuleWeightsNoBackward, 523811840, 137},
+			{Temporary, RuleForwardTemp, 33031168, 10},
+		}},
+		{"verl__mem.pickle", -1, []split{
+			{Parameter, RuleModuleInit, 23886953280, 348},
+			{OptimizerState, RuleOptimKept, 494080272, 91},
+			{Unknown, RuleNone, 318252864, 9},
+			{Parameter, RuleModuleApply, 178971904, 85},
+			{Unknown, RuleWorkspace, 8519680, 1},
+		}},
+		{"select_n__snapshot__5a601013.pickle", 4487, []split{
+			{Parameter, RuleWeightsNoBackward, 1340706024, 396},
+			{Temporary, RuleForwardTemp, 534675456, 4},
+			{Activation, RuleForwardSaved, 500072448, 1},
+			{Unknown, RuleWorkspace, 33554432, 1},
+			{Input, RuleInput, 37632, 2},
+		}},
+	} {
+		d := NewDevice(openReal(t, tt.file), 0)
+		m, err := d.Resolve("peak")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Event != tt.event {
+			t.Errorf("%s: peak after event %d, want %d", tt.file, m.Event, tt.event)
+		}
+		type key struct {
+			c Category
+			r Rule
+		}
+		got := map[key]split{}
+		var live uint64
+		d.Active.Live(m.Action, func(i int) {
+			k := key{d.Category(i), d.CategoryRule(i)}
+			s := got[k]
+			s.bytes += d.Active.Items[i].Size
+			s.count++
+			got[k] = s
+			live += d.Active.Items[i].Size
+		})
+		var sum uint64
+		for _, w := range tt.want {
+			g := got[key{w.cat, w.rule}]
+			if g.bytes != w.bytes || g.count != w.count {
+				t.Errorf("%s: %s by %s: %d B in %d allocations, want %d in %d", tt.file, w.cat, w.rule, g.bytes, g.count, w.bytes, w.count)
+			}
+			sum += w.bytes
+		}
+		if sum != live {
+			t.Errorf("%s: the pinned splits hold %d of the %d live bytes: %v", tt.file, sum, live, got)
+		}
+	}
+}
+
+// TestCorpusUnknownShare: on every device whose trace has allocations
+// with stacks, unknown is at most 10% of what is live at the peak, but
+// on cs336-bcrafton, whose gradients were made before the trace without
+// a stack and live throughout beside the parameters of the same sizes
+// (one of each pair is a parameter, which one is not recorded), with two
+// cuBLAS workspaces: 20.2%.
+func TestCorpusUnknownShare(t *testing.T) {
+	for _, f := range corpus.Files(t) {
+		s := openReal(t, filepath.Base(f))
+		for _, dev := range s.Devices() {
+			if dev >= len(s.Traces) {
+				continue
+			}
+			stacks := false
+			for _, e := range s.Traces[dev].Events {
+				if e.Action == snapshot.ActionAlloc && e.Stack != snapshot.NoStack {
+					stacks = true
+					break
+				}
+			}
+			if !stacks {
+				continue
+			}
+			d := NewDevice(s, dev)
+			m, err := d.Resolve("peak")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := d.CategoriesAt(m)
+			var live uint64
+			for _, v := range c {
+				live += v
+			}
+			share := float64(c[Unknown]) / float64(max(live, 1))
+			limit := 0.10
+			if filepath.Base(f) == "cs336-bcrafton__memory_snapshot.pickle" {
+				limit = 0.21
+			}
+			if share > limit {
+				t.Errorf("%s device %d: unknown %.1f%% of %d live bytes at the peak", filepath.Base(f), dev, 100*share, live)
 			}
 		}
 	}

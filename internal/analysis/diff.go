@@ -71,8 +71,7 @@ func NewDiff(a, b DiffRun, depth int) *Diff {
 		}
 	}
 	r := &Diff{A: diffSide(&a), B: diffSide(&b), CategoriesDelta: map[string]int64{}, Sites: []DiffSite{}} // [] not null in JSON
-	for _, c := range Categories() {
-		n := c.String()
+	for _, n := range DiffCategories(r) {
 		r.CategoriesDelta[n] = int64(r.B.Categories[n]) - int64(r.A.Categories[n])
 	}
 	// Sites: live bytes at the moment and allocations over the trace.
@@ -115,6 +114,19 @@ func NewDiff(a, b DiffRun, depth int) *Diff {
 	return r
 }
 
+// DiffCategories lists the categories of both sides in output order
+// (the built-in eight, then the names of --categories rules).
+func DiffCategories(r *Diff) []string {
+	both := map[string]uint64{}
+	for n, v := range r.A.Categories {
+		both[n] += v
+	}
+	for n, v := range r.B.Categories {
+		both[n] += v
+	}
+	return CategoryOrder(both)
+}
+
 func absInt(v int64) int64 {
 	if v < 0 {
 		return -v
@@ -144,7 +156,7 @@ func diffSide(x *DiffRun) DiffSide {
 		ev := x.Moment.Event
 		sd.Event = &ev
 	}
-	for _, c := range Categories() {
+	for _, c := range x.Device.Categories() {
 		sd.Categories[c.String()] = 0
 	}
 	for _, smp := range x.Profile.Samples {

@@ -19,6 +19,7 @@ type Allocation struct {
 	Pool      [2]int64
 	PoolKnown bool
 	Category  Category
+	Rule      Rule // the rule that set Category
 }
 
 // Allocation describes item i of d.Active.
@@ -37,7 +38,7 @@ func (d *Device) Allocation(i int) Allocation {
 	if a.Stream < 0 {
 		a.Stream = 0
 	}
-	a.Category = d.Category(i)
+	a.Category, a.Rule = d.Category(i), d.EffectiveRule(i)
 	return a
 }
 
@@ -97,7 +98,7 @@ func (d *Device) LiveProfile(m Moment) *Profile {
 	p := NewProfile(d.S, d.Index)
 	d.Active.Live(m.Action, func(i int) {
 		a := d.Allocation(i)
-		p.Add(a.Stack, 1, a.Bytes, Labels{Category: a.Category, Stream: a.Stream, Pool: a.Pool})
+		p.Add(a.Stack, 1, a.Bytes, Labels{Category: a.Category, Rule: a.Rule, Stream: a.Stream, Pool: a.Pool})
 	})
 	return p
 }

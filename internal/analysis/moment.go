@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
@@ -28,7 +29,12 @@ type Device struct {
 	segs     []int32 // the device's dump segments by address
 	catsOnce sync.Once
 	cats     []Category
-	pause    func() // see NewDevicePaused
+	rules    []Rule
+	user     *UserRules // SetUserRules
+	userIdx  []int16    // per item, the user rule that set its category (-1: none)
+	// classified is set once the categories are made.
+	classified atomic.Bool
+	pause      func() // see NewDevicePaused
 }
 
 // NewDevice replays device d of s. O(n) for n trace events after the

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/gpumem/gpumem/internal/alloc"
 	"github.com/gpumem/gpumem/internal/units"
@@ -14,6 +15,10 @@ const (
 	VerdictFragmentation = "fragmentation"
 	VerdictOutside       = "outside_allocator"
 	VerdictNoOOM         = "no_oom"
+	// VerdictNoTrace: the snapshot holds a state but no history; if it
+	// was dumped at an OOM (an observer's dump with history off), the
+	// state is the OOM's moment, but the failed request is not recorded.
+	VerdictNoTrace = "request_unknown"
 )
 
 // OOM is the answer for one out-of-memory of a trace (or, with verdict
@@ -54,8 +59,15 @@ type OOM struct {
 	// Settings are the allocator settings replayed at the capacity the
 	// OOM implies (ReservedBytes + DeviceFreeBytes) and whether each
 	// avoids it.
-	Settings    []SettingOutcome `json:"settings"`
-	Suggestions []Suggestion     `json:"suggestions"`
+	Settings []SettingOutcome `json:"settings"`
+	// BatchWhatIf is the trace replayed with its batch-dependent
+	// allocations scaled by each of BatchScales, under the recorded
+	// settings at the capacity the OOM implies (empty without replays);
+	// BatchWhatIfReproduced says whether the same replay at scale 1
+	// fails as the run did (else the what-ifs prove nothing).
+	BatchWhatIf           []BatchOutcome `json:"batch_whatif"`
+	BatchWhatIfReproduced bool           `json:"batch_whatif_reproduced"`
+	Suggestions           []Suggestion   `json:"suggestions"`
 	// AtDump says that the trace does not record this OOM: it is the one
 	// OOMOptions.AtDump describes, at the moment of the dump.
 	AtDump bool `json:"at_dump,omitempty"`
@@ -89,6 +101,21 @@ type OOMAnswer struct {
 	OOMs []OOM `json:"ooms"`
 	// Headroom is set for no_oom: how far the peak was from the capacity.
 	Headroom *Headroom `json:"headroom"`
+	// FreeBlocks, for a snapshot without a trace (request_unknown, or
+	// --request given), is the largest free cached block of each stream
+	// and pool at the dump: a request fits without a new cudaMalloc only
+	// when it is at most its pool's.
+	FreeBlocks []PoolFree `json:"largest_free_blocks,omitempty"`
+}
+
+// PoolFree is the largest free cached block of one stream and pool.
+type PoolFree struct {
+	Stream int64  `json:"stream"`
+	Pool   string `json:"pool"` // small (≤ 1 MiB requests) or large
+	// Private is a private pool's id ("" for the default pools).
+	Private          string `json:"private_pool,omitempty"`
+	LargestFreeBytes uint64 `json:"largest_free_block_bytes"`
+	FreeBytes        uint64 `json:"free_bytes"`
 }
 
 // Headroom is the margin of a run without OOM.
@@ -113,6 +140,99 @@ type OOMOptions struct {
 	AtDump *DumpOOM
 }
 
+// hasHistory says whether the device's trace records any allocator
+// activity (a dump with history off has none, or only its snapshot
+// entry).
+func hasHistory(ev []snapshot.Event) bool {
+	for i := range ev {
+		if ev[i].Action != snapshot.ActionSnapshot {
+			return true
+		}
+	}
+	return false
+}
+
+// poolFree lists the largest free block and the free bytes of each stream
+// and pool of a state.
+func (d *Device) poolFree(free []freeRange) []PoolFree {
+	type key struct {
+		stream snapshot.StreamID
+		small  bool
+		pool   [2]int64
+	}
+	idx := map[key]int{}
+	var out []PoolFree
+	for _, f := range free {
+		k := key{f.stream, f.small, f.pool}
+		if snapshot.IsPrivatePool(f.pool) == false {
+			k.pool = [2]int64{}
+		}
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			pf := PoolFree{Stream: d.S.RawStream(f.stream), Pool: "large"}
+			if f.small {
+				pf.Pool = "small"
+			}
+			if snapshot.IsPrivatePool(f.pool) {
+				pf.Private = fmt.Sprintf("(%d, %d)", f.pool[0], f.pool[1])
+			}
+			out = append(out, pf)
+		}
+		out[i].LargestFreeBytes = max(out[i].LargestFreeBytes, f.size)
+		out[i].FreeBytes += f.size
+	}
+	sort.Slice(out, func(a, b int) bool {
+		x, y := out[a], out[b]
+		if x.Stream != y.Stream {
+			return x.Stream < y.Stream
+		}
+		if x.Private != y.Private {
+			return x.Private < y.Private
+		}
+		return x.Pool > y.Pool // small first
+	})
+	return out
+}
+
+// noTraceAnswer is the answer for a snapshot without history: the state
+// at the dump as the OOM's moment, the request unknown.
+func (d *Device) noTraceAnswer(o OOMOptions) (*OOMAnswer, error) {
+	m, err := d.Resolve("end")
+	if err != nil {
+		return nil, err
+	}
+	live := d.LiveAnswer(m, LiveOptions{Depth: o.Depth, Top: o.Top})
+	frag, free := fragmentationOf(d.StateAt(m))
+	ans := &OOMAnswer{Device: d.Index}
+	ans.OOM = OOM{Verdict: VerdictNoTrace, At: live.At, Categories: live.Categories, Sites: live.Sites, Fragmentation: frag,
+		ReservedBytes: frag.Reserved, AllocatedBytes: frag.Allocated, ReservedUnallocatedBytes: frag.ReservedUnallocated,
+		LargestFreeBlockBytes: frag.LargestFreeBlock, Pool: "large",
+		Settings: []SettingOutcome{}, Suggestions: []Suggestion{}, BatchWhatIf: []BatchOutcome{}}
+	ans.FreeBlocks = d.poolFree(free)
+	a := []string{
+		"the snapshot has no trace (history was off): if it was dumped at an out-of-memory, this state is that moment, but the request that failed is not recorded",
+		fmt.Sprintf("reserved %s, allocated %s: cached free C = %s", sz(frag.Reserved), sz(frag.Allocated), sz(frag.ReservedUnallocated)),
+	}
+	for _, pf := range ans.FreeBlocks {
+		where := fmt.Sprintf("stream %d's %s pool", pf.Stream, pf.Pool)
+		if pf.Private != "" {
+			where = fmt.Sprintf("stream %d's private pool %s (%s blocks)", pf.Stream, pf.Private, pf.Pool)
+		}
+		a = append(a, fmt.Sprintf("%s: largest free block %s of %s free", where, sz(pf.LargestFreeBytes), units.Human(pf.FreeBytes)))
+	}
+	a = append(a, "a request R of a stream's pool fits without a new cudaMalloc only when R <= that pool's largest free block; else it needs a new segment (2 MiB for R <= 1 MiB, 20 MiB for R < 10 MiB, else R rounded up to 2 MiB) from CUDA's free memory",
+		`give the request from the error message ("Tried to allocate …") with --request SIZE, and "… of which … is free" with --device-free SIZE, for the verdict`)
+	ans.Arithmetic = a
+	ans.OOMs = []OOM{}
+	if o.Capacity > 0 {
+		c := o.Capacity
+		ans.CapacityBytes = &c
+	}
+	return ans, nil
+}
+
 // DumpOOM is an out-of-memory that the trace does not record, at the
 // moment of the dump: a snapshot dumped by an OOM observer whose trace
 // never had the oom entry (recorded without a trace) or lost it (PyTorch
@@ -122,6 +242,10 @@ type OOMOptions struct {
 type DumpOOM struct {
 	RequestedBytes  uint64
 	DeviceFreeBytes uint64
+	// DeviceFreeUnknown: CUDA's free memory was not given; it is taken as
+	// capacity − reserved (nothing outside the allocator) when the
+	// capacity is known, else 0, and the arithmetic says so.
+	DeviceFreeUnknown bool
 	// Stream is the request's stream as PyTorch numbers it (0: the
 	// default stream).
 	Stream int64
@@ -141,13 +265,32 @@ func (d *Device) OOMAnswer(o OOMOptions) (*OOMAnswer, error) {
 			return nil, err
 		}
 		a := o.AtDump
-		r, live := d.oomAnswerAt(m, a.RequestedBytes, a.DeviceFreeBytes, a.Stream, o)
+		free, note := a.DeviceFreeBytes, "request and CUDA free as given"
+		if a.DeviceFreeUnknown {
+			reserved := d.StateAt(m).Reserved
+			switch {
+			case o.Capacity > reserved:
+				free = o.Capacity - reserved
+				note = fmt.Sprintf("request as given; CUDA free not given: taken as capacity − reserved = %s, as if nothing outside the allocator held memory", sz(free))
+			default:
+				free = 0
+				note = "request as given; CUDA free not given (--device-free, \"… of which … is free\"): taken as 0, so a verdict of shortage may be fragmentation"
+			}
+		}
+		r, live := d.oomAnswerAt(m, a.RequestedBytes, free, a.Stream, o)
 		r.AtDump = true
 		// The settings replays need the failed request in the trace.
-		r.Arithmetic = append([]string{"the trace records no out-of-memory: this is the one given, at the dump (request and CUDA free as given)"}, r.Arithmetic...)
+		r.Arithmetic = append([]string{"the trace records no out-of-memory: this is the one given, at the dump (" + note + ")"}, r.Arithmetic...)
 		r.suggest(live)
 		ans.OOM, ans.OOMs = *r, []OOM{*r}
+		if !hasHistory(ev) {
+			_, free := fragmentationOf(d.StateAt(m))
+			ans.FreeBlocks = d.poolFree(free)
+		}
 		return ans, nil
+	}
+	if len(ooms) == 0 && !hasHistory(ev) && len(d.segs) > 0 {
+		return d.noTraceAnswer(o)
 	}
 	if len(ooms) == 0 {
 		m, err := d.Resolve("peak")
@@ -177,7 +320,7 @@ func (d *Device) OOMAnswer(o OOMOptions) (*OOMAnswer, error) {
 		}
 		ans.Headroom = h
 		ans.OOMs = []OOM{}
-		ans.Settings, ans.Suggestions = []SettingOutcome{}, []Suggestion{}
+		ans.Settings, ans.Suggestions, ans.BatchWhatIf = []SettingOutcome{}, []Suggestion{}, []BatchOutcome{}
 		return ans, nil
 	}
 	for _, e := range ooms {
@@ -189,6 +332,18 @@ func (d *Device) OOMAnswer(o OOMOptions) (*OOMAnswer, error) {
 	}
 	ans.OOM = ans.OOMs[0]
 	return ans, nil
+}
+
+// scalesText lists the scales of outs: "0.75×, 0.5×, 0.25×".
+func scalesText(outs []BatchOutcome) string {
+	t := ""
+	for k, b := range outs {
+		if k > 0 {
+			t += ", "
+		}
+		t += fmt.Sprintf("%g×", b.Scale)
+	}
+	return t
 }
 
 // sz prints a size for arithmetic lines: "1.5 GiB (1610612736 B)".
@@ -221,6 +376,7 @@ func (d *Device) oomAt(raw int, o OOMOptions) (*OOM, error) {
 	r, live := d.oomAnswerAt(m, e.Size, e.Addr, d.S.RawStream(e.Stream), o)
 	if !o.NoReplay {
 		r.replaySettings(d, raw)
+		r.replayBatch(d)
 	}
 	r.suggest(live)
 	return r, nil
@@ -263,6 +419,7 @@ func (d *Device) oomAnswerAt(m Moment, request, deviceFree uint64, stream int64,
 			sz(*r.CapacityBytes), sz(r.ReservedBytes+r.DeviceFreeBytes)))
 	}
 	r.Settings = []SettingOutcome{}
+	r.BatchWhatIf = []BatchOutcome{}
 	return r, live
 }
 
@@ -321,7 +478,24 @@ func (r *OOM) replaySettings(d *Device, raw int) {
 	}
 }
 
-// suggest lists what would avoid the OOM, with amounts.
+// replayBatch replays the trace at each of BatchScales (and at scale 1,
+// the control) under the recorded settings at the capacity the OOM
+// implies.
+func (r *OOM) replayBatch(d *Device) {
+	if !d.scalesWithBatch() {
+		return // nothing to scale: every replay would be the recorded run
+	}
+	capacity := r.ReservedBytes + r.DeviceFreeBytes
+	outs, err := d.BatchWhatIf(append([]float64{1}, BatchScales...), capacity)
+	if err != nil {
+		return
+	}
+	r.BatchWhatIfReproduced = !outs[0].AvoidsOOM && outs[0].RecordedOOM
+	r.BatchWhatIf = outs[1:]
+}
+
+// suggest lists what would avoid the OOM, with amounts: what a replay
+// shows, or the arithmetic.
 func (r *OOM) suggest(live *Live) {
 	r.Suggestions = []Suggestion{}
 	need := r.ShortBytes
@@ -331,14 +505,38 @@ func (r *OOM) suggest(live *Live) {
 			Text: fmt.Sprintf("free at least %s of the %s held outside PyTorch's allocator (other processes, NCCL buffers, cuBLAS/cuDNN workspaces)", units.Human(need), units.Human(*r.OutsideAllocatorBytes))})
 	}
 	switch {
-	case need > 0 && act >= need:
+	case len(r.BatchWhatIf) > 0 && !r.BatchWhatIfReproduced:
+		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "none_avoids", Bytes: r.ReservedBytes + r.DeviceFreeBytes,
+			Text: "the allocator model, started empty, does not reproduce this OOM at the recorded batch, so no batch size is suggested"})
+	case len(r.BatchWhatIf) > 0:
+		best := -1
+		for k, b := range r.BatchWhatIf {
+			if b.AvoidsOOM && (best < 0 || b.Scale > r.BatchWhatIf[best].Scale) {
+				best = k
+			}
+		}
+		capacity := r.ReservedBytes + r.DeviceFreeBytes
+		if best >= 0 {
+			b := r.BatchWhatIf[best]
+			r.Suggestions = append(r.Suggestions, Suggestion{Kind: "smaller_batch", Bytes: b.PeakReservedBytes,
+				Text: fmt.Sprintf("a batch %g× the recorded one gets past this OOM in a replay at %s (peak reserved %s; the trace ends at the OOM, so later steps are not replayed)",
+					b.Scale, units.Human(capacity), units.Human(b.PeakReservedBytes))})
+		} else {
+			r.Suggestions = append(r.Suggestions, Suggestion{Kind: "smaller_batch", Bytes: 0,
+				Text: fmt.Sprintf("no batch scale replayed (%s) avoids this OOM at %s: what does not scale with the batch is short too", scalesText(r.BatchWhatIf), units.Human(capacity))})
+		}
+	case need > 0 && live.batchBytes > 0 && live.batchBytes >= need:
 		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "smaller_batch", Bytes: need,
-			Text: fmt.Sprintf("reduce the batch so that activations (%s live) shrink by at least %s (%.0f%%)", units.Human(act), units.Human(need), 100*float64(need)/float64(act))})
+			Text: fmt.Sprintf("the allocations that scale with the batch hold %s at the OOM: a batch that shrinks them by at least %s (%.0f%%) is needed (arithmetic, not replayed)",
+				units.Human(live.batchBytes), units.Human(need), 100*float64(need)/float64(live.batchBytes))})
+	case need > 0 && live.batchBytes > 0:
+		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "smaller_batch", Bytes: need,
+			Text: fmt.Sprintf("the allocations that scale with the batch hold %s at the OOM, less than the %s needed: a smaller batch alone does not avoid it (arithmetic)",
+				units.Human(live.batchBytes), units.Human(need))})
+	}
+	if need > 0 && act >= need {
 		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "activation_checkpointing", Bytes: act,
 			Text: fmt.Sprintf("activation checkpointing frees up to %s of activations (%s needed)", units.Human(act), units.Human(need))})
-	case need > 0 && act > 0:
-		r.Suggestions = append(r.Suggestions, Suggestion{Kind: "smaller_batch", Bytes: need,
-			Text: fmt.Sprintf("activations are only %s of the %s needed: a smaller batch or activation checkpointing alone will not avoid this OOM", units.Human(act), units.Human(need))})
 	}
 	if need > 0 {
 		for _, st := range live.Sites {

@@ -288,7 +288,7 @@ func TestOOMSuggestions(t *testing.T) {
 		text  string
 	}
 	want := []sug{
-		{"smaller_batch", 4 * mb, "reduce the batch so that activations (24 MiB live) shrink by at least 4 MiB (17%)"},
+		{"smaller_batch", 4 * mb, "the allocations that scale with the batch hold 24 MiB at the OOM: a batch that shrinks them by at least 4 MiB (17%) is needed (arithmetic, not replayed)"},
 		{"activation_checkpointing", 24 * mb, "activation checkpointing frees up to 24 MiB of activations (4 MiB needed)"},
 		{"free_site", 24 * mb, "free or shrink forward (model.py:5) (activation, 1 allocations, 24 MiB live) before this point"},
 	}

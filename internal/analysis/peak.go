@@ -24,6 +24,9 @@ type Site struct {
 	Count    int      `json:"count"`
 	Bytes    uint64   `json:"bytes"`
 	Category string   `json:"category"`
+	// CategoryReason is the rule that set Category and its evidence
+	// (docs/categories.md); a site's allocations share it.
+	CategoryReason string `json:"category_reason"`
 	// Share is Bytes / the live bytes.
 	Share float64 `json:"share"`
 	// Items are the allocations' indices in the Active Memory Timeline
@@ -78,8 +81,16 @@ type Live struct {
 	SizeClasses   []SizeClass   `json:"size_classes"`
 	Fragmentation Fragmentation `json:"fragmentation"`
 
+	// BatchWhatIf, when a capacity is given (peak --capacity), is the
+	// trace replayed with its batch-dependent allocations scaled.
+	BatchWhatIf []BatchOutcome `json:"batch_whatif,omitempty"`
+	// BatchCapacity is the capacity the batch what-if ran at.
+	BatchCapacity uint64 `json:"batch_capacity_bytes,omitempty"`
+
 	// Profile is the live allocations folded by site (not in JSON).
 	Profile *Profile `json:"-"`
+	// batchBytes are the live bytes that scale with the batch.
+	batchBytes uint64
 }
 
 // LiveOptions tune LiveAnswer.
@@ -103,7 +114,7 @@ func (d *Device) LiveAnswer(m Moment, o LiveOptions) *Live {
 		PeakAllocatedBytes: d.Active.PeakBytes,
 		PeakReservedBytes:  d.Segments.PeakBytes,
 		Categories:         map[string]uint64{},
-		CategoryReason:     d.CategoryReason(),
+		CategoryReason:     d.CategorySource(),
 		NoSegments:         d.S.Unavailable("segments"),
 		SizeClasses:        append([]SizeClass(nil), sizeClasses...),
 	}
@@ -113,11 +124,14 @@ func (d *Device) LiveAnswer(m Moment, o LiveOptions) *Live {
 	for _, smp := range full.Samples {
 		cats[smp.Labels.Category] += smp.Bytes
 	}
-	for _, c := range Categories() {
+	for _, c := range d.Categories() {
 		a.Categories[c.String()] = cats[c]
 	}
 	d.Active.Live(m.Action, func(i int) {
 		sz := d.Active.Items[i].Size
+		if BatchDependent(d.CategoryRule(i)) {
+			a.batchBytes += sz
+		}
 		for k := range a.SizeClasses {
 			c := &a.SizeClasses[k]
 			if sz >= c.Min && (c.Max == 0 || sz < c.Max) {
@@ -129,7 +143,7 @@ func (d *Device) LiveAnswer(m Moment, o LiveOptions) *Live {
 	})
 	a.Profile = full.Fold(o.Depth, KeepCategory)
 	a.Profile.Sort()
-	a.Sites = sitesOf(a.Profile, o.Top)
+	a.Sites = sitesOf(a.Profile, o.Top, d.RuleReason)
 	a.SitesOmitted = len(a.Profile.Samples) - len(a.Sites)
 	if o.Items {
 		d.siteItems(m, a.Profile, a.Sites, o.Depth)
@@ -144,11 +158,12 @@ func (d *Device) siteItems(m Moment, p *Profile, sites []Site, depth int) {
 	type key struct {
 		frames string
 		cat    Category
+		rule   Rule
 	}
 	index := map[key]int{}
 	for i := range sites {
 		smp := &p.Samples[i]
-		index[key{p.Key(smp), smp.Labels.Category}] = i
+		index[key{p.Key(smp), smp.Labels.Category, smp.Labels.Rule}] = i
 	}
 	// Many allocations share a stack: its folded frames are worked out
 	// once (per allocation, they took 2 s of the 1 GB tile's 3.4 s answer).
@@ -161,14 +176,14 @@ func (d *Device) siteItems(m Moment, p *Profile, sites []Site, depth int) {
 			frames = p.Key(&smp)
 			folded[st] = frames
 		}
-		if k, ok := index[key{frames, d.Category(i)}]; ok {
+		if k, ok := index[key{frames, d.Category(i), d.EffectiveRule(i)}]; ok {
 			sites[k].Items = append(sites[k].Items, int32(i))
 		}
 	})
 }
 
 // sitesOf lists the first top samples of a sorted profile as sites.
-func sitesOf(p *Profile, top int) []Site {
+func sitesOf(p *Profile, top int, reason func(Rule) string) []Site {
 	n := len(p.Samples)
 	if top > 0 && top < n {
 		n = top
@@ -176,7 +191,8 @@ func sitesOf(p *Profile, top int) []Site {
 	out := make([]Site, 0, n)
 	for i := 0; i < n; i++ {
 		smp := &p.Samples[i]
-		st := Site{Frames: p.FrameStrings(smp), Count: smp.Count, Bytes: smp.Bytes, Category: smp.Labels.Category.String()}
+		st := Site{Frames: p.FrameStrings(smp), Count: smp.Count, Bytes: smp.Bytes, Category: smp.Labels.Category.String(),
+			CategoryReason: reason(smp.Labels.Rule)}
 		if p.Bytes > 0 {
 			st.Share = float64(smp.Bytes) / float64(p.Bytes)
 		}

@@ -55,7 +55,9 @@ type Sample struct {
 // Labels are the non-stack attributes a sample is grouped by.
 type Labels struct {
 	Category Category
-	Stream   snapshot.StreamID
+	// Rule is the rule that set Category (kept and merged with it).
+	Rule   Rule
+	Stream snapshot.StreamID
 	// Pool is the segment_pool_id of the allocations' segment ({0, 0} for
 	// the default pool or when unknown).
 	Pool [2]int64
@@ -107,7 +109,7 @@ func (p *Profile) Fold(depth int, keep LabelMask) *Profile {
 	for _, smp := range p.Samples {
 		l := smp.Labels
 		if keep&KeepCategory == 0 {
-			l.Category = 0
+			l.Category, l.Rule = 0, 0
 		}
 		if keep&KeepStream == 0 {
 			l.Stream = 0

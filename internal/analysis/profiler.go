@@ -39,10 +39,10 @@ func profilerCategories(d *Device) ([]Category, bool) {
 	return cats, true
 }
 
-// CategoryReason says where the categories of d come from when it is not
+// CategorySource says where the categories of d come from when it is not
 // gpumem's own classification: ProfilerReason for a memory timeline
 // export, "" otherwise.
-func (d *Device) CategoryReason() string {
+func (d *Device) CategorySource() string {
 	if d.S.Profiler != nil && d.S.Profiler.Categories {
 		return ProfilerReason
 	}

@@ -289,7 +289,7 @@ func TestCheckBudgetsFile(t *testing.T) {
 	want := []string{
 		"snap_rank0.pickle max_peak  pass", "snap_rank0.pickle max_reserved  pass", "snap_rank0.pickle max_category temporary pass",
 		"snap_rank1.pickle max_peak  fail", "snap_rank1.pickle max_reserved  pass", "snap_rank1.pickle max_category temporary pass",
-		"snap_rank1.pickle max_increase  pass", "snap_rank1.pickle max_increase temporary pass", "snap_rank1.pickle max_increase unknown pass",
+		"snap_rank1.pickle max_increase  pass", "snap_rank1.pickle max_increase parameter pass", "snap_rank1.pickle max_increase temporary pass",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("checks:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -73,7 +73,7 @@ func TestExportJSONIsNotASnapshot(t *testing.T) {
 // (analysis.SiteString): "function (file.py:LINE) < caller (file.py:LINE)".
 func TestSitesOneNotation(t *testing.T) {
 	const site = "train_step (train.py:159) < main (train.py:201)"
-	for _, args := range [][]string{{"peak", "--demo"}, {"oom", "--demo"}, {"diff", "--demo", "--depth", "2"}} {
+	for _, args := range [][]string{{"peak", "--demo"}, {"oom", "--demo", "--request", "1GiB"}, {"diff", "--demo", "--depth", "2"}} {
 		code, out, stderr := runCLI(args...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)

@@ -51,6 +51,8 @@ func runDiff(env *Env, args []string) error {
 	depth := fs.Int("depth", 2, "frames per allocation site (innermost user frames)")
 	top := fs.Int("top", 15, "sites to print (text)")
 	useDemo := fs.Bool("demo", false, "use the embedded demo for a missing A or B")
+	var categories string
+	categoriesFlag(fs, &categories)
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -80,11 +82,15 @@ func runDiff(env *Env, args []string) error {
 	if *segments {
 		return runCompareSegments(env, files, da, db, *out, *collapsed, *asJSON)
 	}
-	a, err := liveProfile(env, files[0], da, *at)
+	rules, err := loadCategories(categories)
 	if err != nil {
 		return err
 	}
-	b, err := liveProfile(env, files[1], db, *at)
+	a, err := liveProfile(env, files[0], da, *at, rules)
+	if err != nil {
+		return err
+	}
+	b, err := liveProfile(env, files[1], db, *at, rules)
 	if err != nil {
 		return err
 	}
@@ -149,8 +155,7 @@ func diffText(w *bytes.Buffer, r *analysis.Diff, top int) {
 	fmt.Fprintf(tw, "\t\t\t\t\n")
 	fmt.Fprintf(tw, "live at\t%s\t%s\t\t\n", at(r.A), at(r.B))
 	row("live", r.A.LiveBytes, r.B.LiveBytes)
-	for _, c := range analysis.Categories() {
-		n := c.String()
+	for _, n := range analysis.DiffCategories(r) {
 		if r.A.Categories[n] != 0 || r.B.Categories[n] != 0 {
 			row("  "+n, r.A.Categories[n], r.B.Categories[n])
 		}

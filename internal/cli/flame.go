@@ -156,7 +156,7 @@ type live struct {
 
 // liveProfile loads path and profiles what is live at the moment spec on
 // device dev (-1: the snapshot's DefaultDevice).
-func liveProfile(env *Env, path string, dev int, spec string) (*live, error) {
+func liveProfile(env *Env, path string, dev int, spec string, rules ...*analysis.UserRules) (*live, error) {
 	s, err := loadDemoOr(env, path)
 	if err != nil {
 		return nil, err
@@ -166,6 +166,9 @@ func liveProfile(env *Env, path string, dev int, spec string) (*live, error) {
 		return nil, err
 	}
 	dv := analysis.NewDevice(s, dev)
+	for _, r := range rules {
+		dv.SetUserRules(r) // diff --categories
+	}
 	m, err := dv.Resolve(spec)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", s.Source.Name, err)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"io"
 
@@ -36,53 +37,72 @@ without a trace, or by PyTorch 2.0, which kept one trace entry by default
 moment of the dump, with the request and CUDA's free memory that the
 observer's arguments or the error message give ("Tried to allocate 2.00
 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.10 GiB is free"):
---request 2GiB --device-free 1.1GiB --capacity 79.15GiB. There are no
-settings replays then (the trace lacks the request).`
+--request 2GiB --device-free 1.1GiB --capacity 79.15GiB (--request alone
+implies --at-dump; without --device-free CUDA's free memory is taken as
+capacity − reserved, or 0). There are no settings replays then (the trace
+lacks the request). A snapshot without any trace (history off) answers
+request_unknown: its state is the OOM's moment, with the largest free
+block of every stream and pool, but the failed request is not recorded.
+
+Devices without an OOM get one line each: no_oom with the peaks (and the
+headroom with a capacity); peak answers what was live.`
+
+// parseCapacity reads --capacity SIZE or --gpu NAME (0: neither given).
+func parseCapacity(env *Env, fs *flag.FlagSet, capFlag, gpu string) (uint64, error) {
+	switch {
+	case capFlag != "" && gpu != "":
+		return 0, usageError(fs, env.Stderr, "give --capacity or --gpu, not both")
+	case capFlag != "":
+		c, err := units.Parse(capFlag)
+		if err != nil || c == 0 {
+			return 0, usageError(fs, env.Stderr, fmt.Sprintf("--capacity %q: want a size such as 80GiB", capFlag))
+		}
+		return c, nil
+	case gpu != "":
+		g, err := analysis.LookupGPU(gpu)
+		if err != nil {
+			return 0, usageError(fs, env.Stderr, err.Error())
+		}
+		return g.Bytes, nil
+	}
+	return 0, nil
+}
 
 func runOOM(env *Env, args []string) error {
-	fs := newFlagSet(env, "oom", "[--capacity SIZE | --gpu NAME] [--no-replay] [--at-dump --request SIZE --device-free SIZE [--stream N]] [--depth K] [--top N] [--device N] [--json] [--demo] FILE...", oomAbout)
+	fs := newFlagSet(env, "oom", "[--capacity SIZE | --gpu NAME] [--no-replay] [[--at-dump] --request SIZE [--device-free SIZE] [--stream N]] [--categories RULES.json] [--depth K] [--top N] [--device N] [--json] [--demo] FILE...", oomAbout)
 	var f answerFlags
 	f.register(fs)
 	capFlag := fs.String("capacity", "", "the device's total memory (`SIZE`, e.g. 80GiB)")
 	gpu := fs.String("gpu", "", "take the capacity from a known GPU (`NAME`, e.g. H100, A100-40GB, T4)")
 	noReplay := fs.Bool("no-replay", false, "skip the allocator-settings replays")
-	atDump := fs.Bool("at-dump", false, "the trace records no OOM: answer for one at the moment of the dump (needs --request and --device-free)")
-	request := fs.String("request", "", "with --at-dump: the failed request (`SIZE`, \"Tried to allocate …\")")
-	deviceFree := fs.String("device-free", "", "with --at-dump: CUDA's free memory at the OOM (`SIZE`, \"… of which … is free\")")
-	stream := fs.Int64("stream", 0, "with --at-dump: the request's stream (`N`, PyTorch's number; 0 is the default stream)")
+	atDump := fs.Bool("at-dump", false, "the trace records no OOM: answer for one at the moment of the dump (needs --request; --request alone implies it)")
+	request := fs.String("request", "", "the failed request at the dump (`SIZE`, \"Tried to allocate …\"), for a trace without the OOM")
+	deviceFree := fs.String("device-free", "", "with --request: CUDA's free memory at the OOM (`SIZE`, \"… of which … is free\")")
+	stream := fs.Int64("stream", 0, "with --request: the request's stream (`N`, PyTorch's number; 0 is the default stream)")
 	files, err := f.parse(env, fs, args)
 	if err != nil {
 		return err
 	}
 	var dump *analysis.DumpOOM
-	if *atDump {
-		if *request == "" || *deviceFree == "" {
-			return usageError(fs, env.Stderr, "--at-dump needs --request SIZE and --device-free SIZE (from the OOM observer's arguments or the error message)")
+	if *atDump || *request != "" {
+		if *request == "" {
+			return usageError(fs, env.Stderr, "--at-dump needs --request SIZE (the error message's \"Tried to allocate …\"), and --device-free SIZE when known")
 		}
-		dump = &analysis.DumpOOM{Stream: *stream}
+		dump = &analysis.DumpOOM{Stream: *stream, DeviceFreeUnknown: *deviceFree == ""}
 		if dump.RequestedBytes, err = units.Parse(*request); err != nil || dump.RequestedBytes == 0 {
 			return usageError(fs, env.Stderr, fmt.Sprintf("--request %q: want a size such as 2GiB", *request))
 		}
-		if dump.DeviceFreeBytes, err = units.Parse(*deviceFree); err != nil {
-			return usageError(fs, env.Stderr, fmt.Sprintf("--device-free %q: want a size such as 1.1GiB", *deviceFree))
+		if *deviceFree != "" {
+			if dump.DeviceFreeBytes, err = units.Parse(*deviceFree); err != nil {
+				return usageError(fs, env.Stderr, fmt.Sprintf("--device-free %q: want a size such as 1.1GiB", *deviceFree))
+			}
 		}
-	} else if *request != "" || *deviceFree != "" || *stream != 0 {
-		return usageError(fs, env.Stderr, "--request, --device-free and --stream go with --at-dump")
+	} else if *deviceFree != "" || *stream != 0 {
+		return usageError(fs, env.Stderr, "--device-free and --stream go with --request")
 	}
-	var capacity uint64
-	switch {
-	case *capFlag != "" && *gpu != "":
-		return usageError(fs, env.Stderr, "give --capacity or --gpu, not both")
-	case *capFlag != "":
-		if capacity, err = units.Parse(*capFlag); err != nil || capacity == 0 {
-			return usageError(fs, env.Stderr, fmt.Sprintf("--capacity %q: want a size such as 80GiB", *capFlag))
-		}
-	case *gpu != "":
-		g, err := analysis.LookupGPU(*gpu)
-		if err != nil {
-			return usageError(fs, env.Stderr, err.Error())
-		}
-		capacity = g.Bytes
+	capacity, err := parseCapacity(env, fs, *capFlag, *gpu)
+	if err != nil {
+		return err
 	}
 	return runAnswers(env, &f, files, func(name string, d *analysis.Device) (any, func(io.Writer) error, error) {
 		if dump != nil && f.device < 0 && len(d.S.Devices()) > 1 {

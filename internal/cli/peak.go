@@ -2,9 +2,11 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 
 	"github.com/gpumem/gpumem/internal/analysis"
@@ -29,13 +31,19 @@ then grouped by allocation site (their innermost user frames), by category
 autograd_detail, unknown) and by size class, and how fragmented the cache is.
 --at picks another moment: peak, reserved-peak (the Active Cached Segment
 Timeline's peak), end (the dump), eN (after trace event N, 0-based) or a
-time from the first event such as 12.5ms, 800us or 2s.`
+time from the first event such as 12.5ms, 800us or 2s. Every site says
+which rule set its category (category_reason; docs/categories.md). With
+--capacity or --gpu, the trace is also replayed with the allocations that
+scale with the batch scaled by 0.75, 0.5 and 0.25 (batch_whatif), under
+the recorded settings on a device of that capacity.`
 
 // answerFlags are the flags peak and oom share.
 type answerFlags struct {
 	asJSON, useDemo bool
 	device          int
 	depth, top      int
+	categories      string // --categories RULES.json
+	rules           *analysis.UserRules
 }
 
 func (f *answerFlags) register(fs *flag.FlagSet) {
@@ -45,14 +53,41 @@ func (f *answerFlags) register(fs *flag.FlagSet) {
 	fs.Var(deviceValue{&f.device}, "device", "only device `N` (a device number 0, 1, ...; default: every device)")
 	fs.IntVar(&f.depth, "depth", 3, "user frames that identify a site (`K`)")
 	fs.IntVar(&f.top, "top", 20, "sites listed (`N`; 0 = all)")
+	categoriesFlag(fs, &f.categories)
+}
+
+// categoriesFlag registers --categories (peak, oom, diff, serve).
+func categoriesFlag(fs *flag.FlagSet, p *string) {
+	fs.StringVar(p, "categories", "", "your own category rules (`RULES.json`: [{\"match\": REGEX on \"file:line:function\", \"category\": NAME}, …]; first match wins)")
+}
+
+// loadCategories reads a --categories file ("" : none).
+func loadCategories(path string) (*analysis.UserRules, error) {
+	if path == "" {
+		return nil, nil
+	}
+	u, err := analysis.LoadUserRules(path)
+	if err != nil && u == nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, prefixError(path, pe.Err)
+		}
+	}
+	return u, err
 }
 
 func runPeak(env *Env, args []string) error {
-	fs := newFlagSet(env, "peak", "[--at peak|reserved-peak|end|eN|TIME] [--depth K] [--top N] [--device N] [--json] [--demo] FILE...", peakAbout)
+	fs := newFlagSet(env, "peak", "[--at peak|reserved-peak|end|eN|TIME] [--capacity SIZE | --gpu NAME] [--categories RULES.json] [--depth K] [--top N] [--device N] [--json] [--demo] FILE...", peakAbout)
 	var f answerFlags
 	f.register(fs)
 	at := fs.String("at", "peak", "the `moment`: peak, reserved-peak, end, eN or a time such as 12.5ms")
+	capFlag := fs.String("capacity", "", "the device's memory (`SIZE`): replay the batch what-if (0.75, 0.5, 0.25) against it")
+	gpu := fs.String("gpu", "", "take the capacity from a known GPU (`NAME`, e.g. H100)")
 	files, err := f.parse(env, fs, args)
+	if err != nil {
+		return err
+	}
+	capacity, err := parseCapacity(env, fs, *capFlag, *gpu)
 	if err != nil {
 		return err
 	}
@@ -66,6 +101,12 @@ func runPeak(env *Env, args []string) error {
 		}
 		a := d.LiveAnswer(m, analysis.LiveOptions{Depth: f.depth, Top: f.top})
 		a.File = name
+		if capacity > 0 {
+			if a.BatchWhatIf, err = d.BatchWhatIf(analysis.BatchScales, capacity); err != nil {
+				return nil, nil, err
+			}
+			a.BatchCapacity = capacity
+		}
 		t0, ok := d.TraceStartUS()
 		return a, func(w io.Writer) error { return report.WriteLive(w, name, a, t0, ok) }, nil
 	})
@@ -85,6 +126,9 @@ func (f *answerFlags) parse(env *Env, fs *flag.FlagSet, args []string) ([]string
 	}
 	if f.top < 0 {
 		return nil, usageError(fs, env.Stderr, "--top must be at least 0 (0 = all)")
+	}
+	if f.rules, err = loadCategories(f.categories); err != nil {
+		return nil, err
 	}
 	return files, nil
 }
@@ -135,7 +179,9 @@ func eachDevice(env *Env, files []string, f *answerFlags, fn func(name string, s
 			return err
 		}
 		for _, d := range devs {
-			if err := fn(name, s, analysis.NewDevice(s, d)); err != nil {
+			dv := analysis.NewDevice(s, d)
+			dv.SetUserRules(f.rules)
+			if err := fn(name, s, dv); err != nil {
 				return err
 			}
 		}

@@ -44,6 +44,7 @@ type serveArgs struct {
 	demo      bool
 	maxUpload int64
 	files     []string
+	rulesPath string // --categories
 }
 
 func parseServeArgs(env *Env, args []string) (*serveArgs, error) {
@@ -53,6 +54,7 @@ func parseServeArgs(env *Env, args []string) (*serveArgs, error) {
 	fs.BoolVar(&a.noBrowser, "no-browser", false, "do not open a browser")
 	fs.BoolVar(&a.demo, "demo", false, "also open the embedded demo snapshot")
 	maxUpload := fs.String("max-upload", "4GiB", "largest snapshot the page may upload (`size`, e.g. 512MiB)")
+	categoriesFlag(fs, &a.rulesPath)
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return nil, err
@@ -82,8 +84,13 @@ func runServe(env *Env, args []string) error {
 			}
 		}
 	}
+	rules, err := loadCategories(a.rulesPath)
+	if err != nil {
+		return err
+	}
 	srv := web.New(web.Options{
-		MaxUpload: limit,
+		Categories: rules,
+		MaxUpload:  limit,
 		Decode: func(name string, data []byte) (*snapshot.Snapshot, error) {
 			return snapshot.DecodeBytes(data, name, &snapshot.Options{MaxBytes: limit * 8})
 		},

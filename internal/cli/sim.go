@@ -47,6 +47,14 @@ Runs a faithful model of PyTorch's CUDA caching allocator.
       Take the capacity the recorded OOM implies (reserved + CUDA free at
       the OOM) and tell, for each setting, whether that OOM still happens.
 
+  gpumem sim FILE --batch-scale S [--capacity SIZE|oom] [--json]
+      Batch what-if: replay the trace with every allocation that scales
+      with the batch (activations, temporaries and autograd buffers of the
+      forward and backward passes, inputs: their categories' rules) scaled
+      by S, under the recorded settings, from an empty allocator, at the
+      capacity the recorded OOM implies (else --capacity, else unlimited);
+      prints the new peaks and whether the recorded OOM still happens.
+
   --from-empty replays from an empty allocator: the blocks live at trace
   start are allocated first, in address order, under the setting. A sweep
   does so by default when the trace starts with segments already reserved
@@ -68,6 +76,7 @@ func simFlagSet(env *Env) (*simFlags, *flag.FlagSet) {
 	fs.BoolVar(&f.sweep, "sweep", false, "compare common settings on the snapshot")
 	fs.BoolVar(&f.fromEmpty, "from-empty", false, "what-if from an empty allocator (blocks live at trace start allocated first)")
 	fs.BoolVar(&f.demo, "demo", false, "use the embedded demo snapshot")
+	fs.Float64Var(&f.batchScale, "batch-scale", 0, "replay with the allocations that scale with the batch multiplied by `S` (e.g. 0.5)")
 	return f, fs
 }
 
@@ -85,8 +94,9 @@ type simFlags struct {
 	// flag was given at all (a sweep chooses by itself otherwise).
 	fromEmpty     bool
 	fromEmptySet  bool
-	capacityOOM   bool   // --capacity oom
-	capacityBytes uint64 // --capacity SIZE
+	capacityOOM   bool    // --capacity oom
+	capacityBytes uint64  // --capacity SIZE
+	batchScale    float64 // --batch-scale S (simbatch.go)
 }
 
 // parseSimArgs parses sim's command line: the flags, with --capacity
@@ -117,6 +127,9 @@ func parseSimArgs(env *Env, args []string) (*simFlags, []string, error) {
 	if _, err := simConfig(f.config); err != nil {
 		return nil, nil, usageError(fs, env.Stderr, "--config: "+err.Error())
 	}
+	if err := f.checkBatchScale(); err != nil {
+		return nil, nil, usageError(fs, env.Stderr, err.Error())
+	}
 	return f, pos, nil
 }
 
@@ -135,6 +148,8 @@ func runSim(env *Env, args []string) error {
 			return errors.New("--capacity oom needs a snapshot with a recorded OOM, not a script")
 		}
 		return simScript(env, f, capacity)
+	case len(pos)+boolInt(f.demo) == 1 && f.batchScale > 0:
+		return simBatch(env, f, pos, capacity)
 	case len(pos)+boolInt(f.demo) == 1:
 		return simSnapshot(env, f, pos, capacity)
 	default:

@@ -34,6 +34,14 @@ Examples:
   gpumem synth --model mlp --layers 8 --hidden 8192 --dtype bf16 --capacity 24GiB -o oom.pickle
   gpumem synth --config expandable_segments:True --json -o run.json
   gpumem synth --target-mb 250 -o big.pickle
+  gpumem synth --model mlp --inference -o infer.pickle
+  gpumem synth --model mlp --lora --quant 4bit --dtype bf16 -o qlora.pickle
+  gpumem synth --model mlp --oom-unwind --batch 2048 --hidden 1024 --capacity 48MiB -o oom.pickle
+
+Patterns (--model mlp; each records every allocation's true category for
+gpumem's tests): --inference, --lora [--quant 4bit], --oom-unwind,
+--no-annotations, --checkpointing, --ddp, --mixed-precision, --fsdp,
+--compile.
 Without --device the run is recorded as device 0.`
 
 // synthArgs is synth's command line, read into a workload.
@@ -62,6 +70,17 @@ func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
 	capacity := fs.String("capacity", "", "device memory, e.g. 24GiB (default unlimited); the run stops at the first OOM and records it")
 	device := deviceFlag(fs, "record the run as device")
 	leak := fs.String("leak", "", "keep a tensor of `SIZE` every step and never free it (a leak for gpumem steps to find), e.g. 64MiB")
+	var pw synth.Workload
+	fs.BoolVar(&pw.Inference, "inference", false, "pattern: weights loaded before recording, forward passes under no_grad (--model mlp)")
+	fs.BoolVar(&pw.LoRA, "lora", false, "pattern: a frozen base loaded before recording and trained rank-8 adapters (--model mlp)")
+	fs.StringVar(&pw.Quant, "quant", "", "with --lora: 4bit quantizes the frozen base as bitsandbytes does")
+	fs.BoolVar(&pw.OOMUnwind, "oom-unwind", false, "pattern: with --capacity, the OOM's exception frees the forward pass's tensors (--model mlp)")
+	fs.BoolVar(&pw.NoAnnotations, "no-annotations", false, "pattern: no annotations, phases only in the stacks (--model mlp)")
+	fs.BoolVar(&pw.Checkpointing, "checkpointing", false, "pattern: activation checkpointing per layer, recomputed in backward (--model mlp)")
+	fs.BoolVar(&pw.DDP, "ddp", false, "pattern: DDP with gradient_as_bucket_view, gradients in the Reducer's buckets (--model mlp)")
+	fs.BoolVar(&pw.MixedPrecision, "mixed-precision", false, "pattern: bf16 parameters, fp32 master copies and moments in AdamW (--model mlp --dtype bf16)")
+	fs.BoolVar(&pw.FSDP, "fsdp", false, "pattern: FSDP on 2 ranks, flat parameter shards and all-gathers (--model mlp)")
+	fs.BoolVar(&pw.Compile, "compile", false, "pattern: torch.compile, Inductor's generated code makes the buffers (--model mlp)")
 	a := &synthArgs{}
 	fs.BoolVar(&a.json, "json", false, "write JSON (which memory_viz also reads) instead of a pickle")
 	fs.Float64Var(&a.targetMB, "target-mb", 0, "choose --steps so the file is about this many MB (10^6 bytes)")
@@ -111,7 +130,15 @@ func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
 		}
 	}
 	a.workload = synth.Workload{Model: *model, Layers: *layers, Hidden: *hidden, DModel: *dModel, Heads: *heads,
-		Seq: *seq, Vocab: *vocab, Batch: *batch, Steps: *steps, DType: dt, Seed: *seed, Leak: leakBytes}
+		Seq: *seq, Vocab: *vocab, Batch: *batch, Steps: *steps, DType: dt, Seed: *seed, Leak: leakBytes,
+		Inference: pw.Inference, LoRA: pw.LoRA, Quant: pw.Quant, OOMUnwind: pw.OOMUnwind, NoAnnotations: pw.NoAnnotations,
+		Checkpointing: pw.Checkpointing, DDP: pw.DDP, MixedPrecision: pw.MixedPrecision, FSDP: pw.FSDP, Compile: pw.Compile}
+	if pw.OOMUnwind && *capacity == "" {
+		return nil, usageError(fs, env.Stderr, "--oom-unwind needs --capacity (the OOM it unwinds)")
+	}
+	if _, err := a.workload.Validate(); err != nil {
+		return nil, usageError(fs, env.Stderr, err.Error())
+	}
 	a.opt = synth.Options{Config: *config, Capacity: capBytes, Device: max(*device, 0)}
 	return a, nil
 }
@@ -159,6 +186,10 @@ func printSynthSummary(w io.Writer, out string, n int64, asJSON bool, res *synth
 		units.PythonBytes(uint64(st.AllocatedBytes[0].Peak)), units.PythonBytes(uint64(st.ReservedBytes[0].Peak)),
 		units.PythonBytes(uint64(st.AllocatedBytes[0].Current)), units.PythonBytes(uint64(st.ReservedBytes[0].Current)))
 	if res.OOM != nil {
-		fmt.Fprintf(w, "stopped at OOM (recorded as the last trace entry): %s\n", res.OOM.Error())
+		where := "recorded as the last trace entry"
+		if res.Workload.OOMUnwind {
+			where = "recorded, then the exception freed the forward pass's tensors"
+		}
+		fmt.Fprintf(w, "stopped at OOM (%s): %s\n", where, res.OOM.Error())
 	}
 }

@@ -30,6 +30,13 @@ func TestSynthCommand(t *testing.T) {
 		{"negative target", []string{"--target-mb", "-5", "-o", out}, 2, "", "--target-mb -5: want a size between 0 and 10^6 MB"},
 		{"bad capacity", []string{"--capacity", "lots", "-o", out}, 2, "", "gpumem synth: --capacity: bad size"},
 		{"bad model", []string{"--model", "rnn", "-o", out}, 2, "", `gpumem synth: --model "rnn": want mlp or transformer`},
+		{"inference", []string{"--model", "mlp", "--inference", "--hidden", "64", "--batch", "4", "-o", out}, 0, "mlp layers=4 hidden=64 batch=4 steps=3 dtype=fp32 seed=0 inference", ""},
+		{"qlora", []string{"--model", "mlp", "--lora", "--quant", "4bit", "--dtype", "bf16", "--hidden", "64", "--batch", "4", "-o", out}, 0, "lora quant=4bit", ""},
+		{"oom unwind", []string{"--model", "mlp", "--oom-unwind", "--hidden", "1024", "--batch", "2048", "--capacity", "48MiB", "-o", out}, 0, "then the exception freed the forward pass's tensors", ""},
+		{"patterns need the mlp", []string{"--inference", "-o", out}, 2, "", "built on the mlp: use --model mlp"},
+		{"oom unwind needs a capacity", []string{"--model", "mlp", "--oom-unwind", "-o", out}, 2, "", "--oom-unwind needs --capacity"},
+		{"quant needs lora", []string{"--model", "mlp", "--quant", "4bit", "-o", out}, 2, "", `quant "4bit": want 4bit, with lora`},
+		{"mixed precision needs bf16", []string{"--model", "mlp", "--mixed-precision", "-o", out}, 2, "", "mixed-precision keeps bf16 parameters"},
 		{"missing dir", append(append([]string{}, small...), "-o", filepath.Join(dir, "no", "x.pickle")), 1, "", "gpumem synth: " + filepath.Join(dir, "no", "x.pickle") + ": no such directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,13 +50,16 @@ func WriteLive(w io.Writer, file string, a *analysis.Live, t0 int64, hasT0 bool)
 		return bw.Flush()
 	}
 	writeFragmentation(bw, &a.Fragmentation)
+	if len(a.BatchWhatIf) > 0 {
+		writeBatch(bw, a.BatchWhatIf, a.BatchCapacity, "given", "fits", "runs out")
+	}
 	return bw.Flush()
 }
 
 func writeCategories(bw *bufio.Writer, cats map[string]uint64, total uint64) {
 	fmt.Fprintf(bw, "\ncategories\n")
-	for _, c := range analysis.Categories() {
-		n := cats[c.String()]
+	for _, c := range analysis.CategoryOrder(cats) {
+		n := cats[c]
 		fmt.Fprintf(bw, "  %-16s %12s  %5.1f%%\n", c, units.Human(n), percentOf(n, total))
 	}
 }
@@ -90,15 +93,32 @@ func writeFragmentation(bw *bufio.Writer, f *analysis.Fragmentation) {
 // WriteOOM prints `gpumem oom` for one device.
 func WriteOOM(w io.Writer, file string, a *analysis.OOMAnswer, t0 int64, hasT0 bool) error {
 	bw := bufio.NewWriter(w)
-	if a.Verdict == analysis.VerdictNoOOM {
-		fmt.Fprintf(bw, "%s device %d: verdict no_oom\n", file, a.Device)
+	switch a.Verdict {
+	case analysis.VerdictNoOOM:
+		// One line: the device did not run out (peak says what was live).
+		h := a.Headroom
+		fmt.Fprintf(bw, "%s device %d: no_oom (the trace records no out-of-memory); peak allocated %s, peak reserved %s",
+			file, a.Device, units.Human(h.PeakAllocatedBytes), units.Human(h.PeakReservedBytes))
+		if h.HeadroomBytes != nil {
+			fmt.Fprintf(bw, ", headroom %s of %s", units.HumanSigned(*h.HeadroomBytes), units.Human(*h.CapacityBytes))
+			if *h.HeadroomBytes < 0 {
+				fmt.Fprintf(bw, " (the run reserved more than this capacity: check --capacity / --gpu)")
+			}
+		}
+		fmt.Fprintln(bw)
+		return bw.Flush()
+	case analysis.VerdictNoTrace:
+		fmt.Fprintf(bw, "%s device %d: verdict %s (no trace: the state at the dump is the OOM's moment, the request is not recorded)\n", file, a.Device, a.Verdict)
+		fmt.Fprintf(bw, "  reserved                 %s\n", size(a.ReservedBytes))
+		fmt.Fprintf(bw, "  allocated                %s\n", size(a.AllocatedBytes))
+		fmt.Fprintf(bw, "  reserved − allocated     %s\n", size(a.ReservedUnallocatedBytes))
+		writeFreeBlocks(bw, a.FreeBlocks)
+		fmt.Fprintf(bw, "\nwhy\n")
 		for _, l := range a.Arithmetic {
 			fmt.Fprintf(bw, "  %s\n", l)
 		}
-		fmt.Fprintf(bw, "\nat the peak (%s)\n", moment(a.At, t0, hasT0))
 		writeCategories(bw, a.Categories, sum(a.Categories))
-		writeSites(bw, "sites", a.Sites)
-		writeFragmentation(bw, &a.Fragmentation)
+		writeSites(bw, "sites live at the dump", a.Sites)
 		return bw.Flush()
 	}
 	for k := range a.OOMs {
@@ -118,6 +138,9 @@ func WriteOOM(w io.Writer, file string, a *analysis.OOMAnswer, t0 int64, hasT0 b
 		fmt.Fprintf(bw, "  allocated                %s\n", size(o.AllocatedBytes))
 		fmt.Fprintf(bw, "  reserved − allocated     %s\n", size(o.ReservedUnallocatedBytes))
 		fmt.Fprintf(bw, "  largest free block       %s  (stream %d, %s pool)\n", size(o.LargestFreeBlockBytes), o.Stream, o.Pool)
+		if o.AtDump && len(a.FreeBlocks) > 0 {
+			writeFreeBlocks(bw, a.FreeBlocks)
+		}
 		if o.CapacityBytes != nil {
 			fmt.Fprintf(bw, "  capacity                 %s\n", size(*o.CapacityBytes))
 			fmt.Fprintf(bw, "  outside the allocator    %s\n", size(*o.OutsideAllocatorBytes))
@@ -143,6 +166,12 @@ func WriteOOM(w io.Writer, file string, a *analysis.OOMAnswer, t0 int64, hasT0 b
 				}
 			}
 		}
+		if len(o.BatchWhatIf) > 0 {
+			writeBatch(bw, o.BatchWhatIf, o.ReservedBytes+o.DeviceFreeBytes, "reserved + CUDA free", "avoids it", "still OOMs")
+			if !o.BatchWhatIfReproduced {
+				fmt.Fprintf(bw, "  (at the recorded batch the same replay does not run out: these prove nothing)\n")
+			}
+		}
 		fmt.Fprintf(bw, "\nsuggestions\n")
 		for _, s := range o.Suggestions {
 			fmt.Fprintf(bw, "  - %s\n", s.Text)
@@ -152,6 +181,34 @@ func WriteOOM(w io.Writer, file string, a *analysis.OOMAnswer, t0 int64, hasT0 b
 		}
 	}
 	return bw.Flush()
+}
+
+// writeFreeBlocks prints the largest free block of each stream and pool.
+func writeFreeBlocks(bw *bufio.Writer, pools []analysis.PoolFree) {
+	fmt.Fprintf(bw, "  largest free block per stream and pool:\n")
+	for _, p := range pools {
+		where := fmt.Sprintf("stream %d, %s pool", p.Stream, p.Pool)
+		if p.Private != "" {
+			where = fmt.Sprintf("stream %d, private pool %s, %s blocks", p.Stream, p.Private, p.Pool)
+		}
+		fmt.Fprintf(bw, "    %-40s %s of %s free\n", where, size(p.LargestFreeBytes), units.Human(p.FreeBytes))
+	}
+	if len(pools) == 0 {
+		fmt.Fprintf(bw, "    (no free cached block)\n")
+	}
+}
+
+// writeBatch prints a batch what-if table at capacity (how it was found).
+func writeBatch(bw *bufio.Writer, outs []analysis.BatchOutcome, capacity uint64, how, fits, fails string) {
+	fmt.Fprintf(bw, "\nbatch what-if: the trace replayed with the allocations that scale with the batch scaled, recorded settings, at %s (%s)\n", size(capacity), how)
+	fmt.Fprintf(bw, "  %-6s  %-16s  %s\n", "scale", "peak allocated", "peak reserved")
+	for _, b := range outs {
+		verdict := fails
+		if b.AvoidsOOM {
+			verdict = fits
+		}
+		fmt.Fprintf(bw, "  %-6s  %-16s  %-16s  %s\n", fmt.Sprintf("%g×", b.Scale), units.Human(b.PeakAllocatedBytes), units.Human(b.PeakReservedBytes), verdict)
+	}
 }
 
 func sum(m map[string]uint64) uint64 {

@@ -31,6 +31,20 @@ type Result struct {
 	// OOM is non-nil when the run stopped at an out-of-memory error.
 	OOM   *alloc.OOMError
 	Stats alloc.MemoryStats
+	// Truth is the true category of every allocation of the run.
+	Truth *Truth
+}
+
+// Truth is the true memory category of each allocation of a generated run,
+// as gpumem's answers name categories ("parameter", "activation", ...;
+// "leak" for Workload.Leak's tensors).
+type Truth struct {
+	// Events[i] is the category of trace entry i's allocation ("" for
+	// entries other than alloc).
+	Events []string
+	// Before is the category of each block live when recording began, by
+	// address (its allocation is not in the trace).
+	Before map[uint64]string
 }
 
 // Generate runs the workload's training loop through the caching-allocator
@@ -61,10 +75,14 @@ func Generate(w Workload, opt Options) (*snapshot.Snapshot, *Result, error) {
 		ao.AddressBase = addressBase(w.Seed, opt.Device)
 	}
 	a := alloc.New(cfg, ao)
-	s := &allocSink{a: a, blockStack: map[uint64]snapshot.StackID{}, segStack: map[uint64]snapshot.StackID{}}
+	s := &allocSink{a: a, blockStack: map[uint64]snapshot.StackID{}, segStack: map[uint64]snapshot.StackID{}, recording: true}
 	p := newProgram(w, s)
 	runErr := p.run()
-	res := &Result{Workload: w, StepsDone: p.stepsDone, Events: len(s.events), Stats: a.Stats()}
+	snap := s.snapshot(p.st, opt.Device, cfg)
+	if w.NoAnnotations {
+		snap.HasAnnotationsKey = false
+	}
+	res := &Result{Workload: w, StepsDone: p.stepsDone, Events: len(snap.Traces[opt.Device].Events), Stats: a.Stats(), Truth: s.truth()}
 	if runErr != nil {
 		var oom *alloc.OOMError
 		if !errors.As(runErr, &oom) {
@@ -72,7 +90,7 @@ func Generate(w Workload, opt Options) (*snapshot.Snapshot, *Result, error) {
 		}
 		res.OOM = oom
 	}
-	return s.snapshot(p.st, opt.Device, cfg), res, nil
+	return snap, res, nil
 }
 
 // addressBase places an expandable-segment run's reservations as real
@@ -97,6 +115,48 @@ type allocSink struct {
 	// blocks' and segments' "frames" in the dump).
 	blockStack map[uint64]snapshot.StackID
 	segStack   map[uint64]snapshot.StackID
+
+	// kinds[i] is the kind of events[i]'s allocation (numKinds: not an
+	// alloc); allocEv the alloc event of each live tensor.
+	kinds   []kind
+	allocEv []int
+	// recording is false before startRecording; cut is the first event
+	// recorded, before the kinds of the blocks live then by address.
+	recording bool
+	cut       int
+	cutAnnots int
+	before    map[uint64]kind
+	blockKind map[uint64]kind
+}
+
+func (s *allocSink) startRecording() {
+	s.recording = true
+	s.cut, s.cutAnnots = len(s.events), len(s.annots)
+	s.before = map[uint64]kind{}
+	for addr, k := range s.blockKind {
+		s.before[addr] = k
+	}
+}
+
+func (s *allocSink) relabel(id tensorID, k kind) {
+	if int(id) < len(s.allocEv) && s.allocEv[id] >= 0 {
+		s.kinds[s.allocEv[id]] = k
+		s.blockKind[s.addrs[id]] = k
+	}
+}
+
+// truth spells the recorded part of the run's kinds as categories.
+func (s *allocSink) truth() *Truth {
+	t := &Truth{Events: make([]string, len(s.kinds)-s.cut), Before: map[uint64]string{}}
+	for i, k := range s.kinds[s.cut:] {
+		if k < numKinds {
+			t.Events[i] = categoryOf[k]
+		}
+	}
+	for addr, k := range s.before {
+		t.Before[addr] = categoryOf[k]
+	}
+	return t
 }
 
 // compileContextNA is the StringID of "N/A" in the snapshot's Strings.
@@ -107,6 +167,10 @@ const compileContextNA snapshot.StringID = 1
 func (s *allocSink) collect(from int, st snapshot.StackID, ts int64) {
 	tr := s.a.Trace()
 	for _, e := range tr[from:] {
+		s.kinds = append(s.kinds, numKinds)
+		if !s.recording {
+			st = snapshot.NoStack
+		}
 		s.events = append(s.events, snapshot.Event{
 			Addr: e.Addr, Size: e.Size, TimeUS: ts, Stack: st,
 			CompileContext: compileContextNA, Action: e.Action,
@@ -123,8 +187,8 @@ func (s *allocSink) collect(from int, st snapshot.StackID, ts int64) {
 	}
 }
 
-func (s *allocSink) malloc(id tensorID, size uint64, _ kind, st snapshot.StackID, ts int64) error {
-	n := len(s.a.Trace())
+func (s *allocSink) malloc(id tensorID, size uint64, k kind, st snapshot.StackID, ts int64) error {
+	n, ne := len(s.a.Trace()), len(s.events)
 	addr, err := s.a.Malloc(size, 0)
 	s.collect(n, st, ts)
 	if err != nil {
@@ -134,6 +198,24 @@ func (s *allocSink) malloc(id tensorID, size uint64, _ kind, st snapshot.StackID
 		s.addrs = append(s.addrs, 0)
 	}
 	s.addrs[id] = addr
+	for int(id) >= len(s.allocEv) {
+		s.allocEv = append(s.allocEv, -1)
+	}
+	s.allocEv[id] = -1
+	for i := len(s.events) - 1; i >= ne; i-- {
+		if s.events[i].Action == snapshot.ActionAlloc {
+			s.kinds[i] = k
+			s.allocEv[id] = i
+			break
+		}
+	}
+	if s.blockKind == nil {
+		s.blockKind = map[uint64]kind{}
+	}
+	s.blockKind[addr] = k
+	if !s.recording {
+		st = snapshot.NoStack
+	}
 	s.blockStack[addr] = st
 	return nil
 }
@@ -145,6 +227,10 @@ func (s *allocSink) free(id tensorID, st snapshot.StackID, ts int64) error {
 		return fmt.Errorf("synth: internal error: %v", err) // the program frees only what it allocated
 	}
 	delete(s.blockStack, addr)
+	delete(s.blockKind, addr)
+	if int(id) < len(s.allocEv) {
+		s.allocEv[id] = -1
+	}
 	s.collect(n, st, ts)
 	return nil
 }
@@ -167,11 +253,12 @@ func (s *allocSink) snapshot(st *stackTable, device int, cfg alloc.Config) *snap
 		AllocatorSettings: settings(cfg),
 		HasAnnotationsKey: true,
 	}
-	out.Traces[device].Events = s.events
-	for i := range s.annots {
-		s.annots[i].Device = int32(device)
+	out.Traces[device].Events = s.events[s.cut:]
+	annots := s.annots[s.cutAnnots:]
+	for i := range annots {
+		annots[i].Device = int32(device)
 	}
-	out.Annotations = s.annots
+	out.Annotations = annots
 	for _, seg := range s.a.Segments() {
 		sg := snapshot.Segment{
 			Device: int32(device), Address: seg.Addr, TotalSize: seg.Size,

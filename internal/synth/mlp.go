@@ -16,6 +16,8 @@ type mlp struct {
 
 	linear, relu, head            snapshot.StackID
 	bHead, bRelu, bLinear, bFirst snapshot.StackID
+	ps                            patternSites
+	fsdpFull                      []uint64 // FSDP: each unit's full flat parameter
 }
 
 func newMLP(p *program) *mlp {
@@ -36,6 +38,17 @@ func newMLP(p *program) *mlp {
 }
 
 func (m *mlp) run() {
+	if m.w.Compile {
+		m.compileSites()
+	}
+	if m.w.LoRA {
+		m.loraRun()
+		return
+	}
+	if m.w.FSDP {
+		m.fsdpRun()
+		return
+	}
 	e, H := m.e, uint64(m.w.Hidden)
 	for l := 0; l < m.w.Layers; l++ {
 		m.addParam(H*H*e, m.opt.toDevice)
@@ -43,6 +56,9 @@ func (m *mlp) run() {
 	}
 	m.addParam(mlpClasses*H*e, m.opt.toDevice)
 	m.addParam(mlpClasses*e, m.opt.toDevice)
+	if m.runPattern() {
+		return
+	}
 
 	m.trainLoop(&m.trainSites, &m.opt, uint64(m.w.Batch)*H*e, uint64(m.w.Batch)*8, 100, m.forwardBackward)
 }
@@ -50,6 +66,10 @@ func (m *mlp) run() {
 func (m *mlp) forwardBackward() tensorID {
 	e, B, H, C := m.e, uint64(m.w.Batch), uint64(m.w.Hidden), uint64(mlpClasses)
 	L := m.w.Layers
+	if m.w.LoRA || m.w.Checkpointing {
+		return m.patternForwardBackward()
+	}
+	m.beginForward()
 	acts := make([]tensorID, L) // ReLU outputs, saved by ReLU and the next Linear
 	for l := 0; l < L; l++ {
 		m.flops(2 * B * H * H)
@@ -71,10 +91,10 @@ func (m *mlp) forwardBackward() tensorID {
 	m.flops(4 * B * H * C)
 	m.grad(n-2, m.bHead)
 	m.grad(n-1, m.bHead)
-	gx := m.alloc(B*H*e, kindTemp, m.bHead)
+	gx := m.alloc(B*H*e, kindAutograd, m.bHead)
 	m.free(g2, m.bHead)
 	for l := L - 1; l >= 0 && m.err == nil; l-- {
-		gz := m.alloc(B*H*e, kindTemp, m.bRelu)
+		gz := m.alloc(B*H*e, kindAutograd, m.bRelu)
 		m.free(gx, m.bRelu)
 		m.free(acts[l], m.bRelu)
 		m.flops(4 * B * H * H)
@@ -82,7 +102,7 @@ func (m *mlp) forwardBackward() tensorID {
 		m.grad(2*l+1, m.bLinear)
 		gx = none
 		if l > 0 { // the input batch needs no gradient
-			gx = m.alloc(B*H*e, kindTemp, m.bLinear)
+			gx = m.alloc(B*H*e, kindAutograd, m.bLinear)
 		}
 		m.free(gz, m.bLinear)
 	}

@@ -18,11 +18,16 @@ const (
 	kindActivation
 	kindTemp
 	kindInput
-	kindLeak // kept by the user's code every step (Workload.Leak)
+	kindLeak     // kept by the user's code every step (Workload.Leak)
+	kindAutograd // made and freed by backward (autograd detail)
 	numKinds
 )
 
-var kindNames = [numKinds]string{"param", "grad", "optimizer_state", "activation", "temporary", "input", "leak"}
+var kindNames = [numKinds]string{"param", "grad", "optimizer_state", "activation", "temporary", "input", "leak", "autograd_detail"}
+
+// categoryOf is the memory category (as gpumem's answers name it) of a
+// tensor of kind k.
+var categoryOf = [numKinds]string{"parameter", "gradient", "optimizer_state", "activation", "temporary", "input", "leak", "autograd_detail"}
 
 func (k kind) String() string { return kindNames[k] }
 
@@ -35,6 +40,11 @@ type sink interface {
 	malloc(id tensorID, size uint64, k kind, stack snapshot.StackID, timeUS int64) error
 	free(id tensorID, stack snapshot.StackID, timeUS int64) error
 	annotate(name, stage string, timeUS int64)
+	// startRecording marks where _record_memory_history was called:
+	// what came before is not in the trace, and its blocks carry no stack.
+	startRecording()
+	// relabel sets the true kind of live tensor id (an OOM's unwind).
+	relabel(id tensorID, k kind)
 }
 
 // startTimeUS is the synthetic run's first timestamp (2026-01-01 00:00 UTC),
@@ -60,6 +70,13 @@ type program struct {
 	states []tensorID // exp_avg, exp_avg_sq per param, created at first step
 
 	stepsDone int
+
+	// inForward is set during a forward pass; fwdLive lists the tensors
+	// it made (for Workload.OOMUnwind).
+	inForward bool
+	fwdLive   []tensorID
+	unwindAt  snapshot.StackID
+	ddp       bool // gradients are bucket views: backward allocates none
 }
 
 const none tensorID = -1
@@ -111,7 +128,13 @@ func (p *program) alloc(size uint64, k kind, stack snapshot.StackID) tensorID {
 		p.err = err
 		p.sizes[id] = 0
 		p.spare = append(p.spare, id)
+		if p.inForward && p.w.OOMUnwind {
+			p.unwind()
+		}
 		return none
+	}
+	if p.inForward {
+		p.fwdLive = append(p.fwdLive, id)
 	}
 	return id
 }
@@ -130,7 +153,7 @@ func (p *program) free(id tensorID, stack snapshot.StackID) {
 }
 
 func (p *program) annotate(name, stage string) {
-	if p.err != nil {
+	if p.err != nil || p.w.NoAnnotations {
 		return
 	}
 	p.now += 1 + int64(p.rng.IntN(4))
@@ -147,7 +170,7 @@ func (p *program) addParam(size uint64, s snapshot.StackID) {
 // grad allocates parameter i's gradient the first time backward reaches it
 // in a step (AccumulateGrad steals the computed tensor as .grad).
 func (p *program) grad(i int, s snapshot.StackID) {
-	if p.grads[i] == none {
+	if p.grads[i] == none && !p.ddp {
 		p.grads[i] = p.alloc(p.psize[i], kindGrad, s)
 	}
 }
@@ -223,16 +246,24 @@ func (p *program) zeroGrad(s *optimSites) {
 // (torch._foreach_sqrt(exp_avg_sqs)) that dies at the end of the step.
 func (p *program) optimizerStep(s *optimSites) {
 	p.annotate("Optimizer.step#AdamW.step", "START")
+	// Mixed precision: fp32 master copies and moments of bf16 parameters.
+	mult := uint64(1)
+	if p.w.MixedPrecision {
+		mult = 2
+	}
 	if p.states == nil {
 		for i := range p.params {
+			if p.w.MixedPrecision {
+				p.states = append(p.states, p.alloc(mult*p.psize[i], kindOptState, s.initState))
+			}
 			p.states = append(p.states,
-				p.alloc(p.psize[i], kindOptState, s.initState),
-				p.alloc(p.psize[i], kindOptState, s.initState))
+				p.alloc(mult*p.psize[i], kindOptState, s.initState),
+				p.alloc(mult*p.psize[i], kindOptState, s.initState))
 		}
 	}
 	tmp := make([]tensorID, len(p.params))
 	for i := range p.params {
-		tmp[i] = p.alloc(p.psize[i], kindTemp, s.sqrt)
+		tmp[i] = p.alloc(mult*p.psize[i], kindTemp, s.sqrt)
 	}
 	for i := range p.params {
 		p.tick(3 * p.psize[i])

@@ -68,10 +68,11 @@ func (p *program) trainLoop(s *trainSites, opt *optimSites, xSize, ySize uint64,
 // nll_loss, then of log_softmax (gradSize bytes, returned), which frees
 // the log_softmax output lsm it saved.
 func (p *program) lossBackward(s *trainSites, n, gradSize uint64, lsm tensorID) tensorID {
-	gl := p.alloc(4, kindTemp, s.bNll) // grad of loss: ones_like
-	g := p.alloc(n*4, kindTemp, s.bNll)
+	p.endForward()
+	gl := p.alloc(4, kindAutograd, s.bNll) // grad of loss: ones_like
+	g := p.alloc(n*4, kindAutograd, s.bNll)
 	p.free(gl, s.bNll)
-	g2 := p.alloc(gradSize, kindTemp, s.bLogSoftmax)
+	g2 := p.alloc(gradSize, kindAutograd, s.bLogSoftmax)
 	p.free(g, s.bLogSoftmax)
 	p.free(lsm, s.bLogSoftmax)
 	return g2

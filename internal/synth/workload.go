@@ -67,6 +67,19 @@ type Workload struct {
 	// keeps every step and never frees (a metrics list holding GPU
 	// tensors): a memory leak for `gpumem steps` to find.
 	Leak uint64
+
+	// Patterns (mlp only), each a kind of run whose every allocation's
+	// true category Result.Truth records (see patterns.go).
+	Inference      bool   // weights loaded before recording, forward passes only
+	LoRA           bool   // frozen base loaded before recording, trainable adapters
+	Quant          string // with LoRA: "4bit" quantizes the frozen base (bitsandbytes)
+	OOMUnwind      bool   // with a capacity: an OOM mid-forward, then the exception frees the step's tensors
+	NoAnnotations  bool   // no annotations (phases from frames alone)
+	Checkpointing  bool   // activation checkpointing per layer: recomputation in backward
+	DDP            bool   // DistributedDataParallel: gradients are views into the Reducer's buckets
+	MixedPrecision bool   // bf16 parameters, fp32 master copies and states in the optimizer
+	FSDP           bool   // FullyShardedDataParallel on 2 ranks: flat parameter shards, all-gathers
+	Compile        bool   // torch.compile: Inductor's generated code makes the buffers
 }
 
 // DefaultWorkload returns the defaults used for fields left zero.
@@ -78,6 +91,9 @@ func DefaultWorkload(model string) Workload {
 		return Workload{Model: "transformer", Layers: 4, DModel: 1024, Heads: 16, Seq: 512, Batch: 8, Vocab: 32000, Steps: 3}
 	}
 }
+
+// Validate fills zero fields and checks the shape and patterns.
+func (w Workload) Validate() (Workload, error) { return w.withDefaults() }
 
 // withDefaults fills zero fields and validates the shape.
 func (w Workload) withDefaults() (Workload, error) {
@@ -107,6 +123,9 @@ func (w Workload) withDefaults() (Workload, error) {
 			return w, fmt.Errorf("d-model %d is not a multiple of heads %d", w.DModel, w.Heads)
 		}
 	}
+	if err := w.checkPatterns(); err != nil {
+		return w, err
+	}
 	for _, f := range []struct {
 		name string
 		v    int
@@ -135,6 +154,7 @@ func (w Workload) String() string {
 	if w.Leak > 0 {
 		leak = fmt.Sprintf(" leak=%d", w.Leak)
 	}
+	leak += w.patternString()
 	if w.Model == "mlp" {
 		return fmt.Sprintf("mlp layers=%d hidden=%d batch=%d steps=%d dtype=%s seed=%d%s", w.Layers, w.Hidden, w.Batch, w.Steps, w.DType, w.Seed, leak)
 	}

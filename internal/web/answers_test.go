@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/analysis"
@@ -64,6 +65,18 @@ func TestAnswersAPI(t *testing.T) {
 	if peak.Peak != active || peak.Live != active || len(peak.Sites) == 0 || len(peak.Sites[0].Items) == 0 {
 		t.Errorf("peak %d live %d (want %d), sites %d", peak.Peak, peak.Live, active, len(peak.Sites))
 	}
+	// Once the categories are made, an allocation's details say its
+	// category and why (the hover).
+	var elem struct {
+		Category string `json:"category"`
+		Reason   string `json:"category_reason"`
+	}
+	id := int(peak.Sites[0].Items[0])
+	decodeJSON(t, get(t, h, host, "/api/elem?file=1&device=0&view=active&id="+itoa(id)), &elem)
+	dv := analysis.NewDevice(dm, 0)
+	if elem.Category != dv.Category(id).String() || elem.Reason != dv.CategoryReason(id) || !strings.Contains(elem.Reason, ": ") {
+		t.Errorf("element %d: category %q (%q), want %q (%q)", id, elem.Category, elem.Reason, dv.Category(id), dv.CategoryReason(id))
+	}
 	at := peak.At.Timestep
 	decodeJSON(t, get(t, h, host, "/api/peak?file=1&device=0&view=active&mode=event&x="+itoa(at)), &peak)
 	if peak.Live != active {
@@ -95,4 +108,53 @@ func TestAnswersAPI(t *testing.T) {
 	if oom.Verdict != "fragmentation" || oom.Requested != 12<<20 || len(oom.Settings) == 0 {
 		t.Errorf("oom %+v", oom)
 	}
+}
+
+// TestAnswersUserCategories: with serve --categories' rules, the peak
+// panel, the colour classes and the hover details use them.
+func TestAnswersUserCategories(t *testing.T) {
+	rules, err := analysis.ParseUserRules([]byte(`[{"match": "model\\.py:169:forward", "category": "attention"}]`), "rules.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Options{Addr: "127.0.0.1:8123", Categories: rules})
+	dm, err := demo.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Add("demo", dm)
+	h := s.Handler()
+	const host = "127.0.0.1:8123"
+	var peak struct {
+		Categories map[string]uint64 `json:"categories"`
+		Sites      []struct {
+			Category string  `json:"category"`
+			Reason   string  `json:"category_reason"`
+			Items    []int32 `json:"items"`
+		} `json:"sites"`
+	}
+	decodeJSON(t, get(t, h, host, "/api/peak?file=0&device=0&view=active&at=peak"), &peak)
+	if peak.Categories["attention"] == 0 {
+		t.Fatalf("peak categories %v", peak.Categories)
+	}
+	var cls struct{ Legend []string }
+	decodeJSON(t, get(t, h, host, "/api/classes?file=0&device=0&view=active&by=category"), &cls)
+	if !strings.Contains(strings.Join(cls.Legend, ","), "attention") {
+		t.Errorf("legend %v", cls.Legend)
+	}
+	for _, st := range peak.Sites {
+		if st.Category != "attention" {
+			continue
+		}
+		var e struct {
+			Category string `json:"category"`
+			Reason   string `json:"category_reason"`
+		}
+		decodeJSON(t, get(t, h, host, "/api/elem?file=0&device=0&view=active&id="+itoa(int(st.Items[0]))), &e)
+		if e.Category != "attention" || !strings.HasPrefix(e.Reason, "user-rule-0: ") || e.Reason != st.Reason {
+			t.Errorf("element %d: %q %q; site %q", st.Items[0], e.Category, e.Reason, st.Reason)
+		}
+		return
+	}
+	t.Errorf("no attention site: %+v", peak.Sites)
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpumem/gpumem/internal/analysis"
@@ -26,6 +27,8 @@ type deviceData struct {
 	history lazy[*stateHistory]
 	warmed  sync.Once              // warmState started
 	an      lazy[*analysis.Device] // categories, peak and OOM answers (answers.go)
+	anMade  atomic.Pointer[analysis.Device]
+	rules   *analysis.UserRules // serve --categories
 	// userBusy pauses the state history's background build (see Store).
 	userBusy func() bool
 }
@@ -48,8 +51,24 @@ func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {
 
 // analysisDevice returns the device's analysis, built on first use.
 func (d *deviceData) analysisDevice() (*analysis.Device, error) {
-	return d.an.get(func() *analysis.Device { return analysis.NewDevicePaused(d.snap, d.device, d.pauseForUser) },
-		"analysing device %d", d.device)
+	dv, err := d.an.get(func() *analysis.Device {
+		a := analysis.NewDevicePaused(d.snap, d.device, d.pauseForUser)
+		a.SetUserRules(d.rules)
+		return a
+	}, "analysing device %d", d.device)
+	if err == nil {
+		d.anMade.Store(dv)
+	}
+	return dv, err
+}
+
+// classifiedDevice is the device's analysis when its categories are made
+// already, else nil: a hover does not wait for them.
+func (d *deviceData) classifiedDevice() *analysis.Device {
+	if dv := d.anMade.Load(); dv != nil && dv.Classified() {
+		return dv
+	}
+	return nil
 }
 
 // pauseForUser returns once the user has paused (see userRequests): the

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/analysis"
 	"io"
 	"io/fs"
 	"net"
@@ -35,6 +36,8 @@ type Options struct {
 	// Addr is the bound host:port; requests must name it, localhost,
 	// 127.0.0.1 or [::1] in their Host header.
 	Addr string
+	// Categories are a --categories file's rules for the answers.
+	Categories *analysis.UserRules
 }
 
 // Server is the viewer's HTTP layer over a Store (Add, Load and Warm are
@@ -53,6 +56,7 @@ func New(opt Options) *Server {
 		opt.MaxUpload = 4 << 30
 	}
 	st := NewStore()
+	st.rules = opt.Categories
 	if opt.Timeline != nil {
 		st.build = opt.Timeline
 	}
@@ -358,6 +362,10 @@ type elemJSON struct {
 	Text string  `json:"text"`
 	Size float64 `json:"size"`
 	Addr string  `json:"addr"`
+	// Category and CategoryReason, for an allocation of the allocation
+	// views once the device's categories are made (answers.go).
+	Category       string `json:"category,omitempty"`
+	CategoryReason string `json:"category_reason,omitempty"`
 }
 
 func elemInfo(tl *timeline, id int) elemJSON {
@@ -366,7 +374,7 @@ func elemInfo(tl *timeline, id int) elemJSON {
 }
 
 func (s *Server) handleElem(w http.ResponseWriter, r *http.Request) {
-	_, tl, ok := s.timelineParams(w, r, "has no elements")
+	p, tl, ok := s.timelineParams(w, r, "has no elements")
 	if !ok {
 		return
 	}
@@ -375,7 +383,11 @@ func (s *Server) handleElem(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusNotFound, "no element %q", r.URL.Query().Get("id"))
 		return
 	}
-	writeJSON(w, http.StatusOK, elemInfo(tl, id))
+	e := elemInfo(tl, id)
+	if dv := p.f.device(p.device).classifiedDevice(); dv != nil && allocationView(p, tl) && id < len(dv.Active.Items) {
+		e.Category, e.CategoryReason = dv.Category(id).String(), dv.CategoryReason(id)
+	}
+	writeJSON(w, http.StatusOK, e)
 }
 
 type searchJSON struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/analysis"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,8 @@ type Store struct {
 	// versionsWait bounds how long a loaded file's address versions wait
 	// for the page to draw its first view (markDrawn).
 	versionsWait time.Duration
+	// rules are serve --categories' rules, for every device's answers.
+	rules *analysis.UserRules
 }
 
 // versionsWait is the Store's default: a page that has not drawn by then
@@ -95,6 +98,7 @@ type file struct {
 	// build makes a view's timeline in tests (nil: replay.NewTimelineFed
 	// with fed).
 	build timelineBuilder
+	rules *analysis.UserRules // the Store's
 	// fed lays the trace out while the decoder runs; set by the decoder's
 	// Feed before the file is shown.
 	fed *replay.FedLayout
@@ -241,7 +245,7 @@ func (s *Store) addPending(name string) *file {
 		}
 	}
 	f := &file{ID: len(s.files), Name: name, shown: make(chan struct{}), ready: make(chan struct{}), devs: map[int]*deviceData{},
-		timelines: map[tlKey]*tlEntry{}, build: s.build, userBusy: s.userBusy,
+		timelines: map[tlKey]*tlEntry{}, build: s.build, userBusy: s.userBusy, rules: s.rules,
 		drawn: make(chan struct{}), versionsWait: s.versionsWait}
 	s.files = append(s.files, f)
 	return f
@@ -310,7 +314,7 @@ func (f *file) device(d int) *deviceData {
 	dd := f.devs[d]
 	if dd == nil {
 		dd = newDeviceData(f.Snap, d)
-		dd.userBusy = f.userBusy
+		dd.userBusy, dd.rules = f.userBusy, f.rules
 		f.devs[d] = dd
 	}
 	return dd

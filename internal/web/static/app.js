@@ -1216,7 +1216,9 @@ async function elemDetails(id) {
   let e = S.elemCache.get(id);
   if (!e) {
     e = await api.elem(S.p, id);
-    S.elemCache.set(id, e);
+    // Before the server has made the categories the details lack one:
+    // ask again next time.
+    if (e.category || !answersAvailable()) S.elemCache.set(id, e);
   }
   return e;
 }
@@ -1230,13 +1232,16 @@ async function showElem(id, pin, ids = [id]) {
   try { es = await Promise.all(list.map(elemDetails)); } catch (err) { $('details').textContent = String(err.message || err); return; }
   if (!(pin || S.selId < 0 || S.selId === id)) return;
   const envNote = S.meta && id >= S.meta.elements ? "\nThe envelope is the pool's high-water mark of max(active, reserved); its blocks are drawn inside it." : '';
+  // The category and why (gpumem peak's category_reason), once the
+  // server has classified the device's allocations.
+  const why = (e) => e.category ? `\ncategory: ${e.category} (${e.category_reason})` : '';
   if (es.length === 1) {
-    $('details').textContent = es[0].text + envNote;
+    $('details').textContent = es[0].text + why(es[0]) + envNote;
     return;
   }
   const more = ids.length > list.length ? ` (the largest ${list.length} shown)` : '';
   $('details').textContent = `${formatCount(ids.length)} allocations under the cursor, largest first${more}:\n\n` +
-    es.map((e, k) => `[${k + 1}] ${e.text}`).join('\n\n');
+    es.map((e, k) => `[${k + 1}] ${e.text}${why(e)}`).join('\n\n');
 }
 
 function setupPlotEvents() {
@@ -1700,7 +1705,8 @@ async function loadClasses(seq) {
     if (seq !== S.seq) return;
     const raw = new Uint8Array(b64ToBuffer(r.classes));
     // Category classes map to fixed colours (the same in every file).
-    const colour = r.legend.map((n, k) => r.by === 'category' ? CATEGORY_COLOURS[n] : k % 10);
+    // Categories of a --categories file take the two colours left, in turn.
+    const colour = r.legend.map((n, k) => r.by === 'category' ? (CATEGORY_COLOURS[n] ?? 8 + k % 2) : k % 10);
     S.classes = raw.map(k => colour[k]);
     const present = new Array(r.legend.length).fill(0);
     for (const k of raw) present[k]++;
@@ -1752,15 +1758,15 @@ async function showAnswer() {
   if (seq !== S.answerSeq) return;
   const where = a.at.event >= 0 ? `after event e${a.at.event}` : 'before the first event';
   const cats = Object.entries(a.categories).filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1])
-    .map(([k, v]) => `<span class="chip"><i class="sw" style="background:${tableau10[CATEGORY_COLOURS[k]]}"></i>${k} ${sizeText(v)}</span>`).join(' ');
+    .map(([k, v]) => `<span class="chip"><i class="sw" style="background:${tableau10[CATEGORY_COLOURS[k] ?? 8]}"></i>${k} ${sizeText(v)}</span>`).join(' ');
   const f = a.fragmentation;
   const rows = a.sites.map((st, k) => `<tr data-site="${k}"><td class="num">${sizeText(st.bytes)}</td><td class="num">${(100 * st.share).toFixed(1)}%</td>` +
-    `<td class="num">${formatCount(st.count)}</td><td>${escapeHTML(st.category)}</td><td class="frames">${escapeHTML(st.frames.length ? st.frames.join(' ← ') : '(no stack recorded)')}</td></tr>`).join('');
+    `<td class="num">${formatCount(st.count)}</td><td class="cat" title="${escapeHTML(st.category_reason || '')}">${escapeHTML(st.category)}<div class="why">${escapeHTML((st.category_reason || '').split(':')[0])}</div></td><td class="frames">${escapeHTML(st.frames.length ? st.frames.join(' ← ') : '(no stack recorded)')}</td></tr>`).join('');
   panel.innerHTML = `<div class="answer-head"><b>Live at ${S.moment === null ? 'the peak' : 'the selected moment'}</b> (${where}, timestep ${a.at.timestep}): ` +
     `<b id="answer-live">${sizeText(a.live_bytes)}</b> in ${formatCount(a.live_count)} allocations · peak ${sizeText(a.peak_allocated_bytes)} · ` +
     `fragmentation ${f.headline.toFixed(3)} (largest free block ${sizeText(f.largest_free_block_bytes)} of ${sizeText(f.free_bytes)} free)` +
     (S.moment === null ? '' : ' <button id="answer-peak">Peak</button>') + `</div><div class="cats">${cats}</div>` +
-    `<table id="sites"><thead><tr><th>bytes</th><th>share</th><th>count</th><th>category</th><th>site (innermost user frames first; click a row to highlight)</th></tr></thead><tbody>${rows}</tbody></table>` +
+    `<table id="sites"><thead><tr><th>bytes</th><th>share</th><th>count</th><th>category (rule; hover for why)</th><th>site (innermost user frames first; click a row to highlight)</th></tr></thead><tbody>${rows}</tbody></table>` +
     (a.sites_omitted ? `<div class="muted">${formatCount(a.sites_omitted)} smaller sites not listed</div>` : '');
   S.answer = a;
   if ($('answer-peak')) $('answer-peak').onclick = () => { S.moment = null; S.siteMatch = new Set(); showAnswer(); drawPlot(); };
