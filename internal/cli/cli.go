@@ -18,6 +18,9 @@ type Env struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// maxDecompressed is --max-decompressed (0: the decoder's default
+	// bound), set by the flag sets of the commands that read snapshots.
+	maxDecompressed int64
 }
 
 // Command is one subcommand.

@@ -85,7 +85,7 @@ func runServe(env *Env, args []string) error {
 	srv := web.New(web.Options{
 		MaxUpload: limit,
 		Decode: func(name string, data []byte) (*snapshot.Snapshot, error) {
-			return snapshot.DecodeBytes(data, name, &snapshot.Options{MaxBytes: limit * 8})
+			return snapshot.DecodeBytes(data, name, &snapshot.Options{MaxBytes: env.maxDecompressed, LimitFlag: "gpumem serve --max-decompressed SIZE"})
 		},
 	})
 	// gpumem watch logs are drawn by a page of their own.
@@ -198,8 +198,7 @@ func openBrowser(env *Env, url string) {
 	go func() { _ = cmd.Wait() }()
 }
 
-// parseMaxUpload reads --max-upload: a positive size of at most 1 TiB (the
-// decoder's budget is eight times it, which must fit an int64).
+// parseMaxUpload reads --max-upload: a positive size of at most 1 TiB.
 func parseMaxUpload(s string) (int64, error) {
 	n, err := units.Parse(s)
 	if err != nil {

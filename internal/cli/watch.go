@@ -550,6 +550,11 @@ func isWatchLog(path string) bool {
 	if strings.HasSuffix(strings.ToLower(path), ".jsonl") {
 		return true
 	}
+	// Only a regular file is probed: the probe would consume the first
+	// bytes of a pipe or FIFO, which the snapshot decoder then misses.
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return false
