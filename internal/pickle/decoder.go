@@ -97,10 +97,10 @@ type Decoder struct {
 	readErr     error // first read error, reported even if a look-ahead hit it
 	// overLimit, when set, is the error for a length field claiming more
 	// than the total set by SetSizeLimit (a bound, not the exact size).
-	overLimit func(off int64, need int64) error
-	kvScratch   []Value
-	pendingRel  []Value
-	work        []Value
+	overLimit  func(off int64, need int64) error
+	kvScratch  []Value
+	pendingRel []Value
+	work       []Value
 }
 
 // NewDecoder returns a decoder reading a pickle stream from r. fin may be nil.
