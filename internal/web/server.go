@@ -13,8 +13,10 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
@@ -32,6 +34,11 @@ type Options struct {
 	Decode func(name string, data []byte) (*snapshot.Snapshot, error)
 	// MaxUpload caps an upload's size in bytes (default 4 GiB).
 	MaxUpload int64
+	// MaxUploads and MaxUploadBytes cap how many uploads the server keeps
+	// and their total size (defaults 8 and twice MaxUpload): a new upload
+	// past either drops the oldest ones.
+	MaxUploads     int
+	MaxUploadBytes int64
 	// Addr is the bound host:port; requests must name it, localhost,
 	// 127.0.0.1 or [::1] in their Host header.
 	Addr string
@@ -45,12 +52,27 @@ type Server struct {
 	opt   Options
 	watch watchLogs // gpumem watch logs, drawn by watch.html
 	user  userRequests
+
+	upMu    sync.Mutex
+	uploads []upload // kept, oldest first
+}
+
+// upload is a file the page uploaded: its id and size.
+type upload struct {
+	id   int
+	size int64
 }
 
 // New returns a server with no files.
 func New(opt Options) *Server {
 	if opt.MaxUpload <= 0 {
 		opt.MaxUpload = 4 << 30
+	}
+	if opt.MaxUploads <= 0 {
+		opt.MaxUploads = 8
+	}
+	if opt.MaxUploadBytes <= 0 {
+		opt.MaxUploadBytes = 2 * opt.MaxUpload
 	}
 	st := NewStore()
 	if opt.Timeline != nil {
@@ -97,6 +119,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/oom", s.whenIdle(later, s.handleOOM))
 	mux.HandleFunc("GET /api/fragcurve", s.whenIdle(later, s.handleFragCurve))
 	mux.HandleFunc("POST /api/upload", s.handleUpload)
+	mux.HandleFunc("DELETE /api/files/{id}", s.handleRemove)
 	mux.HandleFunc("GET /api/watch", s.handleWatch)
 	return s.hostCheck(mux)
 }
@@ -479,9 +502,33 @@ func (s *Server) handleSettings(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"settings": settingsJSON(p.f.Snap)})
 }
 
+// sameOrigin reports why a state-changing request may come from another
+// site, or "" when it comes from the viewer's own page. Any page the user
+// visits can send a simple POST (text/plain, no preflight) to loopback:
+// the browser's Sec-Fetch-Site and Origin say where it came from, and a
+// content type other than the three simple ones makes a cross-site fetch
+// ask first (a preflight this server never grants).
+func sameOrigin(r *http.Request) string {
+	if v := r.Header.Get("Sec-Fetch-Site"); v != "" && v != "same-origin" {
+		return "Sec-Fetch-Site " + strconv.Quote(v)
+	}
+	if o := r.Header.Get("Origin"); o != "" && !strings.EqualFold(o, "http://"+r.Host) {
+		return "Origin " + strconv.Quote(o)
+	}
+	return ""
+}
+
 func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	if s.opt.Decode == nil {
 		writeErr(w, http.StatusForbidden, "uploads are disabled")
+		return
+	}
+	if why := sameOrigin(r); why != "" {
+		writeErr(w, http.StatusForbidden, "upload refused: %s is not this viewer's page", why)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "application/octet-stream" {
+		writeErr(w, http.StatusUnsupportedMediaType, "upload refused: Content-Type %q, want application/octet-stream", ct)
 		return
 	}
 	name := r.URL.Query().Get("name")
@@ -511,6 +558,45 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := s.Add(name, snap)
+	s.keepUpload(id, int64(len(data)))
 	s.Warm(id) // the page opens it next
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "file": fileInfoOf(s.file(id))})
+}
+
+// keepUpload records upload id and drops the oldest uploads while more
+// than MaxUploads, or more than MaxUploadBytes together, are kept.
+func (s *Server) keepUpload(id int, size int64) {
+	s.upMu.Lock()
+	defer s.upMu.Unlock()
+	s.uploads = append(s.uploads, upload{id, size})
+	total := int64(0)
+	for _, u := range s.uploads {
+		total += u.size
+	}
+	for len(s.uploads) > 1 && (len(s.uploads) > s.opt.MaxUploads || total > s.opt.MaxUploadBytes) {
+		total -= s.uploads[0].size
+		s.Remove(s.uploads[0].id)
+		s.uploads = s.uploads[1:]
+	}
+}
+
+// handleRemove answers DELETE /api/files/{id}: the file is forgotten (the
+// page's "Close file"). DELETE is not a simple method: another site's
+// page cannot send it without a preflight, which is never granted.
+func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
+	if why := sameOrigin(r); why != "" {
+		writeErr(w, http.StatusForbidden, "remove refused: %s is not this viewer's page", why)
+		return
+	}
+	id, err := strconv.Atoi(r.PathValue("id"))
+	if err != nil || !s.Remove(id) {
+		writeErr(w, http.StatusNotFound, "file: no file %q", r.PathValue("id"))
+		return
+	}
+	s.upMu.Lock()
+	s.uploads = slices.DeleteFunc(s.uploads, func(u upload) bool { return u.id == id })
+	s.upMu.Unlock()
+	writeJSON(w, http.StatusOK, struct {
+		Files []fileInfo `json:"files"`
+	}{s.fileList()})
 }

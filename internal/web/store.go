@@ -232,7 +232,7 @@ func (s *Store) addPending(name string) *file {
 	for taken := true; taken; {
 		taken = false
 		for _, f := range s.files {
-			if f.Name == name {
+			if f != nil && f.Name == name {
 				n++
 				name = fmt.Sprintf("%s (%d)", base, n)
 				taken = true
@@ -293,6 +293,18 @@ func (f *file) showEarly(snap *snapshot.Snapshot) {
 // address versions now: the decoder goes on with them.
 func (f *file) markDrawn() {
 	f.drawnOnce.Do(func() { close(f.drawn) })
+}
+
+// Remove forgets file id (requests already running finish with it); ids
+// are not reused. It reports whether there was such a file.
+func (s *Store) Remove(id int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id < 0 || id >= len(s.files) || s.files[id] == nil {
+		return false
+	}
+	s.files[id] = nil
+	return true
 }
 
 func (s *Store) file(id int) *file {
@@ -400,6 +412,7 @@ func (s *Store) fileList() []fileInfo {
 	out := []fileInfo{}
 	for _, f := range files {
 		switch {
+		case f == nil: // removed
 		case !f.isShown():
 			out = append(out, fileInfo{ID: f.ID, Name: f.Name, Loading: true, Devices: []deviceInfo{}, Done: f.doneBytes.Load(), Size: f.totalBytes.Load()})
 		case f.Snap == nil:

@@ -353,8 +353,8 @@ async function init() {
     if (S.prefetch) warmRaster();
     S.files = f.files;
     if (!S.files.length) { showError('No snapshot loaded. Drop a snapshot file onto this page.'); return; }
-    if (!S.files[S.p.file]) S.p.file = 0;
-    if (!h.has('device') && !embedded) S.p.device = S.files[S.p.file].defaultDevice;
+    if (!curFile()) S.p.file = S.files[0].id;
+    if (!h.has('device') && !embedded) S.p.device = curFile().defaultDevice;
     if (S.prefetch && S.prefetch.device === null) S.prefetch.device = S.p.device;
     fillSelectors();
     await openView(h);
@@ -368,7 +368,7 @@ async function init() {
 // loads. Meanwhile it shows the decoding progress.
 async function filesWhenReady(id) {
   let list = await api.files();
-  const target = () => list.files[id] || list.files[0];
+  const target = () => list.files.find(f => f.id === id) || list.files[0];
   if (embedded || !target() || !target().loading) return list;
   let done = false;
   const ready = getJSON('api/files?wait=' + target().id).finally(() => { done = true; });
@@ -390,6 +390,9 @@ async function filesWhenReady(id) {
   try { return await ready; } finally { $('loading').hidden = true; }
 }
 
+// curFile is the file shown: ids stay the same when a file is closed.
+function curFile() { return S.files.find(f => f.id === S.p.file); }
+
 function fillSelectors() {
   const fs = $('file');
   fs.innerHTML = '';
@@ -397,7 +400,8 @@ function fillSelectors() {
   fs.value = S.p.file;
   const ds = $('device');
   ds.innerHTML = '';
-  const f = S.files[S.p.file];
+  const f = curFile();
+  $('close-file').hidden = embedded;
   for (const d of f.devices) ds.add(new Option(`cuda:${d.device} (${d.events} events, ${d.segments} segments)`, d.device));
   if (!f.devices.some(d => d.device === S.p.device)) S.p.device = f.defaultDevice;
   ds.value = S.p.device;
@@ -494,7 +498,7 @@ async function openTimeline(h) {
 
 function renderSummary() {
   const m = S.meta;
-  const f = S.files[S.p.file];
+  const f = curFile();
   const parts = [`<b>${escapeHTML(f.name)}</b>`, `cuda:${m.device}`, `${formatCount(m.events)} trace events`,
     `Peak: <b id="peak">${formatSize(m.peak, false)}</b>`,
     ...(m.events === 0 ? ['<i>no trace events: showing the blocks alive when the snapshot was taken</i>'] : []),
@@ -1570,9 +1574,22 @@ function stepEvent(d) {
 function setupControls() {
   $('file').addEventListener('change', async () => {
     S.p.file = +$('file').value;
-    if (S.files[S.p.file].loading) S.files = (await filesWhenReady(S.p.file)).files;
-    S.p.device = S.files[S.p.file].defaultDevice;
+    if (curFile().loading) S.files = (await filesWhenReady(S.p.file)).files;
+    S.p.device = curFile().defaultDevice;
     fillSelectors(); openView(null);
+  });
+  // Close the file shown: the server forgets it (uploads are kept until
+  // closed, or until newer uploads push the oldest out).
+  $('close-file').addEventListener('click', async () => {
+    try {
+      const r = await fetch('api/files/' + S.p.file, { method: 'DELETE' });
+      const j = await r.json();
+      if (!r.ok) throw new Error(j.error || r.statusText);
+      S.files = j.files;
+      if (!S.files.length) { showError('No snapshot loaded. Drop a snapshot file onto this page.'); return; }
+      S.p.file = S.files[0].id; S.p.device = S.files[0].defaultDevice;
+      fillSelectors(); openView(null);
+    } catch (e) { showError(`Could not close the file: ${e.message || e}`); }
   });
   $('device').addEventListener('change', () => { S.p.device = +$('device').value; fillSelectors(); openView(null); });
   $('view').addEventListener('change', () => { S.p.view = $('view').value; openView(null); });
@@ -1647,7 +1664,10 @@ async function upload(f) {
   showError('');
   $('summary').textContent = `Uploading and decoding ${f.name} (${formatSize(f.size, false)})…`;
   try {
-    const r = await fetch('api/upload?name=' + encodeURIComponent(f.name), { method: 'POST', body: f });
+    // A non-simple type: the server refuses the simple ones, which any
+    // other site's page could send without asking first.
+    const r = await fetch('api/upload?name=' + encodeURIComponent(f.name),
+      { method: 'POST', body: f, headers: { 'Content-Type': 'application/octet-stream' } });
     const j = await r.json();
     if (!r.ok) throw new Error(j.error || r.statusText);
     S.files = (await api.files()).files;
