@@ -485,6 +485,11 @@ func servePrometheus(env *Env, addr string, st *watchState) (func(), error) {
 	}
 	host, _ := os.Hostname()
 	loopback := isLoopbackAddr(ln.Addr())
+	if !loopback {
+		// Prometheus scrapes from elsewhere name this machine as they
+		// please: any Host is answered, but the user is told.
+		warnBeyondLoopback(env, "gpumem watch --prom", ln.Addr().String())
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		// A loopback listener answers only loopback names, so a web page

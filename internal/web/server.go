@@ -42,6 +42,11 @@ type Options struct {
 	// Addr is the bound host:port; requests must name it, localhost,
 	// 127.0.0.1 or [::1] in their Host header.
 	Addr string
+	// AllowHosts are more host names (no port) that requests may name,
+	// for a server bound beyond loopback (gpumem serve --allow-host).
+	// Bound there, the loopback names are taken only from loopback
+	// clients.
+	AllowHosts []string
 }
 
 // Server is the viewer's HTTP layer over a Store (Add, Load and Warm are
@@ -138,7 +143,7 @@ func (s *Server) whenIdle(p priority, h http.HandlerFunc) http.HandlerFunc {
 // hostCheck rejects requests whose Host is not this server (DNS rebinding).
 func (s *Server) hostCheck(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.allowedHost(r.Host) {
+		if !s.allowedHost(r.Host, r.RemoteAddr) {
 			http.Error(w, "gpumem: forbidden host "+strconv.Quote(r.Host), http.StatusForbidden)
 			return
 		}
@@ -147,7 +152,27 @@ func (s *Server) hostCheck(h http.Handler) http.Handler {
 	})
 }
 
-func (s *Server) allowedHost(host string) bool {
+// boundBeyondLoopback reports whether the server listens on an address
+// other machines can reach (0.0.0.0, a LAN address).
+func (s *Server) boundBeyondLoopback() bool {
+	h, _, err := net.SplitHostPort(s.opt.Addr)
+	if err != nil || s.opt.Addr == "" {
+		return false
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && !ip.IsLoopback()
+}
+
+func isLoopbackRemote(remote string) bool {
+	h, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		h = remote
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (s *Server) allowedHost(host, remote string) bool {
 	if host == "" {
 		return false
 	}
@@ -159,7 +184,14 @@ func (s *Server) allowedHost(host string) bool {
 		h, port = host, ""
 	}
 	h = strings.Trim(strings.ToLower(h), "[]")
-	if h != "localhost" && h != "127.0.0.1" && h != "::1" {
+	switch {
+	case h == "localhost" || h == "127.0.0.1" || h == "::1":
+		// A client elsewhere naming localhost is not on this machine.
+		if s.boundBeyondLoopback() && !isLoopbackRemote(remote) {
+			return false
+		}
+	case slices.ContainsFunc(s.opt.AllowHosts, func(a string) bool { return strings.EqualFold(strings.Trim(a, "[]"), h) }):
+	default:
 		return false
 	}
 	if s.opt.Addr == "" {

@@ -116,3 +116,35 @@ func TestUploadsCappedAndRemovable(t *testing.T) {
 		t.Errorf("closed file still answered: %d", w.Code)
 	}
 }
+
+// TestHostCheckBeyondLoopback: bound to 0.0.0.0, the server answers the
+// names in AllowHosts at its port, and the loopback names only from
+// loopback clients (a machine elsewhere sending Host: localhost is not
+// this machine's browser).
+func TestHostCheckBeyondLoopback(t *testing.T) {
+	s := New(Options{Addr: "0.0.0.0:8123", AllowHosts: []string{"GPUBox.lan"}})
+	s.Add("tiny.pickle", tinySnapshot())
+	h := s.Handler()
+	for _, tc := range []struct {
+		host, remote string
+		want         int
+	}{
+		{"localhost:8123", "192.0.2.7:5555", 403},
+		{"127.0.0.1:8123", "192.0.2.7:5555", 403},
+		{"localhost:8123", "127.0.0.1:5555", 200},
+		{"[::1]:8123", "[::1]:5555", 200},
+		{"gpubox.lan:8123", "192.0.2.7:5555", 200},
+		{"gpubox.lan", "192.0.2.7:5555", 200},
+		{"gpubox.lan:9999", "192.0.2.7:5555", 403},
+		{"evil.example:8123", "192.0.2.7:5555", 403},
+		{"evil.example:8123", "127.0.0.1:5555", 403},
+	} {
+		r := httptest.NewRequest("GET", "/api/files", nil)
+		r.Host, r.RemoteAddr = tc.host, tc.remote
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tc.want {
+			t.Errorf("Host %s from %s: %d, want %d", tc.host, tc.remote, w.Code, tc.want)
+		}
+	}
+}
