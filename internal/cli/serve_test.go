@@ -96,7 +96,9 @@ func TestServeSaysServingWhenLoaded(t *testing.T) {
 	}
 	var stdout, stderr syncBuffer
 	done := make(chan int, 1)
-	go func() { done <- Main([]string{"serve", "-no-browser", "-http", "127.0.0.1:0", logPath, snap}, nil, &stdout, &stderr) }()
+	go func() {
+		done <- Main([]string{"serve", "-no-browser", "-http", "127.0.0.1:0", logPath, snap}, nil, &stdout, &stderr)
+	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(stdout.String(), "gpumem: serving 1 snapshot(s)") {
 		if time.Now().After(deadline) {
