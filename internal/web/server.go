@@ -4,6 +4,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"encoding/json"
@@ -11,8 +12,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -206,10 +209,18 @@ type apiError struct {
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	// Encoded before the header goes out: a value JSON cannot hold (a NaN)
+	// is a 500 with its error, not a 200 with an empty body.
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		code = http.StatusInternalServerError
+		buf.Reset()
+		_ = json.NewEncoder(&buf).Encode(apiError{"encoding the answer: " + err.Error()})
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(buf.Bytes())
 }
 
 func writeErr(w http.ResponseWriter, code int, format string, args ...any) {
@@ -239,15 +250,20 @@ func (s *Server) params(w http.ResponseWriter, r *http.Request) (*params, bool) 
 // shown, for requests that read no address versions.
 func (s *Server) paramsWhen(w http.ResponseWriter, r *http.Request, versions bool) (*params, bool) {
 	q := r.URL.Query()
-	id, err := strconv.Atoi(q.Get("file"))
-	if err != nil {
-		id = 0
+	id := 0
+	if v := q.Get("file"); v != "" {
+		var err error
+		if id, err = strconv.Atoi(v); err != nil || id < 0 {
+			writeErr(w, http.StatusBadRequest, "bad file %q: want a file id (0, 1, ...)", v)
+			return nil, false
+		}
 	}
 	f := s.file(id)
 	if f == nil {
 		writeErr(w, http.StatusNotFound, "no file %q", q.Get("file"))
 		return nil, false
 	}
+	var err error
 	wait := f.wait
 	if !versions {
 		wait = f.waitShown
@@ -268,10 +284,22 @@ func (s *Server) paramsWhen(w http.ResponseWriter, r *http.Request, versions boo
 		writeErr(w, http.StatusBadRequest, "unknown view %q", p.view)
 		return nil, false
 	}
+	switch p.mode {
+	case "", "event", "time":
+	default:
+		writeErr(w, http.StatusBadRequest, "bad mode %q: want event or time", p.mode)
+		return nil, false
+	}
 	if v := q.Get("device"); v != "" {
 		p.device, err = strconv.Atoi(v)
-		if err != nil || p.device < 0 || p.device > 1<<16 {
-			writeErr(w, http.StatusBadRequest, "bad device %q", v)
+		if err != nil || p.device < 0 {
+			writeErr(w, http.StatusBadRequest, "bad device %q: want a device number (0, 1, ...)", v)
+			return nil, false
+		}
+		// As the command line says it; and nothing is built or kept for
+		// a device the file does not have.
+		if devs := fileDevices(f.Snap); !slices.Contains(devs, p.device) {
+			writeErr(w, http.StatusBadRequest, "bad device %q: %s has no device %d (devices: %s)", v, f.Name, p.device, joinInts(devs))
 			return nil, false
 		}
 	} else {
@@ -280,7 +308,7 @@ func (s *Server) paramsWhen(w http.ResponseWriter, r *http.Request, versions boo
 	if v := q.Get("detail"); v != "" {
 		p.detail, err = strconv.Atoi(v)
 		if err != nil || p.detail < 0 {
-			writeErr(w, http.StatusBadRequest, "bad detail %q", v)
+			writeErr(w, http.StatusBadRequest, "bad detail %q: want a count (0, 1, ...)", v)
 			return nil, false
 		}
 	}
@@ -311,21 +339,61 @@ func (s *Server) timelineParamsWhen(w http.ResponseWriter, r *http.Request, what
 	return p, tl, true
 }
 
-func floatParam(r *http.Request, name string, def float64) float64 {
-	v, err := strconv.ParseFloat(r.URL.Query().Get(name), 64)
-	if err != nil {
+// query reads a request's parameters. The first bad one is kept: bad
+// answers it with 400 and a JSON error naming it, before anything is
+// computed or cached for the request.
+type query struct {
+	v   url.Values
+	err error
+}
+
+func newQuery(r *http.Request) *query { return &query{v: r.URL.Query()} }
+
+func (q *query) fail(name, want string) {
+	if q.err == nil {
+		q.err = fmt.Errorf("bad %s %q: want %s", name, q.v.Get(name), want)
+	}
+}
+
+// float reads a finite number (def when absent).
+func (q *query) float(name string, def float64) float64 {
+	s := q.v.Get(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		q.fail(name, "a finite number")
 		return def
 	}
 	return v
 }
 
-func intParam(r *http.Request, name string, def int) int {
-	v, err := strconv.Atoi(r.URL.Query().Get(name))
-	if err != nil {
+// int reads an integer in [lo, hi] (def when absent).
+func (q *query) int(name string, def, lo, hi int) int {
+	s := q.v.Get(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < lo || v > hi {
+		q.fail(name, fmt.Sprintf("an integer from %d to %d", lo, hi))
 		return def
 	}
 	return v
 }
+
+// bad answers the first bad parameter, if any, and reports whether it did.
+func (q *query) bad(w http.ResponseWriter) bool {
+	if q.err == nil {
+		return false
+	}
+	writeErr(w, http.StatusBadRequest, "%v", q.err)
+	return true
+}
+
+// maxPixels bounds the w and h parameters (the views clamp to less).
+const maxPixels = 1 << 20
 
 // handleFiles lists the files. A file still being decoded is listed with
 // loading and its progress, one that failed with its error. With
@@ -334,7 +402,11 @@ func intParam(r *http.Request, name string, def int) int {
 func (s *Server) handleFiles(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("wait"); v != "" {
 		id, err := strconv.Atoi(v)
-		if f := s.file(id); err == nil && f != nil {
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, "bad wait %q: want a file id (0, 1, ...)", v)
+			return
+		}
+		if f := s.file(id); f != nil {
 			if f.waitShown(r.Context()) == context.Canceled {
 				return
 			}
@@ -365,8 +437,12 @@ func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lo, hi := tl.xRange(p.mode)
-	q := windowQuery{X0: floatParam(r, "x0", lo), X1: floatParam(r, "x1", hi), W: intParam(r, "w", 1000),
-		H: intParam(r, "h", 500), Y0: floatParam(r, "y0", 0), Y1: floatParam(r, "y1", 0), Mode: p.mode, Detail: p.detail}
+	qp := newQuery(r)
+	q := windowQuery{X0: qp.float("x0", lo), X1: qp.float("x1", hi), W: qp.int("w", 1000, 0, maxPixels),
+		H: qp.int("h", 500, 0, maxPixels), Y0: qp.float("y0", 0), Y1: qp.float("y1", 0), Mode: p.mode, Detail: p.detail}
+	if qp.bad(w) {
+		return
+	}
 	writeBin(w, tl.window(q))
 	// The indexes of windows narrower than the whole trace are built from
 	// the first window's answer on: built beside its query they slowed the
@@ -383,7 +459,12 @@ func (s *Server) handleCurves(w http.ResponseWriter, r *http.Request) {
 	}
 	p.f.markDrawn() // asked for once the first window is drawn
 	lo, hi := tl.xRange(p.mode)
-	b, err := p.f.device(p.device).curvesWindow(tl, floatParam(r, "x0", lo), floatParam(r, "x1", hi), intParam(r, "w", 1000), p.mode)
+	q := newQuery(r)
+	x0, x1, width := q.float("x0", lo), q.float("x1", hi), q.int("w", 1000, 0, maxPixels)
+	if q.bad(w) {
+		return
+	}
+	b, err := p.f.device(p.device).curvesWindow(tl, x0, x1, width, p.mode)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
 		return
@@ -425,8 +506,15 @@ func (s *Server) handleElem(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	id := intParam(r, "id", -1)
-	if id < 0 || id >= tl.tl.Len()+tl.tl.Envelopes() {
+	q := newQuery(r)
+	id := q.int("id", -1, 0, math.MaxInt32)
+	if q.v.Get("id") == "" {
+		q.fail("id", "an element id")
+	}
+	if q.bad(w) {
+		return
+	}
+	if id >= tl.tl.Len()+tl.tl.Envelopes() {
 		writeErr(w, http.StatusNotFound, "no element %q", r.URL.Query().Get("id"))
 		return
 	}
@@ -472,9 +560,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	q := newQuery(r)
+	from, count := q.int("from", 0, 0, math.MaxInt32), min(q.int("count", 100, 0, math.MaxInt32), 5000)
+	if q.bad(w) {
+		return
+	}
 	dd := p.f.device(p.device)
-	from := max(intParam(r, "from", 0), 0)
-	count := min(max(intParam(r, "count", 100), 0), 5000)
 	lines := []string{}
 	hist, err := dd.stateHist()
 	if err != nil {
@@ -491,8 +582,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 // eventParam reads idx, a memory_viz event of the device (default its
 // last; -1 is before the first event), or answers 400.
 func eventParam(w http.ResponseWriter, r *http.Request, dd *deviceData) (int, bool) {
-	idx := intParam(r, "idx", len(dd.viz)-1)
-	if idx < -1 || idx >= len(dd.viz) {
+	q := newQuery(r)
+	idx := q.int("idx", len(dd.viz)-1, -1, math.MaxInt32)
+	if q.bad(w) {
+		return 0, false
+	}
+	if idx >= len(dd.viz) {
 		writeErr(w, http.StatusBadRequest, "event index %d out of range [-1, %d)", idx, len(dd.viz))
 		return 0, false
 	}
@@ -631,4 +726,21 @@ func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		Files []fileInfo `json:"files"`
 	}{s.fileList()})
+}
+
+// fileDevices are the devices a file's views can show (as its file list
+// says): those with data, or device 0 when none has.
+func fileDevices(s *snapshot.Snapshot) []int {
+	if devs := s.Devices(); len(devs) > 0 {
+		return devs
+	}
+	return []int{0}
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }

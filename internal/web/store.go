@@ -383,11 +383,7 @@ func computeFileInfo(f *file) fileInfo {
 	s := f.Snap
 	fi := fileInfo{ID: f.ID, Name: f.Name, Generation: string(s.Source.Generation), Size: s.Source.FileSize,
 		DefaultDevice: s.DefaultDevice(), HasSettings: s.AllocatorSettings != nil, Devices: []deviceInfo{}}
-	devs := s.Devices()
-	if len(devs) == 0 {
-		devs = []int{0}
-	}
-	for _, d := range devs {
+	for _, d := range fileDevices(s) {
 		di := deviceInfo{Device: d}
 		if d < len(s.Traces) {
 			di.Events = len(s.Traces[d].Events)
