@@ -29,6 +29,9 @@ type Device struct {
 	catsOnce sync.Once
 	cats     []Category
 	pause    func() // see NewDevicePaused
+
+	freeOwnOnce sync.Once
+	freeOwn     bool // see freesHaveOwnStacks
 }
 
 // NewDevice replays device d of s. O(n) for n trace events after the
