@@ -29,6 +29,9 @@ type Store struct {
 	// userBusy, when set, says that the user is waiting on requests (see
 	// userRequests): the state history's background build pauses then.
 	userBusy func() bool
+	// answerWaiting, when set, says that an answer request waits on the
+	// analysis: it stops pausing for the user then.
+	answerWaiting func() bool
 	// versionsWait bounds how long a loaded file's address versions wait
 	// for the page to draw its first view (markDrawn).
 	versionsWait time.Duration
@@ -50,6 +53,7 @@ func NewStore() *Store { return &Store{versionsWait: versionsWait} }
 // callers a nil value.
 type lazy[T any] struct {
 	once sync.Once
+	done atomic.Bool // computed (or failed)
 	v    T
 	err  error
 }
@@ -58,6 +62,7 @@ type lazy[T any] struct {
 // computation in its error.
 func (l *lazy[T]) get(f func() T, what string, args ...any) (T, error) {
 	l.once.Do(func() {
+		defer l.done.Store(true)
 		defer func() {
 			if p := recover(); p != nil {
 				l.err = fmt.Errorf("%s failed: %v", fmt.Sprintf(what, args...), p)
@@ -98,8 +103,8 @@ type file struct {
 	// fed lays the trace out while the decoder runs; set by the decoder's
 	// Feed before the file is shown.
 	fed *replay.FedLayout
-	// userBusy is the store's.
-	userBusy func() bool
+	// userBusy and answerWaiting are the store's.
+	userBusy, answerWaiting func() bool
 	// drawn is closed when the page has drawn the first view (markDrawn);
 	// the decoder fills in the address versions after that.
 	drawn     chan struct{}
@@ -241,7 +246,7 @@ func (s *Store) addPending(name string) *file {
 		}
 	}
 	f := &file{ID: len(s.files), Name: name, shown: make(chan struct{}), ready: make(chan struct{}), devs: map[int]*deviceData{},
-		timelines: map[tlKey]*tlEntry{}, build: s.build, userBusy: s.userBusy,
+		timelines: map[tlKey]*tlEntry{}, build: s.build, userBusy: s.userBusy, answerWaiting: s.answerWaiting,
 		drawn: make(chan struct{}), versionsWait: s.versionsWait}
 	s.files = append(s.files, f)
 	return f
@@ -322,7 +327,7 @@ func (f *file) device(d int) *deviceData {
 	dd := f.devs[d]
 	if dd == nil {
 		dd = newDeviceData(f.Snap, d)
-		dd.userBusy = f.userBusy
+		dd.userBusy, dd.answerWaiting = f.userBusy, f.answerWaiting
 		f.devs[d] = dd
 	}
 	return dd
