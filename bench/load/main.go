@@ -86,7 +86,9 @@ func main() {
 		{"meta", 1, func() string { return "api/meta" }},
 		{"curves", 2, func() string { a, b := x(); return fmt.Sprintf("api/curves?x0=%g&x1=%g&w=1200", a, b) }},
 		{"markers", 1, func() string { return "api/markers" }},
-		{"events", 2, func() string { return fmt.Sprintf("api/events?view=state&from=%d&count=100", rnd.Intn(max(meta.Events, 1))) }},
+		{"events", 2, func() string {
+			return fmt.Sprintf("api/events?view=state&from=%d&count=100", rnd.Intn(max(meta.Events, 1)))
+		}},
 		{"search", 1, func() string { return "api/search?frame=forward" }},
 		{"peak", 2, func() string { return fmt.Sprintf("api/peak?x=%g", rnd.Float64()*meta.XEvent[1]) }},
 		{"oom", 1, func() string { return "api/oom" }},
