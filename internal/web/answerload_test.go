@@ -11,7 +11,7 @@ import (
 
 // TestAnswersDoNotStarve: while window and state requests never stop (the
 // user never pauses), an answer the user asked for still comes, within
-// about answerWait: it waited for a pause that never came.
+// about 250 ms: it waited for a pause that never came.
 func TestAnswersDoNotStarve(t *testing.T) {
 	_, h := newTestServer(t)
 	ctx, stop := context.WithCancel(context.Background())

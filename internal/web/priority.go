@@ -117,13 +117,22 @@ type userRequests struct {
 	// user waits on them too, so the analysis no longer pauses for the
 	// other requests while one is open (see answer).
 	answers atomic.Int32
+	// pause is userPause (set shorter by the fuzz test of the handlers).
+	pause time.Duration
 }
 
-// answerWait bounds how long an answer request waits for the user to
-// pause before it runs anyway. It waited for a pause with no bound: under
-// 32 concurrent window and state requests the peak answer took 7 s at the
+// pauseLen is how long the user must be idle to count as paused.
+func (u *userRequests) pauseLen() time.Duration {
+	if u.pause > 0 {
+		return u.pause
+	}
+	return userPause
+}
+
+// An answer request waits for the user to pause at most pauseLen before
+// it runs anyway. It waited for a pause with no bound: under 32
+// concurrent window and state requests the peak answer took 7 s at the
 // median, the fragmentation curve 11 s.
-const answerWait = userPause
 
 // answerWaiting reports whether an answer request is being computed.
 func (u *userRequests) answerWaiting() bool { return u.answers.Load() > 0 }
@@ -147,7 +156,7 @@ func (u *userRequests) track(h http.HandlerFunc) http.HandlerFunc {
 // busy reports whether the user is waiting on a request or has not paused
 // since the last one.
 func (u *userRequests) busy() bool {
-	return u.inFlight.Load() > 0 || time.Since(time.Unix(0, u.last.Load())) < userPause
+	return u.inFlight.Load() > 0 || time.Since(time.Unix(0, u.last.Load())) < u.pauseLen()
 }
 
 // waitIdle returns once the user has paused, or ctx ends.
@@ -166,10 +175,10 @@ func (u *userRequests) waitIdleAtMost(ctx context.Context, limit time.Duration) 
 		wait := 20 * time.Millisecond
 		if u.inFlight.Load() == 0 {
 			since := time.Since(time.Unix(0, u.last.Load()))
-			if since >= userPause {
+			if since >= u.pauseLen() {
 				return
 			}
-			wait = userPause - since
+			wait = u.pauseLen() - since
 		}
 		select {
 		case <-ctx.Done():

@@ -146,7 +146,7 @@ func (s *Server) whenIdle(p priority, h http.HandlerFunc) http.HandlerFunc {
 
 // answer wraps the handlers of the answers (peak, OOM, colour classes,
 // fragmentation curve, flamegraph): they wait for the user to pause, as
-// what the page loads after its first paint does, but at most answerWait,
+// what the page loads after its first paint does, but at most 250 ms,
 // and then count as a request the user waits on: they run at the
 // request's priority, and the device's analysis (built once, in the
 // background, see analysisDevice) stops pausing for windows and state
@@ -154,7 +154,7 @@ func (s *Server) whenIdle(p priority, h http.HandlerFunc) http.HandlerFunc {
 // behind that traffic for 7-11 s at the median.
 func (s *Server) answer(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s.user.waitIdleAtMost(r.Context(), answerWait)
+		s.user.waitIdleAtMost(r.Context(), s.user.pauseLen())
 		s.user.answers.Add(1)
 		defer s.user.answers.Add(-1)
 		h(w, r)
