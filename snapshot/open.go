@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -316,14 +317,14 @@ func decodeStream(r io.Reader, name string, size int64, opt *Options) (s *Snapsh
 	case "gzip":
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("gzip: %w", err)
+			return nil, prefixed("gzip", err)
 		}
 		defer zr.Close()
 		src, compression, innerSize = zr, "gzip", -1
 	case "zstd":
 		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 		if err != nil {
-			return nil, fmt.Errorf("zstd: %w", err)
+			return nil, prefixed("zstd", err)
 		}
 		defer zr.Close()
 		src, compression, innerSize = zr, "zstd", -1
@@ -393,6 +394,15 @@ func decodeStream(r io.Reader, name string, size int64, opt *Options) (s *Snapsh
 	}
 	s.Source.Compression = compression
 	return s, nil
+}
+
+// prefixed is err with "kind: " in front unless its text starts so
+// already (compress/gzip's "gzip: invalid header").
+func prefixed(kind string, err error) error {
+	if strings.HasPrefix(err.Error(), kind+": ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", kind, err)
 }
 
 // decodePickle runs the VM and assembles the snapshot.

@@ -1427,6 +1427,14 @@ func (d *Decoder) addMarked() error {
 // says: key/value pairs (SETITEM, SETITEMS), list items (APPEND, APPENDS)
 // or set members (ADDITEMS).
 func (d *Decoder) addTo(target Value, items []Value) error {
+	for _, it := range items {
+		// Finished now, a container added to itself would be typed by
+		// what it holds so far ("an empty list"); a snapshot never holds
+		// a cycle.
+		if it.IsContainer() && it == target {
+			return d.opErr("a %s that contains itself", target.Kind)
+		}
+	}
 	if err := d.finishAll(items); err != nil {
 		return err
 	}
