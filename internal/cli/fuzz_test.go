@@ -33,7 +33,7 @@ func FuzzDecodeThenCommands(f *testing.F) {
 			{"oom", "-"}, {"oom", "--json", "-"}, {"stats", "-"}, {"steps", "-"}, {"steps", "--json", "-"},
 			{"trace", "-"}, {"export", "perfetto", "-"}, {"export", "json", "-"}, {"export", "pprof", "-o", out + ".pb.gz", "-"},
 			{"flame", "memory", "--collapsed", "-"}, {"flame", "segments", "-"}, {"flame", "peak", "--collapsed", "-"},
-			{"html", "-", "-o", out + ".html"}, {"diff", in, in}, {"ranks", in, in}, {"sim", "-"},
+			{"html", "-", "-o", out + ".html"}, {"diff", in, in}, {"ranks", in}, {"sim", "-"},
 		}
 		for _, args := range cmds {
 			var stdout, stderr bytes.Buffer
