@@ -332,6 +332,9 @@ const isTimeline = () => ['active', 'private', 'segments'].includes(S.p.view);
 
 // ---------- startup ----------
 async function init() {
+  // An exported page has no server: what only the server answers (the
+  // panel of what is live at a clicked moment) is not promised.
+  if (embedded) for (const el of document.querySelectorAll('.served-only')) el.hidden = true;
   S.lastHash = location.hash; // see writeHash
   if (embedded && embedded.initial) Object.assign(S.p, embedded.initial);
   const h = readHash();
@@ -452,9 +455,14 @@ function takePrefetch() {
   return pf;
 }
 
+// clearDetails puts back the details panel's prompt.
+function clearDetails() { $('details').textContent = DETAILS_PROMPT; }
+const DETAILS_PROMPT = 'Hover over an allocation to see its details; click to pin it.';
+
 async function openTimeline(h) {
   const seq = ++S.seq;
   S.elemCache = new Map(); S.hoverId = -1; S.selId = -1; S.addrMatch = new Set(); S.frameMatch = new Set();
+  clearDetails(); // the view left's allocation is not this one's
   S.win = null; S.curves = null; S.full = null;
   const pf = takePrefetch();
   const meta = await (pf ? pf.meta : api.meta(S.p));
@@ -743,7 +751,8 @@ function drawPlot() {
   }
   // Markers.
   const marks = S.meta.markers || [];
-  let lastLabelX = -1e9;
+  let lastLabelEnd = -1e9;
+  const labels = [];
   ctx.font = '11px system-ui, sans-serif';
   for (const m of marks) {
     const xv = S.p.mode === 'time' ? m.time : m.event;
@@ -755,11 +764,20 @@ function drawPlot() {
     ctx.setLineDash(m.kind === 'annotation' ? [3, 3] : []);
     ctx.beginPath(); ctx.moveTo(x + 0.5, PAD.t); ctx.lineTo(x + 0.5, PAD.t + ph); ctx.stroke();
     ctx.setLineDash([]);
-    if (x - lastLabelX > 90) {
-      ctx.fillStyle = color; ctx.fillText(m.label, x + 3, PAD.t + 11);
-      lastLabelX = x;
+    // A label goes right of its line, or left of it where it would be
+    // cut at the plot's right edge, on a light plate so that the
+    // reserved line under it does not cross it out; labels never overlap.
+    const tw = ctx.measureText(m.label).width;
+    let lx = x + 3;
+    if (lx + tw > PAD.l + pw - 2) lx = Math.max(PAD.l + 2, x - 3 - tw);
+    if (lx > lastLabelEnd + 6) {
+      ctx.fillStyle = 'rgba(255,255,255,0.85)'; ctx.fillRect(lx - 2, PAD.t + 1, tw + 4, 14);
+      ctx.fillStyle = color; ctx.fillText(m.label, lx, PAD.t + 11);
+      lastLabelEnd = lx + tw;
+      labels.push({ label: m.label, x0: lx - 2, x1: lx + tw + 2, plate: true });
     }
   }
+  window.gpumem.markerLabels = { labels, left: PAD.l, right: PAD.l + pw };
   drawMoment(ctx, X, ph);
   drawFragCurve(ctx, X, pw, ph);
   ctx.restore();
@@ -1219,6 +1237,8 @@ async function showElem(id, pin, ids = [id]) {
   let es;
   try { es = await Promise.all(list.map(elemDetails)); } catch (err) { $('details').textContent = String(err.message || err); return; }
   if (!(pin || S.selId < 0 || S.selId === id)) return;
+  // The cursor left (or moved on) while the details were fetched.
+  if (!pin && S.selId !== id && S.hoverId !== id) return;
   const envNote = S.meta && id >= S.meta.elements ? "\nThe envelope is the pool's high-water mark of max(active, reserved); its blocks are drawn inside it." : '';
   if (es.length === 1) {
     $('details').textContent = es[0].text + envNote;
@@ -1289,7 +1309,10 @@ function setupPlotEvents() {
     drawPlot(); writeHash();
   });
   c.addEventListener('dblclick', () => resetView());
-  c.addEventListener('mouseleave', () => { if (S.hoverId !== -1) { S.hoverId = -1; S.hoverCount = 0; drawPlot(); } });
+  c.addEventListener('mouseleave', () => {
+    if (S.hoverId !== -1) { S.hoverId = -1; S.hoverCount = 0; drawPlot(); }
+    if (S.selId < 0) clearDetails(); // only a pinned allocation stays
+  });
   c.addEventListener('wheel', (ev) => {
     ev.preventDefault();
     const r = c.getBoundingClientRect();
