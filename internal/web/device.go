@@ -48,8 +48,7 @@ func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {
 }
 
 // analysisDevice returns the device's analysis, built on first use in
-// the background at priority later (seconds on a big file; the answers
-// made from it run in the request's goroutine).
+// the background at priority later (seconds on a big file).
 func (d *deviceData) analysisDevice() (*analysis.Device, error) {
 	build := func() (*analysis.Device, error) {
 		return d.an.get(func() *analysis.Device { return analysis.NewDevicePaused(d.snap, d.device, d.pauseForUser) },

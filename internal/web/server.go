@@ -146,18 +146,19 @@ func (s *Server) whenIdle(p priority, h http.HandlerFunc) http.HandlerFunc {
 
 // answer wraps the handlers of the answers (peak, OOM, colour classes,
 // fragmentation curve, flamegraph): they wait for the user to pause, as
-// what the page loads after its first paint does, but at most 250 ms,
-// and then count as a request the user waits on: they run at the
-// request's priority, and the device's analysis (built once, in the
-// background, see analysisDevice) stops pausing for windows and state
-// steps while one is open. Under 32 concurrent mixed requests they waited
-// behind that traffic for 7-11 s at the median.
+// what the page loads after its first paint does, but at most 250 ms;
+// then they run in the background at priority soon (not later), and the
+// device's analysis (built once, see analysisDevice) stops pausing for
+// windows and state steps while one is open. Under 32 concurrent mixed
+// requests they had waited behind that traffic for 7-10 s at the median;
+// run at the request's own priority instead, they took 0.3 s but made
+// the windows' median 5 times slower (bench/RESULTS.md).
 func (s *Server) answer(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.user.waitIdleAtMost(r.Context(), s.user.pauseLen())
 		s.user.answers.Add(1)
 		defer s.user.answers.Add(-1)
-		h(w, r)
+		inBackground(soon, func() { h(w, r) })
 	}
 }
 
