@@ -52,7 +52,7 @@ func TestFlameSVG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := export.ProfileFlame(dv.LiveProfile(m))
+	f := export.ProfileFlame(dv.LiveProfile(m), export.StackOptions{})
 	var svg bytes.Buffer
 	if err := export.WriteFlameSVG(&svg, f, export.FlameOptions{Title: "test"}); err != nil {
 		t.Fatal(err)

@@ -67,7 +67,15 @@ func decodeError(name string, err error) error {
 	var pe *pickle.Error
 	var je *jsonError
 	var te *truncatedError
+	var le *LimitError
 	switch {
+	case errors.As(err, &le):
+		// The limit is the whole story, wherever the decoder met it.
+		off = le.Offset
+		if off < 0 && errors.As(err, &pe) {
+			off = pe.Offset // where the stream went past it
+		}
+		err = le
 	case errors.As(err, &te):
 		off = te.at
 	case errors.As(err, &pe):

@@ -9,11 +9,13 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/gpumem/gpumem/internal/pickle"
+	"github.com/gpumem/gpumem/internal/units"
 )
 
 // Options tunes decoding. A nil *Options means defaults.
@@ -22,8 +24,16 @@ type Options struct {
 	// (possibly compressed) input consumed so far and the total (-1 when
 	// unknown, e.g. stdin).
 	Progress func(done, total int64)
-	// MaxBytes caps the decompressed input size (0 = no cap).
+	// MaxBytes caps the decompressed input size. 0 is the default: no cap
+	// for an uncompressed input (its own size bounds it), and for a gzip or
+	// zstd one ExpansionFloor plus ExpansionRatio times its compressed
+	// size, counted as it is read (a snapshot compresses 15-80 times; a
+	// decompression bomb, thousands). Negative: no cap.
 	MaxBytes int64
+	// LimitFlag, when set, names the option that raises MaxBytes
+	// ("--max-decompressed SIZE"); the error refusing an input over the
+	// limit mentions it.
+	LimitFlag string
 	// Early, when set, is called once the snapshot is decoded but for the
 	// Version fields of its events, blocks and segments, which the decoder
 	// fills in after Early returns (the last tenth or so of decoding). It
@@ -115,10 +125,14 @@ func Open(path string, opt *Options) (*Snapshot, error) {
 	if opt == nil {
 		opt = &Options{}
 	}
-	if st.Mode().IsRegular() {
-		if s, ok, err := decodeMapped(f, path, st.Size(), opt); ok {
-			return versioned(s, err, opt)
-		}
+	if !st.Mode().IsRegular() {
+		// A pipe, FIFO or device (<(cat x), /dev/stdin) has no size: Stat's
+		// 0 is not its length. It is read as a stream, as "-" is.
+		s, err := decode(f, path, -1, opt)
+		return versioned(s, err, opt)
+	}
+	if s, ok, err := decodeMapped(f, path, st.Size(), opt); ok {
+		return versioned(s, err, opt)
 	}
 	s, err := decode(f, path, st.Size(), opt)
 	return versioned(s, err, opt)
@@ -194,13 +208,33 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// limitReader fails once more than max bytes were read; err keeps the
-// first error of the reader it reads (a decompressor's "unexpected EOF").
+// The default bound on a compressed input's decompressed size (see
+// Options.MaxBytes): real snapshots compress 15-80 times with gzip -9 or
+// zstd -19; a gzip of one repeated byte, about a thousand times.
+const (
+	ExpansionRatio = 200
+	ExpansionFloor = 64 << 20
+)
+
+// expansionLimit is the default decompressed bound for compressed bytes.
+func expansionLimit(compressed int64) int64 {
+	return ExpansionFloor + ExpansionRatio*max(compressed, 0)
+}
+
+// limitReader fails once more than max bytes were read (with the default
+// rule, more than expansionLimit of the compressed bytes read so far); err
+// keeps the first error of the reader it reads (a decompressor's
+// "unexpected EOF").
 type limitReader struct {
 	r   io.Reader
 	n   int64
 	max int64
 	err error
+	// compressed, for the default rule on a stream of unknown size, counts
+	// the compressed bytes read.
+	compressed func() int64
+	deflt      bool // max is the default rule's
+	kind, flag string
 }
 
 func (l *limitReader) Read(p []byte) (int, error) {
@@ -209,10 +243,47 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	if err != nil && err != io.EOF && l.err == nil {
 		l.err = err
 	}
-	if l.max > 0 && l.n > l.max {
-		return n, fmt.Errorf("decompressed input exceeds the %d-byte limit", l.max)
+	limit := l.max
+	if l.compressed != nil {
+		limit = expansionLimit(l.compressed())
+	}
+	if limit > 0 && l.n > limit {
+		return n, &LimitError{Kind: l.kind, Limit: limit, Default: l.deflt, Offset: -1, Flag: l.flag}
 	}
 	return n, err
+}
+
+// LimitError refuses an input that decompresses to more than the limit
+// (Options.MaxBytes), or a string or bytes value longer than what the
+// limit leaves.
+type LimitError struct {
+	Kind    string // "gzip", "zstd" or "" (uncompressed)
+	Limit   int64  // the bound on the decompressed size
+	Default bool   // the limit is the default rule's, not MaxBytes
+	// Offset is that of a value claiming Need bytes (-1 when the stream
+	// itself went past the limit).
+	Offset, Need int64
+	Flag         string // the option that raises the limit, when known
+}
+
+func (e *LimitError) Error() string {
+	what := "decompressed input"
+	if e.Kind != "" {
+		what = e.Kind + " input"
+	}
+	rule := ""
+	if e.Default {
+		rule = fmt.Sprintf(" (%s plus %d times the compressed size)", units.Human(ExpansionFloor), ExpansionRatio)
+	}
+	msg := fmt.Sprintf("%s expands past the %s limit%s", what, units.Human(uint64(e.Limit)), rule)
+	if e.Offset >= 0 {
+		msg = fmt.Sprintf("value at byte %d claims %s, more than the %s limit on what the %s may expand to%s",
+			e.Offset, units.Human(uint64(e.Need)), units.Human(uint64(e.Limit)), what, rule)
+	}
+	if e.Flag != "" {
+		msg += "; " + e.Flag + " raises it"
+	}
+	return msg
 }
 
 func decode(r io.Reader, name string, size int64, opt *Options) (*Snapshot, error) {
@@ -246,19 +317,30 @@ func decodeStream(r io.Reader, name string, size int64, opt *Options) (s *Snapsh
 	case "gzip":
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("gzip: %w", err)
+			return nil, prefixed("gzip", err)
 		}
 		defer zr.Close()
 		src, compression, innerSize = zr, "gzip", -1
 	case "zstd":
 		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 		if err != nil {
-			return nil, fmt.Errorf("zstd: %w", err)
+			return nil, prefixed("zstd", err)
 		}
 		defer zr.Close()
 		src, compression, innerSize = zr, "zstd", -1
 	}
-	lr := &limitReader{r: src, max: opt.MaxBytes}
+	lr := &limitReader{r: src, max: opt.MaxBytes, kind: compression, flag: opt.LimitFlag}
+	limit := opt.MaxBytes // the decompressed bound, known before reading (-1: none)
+	if compression != "" && opt.MaxBytes == 0 {
+		lr.deflt = true
+		if limit = -1; size >= 0 {
+			limit = expansionLimit(size)
+			lr.max = limit
+		} else if cr, ok := r.(*countingReader); ok {
+			// A stream of unknown size: bounded by what was read so far.
+			lr.compressed = func() int64 { return cr.n }
+		}
+	}
 	// Whatever the decoder makes of a compressed stream that ends early, the
 	// cause is the truncation.
 	defer func() {
@@ -289,6 +371,13 @@ func decodeStream(r io.Reader, name string, size int64, opt *Options) (s *Snapsh
 		b.startFeed(opt)
 		d := pickle.NewDecoder(ibr, b)
 		d.SetSizeHint(innerSize)
+		if compression != "" && limit > 0 {
+			// A string longer than the input may expand to is refused
+			// before its buffer is grown towards it.
+			d.SetSizeLimit(limit, func(off, need int64) error {
+				return &LimitError{Kind: compression, Limit: limit, Default: opt.MaxBytes == 0, Offset: off, Need: need, Flag: opt.LimitFlag}
+			})
+		}
 		err = decodePickle(d, b)
 		s.Source.Size = d.Offset() + 1
 	case "json":
@@ -312,6 +401,15 @@ func decodeStream(r io.Reader, name string, size int64, opt *Options) (s *Snapsh
 	}
 	s.Source.Compression = compression
 	return s, nil
+}
+
+// prefixed is err with "kind: " in front unless its text starts so
+// already (compress/gzip's "gzip: invalid header").
+func prefixed(kind string, err error) error {
+	if strings.HasPrefix(err.Error(), kind+": ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", kind, err)
 }
 
 // decodePickle runs the VM and assembles the snapshot.

@@ -146,6 +146,13 @@ func replayEach(s *snapshot.Snapshot, dev int, opts []ReplayOptions) ([]*ReplayR
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			// A bug here must end the command in one line, as in the
+			// command's own goroutine (cli.run), not kill the process.
+			defer func() {
+				if p := recover(); p != nil {
+					errs[k] = fmt.Errorf("internal error: %v (please report this with the input file)", p)
+				}
+			}()
 			res[k], errs[k] = Simulate(s, dev, opts[k])
 		}(k)
 	}

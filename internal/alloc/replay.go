@@ -741,7 +741,16 @@ func (rp *replayer) run(st *initState) {
 	// The address of a new segment comes from the recorded segment_alloc
 	// of the same request: same size first, else the first unused one.
 	var segUsed []bool
+	// used sizes segUsed to recSegs: a malloc outside an alloc event (an
+	// OOM entry's retry) finds it as the last alloc left it.
+	used := func() []bool {
+		if len(segUsed) < len(recSegs) {
+			segUsed = append(segUsed, make([]bool, len(recSegs)-len(segUsed))...)
+		}
+		return segUsed
+	}
 	a.reserveAddr = func(size uint64) (uint64, bool) {
+		segUsed := used()
 		// A new reservation's first page is the first page this request
 		// maps (find_expandable_block hands out the whole reservation).
 		for k, e := range recSegs {
@@ -753,6 +762,7 @@ func (rp *replayer) run(st *initState) {
 		return 0, false
 	}
 	a.segmentAddr = func(size uint64) (uint64, bool) {
+		segUsed := used()
 		for pass := 0; pass < 2; pass++ {
 			for k, e := range recSegs {
 				if e.Action != snapshot.ActionSegmentAlloc {

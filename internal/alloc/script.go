@@ -21,7 +21,8 @@ import (
 //	set CONFIG                   # _set_allocator_settings(CONFIG)
 //
 // '#' starts a comment. SIZE is bytes, optionally with a unit B, KiB, MiB,
-// GiB, TiB (KB, MB, GB, TB mean the same powers of 1024), e.g. 3MiB or 1.5GB.
+// GiB, TiB (KB, MB, GB, TB mean the same powers of 1024), e.g. 3MiB, 1.5GB
+// or 1 GiB.
 
 // Op is a script command kind.
 type Op uint8
@@ -55,7 +56,7 @@ type Command struct {
 func ParseScript(r io.Reader) ([]Command, error) {
 	var cmds []Command
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc.Buffer(make([]byte, 4096), maxScriptLine)
 	n := 0
 	for sc.Scan() {
 		n++
@@ -76,10 +77,16 @@ func ParseScript(r io.Reader) ([]Command, error) {
 		cmds = append(cmds, c)
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("line %d: longer than %d KiB, the longest line a script may have", n+1, maxScriptLine>>10)
+		}
 		return nil, fmt.Errorf("line %d: %v", n+1, err)
 	}
 	return cmds, nil
 }
+
+// maxScriptLine bounds a script line (one command is a few dozen bytes).
+const maxScriptLine = 64 << 10
 
 func parseCommand(line string) (Command, error) {
 	f := strings.Fields(line)
@@ -87,8 +94,14 @@ func parseCommand(line string) (Command, error) {
 	switch f[0] {
 	case "alloc":
 		c.Op = OpAlloc
+		// "alloc a 1 GiB": the size's unit may stand apart.
+		if len(f) >= 4 && !strings.HasPrefix(f[3], "stream=") {
+			if _, err := units.Parse(f[2] + f[3]); err == nil {
+				f = append(append(f[:2:2], f[2]+f[3]), f[4:]...)
+			}
+		}
 		if len(f) < 3 || len(f) > 4 {
-			return c, errors.New("usage: alloc NAME SIZE [stream=N]")
+			return c, errors.New("usage: alloc NAME SIZE [stream=N] (SIZE such as 4096, 3MiB or 1.5 GiB)")
 		}
 		c.Name = f[1]
 		sz, err := units.Parse(f[2])
@@ -99,7 +112,7 @@ func parseCommand(line string) (Command, error) {
 		if len(f) == 4 {
 			v, ok := strings.CutPrefix(f[3], "stream=")
 			if !ok {
-				return c, fmt.Errorf("unexpected %q (want stream=N)", f[3])
+				return c, fmt.Errorf("unexpected %q (want stream=N; usage: alloc NAME SIZE [stream=N])", f[3])
 			}
 			s, err := strconv.ParseInt(v, 0, 64)
 			if err != nil {

@@ -20,6 +20,11 @@ type Allocation struct {
 	PoolKnown bool
 	Category  Category
 	Rule      Rule // the rule that set Category
+	// FreedStack: Stack is where the block was freed, not allocated: it
+	// was allocated before recording began, and the trace records each
+	// free's own stack (context "all"; with "alloc" a free carries its
+	// allocation's stack, and FreedStack is false).
+	FreedStack bool
 }
 
 // Allocation describes item i of d.Active.
@@ -39,7 +44,39 @@ func (d *Device) Allocation(i int) Allocation {
 		a.Stream = 0
 	}
 	a.Category, a.Rule = d.Category(i), d.EffectiveRule(i)
+	if it := &d.Active.Items[i]; it.Alloc < 0 && it.Dump < 0 && it.Free >= 0 && a.Stack != snapshot.NoStack {
+		a.FreedStack = d.freesHaveOwnStacks()
+	}
 	return a
+}
+
+// freesHaveOwnStacks reports whether the trace's free entries carry the
+// free's own stack (_record_memory_history(context="all")) rather than
+// the allocation's (context "alloc"): some block allocated and freed
+// within the trace has a free stack that differs from its alloc's. With
+// no such pair to judge by, a free's stack is taken as its own.
+func (d *Device) freesHaveOwnStacks() bool {
+	d.freeOwnOnce.Do(func() {
+		ev := d.Events()
+		paired := false
+		for i := range d.Active.Items {
+			it := &d.Active.Items[i]
+			if it.Alloc < 0 || it.Free < 0 {
+				continue
+			}
+			a, f := ev[it.Alloc].Stack, ev[it.Free].Stack
+			if a == snapshot.NoStack || f == snapshot.NoStack {
+				continue
+			}
+			if a != f {
+				d.freeOwn = true
+				return
+			}
+			paired = true
+		}
+		d.freeOwn = !paired
+	})
+	return d.freeOwn
 }
 
 // itemSource is the stack, stream and address of item i of d.Active;
@@ -98,7 +135,7 @@ func (d *Device) LiveProfile(m Moment) *Profile {
 	p := NewProfile(d.S, d.Index)
 	d.Active.Live(m.Action, func(i int) {
 		a := d.Allocation(i)
-		p.Add(a.Stack, 1, a.Bytes, Labels{Category: a.Category, Rule: a.Rule, Stream: a.Stream, Pool: a.Pool})
+		p.Add(a.Stack, 1, a.Bytes, Labels{Category: a.Category, Rule: a.Rule, Stream: a.Stream, Pool: a.Pool, FreedStack: a.FreedStack})
 	})
 	return p
 }

@@ -35,6 +35,9 @@ type Device struct {
 	// classified is set once the categories are made.
 	classified atomic.Bool
 	pause      func() // see NewDevicePaused
+
+	freeOwnOnce sync.Once
+	freeOwn     bool // see freesHaveOwnStacks
 }
 
 // NewDevice replays device d of s. O(n) for n trace events after the

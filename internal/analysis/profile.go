@@ -61,6 +61,10 @@ type Labels struct {
 	// Pool is the segment_pool_id of the allocations' segment ({0, 0} for
 	// the default pool or when unknown).
 	Pool [2]int64
+	// FreedStack: the samples' stack is where they were freed (see
+	// Allocation.FreedStack). Fold drops it (merging such samples with
+	// the others of their stack); the pprof export shows them apart.
+	FreedStack bool
 }
 
 type sampleKey struct {
@@ -117,6 +121,7 @@ func (p *Profile) Fold(depth int, keep LabelMask) *Profile {
 		if keep&KeepPool == 0 {
 			l.Pool = [2]int64{}
 		}
+		l.FreedStack = false
 		frames := smp.Frames
 		if depth > 0 {
 			frames = TopFrames(p.S, frames, depth)
@@ -222,9 +227,14 @@ func TopFrames(s *snapshot.Snapshot, frames []snapshot.FrameID, depth int) []sna
 	return out
 }
 
-// allocatorFrame reports C++ frames every CUDA allocation passes through
+// InternalFrame reports C++ frames every CUDA allocation passes through
 // (the caching allocator, stack capture, empty-tensor factories, the
-// dispatcher), which say nothing about who allocated.
+// dispatcher), which say nothing about who allocated: sites leave them
+// out, and so do the exported stacks (pprof, flamegraphs) unless asked to
+// keep them.
+func InternalFrame(f *snapshot.Frame) bool { return allocatorFrame(f) }
+
+// allocatorFrame is InternalFrame.
 func allocatorFrame(f *snapshot.Frame) bool {
 	for _, p := range []string{"CUDACachingAllocator", "torch::unwind", "CapturedTraceback", "gather_with_cpp",
 		"at::detail::", "at::TensorBase", "c10::impl::", "wrap_kernel_functor", "at::_ops::", "empty_strided", "empty_cuda",

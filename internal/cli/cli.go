@@ -29,6 +29,10 @@ type Env struct {
 	args  string // the usage line after "gpumem NAME"
 	help  func(io.Writer)
 	wrong strings.Builder
+
+	// maxDecompressed is --max-decompressed (0: the decoder's default
+	// bound), set by the flag sets of the commands that read snapshots.
+	maxDecompressed int64
 }
 
 // Command is one subcommand.

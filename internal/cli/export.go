@@ -32,7 +32,11 @@ Writes the snapshot in another tool's format:
   pprof     a gzipped pprof profile of one device (go tool pprof reads it):
             inuse_space/objects (live at the dump), alloc_space/objects
             (every alloc of the trace), peak_space/objects (live at the
-            Active Memory Timeline's peak).
+            Active Memory Timeline's peak). The allocator's internal C++
+            frames are left out of the stacks (--keep-internal-frames keeps
+            them); blocks allocated before recording whose trace holds only
+            the stack that freed them are one frame, "<allocated before
+            recording>", with that stack as the label freed_at.
 Without -o the output goes to standard output; with -o it is written
 atomically (temporary file, then rename).`
 
@@ -42,6 +46,7 @@ func runExport(env *Env, args []string) error {
 	device := deviceFlag(fs, "export only device")
 	minSlice := fs.String("min-slice", "1MiB", "perfetto: least `SIZE` of an allocation drawn as its own slice")
 	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")
+	keepInternal := fs.Bool("keep-internal-frames", false, "pprof: keep the allocator's internal C++ frames (caching allocator, stack capture, tensor factories, dispatcher) in the stacks")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -79,7 +84,9 @@ func runExport(env *Env, args []string) error {
 			return err
 		}
 		d := analysis.NewDevice(s, dev)
-		write = func(w io.Writer) error { return export.WritePprof(w, d) }
+		write = func(w io.Writer) error {
+			return export.WritePprof(w, d, export.PprofOptions{KeepInternalFrames: *keepInternal})
+		}
 	default:
 		return usageError(fs, env.Stderr, fmt.Sprintf("unknown format %q: want perfetto, json or pprof", format))
 	}

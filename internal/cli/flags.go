@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -67,6 +68,10 @@ func boolInt(b bool) int {
 func newFlagSet(env *Env, name, args, about string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(&env.wrong)
+	if !noSnapshotFlags[name] {
+		fs.Var(decompressedValue{&env.maxDecompressed}, "max-decompressed",
+			"largest `size` a gzip or zstd snapshot may expand to (default 64MiB plus 200 times its compressed size)")
+	}
 	fs.Usage = func() {} // run prints the help or the one line
 	env.flags, env.args = fs, args
 	env.help = func(w io.Writer) {
@@ -79,6 +84,32 @@ func newFlagSet(env *Env, name, args, about string) *flag.FlagSet {
 		}
 	}
 	return fs
+}
+
+// noSnapshotFlags are the commands that read no snapshot: they take no
+// --max-decompressed.
+var noSnapshotFlags = map[string]bool{"version": true, "synth": true, "watch": true, "record": true, "completion": true}
+
+// decompressedValue is --max-decompressed: a size (units.Parse).
+type decompressedValue struct{ n *int64 }
+
+func (v decompressedValue) String() string {
+	if v.n == nil || *v.n == 0 {
+		return ""
+	}
+	return units.Human(uint64(*v.n))
+}
+
+func (v decompressedValue) Set(s string) error {
+	n, err := units.Parse(s)
+	if err != nil {
+		return err
+	}
+	if n == 0 || n > 1<<62 {
+		return fmt.Errorf("size %q out of range", s)
+	}
+	*v.n = int64(n)
+	return nil
 }
 
 func hasFlags(fs *flag.FlagSet) bool {

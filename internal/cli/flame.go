@@ -30,7 +30,11 @@ that flamegraph.pl, inferno and speedscope read.
                   --at), by category and stack
   diff A B        live at each run's peak (or --at) by category and stack:
                   widths are B's bytes, red grew, blue shrank; --collapsed
-                  writes "stack A_BYTES B_BYTES" lines (difffolded.pl's)`
+                  writes "stack A_BYTES B_BYTES" lines (difffolded.pl's)
+The allocator's internal C++ frames (caching allocator, stack capture,
+tensor factories, dispatcher) are left out of the stacks unless
+--keep-internal-frames; a C++ frame of an unknown file is its function
+alone.`
 
 func runFlame(env *Env, args []string) error {
 	fs := newFlagSet(env, "flame", "memory|segments|peak|diff [-o OUT.svg] [--collapsed] [--device N] [--at MOMENT] [--demo] FILE [FILE]", flameAbout)
@@ -41,6 +45,7 @@ func runFlame(env *Env, args []string) error {
 	at := fs.String("at", "peak", "peak, diff: the `MOMENT` (peak, reserved-peak, end, eN, or a time such as 12.5ms)")
 	width := fs.Int("width", 1200, "SVG width in `pixels`")
 	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot for the missing one (diff: A and/or B)")
+	keepInternal := fs.Bool("keep-internal-frames", false, "keep the allocator's internal C++ frames (caching allocator, stack capture, tensor factories, dispatcher)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -67,6 +72,7 @@ func runFlame(env *Env, args []string) error {
 		return usageError(fs, env.Stderr, err.Error())
 	}
 	dev := *device
+	stacks := export.StackOptions{KeepInternalFrames: *keepInternal}
 	var f *export.Flame
 	var title, sub string
 	switch kind {
@@ -82,18 +88,18 @@ func runFlame(env *Env, args []string) error {
 			return err
 		}
 		if kind == "memory" {
-			f = export.MemoryFlame(s, dev)
+			f = export.MemoryFlame(s, dev, stacks)
 		} else {
-			f = export.SegmentsFlame(s, dev)
+			f = export.SegmentsFlame(s, dev, stacks)
 		}
 		title = fmt.Sprintf("%s: %s by stack at the dump", baseName(s.Source.Name), kind)
-		sub = fmt.Sprintf("%s reserved in %s", units.Human(uint64(f.Root.Value)), devicesText(dev))
+		sub = fmt.Sprintf("%s reserved on %s", units.Human(uint64(f.Root.Value)), devicesText(dev))
 	case "peak":
 		lv, err := liveProfile(env, files[0], dev, *at)
 		if err != nil {
 			return err
 		}
-		f = export.ProfileFlame(lv.prof)
+		f = export.ProfileFlame(lv.prof, stacks)
 		title = fmt.Sprintf("%s: live at %s", baseName(lv.s.Source.Name), lv.at)
 		sub = fmt.Sprintf("%s in %d allocations on %s (requested bytes, by category and stack)", units.Human(lv.prof.Bytes), lv.prof.Count, lv.s.DeviceName(lv.device))
 	case "diff":
@@ -105,7 +111,7 @@ func runFlame(env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		f = export.DiffFlame(a.prof, b.prof)
+		f = export.DiffFlame(a.prof, b.prof, stacks)
 		title = fmt.Sprintf("%s → %s: live at %s", baseName(a.s.Source.Name), baseName(b.s.Source.Name), *at)
 		sub = fmt.Sprintf("widths: B (%s); red grew, blue shrank (A: %s; change %s)", units.Human(b.prof.Bytes), units.Human(a.prof.Bytes), units.HumanSigned(int64(b.prof.Bytes)-int64(a.prof.Bytes)))
 	default:
@@ -139,7 +145,7 @@ func loadDemoOr(env *Env, path string) (*snapshot.Snapshot, error) {
 
 func devicesText(d int) string {
 	if d < 0 {
-		return "every device"
+		return "all devices together"
 	}
 	return fmt.Sprintf("cuda:%d", d)
 }

@@ -61,6 +61,7 @@ func checkPath(path string) (os.FileInfo, error) {
 // decodePath decodes the file at path, or standard input for "-"; errors
 // start with the file name.
 func decodePath(env *Env, path string, opt *snapshot.Options) (*snapshot.Snapshot, error) {
+	opt.MaxBytes, opt.LimitFlag = env.maxDecompressed, "--max-decompressed SIZE"
 	var (
 		s   *snapshot.Snapshot
 		err error

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +44,7 @@ type serveArgs struct {
 	noBrowser bool
 	demo      bool
 	maxUpload int64
+	allowHost []string
 	files     []string
 	rulesPath string // --categories
 }
@@ -55,6 +57,7 @@ func parseServeArgs(env *Env, args []string) (*serveArgs, error) {
 	fs.BoolVar(&a.demo, "demo", false, "also open the embedded demo snapshot")
 	maxUpload := fs.String("max-upload", "4GiB", "largest snapshot the page may upload (`size`, e.g. 512MiB)")
 	categoriesFlag(fs, &a.rulesPath)
+	allowHost := fs.String("allow-host", "", "with -http beyond loopback (0.0.0.0:P, a LAN address): the host `names` clients use, comma-separated (required there)")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return nil, err
@@ -62,6 +65,14 @@ func parseServeArgs(env *Env, args []string) (*serveArgs, error) {
 	a.files = files
 	if a.maxUpload, err = parseMaxUpload(*maxUpload); err != nil {
 		return nil, usageError(fs, env.Stderr, "-max-upload: "+err.Error())
+	}
+	for _, h := range strings.Split(*allowHost, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			a.allowHost = append(a.allowHost, h)
+		}
+	}
+	if beyondLoopback(a.addr) && len(a.allowHost) == 0 {
+		return nil, usageError(fs, env.Stderr, fmt.Sprintf("-http %s listens beyond loopback: name the host names clients will use with --allow-host (e.g. --allow-host %s)", a.addr, exampleHost()))
 	}
 	return a, nil
 }
@@ -91,8 +102,9 @@ func runServe(env *Env, args []string) error {
 	srv := web.New(web.Options{
 		Categories: rules,
 		MaxUpload:  limit,
+		AllowHosts: a.allowHost,
 		Decode: func(name string, data []byte) (*snapshot.Snapshot, error) {
-			return snapshot.DecodeBytes(data, name, &snapshot.Options{MaxBytes: limit * 8})
+			return snapshot.DecodeBytes(data, name, &snapshot.Options{MaxBytes: env.maxDecompressed, LimitFlag: "gpumem serve --max-decompressed SIZE"})
 		},
 	})
 	// gpumem watch logs are drawn by a page of their own.
@@ -129,16 +141,36 @@ func runServe(env *Env, args []string) error {
 	}
 	bound := ln.Addr().String()
 	srv.SetAddr(bound)
+	if !isLoopbackAddr(ln.Addr()) {
+		if len(a.allowHost) == 0 { // a host name that is not loopback's
+			ln.Close()
+			return fmt.Errorf("-http %s listens on %s, beyond loopback: name the host names clients will use with --allow-host", a.addr, bound)
+		}
+		warnBeyondLoopback(env, "gpumem serve", bound)
+	}
 	url := "http://" + bound + "/"
+	if len(a.allowHost) > 0 && !isLoopbackAddr(ln.Addr()) {
+		_, port, _ := net.SplitHostPort(bound)
+		url = "http://" + net.JoinHostPort(a.allowHost[0], port) + "/"
+	}
+	serving := ""
 	if nlogs > 0 && len(files) == 0 && !a.demo {
 		url += "watch.html"
-		fmt.Fprintf(env.Stdout, "gpumem: serving %d watch log(s) at %s (Ctrl-C to stop)\n", nlogs, url)
+		serving = fmt.Sprintf("gpumem: serving %d watch log(s) at %s (Ctrl-C to stop)\n", nlogs, url)
 	} else {
 		logs := "" // logs given beside snapshots are on their own page
 		if nlogs > 0 {
 			logs = fmt.Sprintf(", %d watch log(s) at %swatch.html", nlogs, url)
 		}
-		fmt.Fprintf(env.Stdout, "gpumem: serving %d snapshot(s) at %s%s (Ctrl-C to stop)\n", len(files)+boolInt(a.demo), url, logs)
+		serving = fmt.Sprintf("gpumem: serving %d snapshot(s) at %s%s (Ctrl-C to stop)\n", len(files)+boolInt(a.demo), url, logs)
+	}
+	if len(loads) == 0 {
+		fmt.Fprint(env.Stdout, serving)
+	} else {
+		// The page opens while the files decode (it shows their
+		// progress), but serve says it serves them only once they have
+		// decoded: a file that fails ends the command with its error.
+		fmt.Fprintf(env.Stdout, "gpumem: loading %d snapshot(s); the viewer is at %s (Ctrl-C to stop)\n", len(loads), url)
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	if !a.noBrowser {
@@ -167,6 +199,9 @@ func runServe(env *Env, args []string) error {
 				return
 			}
 		}
+		if len(loads) > 0 {
+			fmt.Fprint(env.Stdout, serving)
+		}
 	}()
 	go func() {
 		<-loadCtx.Done()
@@ -180,6 +215,36 @@ func runServe(env *Env, args []string) error {
 	errMu.Lock()
 	defer errMu.Unlock()
 	return loadErr
+}
+
+// beyondLoopback reports whether a listen address reaches past this
+// machine: an empty host or 0.0.0.0/:: (every interface), or an address
+// or name that is not loopback's.
+func beyondLoopback(addr string) bool {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false // net.Listen will say what is wrong
+	}
+	if h = strings.Trim(h, "[]"); h == "" {
+		return true // every interface
+	}
+	ip := net.ParseIP(h)
+	// A name is judged once bound (runServe checks the address).
+	return ip != nil && !ip.IsLoopback()
+}
+
+// exampleHost is this machine's name for the --allow-host hint.
+func exampleHost() string {
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "myhost.lan"
+}
+
+// warnBeyondLoopback is the one line serve and watch --prom print when
+// they listen where other machines can connect.
+func warnBeyondLoopback(env *Env, what, addr string) {
+	fmt.Fprintf(env.Stderr, "gpumem: warning: %s listens on %s, beyond loopback: other machines can connect and read what it serves\n", what, addr)
 }
 
 // openBrowser starts the platform's URL opener; failing is not an error
@@ -205,8 +270,7 @@ func openBrowser(env *Env, url string) {
 	go func() { _ = cmd.Wait() }()
 }
 
-// parseMaxUpload reads --max-upload: a positive size of at most 1 TiB (the
-// decoder's budget is eight times it, which must fit an int64).
+// parseMaxUpload reads --max-upload: a positive size of at most 1 TiB.
 func parseMaxUpload(s string) (int64, error) {
 	n, err := units.Parse(s)
 	if err != nil {

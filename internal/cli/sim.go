@@ -31,7 +31,8 @@ Runs a faithful model of PyTorch's CUDA caching allocator.
       Run a script (one command a line, # comments):
         alloc NAME SIZE [stream=N]     free NAME     empty_cache     set CONFIG
         free_requested NAME / free_completed NAME   (record_stream-style frees)
-      SIZE is bytes or a number with B, KiB, MiB, GiB (KB, MB, GB = same).
+      SIZE is bytes or a number with B, KiB, MiB, GiB (KB, MB, GB = same),
+      e.g. 4096, 3MiB or 1.5 GiB.
 
   gpumem sim FILE [--device N] [--json]
       Replay a snapshot's trace with its own allocator settings and report

@@ -485,6 +485,11 @@ func servePrometheus(env *Env, addr string, st *watchState) (func(), error) {
 	}
 	host, _ := os.Hostname()
 	loopback := isLoopbackAddr(ln.Addr())
+	if !loopback {
+		// Prometheus scrapes from elsewhere name this machine as they
+		// please: any Host is answered, but the user is told.
+		warnBeyondLoopback(env, "gpumem watch --prom", ln.Addr().String())
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		// A loopback listener answers only loopback names, so a web page
@@ -549,6 +554,11 @@ func addWatchLogs(srv *web.Server, paths []string) (rest []string, n int, err er
 func isWatchLog(path string) bool {
 	if strings.HasSuffix(strings.ToLower(path), ".jsonl") {
 		return true
+	}
+	// Only a regular file is probed: the probe would consume the first
+	// bytes of a pipe or FIFO, which the snapshot decoder then misses.
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return false
 	}
 	f, err := os.Open(path)
 	if err != nil {

@@ -22,13 +22,23 @@ const (
 // line per block under such a prefix.
 type groups struct {
 	s     *snapshot.Snapshot
+	opt   StackOptions
 	order []string
 	path  map[string][]string
 	prof  map[string]*analysis.Profile
 }
 
-func newGroups(s *snapshot.Snapshot) *groups {
-	return &groups{s: s, path: map[string][]string{}, prof: map[string]*analysis.Profile{}}
+func newGroups(s *snapshot.Snapshot, opt StackOptions) *groups {
+	return &groups{s: s, opt: opt, path: map[string][]string{}, prof: map[string]*analysis.Profile{}}
+}
+
+// StackOptions say which frames the exported stacks show.
+type StackOptions struct {
+	// KeepInternalFrames keeps the C++ frames every allocation passes
+	// through (analysis.InternalFrame: the caching allocator, stack
+	// capture, tensor factories, the dispatcher). Left out by default:
+	// about 25 levels of them sat above the Python frames.
+	KeepInternalFrames bool
 }
 
 func (g *groups) add(prefix []string, stack snapshot.StackID, bytes uint64) {
@@ -86,7 +96,7 @@ func (g *groups) flame(root string) *Flame {
 			smp := &g.prof[k].Samples[i]
 			path := prefix
 			if !marker {
-				path = append(slices.Clone(prefix), flameFrames(g.s, smp.Frames)...)
+				path = append(slices.Clone(prefix), flameFrames(g.s, smp.Frames, g.opt)...)
 			}
 			f.Add(path, int64(smp.Bytes))
 		}
@@ -95,9 +105,11 @@ func (g *groups) flame(root string) *Flame {
 }
 
 // flameFrames formats frames (innermost first) outermost first as
-// _memory_viz.py does: "file.py:LINE:func" with memory_viz's filter, or
-// <non-python> when there are none.
-func flameFrames(s *snapshot.Snapshot, frames []snapshot.FrameID) []string {
+// _memory_viz.py does, "file.py:LINE:func", with memory_viz's filter and,
+// unless opt keeps them, without the allocator's internal frames; a frame
+// of an unknown file ("??", "") is its function alone. <non-python> when
+// no frame is left.
+func flameFrames(s *snapshot.Snapshot, frames []snapshot.FrameID, opt StackOptions) []string {
 	out := make([]string, 0, len(frames))
 	for k := len(frames) - 1; k >= 0; k-- {
 		id := frames[k]
@@ -105,7 +117,12 @@ func flameFrames(s *snapshot.Snapshot, frames []snapshot.FrameID) []string {
 			continue
 		}
 		f := &s.Frames[id]
-		if replay.KeepFrame(f) {
+		if !replay.KeepFrame(f) || !opt.KeepInternalFrames && analysis.InternalFrame(f) {
+			continue
+		}
+		if f.Filename == "??" || f.Filename == "" {
+			out = append(out, f.Name)
+		} else {
 			out = append(out, baseName(f.Filename)+":"+strconv.FormatInt(f.Line, 10)+":"+f.Name)
 		}
 	}
@@ -126,8 +143,8 @@ func onDevice(s *snapshot.Snapshot, si, d int) bool {
 // MemoryFlame is _memory_viz.py memory: every block of the dump by
 // stream, state and stack (requested bytes, the rest as <gaps>), so the
 // root is the reserved bytes. device < 0 means every device.
-func MemoryFlame(s *snapshot.Snapshot, device int) *Flame {
-	g := newGroups(s)
+func MemoryFlame(s *snapshot.Snapshot, device int, opt StackOptions) *Flame {
+	g := newGroups(s, opt)
 	for si := range s.Segments {
 		if onDevice(s, si, device) {
 			g.addBlocks([]string{streamName(s.Segments[si].Stream)}, si)
@@ -138,8 +155,8 @@ func MemoryFlame(s *snapshot.Snapshot, device int) *Flame {
 
 // SegmentsFlame is _memory_viz.py segments: as MemoryFlame with each
 // segment (seg_ADDRESS, decimal as PyTorch prints it) under its stream.
-func SegmentsFlame(s *snapshot.Snapshot, device int) *Flame {
-	g := newGroups(s)
+func SegmentsFlame(s *snapshot.Snapshot, device int, opt StackOptions) *Flame {
+	g := newGroups(s, opt)
 	for si := range s.Segments {
 		seg := &s.Segments[si]
 		if onDevice(s, si, device) {
@@ -174,7 +191,7 @@ func CompareSegments(a *snapshot.Snapshot, da int, b *snapshot.Snapshot, db int)
 	ka, kb := keys(a, da), keys(b, db)
 	out := &SegmentCompare{Flame: NewFlame("all"), OnlyBefore: []uint64{}, OnlyAfter: []uint64{}}
 	side := func(s *snapshot.Snapshot, d int, other map[key]bool, label string, addrs *[]uint64) {
-		g := newGroups(s)
+		g := newGroups(s, StackOptions{})
 		for si := range s.Segments {
 			seg := &s.Segments[si]
 			if !onDevice(s, si, d) || other[key{seg.Address, seg.TotalSize}] {
@@ -214,22 +231,22 @@ func (n *FlameNode) merge(o *FlameNode) {
 
 // ProfileFlame draws a profile (such as what is live at a moment) by
 // category, then stack, outermost frame first.
-func ProfileFlame(p *analysis.Profile) *Flame {
+func ProfileFlame(p *analysis.Profile, opt StackOptions) *Flame {
 	f := NewFlame("all")
 	for i := range p.Samples {
 		smp := &p.Samples[i]
-		f.Add(profilePath(p, smp), int64(smp.Bytes))
+		f.Add(profilePath(p, smp, opt), int64(smp.Bytes))
 	}
 	return f
 }
 
-func profilePath(p *analysis.Profile, smp *analysis.Sample) []string {
-	return append([]string{smp.Labels.Category.String()}, flameFrames(p.S, smp.Frames)...)
+func profilePath(p *analysis.Profile, smp *analysis.Sample, opt StackOptions) []string {
+	return append([]string{smp.Labels.Category.String()}, flameFrames(p.S, smp.Frames, opt)...)
 }
 
 // DiffFlame draws b against a: paths by category and stack, widths b's
 // bytes, colours the change (red grew, blue shrank).
-func DiffFlame(a, b *analysis.Profile) *Flame {
+func DiffFlame(a, b *analysis.Profile, opt StackOptions) *Flame {
 	type ab struct {
 		path []string
 		a, b int64
@@ -239,7 +256,7 @@ func DiffFlame(a, b *analysis.Profile) *Flame {
 	add := func(p *analysis.Profile, isB bool) {
 		for i := range p.Samples {
 			smp := &p.Samples[i]
-			path := profilePath(p, smp)
+			path := profilePath(p, smp, opt)
 			k := strings.Join(path, "\x00")
 			e := byKey[k]
 			if e == nil {

@@ -64,7 +64,7 @@ func TestFlameCorpus(t *testing.T) {
 		name := filepath.Base(path)
 		parse := i%9 == 0
 		legacy := s.Source.Generation == snapshot.GenD1
-		for kind, f := range map[string]*Flame{"memory": MemoryFlame(s, -1), "segments": SegmentsFlame(s, -1)} {
+		for kind, f := range map[string]*Flame{"memory": MemoryFlame(s, -1, StackOptions{}), "segments": SegmentsFlame(s, -1, StackOptions{})} {
 			if got := checkFlame(t, name+" "+kind, f, parse); got != reserved(s) && !legacy {
 				t.Errorf("%s %s: %d bytes, reserved %d", name, kind, got, reserved(s))
 			}
@@ -75,7 +75,7 @@ func TestFlameCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := checkFlame(t, name+" peak", ProfileFlame(dv.LiveProfile(m)), parse); got != int64(dv.Active.PeakBytes) {
+			if got := checkFlame(t, name+" peak", ProfileFlame(dv.LiveProfile(m), StackOptions{}), parse); got != int64(dv.Active.PeakBytes) {
 				t.Errorf("%s device %d: peak flamegraph %d bytes, Active Memory Timeline peak %d", name, d, got, dv.Active.PeakBytes)
 			}
 		}

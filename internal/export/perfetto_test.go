@@ -71,7 +71,7 @@ func TestPerfettoPeaksCorpus(t *testing.T) {
 		mx := counterMax(t, tf)
 		for _, d := range s.Devices() {
 			active, segs := replay.Peaks(s, d)
-			got := mx[d]
+			got := mx[devicePID(d)]
 			if got[CounterReserved] != segs {
 				t.Errorf("%s device %d: reserved counter max %d, info peak reserved %d", filepath.Base(path), d, got[CounterReserved], segs)
 			}

@@ -113,14 +113,32 @@ func BuildMemoryProfiles(d *analysis.Device) (*MemoryProfiles, error) {
 	return mp, nil
 }
 
+// PprofOptions tune the pprof export.
+type PprofOptions struct {
+	// KeepInternalFrames keeps the C++ frames every allocation passes
+	// through (analysis.InternalFrame: the caching allocator, stack
+	// capture, tensor factories, the dispatcher), which are left out by
+	// default: they were most of pprof's flat column and name no site.
+	KeepInternalFrames bool
+}
+
+// FrameBeforeRecording is the one frame of the allocations live at the
+// peak that were made before recording began, when the trace holds only
+// the stack that freed them (PyTorch's context "all"): their
+// "freed_at" label names that site. Charged to the free's stack, pprof
+// showed them as allocated by DeviceCachingAllocator::free.
+const FrameBeforeRecording = "<allocated before recording>"
+
 // Pprof converts the profiles to one pprof profile with the sample types
 // inuse_objects/inuse_space, alloc_objects/alloc_space and
 // peak_objects/peak_space (default inuse_space). Each interned frame is a
-// Location with one Line of a Function {name, filename}; frames memory_viz
-// hides (interpreter and dispatcher plumbing) are left out, and a stack
-// with no frame left is the one frame "<non-python>". Samples carry the
-// string labels device, stream, pool and category.
-func (mp *MemoryProfiles) Pprof() *profile.Profile {
+// Location with one Line of a Function {name, filename} ("??", an
+// unknown file, is left empty); frames memory_viz hides (interpreter and
+// dispatcher plumbing) and, unless opt says to keep them, the allocator's
+// internal frames are left out, and a stack with no frame left is the one
+// frame "<non-python>". Samples carry the string labels device, stream,
+// pool and category, and freed_at under FrameBeforeRecording.
+func (mp *MemoryProfiles) Pprof(opt PprofOptions) *profile.Profile {
 	s := mp.InUse.S
 	dev := s.DeviceName(mp.InUse.Device)
 	p := &profile.Profile{
@@ -132,6 +150,9 @@ func (mp *MemoryProfiles) Pprof() *profile.Profile {
 			"gpumem export pprof of " + s.Source.Name + " device " + dev,
 			"inuse: blocks allocated at the dump (block sizes); alloc: every alloc of the trace (requested sizes); peak: live at the Active Memory Timeline peak (requested sizes)",
 		},
+	}
+	if !opt.KeepInternalFrames {
+		p.Comments = append(p.Comments, "the allocator's internal C++ frames are left out (gpumem export pprof --keep-internal-frames keeps them)")
 	}
 	if ev := eventsOf(s, mp.InUse.Device); len(ev) > 0 && ev[0].Flags&snapshot.FlagHasTime != 0 {
 		p.TimeNanos = ev[0].TimeUS * 1000
@@ -145,11 +166,14 @@ func (mp *MemoryProfiles) Pprof() *profile.Profile {
 	locs := map[snapshot.FrameID]*profile.Location{}
 	funcs := map[[2]string]*profile.Function{}
 	function := func(name, file string) *profile.Function {
+		if file == "??" {
+			file = "" // the unwinder's "unknown": pprof shows the function alone
+		}
 		k := [2]string{name, file}
 		fn := funcs[k]
 		if fn == nil {
 			fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: name, Filename: file}
-			if strings.HasSuffix(file, ".cpp") || strings.HasSuffix(file, ".h") || file == "??" || file == "" && strings.Contains(name, "::") {
+			if strings.HasSuffix(file, ".cpp") || strings.HasSuffix(file, ".h") || file == "" && strings.Contains(name, "::") {
 				// C++: pprof shortens names whose SystemName equals
 				// Name (templates and arguments dropped). Python names
 				// such as "<module>" must stay as they are.
@@ -160,45 +184,62 @@ func (mp *MemoryProfiles) Pprof() *profile.Profile {
 		}
 		return fn
 	}
+	const (
+		nonPython = snapshot.FrameID(-1)
+		before    = snapshot.FrameID(-2)
+	)
 	location := func(id snapshot.FrameID) *profile.Location {
 		if l := locs[id]; l != nil {
 			return l
 		}
 		l := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: m}
-		if id >= 0 && int(id) < len(s.Frames) {
+		switch {
+		case id >= 0 && int(id) < len(s.Frames):
 			f := &s.Frames[id]
 			l.Line = []profile.Line{{Function: function(f.Name, f.Filename), Line: f.Line}}
-		} else {
+		case id == before:
+			l.Line = []profile.Line{{Function: function(FrameBeforeRecording, "")}}
+		default:
 			l.Line = []profile.Line{{Function: function("<non-python>", "")}}
 		}
 		locs[id] = l
 		p.Location = append(p.Location, l)
 		return l
 	}
+	keep := func(id snapshot.FrameID) bool {
+		if id < 0 || int(id) >= len(s.Frames) {
+			return false
+		}
+		f := &s.Frames[id]
+		return replay.KeepFrame(f) && (opt.KeepInternalFrames || !analysis.InternalFrame(f))
+	}
 	add := func(prof *analysis.Profile, slot int) {
 		for i := range prof.Samples {
 			smp := &prof.Samples[i]
+			label := map[string][]string{
+				"device":   {dev},
+				"stream":   {strconv.Itoa(int(smp.Labels.Stream))},
+				"pool":     {fmt.Sprintf("%d,%d", smp.Labels.Pool[0], smp.Labels.Pool[1])},
+				"category": {smp.Labels.Category.String()},
+			}
 			var stack []*profile.Location
-			for _, id := range smp.Frames {
-				if id >= 0 && int(id) < len(s.Frames) && replay.KeepFrame(&s.Frames[id]) {
-					stack = append(stack, location(id))
+			if smp.Labels.FreedStack {
+				// Who allocated is unknown; where it was freed is a label.
+				stack = []*profile.Location{location(before)}
+				label["freed_at"] = []string{freedAt(s, smp.Frames)}
+			} else {
+				for _, id := range smp.Frames {
+					if keep(id) {
+						stack = append(stack, location(id))
+					}
 				}
 			}
 			if len(stack) == 0 {
-				stack = []*profile.Location{location(-1)}
+				stack = []*profile.Location{location(nonPython)}
 			}
 			v := make([]int64, len(pprofTypes))
 			v[slot], v[slot+1] = int64(smp.Count), int64(smp.Bytes)
-			p.Sample = append(p.Sample, &profile.Sample{
-				Location: stack,
-				Value:    v,
-				Label: map[string][]string{
-					"device":   {dev},
-					"stream":   {strconv.Itoa(int(smp.Labels.Stream))},
-					"pool":     {fmt.Sprintf("%d,%d", smp.Labels.Pool[0], smp.Labels.Pool[1])},
-					"category": {smp.Labels.Category.String()},
-				},
-			})
+			p.Sample = append(p.Sample, &profile.Sample{Location: stack, Value: v, Label: label})
 		}
 	}
 	add(mp.InUse, 0)
@@ -214,13 +255,24 @@ func eventsOf(s *snapshot.Snapshot, d int) []snapshot.Event {
 	return s.Traces[d].Events
 }
 
+// freedAt is the site that freed an allocation made before recording, as
+// sites are printed (analysis.SiteString of the top frames).
+func freedAt(s *snapshot.Snapshot, frames []snapshot.FrameID) string {
+	top := analysis.TopFrames(s, frames, 3)
+	names := make([]string, 0, len(top))
+	for _, id := range top {
+		names = append(names, analysis.FrameString(s, id))
+	}
+	return analysis.SiteString(names)
+}
+
 // WritePprof writes device d's profiles as a gzipped pprof protobuf.
-func WritePprof(w io.Writer, d *analysis.Device) error {
+func WritePprof(w io.Writer, d *analysis.Device, opt PprofOptions) error {
 	mp, err := BuildMemoryProfiles(d)
 	if err != nil {
 		return err
 	}
-	p := mp.Pprof()
+	p := mp.Pprof(opt)
 	if err := p.CheckValid(); err != nil {
 		return fmt.Errorf("pprof: %v", err)
 	}

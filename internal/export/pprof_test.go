@@ -37,7 +37,7 @@ func TestPprofCorpus(t *testing.T) {
 		in := report.BuildInfo(s, replay.Peaks)
 		for _, di := range in.Devices {
 			var buf bytes.Buffer
-			if err := WritePprof(&buf, analysis.NewDevice(s, di.Device)); err != nil {
+			if err := WritePprof(&buf, analysis.NewDevice(s, di.Device), PprofOptions{}); err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
 			p, err := profile.Parse(&buf)
@@ -75,7 +75,7 @@ func TestPprofTool(t *testing.T) {
 	s := load(t, realFile("cs336-kkaitlyn111__memory_files_memory_ctx128_fullstep_.pickle"))
 	f := filepath.Join(t.TempDir(), "x.pb.gz")
 	var buf bytes.Buffer
-	if err := WritePprof(&buf, analysis.NewDevice(s, 0)); err != nil {
+	if err := WritePprof(&buf, analysis.NewDevice(s, 0), PprofOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(f, buf.Bytes(), 0o644)

@@ -95,9 +95,12 @@ type Decoder struct {
 	// MemoRewrites).
 	strRewrites uint64
 	readErr     error // first read error, reported even if a look-ahead hit it
-	kvScratch   []Value
-	pendingRel  []Value
-	work        []Value
+	// overLimit, when set, is the error for a length field claiming more
+	// than the total set by SetSizeLimit (a bound, not the exact size).
+	overLimit  func(off int64, need int64) error
+	kvScratch  []Value
+	pendingRel []Value
+	work       []Value
 }
 
 // NewDecoder returns a decoder reading a pickle stream from r. fin may be nil.
@@ -157,6 +160,16 @@ func (d *Decoder) SetSizeHint(n int64) {
 	}
 }
 
+// SetSizeLimit is SetSizeHint for a stream whose size is not known but
+// bounded by n (a decompressed input): a length field claiming more than
+// the bound leaves is refused before allocating, with over's error (given
+// the opcode's offset and the bytes claimed).
+func (d *Decoder) SetSizeLimit(n int64, over func(off, need int64) error) {
+	if d.r != nil && n >= 0 {
+		d.total, d.overLimit = n, over
+	}
+}
+
 // Protocol returns the protocol named by the PROTO opcode (0 if none).
 func (d *Decoder) Protocol() int { return d.proto }
 
@@ -194,6 +207,9 @@ func (d *Decoder) fill(n int) error {
 		return d.truncated(n)
 	}
 	if d.total >= 0 && int64(n) > d.total-(d.base+int64(d.pos)) {
+		if d.overLimit != nil {
+			return d.overLimit(d.opOff, int64(n))
+		}
 		return d.truncated(n)
 	}
 	if d.pos > 0 {
@@ -224,7 +240,7 @@ func (d *Decoder) fill(n int) error {
 			break
 		}
 		if err != nil {
-			d.readErr = &Error{Offset: d.base + int64(d.end), Op: d.op, Msg: "read error: " + err.Error()}
+			d.readErr = &Error{Offset: d.base + int64(d.end), Op: d.op, Msg: "read error: " + err.Error(), Err: err}
 			return d.readErr
 		}
 	}
@@ -271,6 +287,9 @@ func (d *Decoder) takeLen(n uint64) ([]byte, error) {
 		left := int64(d.end - d.pos)
 		if d.total >= 0 {
 			left = d.total - (d.base + int64(d.pos))
+			if d.overLimit != nil {
+				return nil, d.overLimit(d.opOff, int64(min(n, math.MaxInt64)))
+			}
 		}
 		return nil, &Error{Offset: d.opOff, Op: d.op,
 			Msg: fmt.Sprintf("truncated %s: need %d bytes, %d left", OpName(d.op), n, left)}
@@ -688,7 +707,7 @@ func (d *Decoder) Decode() (Value, error) {
 	if err != nil {
 		var pe *Error
 		if !errors.As(err, &pe) {
-			err = &Error{Offset: d.opOff, Op: d.op, Msg: err.Error()}
+			err = &Error{Offset: d.opOff, Op: d.op, Msg: err.Error(), Err: err}
 		}
 		return Value{}, err
 	}
@@ -918,6 +937,9 @@ func (d *Decoder) run() (Value, error) {
 			}
 			n := binary.LittleEndian.Uint64(b)
 			if left := d.total - (d.base + int64(d.pos)); d.total >= 0 && n > uint64(left) {
+				if d.overLimit != nil {
+					return Value{}, d.overLimit(d.opOff, int64(min(n, math.MaxInt64)))
+				}
 				return Value{}, &Error{Offset: d.opOff, Op: d.op,
 					Msg: fmt.Sprintf("truncated FRAME: need %d bytes, %d left", n, left)}
 			}
@@ -1405,6 +1427,14 @@ func (d *Decoder) addMarked() error {
 // says: key/value pairs (SETITEM, SETITEMS), list items (APPEND, APPENDS)
 // or set members (ADDITEMS).
 func (d *Decoder) addTo(target Value, items []Value) error {
+	for _, it := range items {
+		// Finished now, a container added to itself would be typed by
+		// what it holds so far ("an empty list"); a snapshot never holds
+		// a cycle.
+		if it.IsContainer() && it == target {
+			return d.opErr("a %s that contains itself", target.Kind)
+		}
+	}
 	if err := d.finishAll(items); err != nil {
 		return err
 	}

@@ -11,7 +11,12 @@ type Error struct {
 	Op     byte  // that opcode (0 when none)
 	// Msg reads "what: details"; Error inserts the location after "what".
 	Msg string
+	// Err is the cause when it is not the decoder's own (a read error,
+	// a limit of the caller's), for errors.As.
+	Err error
 }
+
+func (e *Error) Unwrap() error { return e.Err }
 
 // Error returns one line such as
 // "pickle: truncated BINUNICODE at byte 1234: need 5 bytes, 2 left".

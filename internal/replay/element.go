@@ -131,10 +131,12 @@ func (t *Timeline) contextWith(i int, frames func(snapshot.StackID) string) stri
 }
 
 // jsDate renders new Date(time_us/1000) as JavaScript's Date.toString
-// would in UTC ("Invalid Date" without a time, as memory_viz shows).
+// would in UTC; without a time, "not recorded".
 func jsDate(us int64, ok bool) string {
 	if !ok {
-		return "Invalid Date"
+		// memory_viz prints JavaScript's "Invalid Date" here (a block
+		// allocated before recording, a trace without time_us).
+		return "not recorded"
 	}
 	return time.UnixMilli(us / 1000).UTC().Format("Mon Jan 02 2006 15:04:05 GMT+0000 (Coordinated Universal Time)")
 }
@@ -336,7 +338,7 @@ func (hb *headerBuilder) header(i int) string {
 // jsDate caches the last second formatted (the text has no milliseconds).
 func (hb *headerBuilder) jsDate(us int64, ok bool) string {
 	if !ok {
-		return "Invalid Date"
+		return jsDate(0, false)
 	}
 	if us < 0 {
 		return jsDate(us, true)

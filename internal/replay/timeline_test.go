@@ -158,7 +158,7 @@ func TestStackingFreeInMiddle(t *testing.T) {
 		t.Errorf("element 0 = %+v", e)
 	}
 	wantCtx := "Addr: b'2000_0, Size: 200.0B (200 bytes) allocation, Total memory used after allocation: 300.0B (300 bytes), " +
-		"Compile context: None, stream 0, pool_id unknown, timestamp Invalid Date\n" + noFramesText
+		"Compile context: None, stream 0, pool_id unknown, timestamp not recorded\n" + noFramesText
 	if got := tl.Context(1); got != wantCtx {
 		t.Errorf("Context(1) =\n%s\nwant\n%s", got, wantCtx)
 	}
@@ -454,7 +454,7 @@ func checkRandomQuery(t *testing.T, tl *Timeline, nv *naiveSeries, r *rand.Rand)
 func TestSearchMatchesContext(t *testing.T) {
 	s := trainingTrace(40_000, 3)
 	tl := NewTimeline(s, 0, KindActive)
-	for _, q := range [][2]string{{"b'7f00000", ""}, {"", "no frames"}, {"size: 2.0kib", "stream 0"}, {"B'7F046", "INVALID date"}} {
+	for _, q := range [][2]string{{"b'7f00000", ""}, {"", "no frames"}, {"size: 2.0kib", "stream 0"}, {"B'7F046", "NOT recorded"}} {
 		var want []int
 		a, f := strings.ToLower(q[0]), strings.ToLower(q[1])
 		for i := 0; i < tl.Len(); i++ {

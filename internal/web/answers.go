@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/base64"
 	"net/http"
+	"strconv"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 )
@@ -44,6 +45,12 @@ type classesJSON struct {
 	Classes string `json:"classes"`
 }
 
+// maxDepth and maxTop bound the depth and top parameters of the answers.
+const (
+	maxDepth = 1000
+	maxTop   = 100000
+)
+
 // handleClasses answers /api/classes?by=category|stream (default
 // category): a class per allocation for "Colour by".
 func (s *Server) handleClasses(w http.ResponseWriter, r *http.Request) {
@@ -71,19 +78,23 @@ func (s *Server) handlePeak(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	q := r.URL.Query()
+	q := newQuery(r)
+	x, depth, top := q.float("x", 0), q.int("depth", 3, 0, maxDepth), q.int("top", 20, 0, maxTop)
+	if q.bad(w) {
+		return
+	}
 	var m analysis.Moment
-	if x := q.Get("x"); x != "" {
+	if q.v.Get("x") != "" {
 		tl.axes()
-		m = d.MomentAtTimestep(tl.toStep(floatParam(r, "x", 0), p.mode))
+		m = d.MomentAtTimestep(tl.toStep(x, p.mode))
 	} else {
 		var err error
-		if m, err = d.Resolve(q.Get("at")); err != nil {
-			writeErr(w, http.StatusBadRequest, "%v", err)
+		if m, err = d.Resolve(q.v.Get("at")); err != nil {
+			writeErr(w, http.StatusBadRequest, "bad at: %v", err)
 			return
 		}
 	}
-	a := d.LiveAnswer(m, analysis.LiveOptions{Depth: intParam(r, "depth", 3), Top: intParam(r, "top", 20), Items: true})
+	a := d.LiveAnswer(m, analysis.LiveOptions{Depth: depth, Top: top, Items: true})
 	a.File = p.f.Name
 	writeJSON(w, http.StatusOK, a)
 }
@@ -95,12 +106,24 @@ func (s *Server) handleOOM(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	q := newQuery(r)
+	var capacity uint64
+	if v := q.v.Get("capacity"); v != "" {
+		var err error
+		if capacity, err = strconv.ParseUint(v, 10, 64); err != nil {
+			q.fail("capacity", "a size in bytes")
+		}
+	}
+	top := q.int("top", 10, 0, maxTop)
+	if q.bad(w) {
+		return
+	}
 	d, err := p.f.device(p.device).analysisDevice()
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
 		return
 	}
-	a, err := d.OOMAnswer(analysis.OOMOptions{Capacity: uint64(max(0, intParam(r, "capacity", 0))), Top: intParam(r, "top", 10)})
+	a, err := d.OOMAnswer(analysis.OOMOptions{Capacity: capacity, Top: top})
 	if err != nil {
 		writeErr(w, http.StatusBadRequest, "%v", err)
 		return
@@ -125,17 +148,23 @@ func (s *Server) handleFragCurve(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	x0, x1 := floatParam(r, "x0", 0), floatParam(r, "x1", 0)
-	if !(x1 > x0) {
-		writeErr(w, http.StatusBadRequest, "want x0 < x1")
+	q := newQuery(r)
+	x0, x1, width := q.float("x0", 0), q.float("x1", 0), q.int("w", 600, 0, maxPixels)
+	if q.bad(w) {
 		return
 	}
-	n := min(max(intParam(r, "w", 600)/6, 2), 300)
+	if !(x1 > x0) {
+		writeErr(w, http.StatusBadRequest, "bad x0 and x1 (%v, %v): want x0 < x1", x0, x1)
+		return
+	}
+	n := min(max(width/6, 2), 300)
 	tl.axes()
 	out := fragCurveJSON{}
 	actions := make([]int, n)
 	for j := range actions {
-		x := x0 + (x1-x0)*float64(j)/float64(n-1)
+		// Interpolated without x1-x0, which overflows for ±1e308.
+		f := float64(j) / float64(n-1)
+		x := x0*(1-f) + x1*f
 		out.Xs = append(out.Xs, x)
 		actions[j] = d.MomentAtTimestep(tl.toStep(x, p.mode)).Action
 	}

@@ -29,8 +29,9 @@ type deviceData struct {
 	an      lazy[*analysis.Device] // categories, peak and OOM answers (answers.go)
 	anMade  atomic.Pointer[analysis.Device]
 	rules   *analysis.UserRules // serve --categories
-	// userBusy pauses the state history's background build (see Store).
-	userBusy func() bool
+	// userBusy pauses the state history's background build (see Store);
+	// the analysis pauses too unless answerWaiting.
+	userBusy, answerWaiting func() bool
 }
 
 func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {
@@ -49,16 +50,26 @@ func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {
 	return d
 }
 
-// analysisDevice returns the device's analysis, built on first use.
+// analysisDevice returns the device's analysis, built on first use in
+// the background at priority later (seconds on a big file).
 func (d *deviceData) analysisDevice() (*analysis.Device, error) {
-	dv, err := d.an.get(func() *analysis.Device {
-		a := analysis.NewDevicePaused(d.snap, d.device, d.pauseForUser)
-		a.SetUserRules(d.rules)
-		return a
-	}, "analysing device %d", d.device)
-	if err == nil {
-		d.anMade.Store(dv)
+	build := func() (*analysis.Device, error) {
+		dv, err := d.an.get(func() *analysis.Device {
+			a := analysis.NewDevicePaused(d.snap, d.device, d.pauseForUser)
+			a.SetUserRules(d.rules)
+			return a
+		}, "analysing device %d", d.device)
+		if err == nil {
+			d.anMade.Store(dv)
+		}
+		return dv, err
 	}
+	if d.an.done.Load() {
+		return build()
+	}
+	var dv *analysis.Device
+	var err error
+	inBackground(later, func() { dv, err = build() })
 	return dv, err
 }
 
@@ -73,11 +84,11 @@ func (d *deviceData) classifiedDevice() *analysis.Device {
 
 // pauseForUser returns once the user has paused (see userRequests): the
 // answers computed from the analysis run in the background, and a state
-// step or a zoom meanwhile took half as long again beside them. Only
-// handlers that wait for the user to pause before they start use the
-// analysis, so no request that counts as the user's waits on it.
+// step or a zoom meanwhile took half as long again beside them. While an
+// answer request is open (the user waits on it too, see Server.answer) it
+// does not pause.
 func (d *deviceData) pauseForUser() {
-	for d.userBusy != nil && d.userBusy() {
+	for d.userBusy != nil && d.userBusy() && (d.answerWaiting == nil || !d.answerWaiting()) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }

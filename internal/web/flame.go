@@ -36,7 +36,7 @@ func (s *Server) handleFlame(w http.ResponseWriter, r *http.Request) {
 	prof := dv.LiveProfile(m)
 	w.Header().Set("Content-Type", "image/svg+xml")
 	w.Header().Set("Cache-Control", "no-store")
-	export.WriteFlameSVG(w, export.ProfileFlame(prof), export.FlameOptions{
+	export.WriteFlameSVG(w, export.ProfileFlame(prof, export.StackOptions{}), export.FlameOptions{
 		Title:    fmt.Sprintf("%s %s: live after %s", p.f.Name, p.f.Snap.DeviceName(dd.device), m.Spec),
 		Subtitle: fmt.Sprintf("%s in %d allocations (requested bytes, by category and stack)", units.Human(prof.Bytes), prof.Count),
 	})

@@ -4,6 +4,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"encoding/json"
@@ -12,10 +13,14 @@ import (
 	"github.com/gpumem/gpumem/internal/analysis"
 	"io"
 	"io/fs"
+	"math"
 	"net"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
@@ -33,11 +38,21 @@ type Options struct {
 	Decode func(name string, data []byte) (*snapshot.Snapshot, error)
 	// MaxUpload caps an upload's size in bytes (default 4 GiB).
 	MaxUpload int64
+	// MaxUploads and MaxUploadBytes cap how many uploads the server keeps
+	// and their total size (defaults 8 and twice MaxUpload): a new upload
+	// past either drops the oldest ones.
+	MaxUploads     int
+	MaxUploadBytes int64
 	// Addr is the bound host:port; requests must name it, localhost,
 	// 127.0.0.1 or [::1] in their Host header.
 	Addr string
 	// Categories are a --categories file's rules for the answers.
 	Categories *analysis.UserRules
+	// AllowHosts are more host names (no port) that requests may name,
+	// for a server bound beyond loopback (gpumem serve --allow-host).
+	// Bound there, the loopback names are taken only from loopback
+	// clients.
+	AllowHosts []string
 }
 
 // Server is the viewer's HTTP layer over a Store (Add, Load and Warm are
@@ -48,12 +63,27 @@ type Server struct {
 	opt   Options
 	watch watchLogs // gpumem watch logs, drawn by watch.html
 	user  userRequests
+
+	upMu    sync.Mutex
+	uploads []upload // kept, oldest first
+}
+
+// upload is a file the page uploaded: its id and size.
+type upload struct {
+	id   int
+	size int64
 }
 
 // New returns a server with no files.
 func New(opt Options) *Server {
 	if opt.MaxUpload <= 0 {
 		opt.MaxUpload = 4 << 30
+	}
+	if opt.MaxUploads <= 0 {
+		opt.MaxUploads = 8
+	}
+	if opt.MaxUploadBytes <= 0 {
+		opt.MaxUploadBytes = 2 * opt.MaxUpload
 	}
 	st := NewStore()
 	st.rules = opt.Categories
@@ -62,6 +92,7 @@ func New(opt Options) *Server {
 	}
 	srv := &Server{Store: st, opt: opt}
 	st.userBusy = srv.user.busy
+	st.answerWaiting = srv.user.answerWaiting
 	return srv
 }
 
@@ -94,13 +125,14 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/search", s.handleSearch)
 	mux.HandleFunc("GET /api/events", s.handleEvents)
 	mux.HandleFunc("GET /api/state", s.user.track(s.handleState))
-	mux.HandleFunc("GET /api/flame", s.whenIdle(later, s.handleFlame))
+	mux.HandleFunc("GET /api/flame", s.answer(s.handleFlame))
 	mux.HandleFunc("GET /api/settings", s.handleSettings)
-	mux.HandleFunc("GET /api/classes", s.whenIdle(later, s.handleClasses))
-	mux.HandleFunc("GET /api/peak", s.whenIdle(later, s.handlePeak))
-	mux.HandleFunc("GET /api/oom", s.whenIdle(later, s.handleOOM))
-	mux.HandleFunc("GET /api/fragcurve", s.whenIdle(later, s.handleFragCurve))
+	mux.HandleFunc("GET /api/classes", s.answer(s.handleClasses))
+	mux.HandleFunc("GET /api/peak", s.answer(s.handlePeak))
+	mux.HandleFunc("GET /api/oom", s.answer(s.handleOOM))
+	mux.HandleFunc("GET /api/fragcurve", s.answer(s.handleFragCurve))
 	mux.HandleFunc("POST /api/upload", s.handleUpload)
+	mux.HandleFunc("DELETE /api/files/{id}", s.handleRemove)
 	mux.HandleFunc("GET /api/watch", s.handleWatch)
 	return s.hostCheck(mux)
 }
@@ -116,10 +148,28 @@ func (s *Server) whenIdle(p priority, h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// answer wraps the handlers of the answers (peak, OOM, colour classes,
+// fragmentation curve, flamegraph): they wait for the user to pause, as
+// what the page loads after its first paint does, but at most 250 ms;
+// then they run in the background at priority soon (not later), and the
+// device's analysis (built once, see analysisDevice) stops pausing for
+// windows and state steps while one is open. Under 32 concurrent mixed
+// requests they had waited behind that traffic for 7-10 s at the median;
+// run at the request's own priority instead, they took 0.3 s but made
+// the windows' median 5 times slower (bench/RESULTS.md).
+func (s *Server) answer(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.user.waitIdleAtMost(r.Context(), s.user.pauseLen())
+		s.user.answers.Add(1)
+		defer s.user.answers.Add(-1)
+		inBackground(soon, func() { h(w, r) })
+	}
+}
+
 // hostCheck rejects requests whose Host is not this server (DNS rebinding).
 func (s *Server) hostCheck(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.allowedHost(r.Host) {
+		if !s.allowedHost(r.Host, r.RemoteAddr) {
 			http.Error(w, "gpumem: forbidden host "+strconv.Quote(r.Host), http.StatusForbidden)
 			return
 		}
@@ -128,7 +178,27 @@ func (s *Server) hostCheck(h http.Handler) http.Handler {
 	})
 }
 
-func (s *Server) allowedHost(host string) bool {
+// boundBeyondLoopback reports whether the server listens on an address
+// other machines can reach (0.0.0.0, a LAN address).
+func (s *Server) boundBeyondLoopback() bool {
+	h, _, err := net.SplitHostPort(s.opt.Addr)
+	if err != nil || s.opt.Addr == "" {
+		return false
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && !ip.IsLoopback()
+}
+
+func isLoopbackRemote(remote string) bool {
+	h, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		h = remote
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (s *Server) allowedHost(host, remote string) bool {
 	if host == "" {
 		return false
 	}
@@ -140,7 +210,14 @@ func (s *Server) allowedHost(host string) bool {
 		h, port = host, ""
 	}
 	h = strings.Trim(strings.ToLower(h), "[]")
-	if h != "localhost" && h != "127.0.0.1" && h != "::1" {
+	switch {
+	case h == "localhost" || h == "127.0.0.1" || h == "::1":
+		// A client elsewhere naming localhost is not on this machine.
+		if s.boundBeyondLoopback() && !isLoopbackRemote(remote) {
+			return false
+		}
+	case slices.ContainsFunc(s.opt.AllowHosts, func(a string) bool { return strings.EqualFold(strings.Trim(a, "[]"), h) }):
+	default:
 		return false
 	}
 	if s.opt.Addr == "" {
@@ -155,10 +232,18 @@ type apiError struct {
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	// Encoded before the header goes out: a value JSON cannot hold (a NaN)
+	// is a 500 with its error, not a 200 with an empty body.
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		code = http.StatusInternalServerError
+		buf.Reset()
+		_ = json.NewEncoder(&buf).Encode(apiError{"encoding the answer: " + err.Error()})
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(buf.Bytes())
 }
 
 func writeErr(w http.ResponseWriter, code int, format string, args ...any) {
@@ -188,15 +273,20 @@ func (s *Server) params(w http.ResponseWriter, r *http.Request) (*params, bool) 
 // shown, for requests that read no address versions.
 func (s *Server) paramsWhen(w http.ResponseWriter, r *http.Request, versions bool) (*params, bool) {
 	q := r.URL.Query()
-	id, err := strconv.Atoi(q.Get("file"))
-	if err != nil {
-		id = 0
+	id := 0
+	if v := q.Get("file"); v != "" {
+		var err error
+		if id, err = strconv.Atoi(v); err != nil || id < 0 {
+			writeErr(w, http.StatusBadRequest, "bad file %q: want a file id (0, 1, ...)", v)
+			return nil, false
+		}
 	}
 	f := s.file(id)
 	if f == nil {
 		writeErr(w, http.StatusNotFound, "no file %q", q.Get("file"))
 		return nil, false
 	}
+	var err error
 	wait := f.wait
 	if !versions {
 		wait = f.waitShown
@@ -217,10 +307,22 @@ func (s *Server) paramsWhen(w http.ResponseWriter, r *http.Request, versions boo
 		writeErr(w, http.StatusBadRequest, "unknown view %q", p.view)
 		return nil, false
 	}
+	switch p.mode {
+	case "", "event", "time":
+	default:
+		writeErr(w, http.StatusBadRequest, "bad mode %q: want event or time", p.mode)
+		return nil, false
+	}
 	if v := q.Get("device"); v != "" {
 		p.device, err = strconv.Atoi(v)
-		if err != nil || p.device < 0 || p.device > 1<<16 {
-			writeErr(w, http.StatusBadRequest, "bad device %q", v)
+		if err != nil || p.device < 0 {
+			writeErr(w, http.StatusBadRequest, "bad device %q: want a device number (0, 1, ...)", v)
+			return nil, false
+		}
+		// As the command line says it; and nothing is built or kept for
+		// a device the file does not have.
+		if devs := fileDevices(f.Snap); !slices.Contains(devs, p.device) {
+			writeErr(w, http.StatusBadRequest, "bad device %q: %s has no device %d (devices: %s)", v, f.Name, p.device, joinInts(devs))
 			return nil, false
 		}
 	} else {
@@ -229,7 +331,7 @@ func (s *Server) paramsWhen(w http.ResponseWriter, r *http.Request, versions boo
 	if v := q.Get("detail"); v != "" {
 		p.detail, err = strconv.Atoi(v)
 		if err != nil || p.detail < 0 {
-			writeErr(w, http.StatusBadRequest, "bad detail %q", v)
+			writeErr(w, http.StatusBadRequest, "bad detail %q: want a count (0, 1, ...)", v)
 			return nil, false
 		}
 	}
@@ -260,21 +362,61 @@ func (s *Server) timelineParamsWhen(w http.ResponseWriter, r *http.Request, what
 	return p, tl, true
 }
 
-func floatParam(r *http.Request, name string, def float64) float64 {
-	v, err := strconv.ParseFloat(r.URL.Query().Get(name), 64)
-	if err != nil {
+// query reads a request's parameters. The first bad one is kept: bad
+// answers it with 400 and a JSON error naming it, before anything is
+// computed or cached for the request.
+type query struct {
+	v   url.Values
+	err error
+}
+
+func newQuery(r *http.Request) *query { return &query{v: r.URL.Query()} }
+
+func (q *query) fail(name, want string) {
+	if q.err == nil {
+		q.err = fmt.Errorf("bad %s %q: want %s", name, q.v.Get(name), want)
+	}
+}
+
+// float reads a finite number (def when absent).
+func (q *query) float(name string, def float64) float64 {
+	s := q.v.Get(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		q.fail(name, "a finite number")
 		return def
 	}
 	return v
 }
 
-func intParam(r *http.Request, name string, def int) int {
-	v, err := strconv.Atoi(r.URL.Query().Get(name))
-	if err != nil {
+// int reads an integer in [lo, hi] (def when absent).
+func (q *query) int(name string, def, lo, hi int) int {
+	s := q.v.Get(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < lo || v > hi {
+		q.fail(name, fmt.Sprintf("an integer from %d to %d", lo, hi))
 		return def
 	}
 	return v
 }
+
+// bad answers the first bad parameter, if any, and reports whether it did.
+func (q *query) bad(w http.ResponseWriter) bool {
+	if q.err == nil {
+		return false
+	}
+	writeErr(w, http.StatusBadRequest, "%v", q.err)
+	return true
+}
+
+// maxPixels bounds the w and h parameters (the views clamp to less).
+const maxPixels = 1 << 20
 
 // handleFiles lists the files. A file still being decoded is listed with
 // loading and its progress, one that failed with its error. With
@@ -283,7 +425,11 @@ func intParam(r *http.Request, name string, def int) int {
 func (s *Server) handleFiles(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("wait"); v != "" {
 		id, err := strconv.Atoi(v)
-		if f := s.file(id); err == nil && f != nil {
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, "bad wait %q: want a file id (0, 1, ...)", v)
+			return
+		}
+		if f := s.file(id); f != nil {
 			if f.waitShown(r.Context()) == context.Canceled {
 				return
 			}
@@ -314,8 +460,12 @@ func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lo, hi := tl.xRange(p.mode)
-	q := windowQuery{X0: floatParam(r, "x0", lo), X1: floatParam(r, "x1", hi), W: intParam(r, "w", 1000),
-		H: intParam(r, "h", 500), Y0: floatParam(r, "y0", 0), Y1: floatParam(r, "y1", 0), Mode: p.mode, Detail: p.detail}
+	qp := newQuery(r)
+	q := windowQuery{X0: qp.float("x0", lo), X1: qp.float("x1", hi), W: qp.int("w", 1000, 0, maxPixels),
+		H: qp.int("h", 500, 0, maxPixels), Y0: qp.float("y0", 0), Y1: qp.float("y1", 0), Mode: p.mode, Detail: p.detail}
+	if qp.bad(w) {
+		return
+	}
 	writeBin(w, tl.window(q))
 	// The indexes of windows narrower than the whole trace are built from
 	// the first window's answer on: built beside its query they slowed the
@@ -332,7 +482,12 @@ func (s *Server) handleCurves(w http.ResponseWriter, r *http.Request) {
 	}
 	p.f.markDrawn() // asked for once the first window is drawn
 	lo, hi := tl.xRange(p.mode)
-	b, err := p.f.device(p.device).curvesWindow(tl, floatParam(r, "x0", lo), floatParam(r, "x1", hi), intParam(r, "w", 1000), p.mode)
+	q := newQuery(r)
+	x0, x1, width := q.float("x0", lo), q.float("x1", hi), q.int("w", 1000, 0, maxPixels)
+	if q.bad(w) {
+		return
+	}
+	b, err := p.f.device(p.device).curvesWindow(tl, x0, x1, width, p.mode)
 	if err != nil {
 		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
 		return
@@ -378,8 +533,15 @@ func (s *Server) handleElem(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	id := intParam(r, "id", -1)
-	if id < 0 || id >= tl.tl.Len()+tl.tl.Envelopes() {
+	q := newQuery(r)
+	id := q.int("id", -1, 0, math.MaxInt32)
+	if q.v.Get("id") == "" {
+		q.fail("id", "an element id")
+	}
+	if q.bad(w) {
+		return
+	}
+	if id >= tl.tl.Len()+tl.tl.Envelopes() {
 		writeErr(w, http.StatusNotFound, "no element %q", r.URL.Query().Get("id"))
 		return
 	}
@@ -429,9 +591,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	q := newQuery(r)
+	from, count := q.int("from", 0, 0, math.MaxInt32), min(q.int("count", 100, 0, math.MaxInt32), 5000)
+	if q.bad(w) {
+		return
+	}
 	dd := p.f.device(p.device)
-	from := max(intParam(r, "from", 0), 0)
-	count := min(max(intParam(r, "count", 100), 0), 5000)
 	lines := []string{}
 	hist, err := dd.stateHist()
 	if err != nil {
@@ -448,8 +613,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 // eventParam reads idx, a memory_viz event of the device (default its
 // last; -1 is before the first event), or answers 400.
 func eventParam(w http.ResponseWriter, r *http.Request, dd *deviceData) (int, bool) {
-	idx := intParam(r, "idx", len(dd.viz)-1)
-	if idx < -1 || idx >= len(dd.viz) {
+	q := newQuery(r)
+	idx := q.int("idx", len(dd.viz)-1, -1, math.MaxInt32)
+	if q.bad(w) {
+		return 0, false
+	}
+	if idx >= len(dd.viz) {
 		writeErr(w, http.StatusBadRequest, "event index %d out of range [-1, %d)", idx, len(dd.viz))
 		return 0, false
 	}
@@ -491,9 +660,33 @@ func (s *Server) handleSettings(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"settings": settingsJSON(p.f.Snap)})
 }
 
+// sameOrigin reports why a state-changing request may come from another
+// site, or "" when it comes from the viewer's own page. Any page the user
+// visits can send a simple POST (text/plain, no preflight) to loopback:
+// the browser's Sec-Fetch-Site and Origin say where it came from, and a
+// content type other than the three simple ones makes a cross-site fetch
+// ask first (a preflight this server never grants).
+func sameOrigin(r *http.Request) string {
+	if v := r.Header.Get("Sec-Fetch-Site"); v != "" && v != "same-origin" {
+		return "Sec-Fetch-Site " + strconv.Quote(v)
+	}
+	if o := r.Header.Get("Origin"); o != "" && !strings.EqualFold(o, "http://"+r.Host) {
+		return "Origin " + strconv.Quote(o)
+	}
+	return ""
+}
+
 func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	if s.opt.Decode == nil {
 		writeErr(w, http.StatusForbidden, "uploads are disabled")
+		return
+	}
+	if why := sameOrigin(r); why != "" {
+		writeErr(w, http.StatusForbidden, "upload refused: %s is not this viewer's page", why)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "application/octet-stream" {
+		writeErr(w, http.StatusUnsupportedMediaType, "upload refused: Content-Type %q, want application/octet-stream", ct)
 		return
 	}
 	name := r.URL.Query().Get("name")
@@ -523,6 +716,62 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := s.Add(name, snap)
+	s.keepUpload(id, int64(len(data)))
 	s.Warm(id) // the page opens it next
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "file": fileInfoOf(s.file(id))})
+}
+
+// keepUpload records upload id and drops the oldest uploads while more
+// than MaxUploads, or more than MaxUploadBytes together, are kept.
+func (s *Server) keepUpload(id int, size int64) {
+	s.upMu.Lock()
+	defer s.upMu.Unlock()
+	s.uploads = append(s.uploads, upload{id, size})
+	total := int64(0)
+	for _, u := range s.uploads {
+		total += u.size
+	}
+	for len(s.uploads) > 1 && (len(s.uploads) > s.opt.MaxUploads || total > s.opt.MaxUploadBytes) {
+		total -= s.uploads[0].size
+		s.Remove(s.uploads[0].id)
+		s.uploads = s.uploads[1:]
+	}
+}
+
+// handleRemove answers DELETE /api/files/{id}: the file is forgotten (the
+// page's "Close file"). DELETE is not a simple method: another site's
+// page cannot send it without a preflight, which is never granted.
+func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
+	if why := sameOrigin(r); why != "" {
+		writeErr(w, http.StatusForbidden, "remove refused: %s is not this viewer's page", why)
+		return
+	}
+	id, err := strconv.Atoi(r.PathValue("id"))
+	if err != nil || !s.Remove(id) {
+		writeErr(w, http.StatusNotFound, "file: no file %q", r.PathValue("id"))
+		return
+	}
+	s.upMu.Lock()
+	s.uploads = slices.DeleteFunc(s.uploads, func(u upload) bool { return u.id == id })
+	s.upMu.Unlock()
+	writeJSON(w, http.StatusOK, struct {
+		Files []fileInfo `json:"files"`
+	}{s.fileList()})
+}
+
+// fileDevices are the devices a file's views can show (as its file list
+// says): those with data, or device 0 when none has.
+func fileDevices(s *snapshot.Snapshot) []int {
+	if devs := s.Devices(); len(devs) > 0 {
+		return devs
+	}
+	return []int{0}
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }

@@ -344,6 +344,7 @@ func TestUploadAndSettings(t *testing.T) {
 	s, h := newTestServer(t)
 	r := httptest.NewRequest("POST", "/api/upload?name=bad.pickle", strings.NewReader("this is not a snapshot"))
 	r.Host = "127.0.0.1:8123"
+	r.Header.Set("Content-Type", "application/octet-stream")
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
 	var e apiError
@@ -353,6 +354,7 @@ func TestUploadAndSettings(t *testing.T) {
 	s.opt.MaxUpload = 10
 	r = httptest.NewRequest("POST", "/api/upload?name=big", bytes.NewReader(make([]byte, 100)))
 	r.Host = "127.0.0.1:8123"
+	r.Header.Set("Content-Type", "application/octet-stream")
 	w = httptest.NewRecorder()
 	h.ServeHTTP(w, r)
 	if w.Code != http.StatusRequestEntityTooLarge {

@@ -30,6 +30,9 @@ type Store struct {
 	// userBusy, when set, says that the user is waiting on requests (see
 	// userRequests): the state history's background build pauses then.
 	userBusy func() bool
+	// answerWaiting, when set, says that an answer request waits on the
+	// analysis: it stops pausing for the user then.
+	answerWaiting func() bool
 	// versionsWait bounds how long a loaded file's address versions wait
 	// for the page to draw its first view (markDrawn).
 	versionsWait time.Duration
@@ -53,6 +56,7 @@ func NewStore() *Store { return &Store{versionsWait: versionsWait} }
 // callers a nil value.
 type lazy[T any] struct {
 	once sync.Once
+	done atomic.Bool // computed (or failed)
 	v    T
 	err  error
 }
@@ -61,6 +65,7 @@ type lazy[T any] struct {
 // computation in its error.
 func (l *lazy[T]) get(f func() T, what string, args ...any) (T, error) {
 	l.once.Do(func() {
+		defer l.done.Store(true)
 		defer func() {
 			if p := recover(); p != nil {
 				l.err = fmt.Errorf("%s failed: %v", fmt.Sprintf(what, args...), p)
@@ -102,8 +107,8 @@ type file struct {
 	// fed lays the trace out while the decoder runs; set by the decoder's
 	// Feed before the file is shown.
 	fed *replay.FedLayout
-	// userBusy is the store's.
-	userBusy func() bool
+	// userBusy and answerWaiting are the store's.
+	userBusy, answerWaiting func() bool
 	// drawn is closed when the page has drawn the first view (markDrawn);
 	// the decoder fills in the address versions after that.
 	drawn     chan struct{}
@@ -236,7 +241,7 @@ func (s *Store) addPending(name string) *file {
 	for taken := true; taken; {
 		taken = false
 		for _, f := range s.files {
-			if f.Name == name {
+			if f != nil && f.Name == name {
 				n++
 				name = fmt.Sprintf("%s (%d)", base, n)
 				taken = true
@@ -245,7 +250,7 @@ func (s *Store) addPending(name string) *file {
 		}
 	}
 	f := &file{ID: len(s.files), Name: name, shown: make(chan struct{}), ready: make(chan struct{}), devs: map[int]*deviceData{},
-		timelines: map[tlKey]*tlEntry{}, build: s.build, userBusy: s.userBusy, rules: s.rules,
+		timelines: map[tlKey]*tlEntry{}, build: s.build, userBusy: s.userBusy, answerWaiting: s.answerWaiting, rules: s.rules,
 		drawn: make(chan struct{}), versionsWait: s.versionsWait}
 	s.files = append(s.files, f)
 	return f
@@ -299,6 +304,18 @@ func (f *file) markDrawn() {
 	f.drawnOnce.Do(func() { close(f.drawn) })
 }
 
+// Remove forgets file id (requests already running finish with it); ids
+// are not reused. It reports whether there was such a file.
+func (s *Store) Remove(id int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id < 0 || id >= len(s.files) || s.files[id] == nil {
+		return false
+	}
+	s.files[id] = nil
+	return true
+}
+
 func (s *Store) file(id int) *file {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -314,7 +331,7 @@ func (f *file) device(d int) *deviceData {
 	dd := f.devs[d]
 	if dd == nil {
 		dd = newDeviceData(f.Snap, d)
-		dd.userBusy, dd.rules = f.userBusy, f.rules
+		dd.userBusy, dd.answerWaiting, dd.rules = f.userBusy, f.answerWaiting, f.rules
 		f.devs[d] = dd
 	}
 	return dd
@@ -384,11 +401,7 @@ func computeFileInfo(f *file) fileInfo {
 	s := f.Snap
 	fi := fileInfo{ID: f.ID, Name: f.Name, Generation: string(s.Source.Generation), Size: s.Source.FileSize,
 		DefaultDevice: s.DefaultDevice(), HasSettings: s.AllocatorSettings != nil, Devices: []deviceInfo{}}
-	devs := s.Devices()
-	if len(devs) == 0 {
-		devs = []int{0}
-	}
-	for _, d := range devs {
+	for _, d := range fileDevices(s) {
 		di := deviceInfo{Device: d, Name: s.DeviceName(d)}
 		if d < len(s.Traces) {
 			di.Events = len(s.Traces[d].Events)
@@ -430,6 +443,7 @@ func (s *Store) fileList() []fileInfo {
 	out := []fileInfo{}
 	for _, f := range files {
 		switch {
+		case f == nil: // removed
 		case !f.isShown():
 			out = append(out, fileInfo{ID: f.ID, Name: f.Name, Loading: true, Devices: []deviceInfo{}, Done: f.doneBytes.Load(), Size: f.totalBytes.Load()})
 		case f.Snap == nil:

@@ -92,13 +92,13 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 	n := 0
 	if v := r.URL.Query().Get("log"); v != "" {
 		var err error
-		if n, err = strconv.Atoi(v); err != nil {
-			http.Error(w, "bad log", http.StatusBadRequest)
+		if n, err = strconv.Atoi(v); err != nil || n < 0 {
+			writeErr(w, http.StatusBadRequest, "bad log %q: want a log number (0, 1, ...)", v)
 			return
 		}
 	}
-	if n < 0 || n >= len(logs) {
-		http.Error(w, "no such watch log", http.StatusNotFound)
+	if n >= len(logs) {
+		writeErr(w, http.StatusNotFound, "no watch log %d", n)
 		return
 	}
 	out := watchSeries(logs[n].name, logs[n].log)

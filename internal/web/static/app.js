@@ -332,6 +332,9 @@ const isTimeline = () => ['active', 'private', 'segments'].includes(S.p.view);
 
 // ---------- startup ----------
 async function init() {
+  // An exported page has no server: what only the server answers (the
+  // panel of what is live at a clicked moment) is not promised.
+  if (embedded) for (const el of document.querySelectorAll('.served-only')) el.hidden = true;
   S.lastHash = location.hash; // see writeHash
   if (embedded && embedded.initial) Object.assign(S.p, embedded.initial);
   const h = readHash();
@@ -353,8 +356,8 @@ async function init() {
     if (S.prefetch) warmRaster();
     S.files = f.files;
     if (!S.files.length) { showError('No snapshot loaded. Drop a snapshot file onto this page.'); return; }
-    if (!S.files[S.p.file]) S.p.file = 0;
-    if (!h.has('device') && !embedded) S.p.device = S.files[S.p.file].defaultDevice;
+    if (!curFile()) S.p.file = S.files[0].id;
+    if (!h.has('device') && !embedded) S.p.device = curFile().defaultDevice;
     if (S.prefetch && S.prefetch.device === null) S.prefetch.device = S.p.device;
     fillSelectors();
     await openView(h);
@@ -368,7 +371,7 @@ async function init() {
 // loads. Meanwhile it shows the decoding progress.
 async function filesWhenReady(id) {
   let list = await api.files();
-  const target = () => list.files[id] || list.files[0];
+  const target = () => list.files.find(f => f.id === id) || list.files[0];
   if (embedded || !target() || !target().loading) return list;
   let done = false;
   const ready = getJSON('api/files?wait=' + target().id).finally(() => { done = true; });
@@ -390,6 +393,9 @@ async function filesWhenReady(id) {
   try { return await ready; } finally { $('loading').hidden = true; }
 }
 
+// curFile is the file shown: ids stay the same when a file is closed.
+function curFile() { return S.files.find(f => f.id === S.p.file); }
+
 function fillSelectors() {
   const fs = $('file');
   fs.innerHTML = '';
@@ -397,7 +403,8 @@ function fillSelectors() {
   fs.value = S.p.file;
   const ds = $('device');
   ds.innerHTML = '';
-  const f = S.files[S.p.file];
+  const f = curFile();
+  $('close-file').hidden = embedded;
   for (const d of f.devices) ds.add(new Option(`${d.name || 'cuda:' + d.device} (${d.events} events, ${d.segments} segments)`, d.device));
   if (!f.devices.some(d => d.device === S.p.device)) S.p.device = f.defaultDevice;
   ds.value = S.p.device;
@@ -418,7 +425,7 @@ async function openView(h) {
   document.body.dataset.ready = '';
   // A torch.profiler output has no segments: the views drawn from them
   // say so, and what to record instead, rather than drawing nothing.
-  const f = S.files && S.files[S.p.file];
+  const f = S.files && curFile();
   const missing = f && f.unavailable && f.unavailable[S.p.view];
   $('missing-view').hidden = !missing;
   $('missing').textContent = missing || '';
@@ -459,9 +466,14 @@ function takePrefetch() {
   return pf;
 }
 
+// clearDetails puts back the details panel's prompt.
+function clearDetails() { $('details').textContent = DETAILS_PROMPT; }
+const DETAILS_PROMPT = 'Hover over an allocation to see its details; click to pin it.';
+
 async function openTimeline(h) {
   const seq = ++S.seq;
   S.elemCache = new Map(); S.hoverId = -1; S.selId = -1; S.addrMatch = new Set(); S.frameMatch = new Set();
+  clearDetails(); // the view left's allocation is not this one's
   S.win = null; S.curves = null; S.full = null;
   const pf = takePrefetch();
   const meta = await (pf ? pf.meta : api.meta(S.p));
@@ -505,7 +517,7 @@ async function openTimeline(h) {
 
 function renderSummary() {
   const m = S.meta;
-  const f = S.files[S.p.file];
+  const f = curFile();
   const dev = f.devices.find(d => d.device === m.device);
   const parts = [`<b>${escapeHTML(f.name)}</b>`, escapeHTML(dev && dev.name ? dev.name : `cuda:${m.device}`),
     ...(f.source ? [`<span id="source" title="${escapeHTML((f.notes || []).join('\n'))}">${escapeHTML(f.source)}</span>`] : []),
@@ -753,7 +765,8 @@ function drawPlot() {
   }
   // Markers.
   const marks = S.meta.markers || [];
-  let lastLabelX = -1e9;
+  let lastLabelEnd = -1e9;
+  const labels = [];
   ctx.font = '11px system-ui, sans-serif';
   for (const m of marks) {
     const xv = S.p.mode === 'time' ? m.time : m.event;
@@ -765,11 +778,20 @@ function drawPlot() {
     ctx.setLineDash(m.kind === 'annotation' ? [3, 3] : []);
     ctx.beginPath(); ctx.moveTo(x + 0.5, PAD.t); ctx.lineTo(x + 0.5, PAD.t + ph); ctx.stroke();
     ctx.setLineDash([]);
-    if (x - lastLabelX > 90) {
-      ctx.fillStyle = color; ctx.fillText(m.label, x + 3, PAD.t + 11);
-      lastLabelX = x;
+    // A label goes right of its line, or left of it where it would be
+    // cut at the plot's right edge, on a light plate so that the
+    // reserved line under it does not cross it out; labels never overlap.
+    const tw = ctx.measureText(m.label).width;
+    let lx = x + 3;
+    if (lx + tw > PAD.l + pw - 2) lx = Math.max(PAD.l + 2, x - 3 - tw);
+    if (lx > lastLabelEnd + 6) {
+      ctx.fillStyle = 'rgba(255,255,255,0.85)'; ctx.fillRect(lx - 2, PAD.t + 1, tw + 4, 14);
+      ctx.fillStyle = color; ctx.fillText(m.label, lx, PAD.t + 11);
+      lastLabelEnd = lx + tw;
+      labels.push({ label: m.label, x0: lx - 2, x1: lx + tw + 2, plate: true });
     }
   }
+  window.gpumem.markerLabels = { labels, left: PAD.l, right: PAD.l + pw };
   drawMoment(ctx, X, ph);
   drawFragCurve(ctx, X, pw, ph);
   ctx.restore();
@@ -1231,6 +1253,8 @@ async function showElem(id, pin, ids = [id]) {
   let es;
   try { es = await Promise.all(list.map(elemDetails)); } catch (err) { $('details').textContent = String(err.message || err); return; }
   if (!(pin || S.selId < 0 || S.selId === id)) return;
+  // The cursor left (or moved on) while the details were fetched.
+  if (!pin && S.selId !== id && S.hoverId !== id) return;
   const envNote = S.meta && id >= S.meta.elements ? "\nThe envelope is the pool's high-water mark of max(active, reserved); its blocks are drawn inside it." : '';
   // The category and why (gpumem peak's category_reason), once the
   // server has classified the device's allocations.
@@ -1304,7 +1328,10 @@ function setupPlotEvents() {
     drawPlot(); writeHash();
   });
   c.addEventListener('dblclick', () => resetView());
-  c.addEventListener('mouseleave', () => { if (S.hoverId !== -1) { S.hoverId = -1; S.hoverCount = 0; drawPlot(); } });
+  c.addEventListener('mouseleave', () => {
+    if (S.hoverId !== -1) { S.hoverId = -1; S.hoverCount = 0; drawPlot(); }
+    if (S.selId < 0) clearDetails(); // only a pinned allocation stays
+  });
   c.addEventListener('wheel', (ev) => {
     ev.preventDefault();
     const r = c.getBoundingClientRect();
@@ -1589,9 +1616,22 @@ function stepEvent(d) {
 function setupControls() {
   $('file').addEventListener('change', async () => {
     S.p.file = +$('file').value;
-    if (S.files[S.p.file].loading) S.files = (await filesWhenReady(S.p.file)).files;
-    S.p.device = S.files[S.p.file].defaultDevice;
+    if (curFile().loading) S.files = (await filesWhenReady(S.p.file)).files;
+    S.p.device = curFile().defaultDevice;
     fillSelectors(); openView(null);
+  });
+  // Close the file shown: the server forgets it (uploads are kept until
+  // closed, or until newer uploads push the oldest out).
+  $('close-file').addEventListener('click', async () => {
+    try {
+      const r = await fetch('api/files/' + S.p.file, { method: 'DELETE' });
+      const j = await r.json();
+      if (!r.ok) throw new Error(j.error || r.statusText);
+      S.files = j.files;
+      if (!S.files.length) { showError('No snapshot loaded. Drop a snapshot file onto this page.'); return; }
+      S.p.file = S.files[0].id; S.p.device = S.files[0].defaultDevice;
+      fillSelectors(); openView(null);
+    } catch (e) { showError(`Could not close the file: ${e.message || e}`); }
   });
   $('device').addEventListener('change', () => { S.p.device = +$('device').value; fillSelectors(); openView(null); });
   $('view').addEventListener('change', () => { S.p.view = $('view').value; openView(null); });
@@ -1666,7 +1706,10 @@ async function upload(f) {
   showError('');
   $('summary').textContent = `Uploading and decoding ${f.name} (${formatSize(f.size, false)})…`;
   try {
-    const r = await fetch('api/upload?name=' + encodeURIComponent(f.name), { method: 'POST', body: f });
+    // A non-simple type: the server refuses the simple ones, which any
+    // other site's page could send without asking first.
+    const r = await fetch('api/upload?name=' + encodeURIComponent(f.name),
+      { method: 'POST', body: f, headers: { 'Content-Type': 'application/octet-stream' } });
     const j = await r.json();
     if (!r.ok) throw new Error(j.error || r.statusText);
     S.files = (await api.files()).files;
