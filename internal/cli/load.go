@@ -62,6 +62,10 @@ func checkPath(path string) (os.FileInfo, error) {
 // start with the file name.
 func decodePath(env *Env, path string, opt *snapshot.Options) (*snapshot.Snapshot, error) {
 	opt.MaxBytes, opt.LimitFlag = env.maxDecompressed, "--max-decompressed SIZE"
+	if env.MaxBytes > 0 && (opt.MaxBytes == 0 || env.MaxBytes < opt.MaxBytes) {
+		// The caller's own bound (gpumem mcp --max-bytes) is the tighter.
+		opt.MaxBytes, opt.LimitFlag = env.MaxBytes, "gpumem mcp --max-bytes SIZE"
+	}
 	var (
 		s   *snapshot.Snapshot
 		err error
