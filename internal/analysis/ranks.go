@@ -69,7 +69,12 @@ var RankInName = regexp.MustCompile(`(?i)rank[_\-. ]?(\d+)`)
 // RankOf makes the row of one snapshot's device dev: its rank is the
 // number in "rank N" in the file's name, else pos.
 func RankOf(s *snapshot.Snapshot, pos, dev int) (RankRow, error) {
-	dv := NewDevice(s, dev)
+	return RankOfDevice(NewDevice(s, dev), pos)
+}
+
+// RankOfDevice is RankOf for a device already analysed.
+func RankOfDevice(dv *Device, pos int) (RankRow, error) {
+	s, dev := dv.S, dv.Index
 	m, err := dv.Resolve("peak")
 	if err != nil {
 		return RankRow{}, fmt.Errorf("%s: %v", s.Source.Name, err)

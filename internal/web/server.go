@@ -96,6 +96,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/peak", s.whenIdle(later, s.handlePeak))
 	mux.HandleFunc("GET /api/oom", s.whenIdle(later, s.handleOOM))
 	mux.HandleFunc("GET /api/fragcurve", s.whenIdle(later, s.handleFragCurve))
+	mux.HandleFunc("GET /api/diff", s.handleDiff) // answers_cli.go
+	mux.HandleFunc("GET /api/sim", s.handleSim)
+	mux.HandleFunc("GET /api/steps", s.handleSteps)
+	mux.HandleFunc("GET /api/ranks", s.handleRanks)
 	mux.HandleFunc("POST /api/upload", s.handleUpload)
 	mux.HandleFunc("GET /api/watch", s.handleWatch)
 	return s.hostCheck(mux)

@@ -1,0 +1,80 @@
+package web_test
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gpumem/gpumem/internal/cli"
+	"github.com/gpumem/gpumem/internal/corpus"
+	"github.com/gpumem/gpumem/internal/web"
+	"github.com/gpumem/gpumem/snapshot"
+)
+
+// TestEndpointsEqualCLI: /api/diff, /api/sim, /api/steps and /api/ranks
+// answer, byte for byte, what gpumem diff/sim/steps/ranks --json print on
+// the same real files (the viewer's views draw these answers).
+func TestEndpointsEqualCLI(t *testing.T) {
+	ctx128 := corpus.File(t, "cs336-kkaitlyn111__memory_ctx128_forward.pickle")
+	ctx256 := corpus.File(t, "cs336-kkaitlyn111__memory_ctx256_forward.pickle")
+	stepped := corpus.File(t, "cs336-silmont2000__memory_forward_fp32_128.pickle")
+	oom := corpus.File(t, "flexgen-Yiyi__oom_snapshot.pickle")
+	files := []string{ctx128, ctx256, stepped, oom}
+	srv := web.New(web.Options{Addr: "127.0.0.1:8123"})
+	for _, p := range files {
+		s, err := snapshot.Open(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Add(p, s)
+	}
+	h := srv.Handler()
+	for _, tc := range []struct {
+		url string
+		cli []string
+	}{
+		{"/api/diff?a=0&b=1", []string{"diff", "--json", ctx128, ctx256}},
+		{"/api/diff?a=1&b=0&at=end&depth=3", []string{"diff", "--json", "--at", "end", "--depth", "3", ctx256, ctx128}},
+		{"/api/diff?a=0&b=1&at=e1000", []string{"diff", "--json", "--at", "e1000", ctx128, ctx256}},
+		{"/api/sim?file=0", []string{"sim", "--json", ctx128}},
+		{"/api/sim?file=0&device=0&config=expandable_segments:True", []string{"sim", "--json", "--device", "0", "--config", "expandable_segments:True", ctx128}},
+		{"/api/sim?file=0&sweep=1", []string{"sim", "--json", "--sweep", ctx128}},
+		{"/api/sim?file=3&capacity=oom", []string{"sim", "--json", "--capacity", "oom", oom}},
+		{"/api/sim?file=2&sweep=1&from_empty=0&capacity=8GiB", []string{"sim", "--json", "--sweep", "--from-empty=false", "--capacity", "8GiB", stepped}},
+		{"/api/steps?file=2", []string{"steps", "--json", stepped}},
+		{"/api/steps?file=1", []string{"steps", "--json", ctx256}},
+		{"/api/ranks", []string{"ranks", "--json", ctx128, ctx256, stepped, oom}},
+	} {
+		var out, errb bytes.Buffer
+		code := cli.Main(tc.cli, strings.NewReader(""), &out, &errb)
+		r := httptest.NewRequest("GET", tc.url, nil)
+		r.Host = "127.0.0.1:8123"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if code != 0 {
+			// The CLI fails: so must the endpoint, with the same message.
+			if w.Code == 200 || !strings.Contains(w.Body.String(), strings.TrimPrefix(strings.TrimSpace(errb.String()), "gpumem "+tc.cli[0]+": ")) {
+				t.Errorf("%s: CLI exit %d (%s); endpoint %d %s", tc.url, code, errb.String(), w.Code, w.Body.String())
+			}
+			continue
+		}
+		if w.Code != 200 {
+			t.Errorf("%s: %d %s", tc.url, w.Code, w.Body.String())
+			continue
+		}
+		if got, want := w.Body.String(), out.String(); got != want {
+			t.Errorf("%s: endpoint differs from %q:\n%s", tc.url, tc.cli, firstDiff(got, want))
+		}
+	}
+}
+
+// firstDiff shows where two texts first differ.
+func firstDiff(a, b string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	lo := max(0, i-200)
+	return "endpoint: ..." + a[lo:min(len(a), i+200)] + "\n     cli: ..." + b[lo:min(len(b), i+200)]
+}
