@@ -85,7 +85,7 @@ func runServe(env *Env, args []string) error {
 	srv := web.New(web.Options{
 		MaxUpload: limit,
 		Decode: func(name string, data []byte) (*snapshot.Snapshot, error) {
-			return snapshot.DecodeBytes(data, name, &snapshot.Options{MaxBytes: limit * 8})
+			return snapshot.DecodeBytes(data, name, &snapshot.Options{MaxBytes: limit * 8, EagerGC: true})
 		},
 	})
 	// gpumem watch logs are drawn by a page of their own.
