@@ -143,10 +143,20 @@ func watch(ctx context.Context, env *Env, b gpumon.Backend, o watchOptions) erro
 		jsonOut = json.NewEncoder(env.Stdout)
 	}
 
+	// The sampler stops, and watch waits for it, before watch returns:
+	// the caller closes the backend then, and a Sample running on a
+	// closed backend (NVML shut down under it) is undefined.
+	sctx, cancel := context.WithCancel(ctx)
+	samplerDone := make(chan struct{})
+	defer func() {
+		cancel()
+		<-samplerDone
+	}()
 	samples := make(chan gpumon.Sample)
 	errc := make(chan error, 1)
 	go func() {
-		for {
+		defer close(samplerDone)
+		for sctx.Err() == nil {
 			s, err := b.Sample()
 			if err != nil {
 				errc <- err
@@ -154,7 +164,7 @@ func watch(ctx context.Context, env *Env, b gpumon.Backend, o watchOptions) erro
 			}
 			select {
 			case samples <- s:
-			case <-ctx.Done():
+			case <-sctx.Done():
 				return
 			}
 		}
