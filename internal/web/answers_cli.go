@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/gpumem/gpumem/internal/alloc"
 	"github.com/gpumem/gpumem/internal/analysis"
@@ -237,4 +238,55 @@ func rankRow(f *file, pos int) (row analysis.RankRow, err error) {
 		return row, fmt.Errorf("%s: %v", f.Name, err)
 	}
 	return analysis.RankOfDevice(dv, pos)
+}
+
+type momentJSON struct {
+	Spec     string `json:"spec"`
+	Event    int    `json:"event"`
+	Timestep int    `json:"timestep"`
+}
+
+// handleMoment answers /api/moment?file&device&at=SPEC[,SPEC...]: where
+// each moment (peak, end, eN, a time) lies on the Active Memory
+// Timeline's timestep axis, for the Steps view's zoom to a step.
+func (s *Server) handleMoment(w http.ResponseWriter, r *http.Request) {
+	f := s.readyFile(w, r, "file")
+	if f == nil {
+		return
+	}
+	d, ok := deviceOf(w, r, f, "device", f.Snap.DefaultDevice())
+	if !ok {
+		return
+	}
+	dv := analysisOf(w, f, d)
+	if dv == nil {
+		return
+	}
+	out := []momentJSON{}
+	for _, spec := range strings.Split(r.URL.Query().Get("at"), ",") {
+		m, err := dv.Resolve(spec)
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, "%v", err)
+			return
+		}
+		out = append(out, momentJSON{m.Spec, m.Event, m.Timestep})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleSites answers POST /api/sites with a JSON list of sites (each a
+// list of frames, as the answers' JSON gives them): each site as every
+// command prints it (analysis.SiteString), so that the page never
+// re-implements that rule.
+func (s *Server) handleSites(w http.ResponseWriter, r *http.Request) {
+	var sites [][]string
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<20)).Decode(&sites); err != nil {
+		writeErr(w, http.StatusBadRequest, "want a JSON list of frame lists: %v", err)
+		return
+	}
+	out := make([]string, len(sites))
+	for i, f := range sites {
+		out[i] = analysis.SiteString(f)
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -100,6 +100,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/sim", s.handleSim)
 	mux.HandleFunc("GET /api/steps", s.handleSteps)
 	mux.HandleFunc("GET /api/ranks", s.handleRanks)
+	mux.HandleFunc("GET /api/moment", s.handleMoment)
+	mux.HandleFunc("POST /api/sites", s.handleSites)
 	mux.HandleFunc("POST /api/upload", s.handleUpload)
 	mux.HandleFunc("GET /api/watch", s.handleWatch)
 	return s.hostCheck(mux)
