@@ -174,6 +174,23 @@ func TestCompareViewMatchesDiff(t *testing.T) {
 	if !strings.HasPrefix(sel, wantSites[2][4]) || !strings.Contains(sel, "B − A: "+wantSites[2][0]) {
 		t.Errorf("site details after a click: %q, want %q with %s", sel, wantSites[2][4], wantSites[2][0])
 	}
+	// Site 0 opens B's timeline with that site's allocations highlighted:
+	// the frame search for its innermost frame matches at least its
+	// allocations in B.
+	var bAllocs int
+	fmt.Sscanf(wantSites[0][3][strings.Index(wantSites[0][3], "/")+1:], "%d", &bAllocs)
+	var matches int
+	var query string
+	if err := chromedp.Run(ctx, chromedp.Click(`#cmp-sites tr[data-site="0"] td.site`, chromedp.ByQuery), chromedp.Click(`#cmp-open-b`, chromedp.ByQuery),
+		chromedp.Poll(`window.gpumem.S.p.view === 'active' && window.gpumem.S.p.file === 1 && window.gpumem.S.frameMatch.size > 0`, nil,
+			chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Evaluate(`window.gpumem.S.frameMatch.size`, &matches),
+		chromedp.Evaluate(`document.getElementById('search-frame').value`, &query)); err != nil {
+		t.Fatalf("opening B's timeline on site 0: %v", err)
+	}
+	if bAllocs == 0 || matches < bAllocs || !strings.HasSuffix(query, ":softmax") {
+		t.Errorf("B's timeline: %d allocations highlighted by %q, want at least the site's %d", matches, query, bAllocs)
+	}
 }
 
 func TestWhatIfViewMatchesSimSweep(t *testing.T) {

@@ -308,6 +308,7 @@ function readHash() {
   if (h.has('mode')) p.mode = h.get('mode') === 'time' ? 'time' : 'event';
   if (h.has('color') && ['category', 'stream'].includes(h.get('color'))) S.colorBy = h.get('color');
   if (h.has('frag')) $('fragcurve').checked = h.get('frag') === '1';
+  if (h.has('frame')) $('search-frame').value = h.get('frame'); // a stack-frame search, as the Compare view opens a site
   return h;
 }
 

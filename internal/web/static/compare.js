@@ -68,6 +68,8 @@ async function render(ctx, a, b, at) {
     <table class="xv" id="cmp-sites"><tr><th class="num">B − A</th><th class="num">A</th><th class="num">B</th><th class="num">allocs A/B</th><th>site</th></tr>
     ${top.map((s, i) => `<tr data-site="${i}"><td class="num delta">${humanSigned(s.delta_bytes)}</td><td class="num">${human(s.a_bytes)}</td><td class="num">${human(s.b_bytes)}</td><td class="num">${s.a_allocations}/${s.b_allocations}</td><td class="site">${escapeHTML(names[i])}</td></tr>`).join('')}
     </table>
+    <div id="cmp-open" hidden>Highlight its allocations (the timeline's frame search for its innermost frame) in the timeline of
+      <button id="cmp-open-a">A</button> <button id="cmp-open-b">B</button></div>
     <pre id="cmp-site" class="details">Click a site to see its frames in both runs.</pre>
     <h3>Allocator settings</h3>
     <p id="cmp-settings">${d.settings.length ? d.settings.map(s => `${escapeHTML(s.key)}: ${escapeHTML(s.a)} → ${escapeHTML(s.b)}`).join('<br>') : 'the same'}</p>`;
@@ -77,6 +79,10 @@ async function render(ctx, a, b, at) {
     for (const r of body.querySelectorAll('#cmp-sites tr.sel')) r.classList.remove('sel');
     tr.classList.add('sel');
     const s = top[+tr.dataset.site];
+    body.querySelector('#cmp-open').hidden = false;
+    const open = (id, dev) => ctx.go({ file: id, device: dev, view: 'active', frame: s.frames[0] });
+    body.querySelector('#cmp-open-a').onclick = () => open(a, d.a.device);
+    body.querySelector('#cmp-open-b').onclick = () => open(b, d.b.device);
     body.querySelector('#cmp-site').textContent = `${names[+tr.dataset.site]}\n\n` +
       `A: ${human(s.a_bytes)} live in ${s.a_allocations} allocations over the trace\n` +
       `B: ${human(s.b_bytes)} live in ${s.b_allocations} allocations over the trace\n` +
