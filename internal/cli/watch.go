@@ -156,6 +156,13 @@ func watch(ctx context.Context, env *Env, b gpumon.Backend, o watchOptions) erro
 	errc := make(chan error, 1)
 	go func() {
 		defer close(samplerDone)
+		// A bug in a backend is the run's error (reported after the
+		// partial interval), not a crash that loses the log's last lines.
+		defer func() {
+			if p := recover(); p != nil {
+				errc <- fmt.Errorf("%s backend: internal error: %v", b.Name(), p)
+			}
+		}()
 		for sctx.Err() == nil {
 			s, err := b.Sample()
 			if err != nil {

@@ -343,3 +343,27 @@ func TestWatchSamplerStopsBeforeClose(t *testing.T) {
 		time.Sleep(60 * time.Millisecond) // a sampler left running would Sample again now
 	}
 }
+
+// panicBackend panics in its third Sample.
+type panicBackend struct{ fakeBackend }
+
+func (p *panicBackend) Sample() (gpumon.Sample, error) {
+	if p.i == 2 {
+		panic("boom")
+	}
+	return p.fakeBackend.Sample()
+}
+
+// TestWatchBackendPanic: a panic in the sampler goroutine (a backend bug)
+// ends watch with that error and exit 1, after reporting what was
+// sampled, not with a crash.
+func TestWatchBackendPanic(t *testing.T) {
+	b := &panicBackend{fakeBackend{used: fakeRun}}
+	old := openWatchBackend
+	openWatchBackend = func(time.Duration) (gpumon.Backend, error) { return b, nil }
+	defer func() { openWatchBackend = old }()
+	code, out, stderr := runCLI("watch", "--plain", "-interval", "50ms")
+	if code != 1 || !strings.Contains(stderr, "fake backend: internal error: boom") || !strings.Contains(out, "GPU 0") {
+		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, stderr, out)
+	}
+}
