@@ -2,10 +2,12 @@ package web_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/cli"
 	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/internal/web"
@@ -77,4 +79,60 @@ func firstDiff(a, b string) string {
 	}
 	lo := max(0, i-200)
 	return "endpoint: ..." + a[lo:min(len(a), i+200)] + "\n     cli: ..." + b[lo:min(len(b), i+200)]
+}
+
+// TestSitesAndMoments: /api/sites prints sites as analysis.SiteString
+// does (the views never re-implement it) and refuses what is not a list
+// of frame lists; /api/moment places events on the timestep axis as the
+// peak answer does.
+func TestSitesAndMoments(t *testing.T) {
+	p := corpus.File(t, "cs336-silmont2000__memory_forward_fp32_128.pickle")
+	s, err := snapshot.Open(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := web.New(web.Options{Addr: "127.0.0.1:8123"})
+	srv.Add(p, s)
+	h := srv.Handler()
+	do := func(method, url, body string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(method, url, strings.NewReader(body))
+		r.Host = "127.0.0.1:8123"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	frames := [][]string{{"/a/b/train.py:141:log_metrics", "/a/b/train.py:158:train_step"}, {}, {"??:0:at::native::foo(int)"}}
+	body, _ := json.Marshal(frames)
+	w := do("POST", "/api/sites", string(body))
+	var got []string
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != 200 || len(got) != len(frames) {
+		t.Fatalf("/api/sites: %d %s", w.Code, w.Body.String())
+	}
+	for i, f := range frames {
+		if got[i] != analysis.SiteString(f) {
+			t.Errorf("site %q: %q, want %q", f, got[i], analysis.SiteString(f))
+		}
+	}
+	if w := do("POST", "/api/sites", `{"not": "a list"}`); w.Code != 400 {
+		t.Errorf("/api/sites with an object: %d", w.Code)
+	}
+	w = do("GET", "/api/moment?file=0&at=e100,peak", "")
+	var ms []struct {
+		Spec     string
+		Event    int
+		Timestep int
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &ms); err != nil || len(ms) != 2 {
+		t.Fatalf("/api/moment: %d %s", w.Code, w.Body.String())
+	}
+	d := analysis.NewDevice(s, s.DefaultDevice())
+	for i, spec := range []string{"e100", "peak"} {
+		m, _ := d.Resolve(spec)
+		if ms[i].Event != m.Event || ms[i].Timestep != m.Timestep {
+			t.Errorf("moment %s: %+v, want event %d timestep %d", spec, ms[i], m.Event, m.Timestep)
+		}
+	}
+	if w := do("GET", "/api/moment?file=0&at=e99999999", ""); w.Code != 400 {
+		t.Errorf("a moment past the trace: %d", w.Code)
+	}
 }
