@@ -33,7 +33,9 @@ trace's first event), the fragmentation of the cache at the peak
 memory at the peak; then the spread of the peaks across ranks and the
 rank furthest from the median when it is more than 5% away. Files are read
 -j at a time (default 2), each dropped once its row is made, so memory
-stays that of -j snapshots. A FILE may also be a rank's "gpumem info
+stays that of -j snapshots. A file that cannot be read (or whose
+reading fails) is named on standard error and the others are still
+answered, with exit status 1. A FILE may also be a rank's "gpumem info
 --json" summary or its monitor file (gpumem record --monitor): see
 docs/record.md.`
 
