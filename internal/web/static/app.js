@@ -453,8 +453,10 @@ async function openView(h) {
 }
 
 async function openExtra() {
-  const el = $('extra-view');
-  el.innerHTML = '';
+  // A fresh element per opening: a view left before its answer came
+  // writes into a detached one.
+  const el = document.createElement('div');
+  $('extra-view').replaceChildren(el);
   const mod = await import(`./${S.p.view}.js`);
   await mod.open({
     el, files: S.files, file: S.p.file, device: S.p.device,
