@@ -165,6 +165,19 @@ func TestCompareViewMatchesDiff(t *testing.T) {
 			t.Errorf("peaks row %d: page %q, cli %q", i, gotPeaks, cells(l))
 		}
 	}
+	// The two timelines and their difference are drawn, by events and by
+	// time (both files have times).
+	for _, align := range []string{"events", "time"} {
+		var n int
+		if err := chromedp.Run(ctx, chromedp.SetValue(`#cmp-align`, align, chromedp.ByQuery),
+			chromedp.Evaluate(`document.getElementById('cmp-align').dispatchEvent(new Event('change'))`, nil),
+			chromedp.Evaluate(fmt.Sprintf(colouredPixels, "cmp-curves"), &n)); err != nil {
+			t.Fatal(err)
+		}
+		if n < 2000 {
+			t.Errorf("aligned by %s: %d coloured pixels in the curves", align, n)
+		}
+	}
 	// Clicking a site selects it and shows its frames.
 	var sel string
 	if err := chromedp.Run(ctx, chromedp.Click(`#cmp-sites tr[data-site="2"] td.site`, chromedp.ByQuery),

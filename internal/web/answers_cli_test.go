@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/cli"
 	"github.com/gpumem/gpumem/internal/corpus"
+	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/internal/web"
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -134,5 +136,40 @@ func TestSitesAndMoments(t *testing.T) {
 	}
 	if w := do("GET", "/api/moment?file=0&at=e99999999", ""); w.Code != 400 {
 		t.Errorf("a moment past the trace: %d", w.Code)
+	}
+}
+
+// TestTotalsPeaks: /api/totals, the Compare view's curves, reaches the
+// peaks gpumem info gives (replay.Peaks) on real files, in its buckets'
+// order of events and times.
+func TestTotalsPeaks(t *testing.T) {
+	for _, name := range []string{"cs336-kkaitlyn111__memory_ctx128_forward.pickle", "cs336-silmont2000__memory_forward_fp32_128.pickle"} {
+		p := corpus.File(t, name)
+		s, err := snapshot.Open(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := web.New(web.Options{Addr: "127.0.0.1:8123"})
+		srv.Add(p, s)
+		r := httptest.NewRequest("GET", "/api/totals?file=0&n=50", nil)
+		r.Host = "127.0.0.1:8123"
+		w := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(w, r)
+		var got struct {
+			Events    int
+			First     []int32  `json:"first_event"`
+			TimeUS    []int64  `json:"time_us_from_start"`
+			Requested []uint64 `json:"requested_max"`
+			Reserved  []uint64 `json:"reserved_max"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != 200 {
+			t.Fatalf("%s: %d %s", name, w.Code, w.Body.String())
+		}
+		active, reserved := replay.Peaks(s, s.DefaultDevice())
+		if len(got.First) < 2 || len(got.First) > 50 || slices.Max(got.Requested) != active || slices.Max(got.Reserved) != reserved ||
+			!slices.IsSorted(got.First) || !slices.IsSorted(got.TimeUS) || len(got.TimeUS) != len(got.First) {
+			t.Errorf("%s: %d buckets, max requested %d (peak active %d), max reserved %d (%d), times %d",
+				name, len(got.First), slices.Max(got.Requested), active, slices.Max(got.Reserved), reserved, len(got.TimeUS))
+		}
 	}
 }

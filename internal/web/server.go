@@ -102,6 +102,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/ranks", s.handleRanks)
 	mux.HandleFunc("GET /api/moment", s.handleMoment)
 	mux.HandleFunc("POST /api/sites", s.handleSites)
+	mux.HandleFunc("GET /api/totals", s.handleTotals) // totals.go
 	mux.HandleFunc("POST /api/upload", s.handleUpload)
 	mux.HandleFunc("GET /api/watch", s.handleWatch)
 	return s.hostCheck(mux)

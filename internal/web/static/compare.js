@@ -2,7 +2,7 @@
 // same answer as `gpumem diff --json`): the two runs' peaks, the live
 // bytes by category and by allocation site at the chosen moment. Clicking
 // a site highlights it and shows its frames and its figures in both runs.
-import { human, humanSigned, escapeHTML, getJSON, siteStrings, baseName, fileOptions } from './units.js';
+import { human, humanSigned, escapeHTML, getJSON, siteStrings, baseName, fileOptions, durationUS } from './units.js';
 
 const CATEGORIES = ['parameter', 'optimizer_state', 'gradient', 'activation', 'temporary', 'input', 'autograd_detail', 'unknown'];
 
@@ -64,6 +64,9 @@ async function render(ctx, a, b, at) {
     <table class="xv" id="cmp-cats"><tr><th></th><th class="num">A</th><th class="num">B</th><th class="num">B − A</th></tr>
       ${row('live', d.a.live_bytes, d.b.live_bytes)}${cats}</table></div>
     </div>
+    <h3>The two Active Memory Timelines (highest requested bytes per ${'<select id="cmp-align"><option value="events">share of the trace\'s events</option><option value="time">time from the first event</option></select>'}) and B − A</h3>
+    <canvas id="cmp-curves" width="1000" height="260"></canvas>
+    <div class="muted" id="cmp-curves-legend"><span style="color:#4e79a7">■</span> A &nbsp; <span style="color:#f28e2c">■</span> B &nbsp; <span style="color:#59a14f">■</span> B − A (below; red where negative); dashed: reserved</div>
     <h3>Sites by change of live bytes (innermost user frames; ${top.length} of ${d.sites.length})</h3>
     <table class="xv" id="cmp-sites"><tr><th class="num">B − A</th><th class="num">A</th><th class="num">B</th><th class="num">allocs A/B</th><th>site</th></tr>
     ${top.map((s, i) => `<tr data-site="${i}"><td class="num delta">${humanSigned(s.delta_bytes)}</td><td class="num">${human(s.a_bytes)}</td><td class="num">${human(s.b_bytes)}</td><td class="num">${s.a_allocations}/${s.b_allocations}</td><td class="site">${escapeHTML(names[i])}</td></tr>`).join('')}
@@ -73,6 +76,12 @@ async function render(ctx, a, b, at) {
     <pre id="cmp-site" class="details">Click a site to see its frames in both runs.</pre>
     <h3>Allocator settings</h3>
     <p id="cmp-settings">${d.settings.length ? d.settings.map(s => `${escapeHTML(s.key)}: ${escapeHTML(s.a)} → ${escapeHTML(s.b)}`).join('<br>') : 'the same'}</p>`;
+  const [ta, tb] = await Promise.all([getJSON(`api/totals?file=${a}&device=${d.a.device}`), getJSON(`api/totals?file=${b}&device=${d.b.device}`)]);
+  const align = body.querySelector('#cmp-align');
+  if (!ta.time_us_from_start || !tb.time_us_from_start) align.querySelector('option[value="time"]').disabled = true;
+  const redraw = () => drawCurves(body.querySelector('#cmp-curves'), ta, tb, align.value);
+  align.addEventListener('change', redraw);
+  redraw();
   body.querySelector('#cmp-sites').addEventListener('click', (e) => {
     const tr = e.target.closest('tr[data-site]');
     if (!tr) return;
@@ -90,3 +99,64 @@ async function render(ctx, a, b, at) {
   });
   body.dataset.ready = '1';
 }
+
+// drawCurves draws both runs' requested (solid) and reserved (dashed)
+// totals, aligned by the share of each trace's events or by the time from
+// each trace's first event, and below them B − A of the requested totals
+// where both runs have a value.
+function drawCurves(c, ta, tb, align) {
+  const dpr = window.devicePixelRatio || 1;
+  const W = c.clientWidth || 1000, H = 260;
+  c.width = W * dpr; c.height = H * dpr; c.style.height = H + 'px';
+  const g = c.getContext('2d');
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, W, H);
+  const L = 80, R = 10, top = { y: 8, h: 150 }, bot = { y: 180, h: 70 };
+  // x of bucket k of run t, in [0, 1] of the common axis.
+  const span = align === 'time' ? Math.max(last(ta.time_us_from_start), last(tb.time_us_from_start), 1) : 1;
+  const xOf = (t, k) => align === 'time' ? t.time_us_from_start[k] / span : t.first_event[k] / Math.max(t.events, 1);
+  const ymax = Math.max(...ta.reserved_max, ...tb.reserved_max, ...ta.requested_max, ...tb.requested_max, 1);
+  const X = (u) => L + u * (W - L - R);
+  g.font = '11px system-ui, sans-serif'; g.fillStyle = '#5b6670'; g.strokeStyle = '#d5dae0';
+  g.strokeRect(L, top.y, W - L - R, top.h); g.strokeRect(L, bot.y, W - L - R, bot.h);
+  g.textAlign = 'right';
+  g.fillText(human(ymax), L - 4, top.y + 10); g.fillText('0', L - 4, top.y + top.h);
+  const line = (t, vals, colour, dash) => {
+    g.beginPath(); g.setLineDash(dash ? [4, 3] : []); g.strokeStyle = colour; g.lineWidth = 1.5;
+    vals.forEach((v, k) => {
+      const x = X(xOf(t, k)), y = top.y + top.h * (1 - v / ymax);
+      if (k === 0) g.moveTo(x, y); else g.lineTo(x, y);
+    });
+    g.stroke(); g.setLineDash([]);
+  };
+  line(ta, ta.reserved_max, '#a0cbe8', true); line(tb, tb.reserved_max, '#ffbe7d', true);
+  line(ta, ta.requested_max, '#4e79a7'); line(tb, tb.requested_max, '#f28e2c');
+  // B − A on a common grid, where both runs have started and not ended.
+  const at = (t, u) => {
+    let lo = 0, hi = t.requested_max.length - 1;
+    if (!t.requested_max.length || u < xOf(t, 0)) return null;
+    if (align === 'time' && u > t.time_us_from_start[hi] / span) return null;
+    while (lo < hi) { const m = (lo + hi + 1) >> 1; if (xOf(t, m) <= u) lo = m; else hi = m - 1; }
+    return t.requested_max[lo];
+  };
+  const N = 300, diffs = [];
+  for (let j = 0; j < N; j++) {
+    const u = j / (N - 1), va = at(ta, u), vb = at(tb, u);
+    diffs.push(va === null || vb === null ? null : vb - va);
+  }
+  const dmax = Math.max(1, ...diffs.filter(v => v !== null).map(Math.abs));
+  const mid = bot.y + bot.h / 2;
+  g.strokeStyle = '#d5dae0'; g.beginPath(); g.moveTo(L, mid); g.lineTo(W - R, mid); g.stroke();
+  g.fillStyle = '#5b6670';
+  g.fillText(humanSigned(dmax), L - 4, bot.y + 10); g.fillText(humanSigned(-dmax), L - 4, bot.y + bot.h);
+  diffs.forEach((v, j) => {
+    if (v === null) return;
+    const x = X(j / (N - 1)), h = (bot.h / 2) * v / dmax;
+    g.fillStyle = v < 0 ? '#e15759' : '#59a14f';
+    g.fillRect(x, v < 0 ? mid : mid - h, Math.max(1, (W - L - R) / N), Math.abs(h));
+  });
+  g.textAlign = 'left'; g.fillStyle = '#5b6670';
+  g.fillText(align === 'time' ? `0 … ${durationUS(span)}` : '0 … 100% of each trace', L, H - 2);
+}
+
+function last(a) { return a && a.length ? a[a.length - 1] : 0; }
