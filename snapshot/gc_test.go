@@ -54,7 +54,7 @@ func TestEagerGCConcurrentDecodes(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := DecodeBytes(in, "big", nil); err != nil {
+				if _, err := DecodeBytes(in, "big", &Options{EagerGC: true}); err != nil {
 					t.Errorf("input %d: %v", i, err)
 				}
 			}()
@@ -63,5 +63,31 @@ func TestEagerGCConcurrentDecodes(t *testing.T) {
 		if got := gcPercent(); got != 137 {
 			t.Fatalf("round %d: after two concurrent decodes GOGC = %d, want 137", round, got)
 		}
+	}
+}
+
+// TestDecodeLeavesGCAlone: without Options.EagerGC (a library's caller)
+// a big decode never changes the process's GC setting; with it, the
+// decode runs at eagerGC's lower GOGC and restores the setting. (Feed is called as
+// the pickle decode starts: it reads the setting during the decode.)
+func TestDecodeLeavesGCAlone(t *testing.T) {
+	defer func(m int64) { eagerGCMin = m }(eagerGCMin)
+	defer debug.SetGCPercent(debug.SetGCPercent(137))
+	in := streamsPickle(3000)
+	eagerGCMin = int64(len(in)) - 1
+	for _, eager := range []bool{false, true} {
+		during := int64(-1)
+		opt := &Options{EagerGC: eager, Feed: func(*EventFeed) { during = gcPercent() }}
+		if _, err := DecodeBytes(in, "big", opt); err != nil {
+			t.Fatal(err)
+		}
+		// Eager: lower than the process's 137 while decoding (the exact
+		// percentage is eagerGC's); else untouched. 137 again after.
+		if changed := during != 137; changed != eager || during >= 100 && eager || gcPercent() != 137 {
+			t.Errorf("EagerGC %v: GOGC %d during the decode, %d after; want it lowered only with EagerGC, then 137", eager, during, gcPercent())
+		}
+	}
+	if _, err := DecodeBytes(in, "big", nil); err != nil || gcPercent() != 137 {
+		t.Errorf("nil options: GOGC %d after (%v)", gcPercent(), err)
 	}
 }

@@ -45,6 +45,20 @@ type Options struct {
 	// are decoded. It must return at once: a reader runs on its own
 	// goroutine.
 	Feed func(*EventFeed)
+	// EagerGC makes the collector run more often (GOGC 25) while an
+	// input over 64 MB decodes, so that peak memory stays near the size
+	// of the typed model. The GC setting is the process's, so this is the
+	// caller's choice (gpumem's commands and viewer make it); off, the
+	// default, a decode leaves the setting alone.
+	EagerGC bool
+}
+
+// eagerGC is eagerGC(size) when the caller chose it (o.EagerGC).
+func (o *Options) eagerGC(size int64) (restore func()) {
+	if o == nil || !o.EagerGC {
+		return func() {}
+	}
+	return eagerGC(size)
 }
 
 // versioned finishes a decode with memory_viz's annotation: one pass,
@@ -58,13 +72,13 @@ func versioned(s *Snapshot, err error, opt *Options) (*Snapshot, error) {
 	// for what comes before Early (a collection started there would slow
 	// Early down).
 	if opt == nil || opt.Early == nil {
-		defer eagerGC(s.Source.Size)()
+		defer opt.eagerGC(s.Source.Size)()
 		annotate(s, true, true)
 		return s, nil
 	}
 	annotate(s, true, false)
 	opt.Early(s)
-	defer eagerGC(s.Source.Size)()
+	defer opt.eagerGC(s.Source.Size)()
 	annotate(s, false, true)
 	return s, nil
 }
@@ -73,7 +87,7 @@ func versioned(s *Snapshot, err error, opt *Options) (*Snapshot, error) {
 var eagerGCMin int64 = 64 << 20
 
 // eagerGC makes the collector run more often (GOGC 25) while a big input
-// (over 64 MB) is decoded, so that peak memory stays near the size of the
+// (over 64 MB) is decoded (when Options.EagerGC asks), so that peak memory stays near the size of the
 // typed model; it returns what restores the setting. The setting is the
 // process's: concurrent decodes (a server loading one file while another
 // is uploaded) share it, and the last one to finish restores the value the
@@ -176,7 +190,7 @@ const mapWindow = 4 << 20
 // decodePickleBytes decodes an in-memory pickle, calling progress (when
 // set) with the offset reached every few MB.
 func decodePickleBytes(b []byte, name string, progress func(off int64), opt *Options) (*Snapshot, error) {
-	defer eagerGC(int64(len(b)))()
+	defer opt.eagerGC(int64(len(b)))()
 	s := &Snapshot{Source: Source{Name: name, Size: int64(len(b)), FileSize: int64(len(b)), Encoding: "pickle"}}
 	b2 := newBuilder(s, int64(len(b)))
 	b2.startFeed(opt)
@@ -365,7 +379,7 @@ func decodeStream(r io.Reader, name string, size int64, opt *Options) (s *Snapsh
 	kind := sniff(head)
 	switch kind {
 	case "pickle":
-		defer eagerGC(innerSize)()
+		defer opt.eagerGC(innerSize)()
 		s = &Snapshot{Source: Source{Encoding: "pickle"}}
 		b := newBuilder(s, innerSize)
 		b.startFeed(opt)

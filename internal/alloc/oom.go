@@ -146,13 +146,21 @@ func replayEach(s *snapshot.Snapshot, dev int, opts []ReplayOptions) ([]*ReplayR
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			// A bug here must end the command in one line, as in the
-			// command's own goroutine (cli.run), not kill the process.
+			// A bug in one setting's replay is that setting's error, not
+			// the end of the process (no caller can recover a panic on
+			// this goroutine).
 			defer func() {
 				if p := recover(); p != nil {
-					errs[k] = fmt.Errorf("internal error: %v (please report this with the input file)", p)
+					setting := "the recorded settings"
+					if opts[k].Config != nil {
+						setting = opts[k].Config.String()
+					}
+					errs[k] = fmt.Errorf("replay under %s: internal error: %v", setting, p)
 				}
 			}()
+			if replayWorkerHook != nil {
+				replayWorkerHook(k)
+			}
 			res[k], errs[k] = Simulate(s, dev, opts[k])
 		}(k)
 	}
@@ -164,3 +172,7 @@ func replayEach(s *snapshot.Snapshot, dev int, opts []ReplayOptions) ([]*ReplayR
 	}
 	return res, nil
 }
+
+// replayWorkerHook, when set (by tests), runs in each replay worker of
+// replayEach before it replays: a test makes it panic for one.
+var replayWorkerHook func(k int)

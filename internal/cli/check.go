@@ -256,7 +256,7 @@ func runChecks(env *Env, files []string, useDemo bool, device int, bf *check.Fil
 			name = "demo"
 		}
 		rank := pos
-		if m := rankInName.FindStringSubmatch(baseName(name)); m != nil {
+		if m := analysis.RankInName.FindStringSubmatch(baseName(name)); m != nil {
 			rank, _ = strconv.Atoi(m[1])
 		}
 		devs := s.Devices()

@@ -70,6 +70,9 @@ func decodePath(env *Env, path string, opt *snapshot.Options) (*snapshot.Snapsho
 		s   *snapshot.Snapshot
 		err error
 	)
+	// The command's choice, not the library's: a big decode collects
+	// eagerly (the GC setting is the process's, which is this one).
+	opt.EagerGC = true
 	if path == "-" {
 		s, err = snapshot.Decode(env.Stdin, "-", opt)
 	} else {

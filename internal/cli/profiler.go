@@ -15,14 +15,3 @@ func needSegments(s *snapshot.Snapshot, what string) error {
 	}
 	return nil
 }
-
-// needStepMarks fails for a file that can mark no steps: a memory
-// timeline export has neither ProfilerStep annotations nor stacks, and
-// the repeating-pattern search over its one-frame category stacks would
-// cut the run into meaningless pieces.
-func needStepMarks(s *snapshot.Snapshot) error {
-	if msg := s.Unavailable("stacks"); msg != "" && len(s.Annotations) == 0 {
-		return fmt.Errorf("%s: steps: no ProfilerStep annotations and %s", s.Source.Name, msg)
-	}
-	return nil
-}

@@ -1,15 +1,10 @@
 package cli
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
-	"regexp"
 	"runtime"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,48 +32,22 @@ trace's first event), the fragmentation of the cache at the peak
 memory at the peak; then the spread of the peaks across ranks and the
 rank furthest from the median when it is more than 5% away. Files are read
 -j at a time (default 2), each dropped once its row is made, so memory
-stays that of -j snapshots. A FILE may also be a rank's "gpumem info
+stays that of -j snapshots. A file that cannot be read (or whose
+reading fails) is named on standard error and the others are still
+answered, with exit status 1. A FILE may also be a rank's "gpumem info
 --json" summary or its monitor file (gpumem record --monitor): see
-docs/record.md. A file that cannot be read is named on standard error
-and left out of the table; the command then exits 1.`
+docs/record.md.`
 
-type rankRow struct {
-	Rank               int     `json:"rank"`
-	File               string  `json:"file"`
-	Device             int     `json:"device"`
-	PeakAllocatedBytes uint64  `json:"peak_allocated_bytes"`
-	PeakReservedBytes  uint64  `json:"peak_reserved_bytes"`
-	PeakEvent          *int    `json:"peak_event"`
-	PeakTimeUS         *int64  `json:"peak_time_us_from_start"`
-	Fragmentation      float64 `json:"fragmentation_at_peak"`
-	TopSite            string  `json:"top_site"`
-	TopSiteBytes       uint64  `json:"top_site_bytes"`
-
-	hasTrace bool // the device has trace events (else its peak is the dump's state)
-
-	*RankInput // rows from info summaries and monitor files (ranks_inputs.go)
-}
-
-type ranksResult struct {
-	Ranks           []rankRow `json:"ranks"`
-	MedianPeakBytes uint64    `json:"median_peak_allocated_bytes"`
-	SpreadBytes     uint64    `json:"spread_bytes"`
-	SpreadPercent   float64   `json:"spread_percent_of_median"`
-	Outlier         *outlier  `json:"outlier"`
-}
-
-type outlier struct {
-	Rank         int     `json:"rank"`
-	File         string  `json:"file"`
-	FromMedian   int64   `json:"bytes_from_median"`
-	PercentOfMed float64 `json:"percent_from_median"`
-}
+// The rows and the summary are analysis's (one computation for the
+// CLI and the viewer's /api/ranks).
+type (
+	rankRow     = analysis.RankRow
+	ranksResult = analysis.Ranks
+)
 
 // ranksInFlight and ranksMaxInFlight count snapshots being decoded or
 // analysed at once (read by the test of bounded memory).
 var ranksInFlight, ranksMaxInFlight atomic.Int32
-
-var rankInName = regexp.MustCompile(`(?i)rank[_\-. ]?(\d+)`)
 
 func runRanks(env *Env, args []string) error {
 	fs := newFlagSet(env, "ranks", "[--json] [-j N] [--device N] FILE...", ranksAbout)
@@ -116,6 +85,17 @@ func runRanks(env *Env, args []string) error {
 			for m := ranksMaxInFlight.Load(); n > m && !ranksMaxInFlight.CompareAndSwap(m, n); m = ranksMaxInFlight.Load() {
 			}
 			defer ranksInFlight.Add(-1)
+			// A bug in one file's worker is that file's error: the other
+			// ranks are still answered (run's recover cannot catch a
+			// panic on another goroutine; it would end the process).
+			defer func() {
+				if p := recover(); p != nil {
+					errs[i] = fmt.Errorf("%s: internal error: %v (please report this with the input file)", f, p)
+				}
+			}()
+			if ranksWorkerHook != nil {
+				ranksWorkerHook(f)
+			}
 			rows[i], errs[i] = rankOfAny(env, f, i, *device)
 		}()
 	}
@@ -126,7 +106,8 @@ func runRanks(env *Env, args []string) error {
 	// A file that cannot be read costs its row, not the table: the others
 	// are printed, each failure is one line on standard error, and the
 	// command exits 1.
-	good, failed := rows[:0:0], 0
+	var good []rankRow
+	failed := 0
 	for i, err := range errs {
 		if err == nil {
 			good = append(good, rows[i])
@@ -135,12 +116,12 @@ func runRanks(env *Env, args []string) error {
 		if failed++; len(files) == 1 {
 			return err
 		}
-		fmt.Fprintf(env.Stderr, "gpumem ranks: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+		fmt.Fprintf(env.Stderr, "gpumem ranks: %v\n", err)
 	}
 	if len(good) == 0 {
 		return fmt.Errorf("none of the %d files could be read", len(files))
 	}
-	r := summarizeRanks(good)
+	r := analysis.SummarizeRanks(good)
 	warnSameRank(env, r.Ranks)
 	err = writeStdout(env, func(w io.Writer) error {
 		if *asJSON {
@@ -160,71 +141,22 @@ func runRanks(env *Env, args []string) error {
 // before the table: what is still allocated then is what the rows hold.
 var ranksRowsMade func()
 
+// ranksWorkerHook, when set (by tests), runs in each file's worker before
+// the file is read: a test makes it panic for one file.
+var ranksWorkerHook func(path string)
+
 // rankOf decodes one file and makes its row; the snapshot is garbage once
 // it returns.
 func rankOf(env *Env, path string, pos, device int) (rankRow, error) {
-	lv, err := liveProfile(env, path, device, "peak")
+	s, err := loadDemoOr(env, path)
 	if err != nil {
 		return rankRow{}, err
 	}
-	// The row holds copies only: a pointer or substring into lv would
-	// keep the whole decoded file alive (200 files of 3 MB held 569 MB).
-	name := strings.Clone(lv.s.Source.Name)
-	row := rankRow{Rank: pos, File: name, Device: lv.device, hasTrace: len(lv.dv.Events()) > 0,
-		PeakAllocatedBytes: lv.dv.Active.PeakBytes, PeakReservedBytes: lv.dv.Segments.PeakBytes}
-	if lv.m.Event >= 0 {
-		ev := lv.m.Event
-		row.PeakEvent = &ev
+	dev, err := oneDevice(s, device)
+	if err != nil {
+		return rankRow{}, err
 	}
-	if m := rankInName.FindStringSubmatch(filepath.Base(name)); m != nil {
-		row.Rank, _ = strconv.Atoi(m[1])
-	}
-	if t0, ok := lv.dv.TraceStartUS(); ok && lv.m.HasTime {
-		d := lv.m.TimeUS - t0
-		row.PeakTimeUS = &d
-	}
-	if len(lv.dv.Events()) > 0 {
-		row.Fragmentation = lv.dv.FragmentationAt(lv.m).Headline
-	} else {
-		row.Fragmentation = analysis.DumpFragmentation(lv.s, lv.device).Headline
-	}
-	p := lv.prof.Fold(2, 0)
-	p.Sort()
-	if len(p.Samples) > 0 {
-		row.TopSite = strings.Clone(analysis.SiteString(p.FrameStrings(&p.Samples[0])[:min(1, len(p.Samples[0].Frames))]))
-		row.TopSiteBytes = p.Samples[0].Bytes
-	}
-	return row, nil
-}
-
-func summarizeRanks(rows []rankRow) *ranksResult {
-	slices.SortStableFunc(rows, func(a, b rankRow) int { return cmp.Compare(a.Rank, b.Rank) })
-	r := &ranksResult{Ranks: rows}
-	peaks := make([]uint64, len(rows))
-	for i, row := range rows {
-		peaks[i] = row.PeakAllocatedBytes
-	}
-	slices.Sort(peaks)
-	n := len(peaks)
-	r.MedianPeakBytes = peaks[n/2]
-	if n%2 == 0 {
-		r.MedianPeakBytes = (peaks[n/2-1] + peaks[n/2]) / 2
-	}
-	r.SpreadBytes = peaks[n-1] - peaks[0]
-	if r.MedianPeakBytes > 0 {
-		r.SpreadPercent = 100 * float64(r.SpreadBytes) / float64(r.MedianPeakBytes)
-	}
-	if n < 3 || r.MedianPeakBytes == 0 {
-		return r
-	}
-	for _, row := range rows {
-		d := int64(row.PeakAllocatedBytes) - int64(r.MedianPeakBytes)
-		pct := 100 * float64(d) / float64(r.MedianPeakBytes)
-		if abs(d)*20 > int64(r.MedianPeakBytes) && (r.Outlier == nil || abs(d) > abs(r.Outlier.FromMedian)) {
-			r.Outlier = &outlier{Rank: row.Rank, File: row.File, FromMedian: d, PercentOfMed: pct}
-		}
-	}
-	return r
+	return analysis.RankOf(s, pos, dev)
 }
 
 func writeRanksText(w io.Writer, r *ranksResult) error {
@@ -262,12 +194,12 @@ func writeRanksText(w io.Writer, r *ranksResult) error {
 func peakAtText(row rankRow) string {
 	switch {
 	case row.RankInput != nil:
-		return row.peakAt
+		return row.PeakAt
 	case row.PeakTimeUS != nil:
 		return analysis.FormatDurationUS(*row.PeakTimeUS)
 	case row.PeakEvent != nil:
 		return fmt.Sprintf("event %d", *row.PeakEvent)
-	case row.hasTrace:
+	case row.HasTrace:
 		return "before trace"
 	}
 	return "dump"

@@ -4,27 +4,21 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/analysis"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 
-	"github.com/gpumem/gpumem/internal/monitor"
 	"github.com/gpumem/gpumem/internal/units"
 )
 
-// RankInput (exported so that --json output decodes back) is what a row made from something other than a snapshot adds:
-// gpumem ranks also reads "gpumem info --json" summaries (so a cluster's
-// scheduler can reduce each rank's snapshot where it lies and one machine
-// merges kilobytes) and the monitor's JSONL (gpumem record --monitor).
-type RankInput struct {
-	Source   string         `json:"source"` // "info summary" or "monitor"
-	PeakStep *int           `json:"peak_step,omitempty"`
-	Jumps    []monitor.Jump `json:"peak_jumps,omitempty"`
-
-	peakAt string // the "peak at" column
-	noFrag bool   // no fragmentation figure (the monitor has none)
-}
+// RankInput is what a row made from something other than a snapshot
+// adds (analysis.RankInput): gpumem ranks also reads "gpumem info --json"
+// summaries (so a cluster's scheduler can reduce each rank's snapshot
+// where it lies and one machine merges kilobytes) and the monitor's JSONL
+// (gpumem record --monitor).
+type RankInput = analysis.RankInput
 
 // rankOfAny makes the row of one input: a snapshot, an info summary or a
 // monitor file.
@@ -107,7 +101,7 @@ func rankOfSummary(path string, pos, device int) (rankRow, error) {
 	d := s.Devices[best]
 	row := rankRow{Rank: rankFromNames(pos, path, s.File), File: path, Device: d.Device,
 		PeakAllocatedBytes: d.ActivePeak, PeakReservedBytes: d.SegmentPeak, Fragmentation: d.Fragmentation.Headline,
-		hasTrace: d.TraceEntries > 0, RankInput: &RankInput{Source: "info summary", peakAt: "-"}}
+		HasTrace: d.TraceEntries > 0, RankInput: &RankInput{Source: "info summary", PeakAt: "-"}}
 	return row, nil
 }
 
@@ -121,7 +115,7 @@ func rankOfMonitor(path string, pos, device int) (rankRow, error) {
 	}
 	step := s.MaxStep
 	row := rankRow{Rank: s.Rank, File: path, Device: s.Device, PeakAllocatedBytes: s.MaxPeak, PeakReservedBytes: s.MaxReserve,
-		RankInput: &RankInput{Source: "monitor", PeakStep: &step, Jumps: s.Jumps, peakAt: "step " + strconv.Itoa(step), noFrag: true}}
+		RankInput: &RankInput{Source: "monitor", PeakStep: &step, Jumps: s.Jumps, PeakAt: "step " + strconv.Itoa(step), NoFrag: true}}
 	return row, nil
 }
 
@@ -129,7 +123,7 @@ func rankOfMonitor(path string, pos, device int) (rankRow, error) {
 // its base name, else pos.
 func rankFromNames(pos int, names ...string) int {
 	for _, n := range names {
-		if m := rankInName.FindStringSubmatch(filepath.Base(n)); m != nil {
+		if m := analysis.RankInName.FindStringSubmatch(filepath.Base(n)); m != nil {
 			r, _ := strconv.Atoi(m[1])
 			return r
 		}
@@ -139,7 +133,7 @@ func rankFromNames(pos int, names ...string) int {
 
 // fragText is the fragmentation column: "-" where the input has none.
 func fragText(row rankRow) string {
-	if row.RankInput != nil && row.noFrag {
+	if row.RankInput != nil && row.NoFrag {
 		return "-"
 	}
 	return strconv.FormatFloat(row.Fragmentation, 'f', 3, 64)

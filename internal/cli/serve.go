@@ -104,7 +104,7 @@ func runServe(env *Env, args []string) error {
 		MaxUpload:  limit,
 		AllowHosts: a.allowHost,
 		Decode: func(name string, data []byte) (*snapshot.Snapshot, error) {
-			return snapshot.DecodeBytes(data, name, &snapshot.Options{MaxBytes: env.maxDecompressed, LimitFlag: "gpumem serve --max-decompressed SIZE"})
+			return snapshot.DecodeBytes(data, name, &snapshot.Options{MaxBytes: env.maxDecompressed, LimitFlag: "gpumem serve --max-decompressed SIZE", EagerGC: true})
 		},
 	})
 	// gpumem watch logs are drawn by a page of their own.

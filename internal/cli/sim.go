@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/gpumem/gpumem/internal/alloc"
@@ -247,120 +246,6 @@ func writeJSON(w io.Writer, v any) error {
 
 // ---- snapshots ----
 
-type validationJSON struct {
-	AllocAddressesMatched int  `json:"alloc_addresses_matched"`
-	AllocAddressesTotal   int  `json:"alloc_addresses_total"`
-	SegmentEventsMatched  int  `json:"segment_events_matched"`
-	SegmentEventsTotal    int  `json:"segment_events_total"`
-	ReleasesMatched       int  `json:"segment_releases_matched"`
-	ReleasesTotal         int  `json:"segment_releases_total"`
-	FinalStateMatches     bool `json:"final_state_matches"`
-}
-
-type oomJSON struct {
-	Event    int    `json:"event"`
-	Size     uint64 `json:"size"`
-	StillOOM *bool  `json:"still_oom,omitempty"`
-	// AtStart: from empty, one of the blocks live at trace start did not fit.
-	AtStart bool `json:"at_trace_start,omitempty"`
-}
-
-type predictedJSON struct {
-	PeakReservedBytes  uint64    `json:"peak_reserved_bytes"`
-	PeakAllocatedBytes uint64    `json:"peak_allocated_bytes"`
-	CudaMallocs        int64     `json:"cuda_malloc_count"`
-	CudaFrees          int64     `json:"cuda_free_count"`
-	UnallocatedAtPeak  float64   `json:"unallocated_at_peak"`
-	OOMs               []oomJSON `json:"ooms"`
-}
-
-type recordedJSON struct {
-	PeakReservedBytes uint64    `json:"peak_reserved_bytes"`
-	CudaMallocs       int       `json:"cuda_malloc_count"`
-	CudaFrees         int       `json:"cuda_free_count"`
-	OOMs              []oomJSON `json:"ooms"`
-}
-
-type deviceJSON struct {
-	Device     int             `json:"device"`
-	Config     string          `json:"config"`
-	Events     int             `json:"events"`
-	Validation *validationJSON `json:"validation,omitempty"`
-	Mismatches []string        `json:"mismatches,omitempty"`
-	Predicted  predictedJSON   `json:"predicted"`
-	Recorded   recordedJSON    `json:"recorded"`
-	Sweep      []sweepRowJSON  `json:"sweep,omitempty"`
-	// Start is the allocator at trace start (segments made before recording).
-	Start     startJSON `json:"trace_start"`
-	FromEmpty bool      `json:"from_empty"`
-	// CapacityOOM is the capacity --capacity oom took from the recorded OOM.
-	CapacityOOM *capacityJSON   `json:"capacity_from_oom,omitempty"`
-	OOMWhatIf   []oomWhatIfJSON `json:"oom_what_if,omitempty"`
-}
-
-type startJSON struct {
-	Segments      int    `json:"segments"`
-	ReservedBytes uint64 `json:"reserved_bytes"`
-	LiveBlocks    int    `json:"live_blocks"`
-}
-
-type capacityJSON struct {
-	Event           int    `json:"event"`
-	ReservedBytes   uint64 `json:"reserved_bytes"`
-	DeviceFreeBytes uint64 `json:"device_free_bytes"`
-	CapacityBytes   uint64 `json:"capacity_bytes"`
-}
-
-type oomWhatIfJSON struct {
-	Config            string `json:"config"`
-	StillOOM          bool   `json:"still_oom"`
-	FirstOOMEvent     int    `json:"first_oom_event"`
-	FirstOOMSize      uint64 `json:"first_oom_size,omitempty"`
-	PeakReservedBytes uint64 `json:"peak_reserved_bytes"`
-}
-
-type sweepRowJSON struct {
-	Config             string  `json:"config"`
-	PeakReservedBytes  uint64  `json:"peak_reserved_bytes"`
-	PeakAllocatedBytes uint64  `json:"peak_allocated_bytes"`
-	DeltaReservedBytes int64   `json:"delta_reserved_bytes"`
-	UnallocatedAtPeak  float64 `json:"unallocated_at_peak"`
-	CudaMallocs        int64   `json:"cuda_malloc_count"`
-	CudaFrees          int64   `json:"cuda_free_count"`
-	OOMs               int     `json:"ooms"`
-}
-
-func oomsJSON(in []alloc.ReplayOOM, withStill bool) []oomJSON {
-	out := []oomJSON{}
-	for _, o := range in {
-		j := oomJSON{Event: o.Event, Size: o.Size, AtStart: o.AtStart}
-		if withStill {
-			still := o.StillOOM
-			j.StillOOM = &still
-		}
-		out = append(out, j)
-	}
-	return out
-}
-
-func toDeviceJSON(r *alloc.ReplayResult, capacity uint64) deviceJSON {
-	d := deviceJSON{Device: r.Device, Config: r.Config.String(), Events: r.Events,
-		Predicted: predictedJSON{
-			PeakReservedBytes: r.PeakReserved, PeakAllocatedBytes: r.PeakAllocated,
-			CudaMallocs: r.CudaMallocs, CudaFrees: r.CudaFrees, UnallocatedAtPeak: r.UnallocatedAtPeak,
-			OOMs: oomsJSON(r.ModelOOMs, false),
-		},
-		Recorded: recordedJSON{PeakReservedBytes: r.RecordedPeakReserved, CudaMallocs: r.RecordedCudaMallocs,
-			CudaFrees: r.RecordedCudaFrees, OOMs: oomsJSON(r.RecordedOOMs, !r.Validation && capacity > 0)},
-	}
-	if r.Validation {
-		d.Validation = &validationJSON{r.AllocAddrsMatched, r.AllocAddrsTotal, r.SegEventsMatched, r.SegEventsTotal,
-			r.ReleasesMatched, r.ReleasesTotal, r.FinalStateMatches}
-		d.Mismatches = r.Mismatches
-	}
-	return d
-}
-
 func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
 	s, err := loadOne(env, files, f.demo)
 	if err != nil {
@@ -370,7 +255,6 @@ func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
 	if len(files) == 1 {
 		path = files[0]
 	}
-	// Replay validates against the recorded segments and addresses.
 	if err := needSegments(s, "sim"); err != nil {
 		return err
 	}
@@ -379,17 +263,8 @@ func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
 			return err // every command's "no device N (devices: ...)"
 		}
 	}
-	devs := alloc.Replayable(s)
-	if len(devs) == 0 {
-		return fmt.Errorf("%s: no device trace with alloc events to replay (record with torch.cuda.memory._record_memory_history())", path)
-	}
-	if f.device >= 0 {
-		if !slices.Contains(devs, f.device) {
-			return fmt.Errorf("%s: device %d has no alloc events to replay (devices with alloc events: %s)", path, f.device, joinInts(devs))
-		}
-		devs = []int{f.device}
-	}
-	var cfg *alloc.Config
+	o := alloc.SimOptions{Device: f.device, Capacity: capacity, CapacityOOM: f.capacityOOM, Sweep: f.sweep,
+		FromEmpty: f.fromEmpty, FromEmptySet: f.fromEmptySet}
 	if f.config != "" {
 		c, err := simConfig(f.config)
 		if err != nil {
@@ -398,101 +273,34 @@ func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
 		if f.fraction > 0 {
 			c.MemoryFraction = f.fraction
 		}
-		cfg = &c
+		o.Config = &c
 	}
-	var out []deviceJSON
-	for _, d := range devs {
-		start, err := alloc.StartOf(s, d)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		devCap := capacity
-		var oomCap *alloc.OOMCapacity
-		if f.capacityOOM {
-			c, err := alloc.ImpliedCapacity(s, d)
-			if err != nil {
-				return fmt.Errorf("%s: --capacity oom: %w", path, err)
-			}
-			oomCap = &c
-			devCap = c.Capacity
-		}
-		fromEmpty := f.fromEmpty
-		if f.sweep && !f.fromEmptySet {
-			fromEmpty = start.Segments > 0
-		}
-		whatIf := f.sweep || cfg != nil || oomCap != nil || fromEmpty
-		if whatIf && start.Segments > 0 && !f.json {
+	r, err := alloc.SimSnapshot(s, path, o)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return writeJSON(env.Stdout, r)
+	}
+	for _, dj := range r.Devices {
+		d := dj.Device
+		if dj.WhatIf && dj.Start.Segments > 0 {
 			fmt.Fprintf(env.Stdout, "%s device %d: the trace starts with %s reserved in %d segments made before recording; under the recorded layout no setting can change them.\n",
-				filepath.Base(path), d, units.Human(start.Reserved), start.Segments)
-			if fromEmpty {
-				fmt.Fprintf(env.Stdout, "  Replaying from an empty allocator: the %d blocks live at trace start are allocated first, in address order, under the setting.\n", start.Blocks)
+				filepath.Base(path), d, units.Human(dj.Start.ReservedBytes), dj.Start.Segments)
+			if dj.FromEmpty {
+				fmt.Fprintf(env.Stdout, "  Replaying from an empty allocator: the %d blocks live at trace start are allocated first, in address order, under the setting.\n", dj.Start.LiveBlocks)
 			} else {
-				fmt.Fprintf(env.Stdout, "  Add --from-empty to allocate the %d blocks live at trace start into an empty allocator under the setting first.\n", start.Blocks)
+				fmt.Fprintf(env.Stdout, "  Add --from-empty to allocate the %d blocks live at trace start into an empty allocator under the setting first.\n", dj.Start.LiveBlocks)
 			}
 		}
-		var dj deviceJSON
 		switch {
-		case f.sweep:
-			rows, err := alloc.Sweep(s, d, alloc.SweepOptions{Capacity: devCap, FromEmpty: fromEmpty})
-			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			if !f.json {
-				report.SimSweep(env.Stdout, filepath.Base(path), d, rows, fromEmpty)
-				continue
-			}
-			dj = toDeviceJSON(rows[0].Result, devCap)
-			for _, row := range rows {
-				r := row.Result
-				dj.Sweep = append(dj.Sweep, sweepRowJSON{row.Name, r.PeakReserved, r.PeakAllocated, row.DeltaReserved,
-					r.UnallocatedAtPeak, r.CudaMallocs, r.CudaFrees, r.OOMs()})
-			}
-		case oomCap != nil && cfg == nil:
-			configs := append([]string{"recorded"}, alloc.SweepConfigs...)
-			res, err := alloc.WhatIfOOM(s, d, oomCap.Capacity, oomCap.Event, configs, fromEmpty)
-			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			if !f.json {
-				report.SimOOMWhatIf(env.Stdout, filepath.Base(path), d, s, *oomCap, res)
-				continue
-			}
-			dj = toDeviceJSON(res[0].Result, devCap)
-			for _, o := range res {
-				dj.OOMWhatIf = append(dj.OOMWhatIf, oomWhatIfJSON{Config: o.Config, StillOOM: o.StillOOM,
-					FirstOOMEvent: o.FirstOOM, FirstOOMSize: o.FirstOOMSize, PeakReservedBytes: o.Result.PeakReserved})
-			}
+		case dj.SweepRows != nil:
+			report.SimSweep(env.Stdout, filepath.Base(path), d, dj.SweepRows, dj.FromEmpty)
+		case dj.OOMOutcomes != nil:
+			report.SimOOMWhatIf(env.Stdout, filepath.Base(path), d, s, *dj.OOMCapacity, dj.OOMOutcomes)
 		default:
-			opt := alloc.ReplayOptions{Config: cfg, Capacity: devCap, FromEmpty: fromEmpty}
-			r, err := alloc.Simulate(s, d, opt)
-			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			if !f.json {
-				report.SimReplay(env.Stdout, filepath.Base(path), s, r, devCap)
-				continue
-			}
-			dj = toDeviceJSON(r, devCap)
+			report.SimReplay(env.Stdout, filepath.Base(path), s, dj.Replay, dj.Capacity)
 		}
-		dj.FromEmpty = fromEmpty
-		if oomCap != nil {
-			dj.CapacityOOM = &capacityJSON{Event: oomCap.Event, ReservedBytes: oomCap.Reserved,
-				DeviceFreeBytes: oomCap.DeviceFree, CapacityBytes: oomCap.Capacity}
-		}
-		dj.Start = startJSON{Segments: start.Segments, ReservedBytes: start.Reserved, LiveBlocks: start.Blocks}
-		out = append(out, dj)
 	}
-	if !f.json {
-		return nil
-	}
-	if len(out) == 1 {
-		return writeJSON(env.Stdout, struct {
-			File string `json:"file"`
-			deviceJSON
-		}{path, out[0]})
-	}
-	return writeJSON(env.Stdout, struct {
-		File    string       `json:"file"`
-		Devices []deviceJSON `json:"devices"`
-	}{path, out})
+	return nil
 }

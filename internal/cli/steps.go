@@ -32,39 +32,6 @@ step and the allocation sites that grew. Given the monitor's JSON lines
 (gpumem record --monitor), prints its per-interval peaks and the steps
 whose peak jumps.`
 
-type stepsJSON struct {
-	File          string       `json:"file"`
-	Device        int          `json:"device"`
-	Source        steps.Source `json:"source"`
-	Steps         []stepJSON   `json:"steps"`
-	Leak          bool         `json:"leak"`
-	GrowthPerStep int64        `json:"growth_per_step_bytes"`
-	Sites         []siteJSON   `json:"growing_sites"`
-}
-
-type siteJSON struct {
-	Frames []string `json:"frames"`
-	Bytes  int64    `json:"growth_bytes"`
-}
-
-type stepJSON struct {
-	Index         int    `json:"index"`
-	Name          string `json:"name"`
-	FirstEvent    int    `json:"first_event"`
-	LastEvent     int    `json:"last_event"`
-	StartBytes    uint64 `json:"start_bytes"`
-	PeakBytes     uint64 `json:"peak_bytes"`
-	PeakEvent     *int   `json:"peak_event"` // null: before the trace's first event
-	PeakPhase     string `json:"peak_phase"` // "start": nothing in the step went above its start
-	EndBytes      uint64 `json:"end_bytes"`
-	ForwardEnd    uint64 `json:"forward_end_bytes"`
-	BackwardEnd   uint64 `json:"backward_end_bytes"`
-	OptimizerEnd  uint64 `json:"optimizer_end_bytes"`
-	TimeUS        int64  `json:"time_us"`
-	DurationUS    int64  `json:"duration_us"`
-	GrowthToStart int64  `json:"growth_from_previous_start_bytes"`
-}
-
 func runSteps(env *Env, args []string) error {
 	fs := newFlagSet(env, "steps", "[--json] [--device N] [--demo] FILE", stepsAbout)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -85,33 +52,9 @@ func runSteps(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := needStepMarks(s); err != nil {
-		return err
-	}
-	r, err := steps.Find(analysis.NewDevice(s, dev))
+	out, err := steps.Answer(analysis.NewDevice(s, dev))
 	if err != nil {
 		return err
-	}
-	out := stepsJSON{File: s.Source.Name, Device: r.Device, Source: r.Source, Leak: r.Leak, GrowthPerStep: r.GrowthPerStep,
-		Steps: []stepJSON{}, Sites: []siteJSON{}} // [] not null in --json
-	for _, g := range r.Sites {
-		out.Sites = append(out.Sites, siteJSON{g.Frames, g.Bytes})
-	}
-	for i, st := range r.Steps {
-		j := stepJSON{Index: st.Index, Name: st.Name, FirstEvent: st.First, LastEvent: st.Last,
-			StartBytes: st.StartBytes, PeakBytes: st.PeakBytes, PeakPhase: st.PeakPhase.String(),
-			EndBytes: st.EndBytes, ForwardEnd: st.PhaseEndBytes[steps.Forward], BackwardEnd: st.PhaseEndBytes[steps.Backward],
-			OptimizerEnd: st.PhaseEndBytes[steps.Optimizer], TimeUS: st.TimeUS, DurationUS: st.DurationUS}
-		if st.PeakEvent >= 0 {
-			j.PeakEvent = &st.PeakEvent
-		}
-		if st.PeakEvent < st.First { // the step's start is its highest point: no phase
-			j.PeakPhase = "start"
-		}
-		if i > 0 {
-			j.GrowthToStart = int64(st.StartBytes) - int64(r.Steps[i-1].StartBytes)
-		}
-		out.Steps = append(out.Steps, j)
 	}
 	return writeStdout(env, func(w io.Writer) error {
 		if *asJSON {
@@ -119,11 +62,11 @@ func runSteps(env *Env, args []string) error {
 			enc.SetIndent("", "  ")
 			return enc.Encode(out)
 		}
-		return writeStepsText(w, baseName(s.Source.Name), r, out.Steps)
+		return writeStepsText(w, baseName(s.Source.Name), out.Report, out.Steps)
 	})
 }
 
-func writeStepsText(w io.Writer, name string, r *steps.Report, js []stepJSON) error {
+func writeStepsText(w io.Writer, name string, r *steps.Report, js []steps.StepRow) error {
 	if len(r.Steps) == 0 {
 		_, err := fmt.Fprintf(w, "%s device %d: no steps found (no ProfilerStep or optimizer annotations, no repeating allocation sites)\n", name, r.Device)
 		return err
@@ -135,7 +78,7 @@ func writeStepsText(w io.Writer, name string, r *steps.Report, js []stepJSON) er
 	fmt.Fprintf(w, "%s device %d: %d step%s (from %s)\n\n", name, r.Device, len(r.Steps), plural, r.Source)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "step\tevents\tlive at start\tpeak\tpeak phase\tend of forward\tend of backward\tend of optimizer\tduration\n")
-	phase := func(st stepJSON, v uint64, has bool) string {
+	phase := func(st steps.StepRow, v uint64, has bool) string {
 		if !has {
 			return "-"
 		}

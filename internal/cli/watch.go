@@ -143,10 +143,27 @@ func watch(ctx context.Context, env *Env, b gpumon.Backend, o watchOptions) erro
 		jsonOut = json.NewEncoder(env.Stdout)
 	}
 
+	// The sampler stops, and watch waits for it, before watch returns:
+	// the caller closes the backend then, and a Sample running on a
+	// closed backend (NVML shut down under it) is undefined.
+	sctx, cancel := context.WithCancel(ctx)
+	samplerDone := make(chan struct{})
+	defer func() {
+		cancel()
+		<-samplerDone
+	}()
 	samples := make(chan gpumon.Sample)
 	errc := make(chan error, 1)
 	go func() {
-		for {
+		defer close(samplerDone)
+		// A bug in a backend is the run's error (reported after the
+		// partial interval), not a crash that loses the log's last lines.
+		defer func() {
+			if p := recover(); p != nil {
+				errc <- fmt.Errorf("%s backend: internal error: %v", b.Name(), p)
+			}
+		}()
+		for sctx.Err() == nil {
 			s, err := b.Sample()
 			if err != nil {
 				errc <- err
@@ -154,7 +171,7 @@ func watch(ctx context.Context, env *Env, b gpumon.Backend, o watchOptions) erro
 			}
 			select {
 			case samples <- s:
-			case <-ctx.Done():
+			case <-sctx.Done():
 				return
 			}
 		}

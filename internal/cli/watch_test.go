@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -286,5 +287,83 @@ func TestWatchScreenKeepsEveryAlert(t *testing.T) {
 	got := s.lines(gpumon.Sample{}, nil)
 	if n := len(got); n < 3 || got[n-3] != "" || got[n-2] != "warning: GPU 0 at 32%" || got[n-1] != "warning: GPU 1 at 35%" {
 		t.Errorf("screen ends %q", got[max(0, len(got)-4):])
+	}
+}
+
+// closeCheckBackend is fakeBackend that fails the test when a Sample
+// runs, or starts, after Close.
+type closeCheckBackend struct {
+	fakeBackend
+	t                *testing.T
+	mu               sync.Mutex
+	closed, sampling bool
+}
+
+func (c *closeCheckBackend) Sample() (gpumon.Sample, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.t.Error("Sample after Close")
+	}
+	c.sampling = true
+	c.mu.Unlock()
+	s, err := c.fakeBackend.Sample()
+	time.Sleep(20 * time.Millisecond) // a driver call takes a while: Close would come in the middle
+	c.mu.Lock()
+	c.sampling = false
+	c.mu.Unlock()
+	return s, err
+}
+
+func (c *closeCheckBackend) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sampling {
+		c.t.Error("Close while a Sample runs")
+	}
+	c.closed = true
+	return nil
+}
+
+// TestWatchSamplerStopsBeforeClose: watch -count N returns with its
+// sampler stopped, so that the backend closes with no Sample running or
+// to come.
+func TestWatchSamplerStopsBeforeClose(t *testing.T) {
+	for _, count := range []string{"1", "3", "5"} {
+		b := &closeCheckBackend{fakeBackend: fakeBackend{used: fakeRun}, t: t}
+		old := openWatchBackend
+		openWatchBackend = func(time.Duration) (gpumon.Backend, error) { return b, nil }
+		code, _, stderr := runCLI("watch", "--plain", "-interval", "50ms", "-count", count)
+		openWatchBackend = old
+		b.mu.Lock()
+		closed := b.closed
+		b.mu.Unlock()
+		if code != 0 || !closed {
+			t.Errorf("-count %s: exit %d (%s), backend closed %v", count, code, stderr, closed)
+		}
+		time.Sleep(60 * time.Millisecond) // a sampler left running would Sample again now
+	}
+}
+
+// panicBackend panics in its third Sample.
+type panicBackend struct{ fakeBackend }
+
+func (p *panicBackend) Sample() (gpumon.Sample, error) {
+	if p.i == 2 {
+		panic("boom")
+	}
+	return p.fakeBackend.Sample()
+}
+
+// TestWatchBackendPanic: a panic in the sampler goroutine (a backend bug)
+// ends watch with that error and exit 1, after reporting what was
+// sampled, not with a crash.
+func TestWatchBackendPanic(t *testing.T) {
+	b := &panicBackend{fakeBackend{used: fakeRun}}
+	old := openWatchBackend
+	openWatchBackend = func(time.Duration) (gpumon.Backend, error) { return b, nil }
+	defer func() { openWatchBackend = old }()
+	code, out, stderr := runCLI("watch", "--plain", "-interval", "50ms")
+	if code != 1 || !strings.Contains(stderr, "fake backend: internal error: boom") || !strings.Contains(out, "GPU 0") {
+		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, stderr, out)
 	}
 }

@@ -131,6 +131,13 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/peak", s.answer(s.handlePeak))
 	mux.HandleFunc("GET /api/oom", s.answer(s.handleOOM))
 	mux.HandleFunc("GET /api/fragcurve", s.answer(s.handleFragCurve))
+	mux.HandleFunc("GET /api/diff", s.handleDiff) // answers_cli.go
+	mux.HandleFunc("GET /api/sim", s.handleSim)
+	mux.HandleFunc("GET /api/steps", s.handleSteps)
+	mux.HandleFunc("GET /api/ranks", s.handleRanks)
+	mux.HandleFunc("GET /api/moment", s.handleMoment)
+	mux.HandleFunc("POST /api/sites", s.handleSites)
+	mux.HandleFunc("GET /api/totals", s.handleTotals) // totals.go
 	mux.HandleFunc("POST /api/upload", s.handleUpload)
 	mux.HandleFunc("DELETE /api/files/{id}", s.handleRemove)
 	mux.HandleFunc("GET /api/watch", s.handleWatch)

@@ -3,7 +3,10 @@
 
 const $ = (id) => document.getElementById(id);
 const tableau10 = ['#4e79a7', '#f28e2c', '#e15759', '#76b7b2', '#59a14f', '#edc949', '#af7aa1', '#ff9da7', '#9c755f', '#bab0ab'];
-const VIEWS = ['active', 'private', 'state', 'segments', 'settings'];
+const VIEWS = ['active', 'private', 'state', 'segments', 'settings', 'compare', 'whatif', 'steps', 'ranks'];
+// The views that answer what the CLI answers (diff, sim, steps, ranks):
+// each its own module, loaded when first opened (none before first paint).
+const EXTRA_VIEWS = ['compare', 'whatif', 'steps', 'ranks'];
 // Category colours (tableau10 indices; the same in every file) and the
 // fragmentation curve's colour.
 const CATEGORY_COLOURS = { parameter: 0, optimizer_state: 1, gradient: 2, activation: 3, temporary: 4, input: 5, autograd_detail: 6, unknown: 7 };
@@ -300,11 +303,12 @@ function readHash() {
   const p = S.p;
   if (h.has('file')) p.file = +h.get('file') || 0;
   if (h.has('device')) p.device = +h.get('device') || 0;
-  if (h.has('view') && VIEWS.includes(h.get('view'))) p.view = h.get('view');
+  if (h.has('view') && VIEWS.includes(h.get('view')) && !(embedded && EXTRA_VIEWS.includes(h.get('view')))) p.view = h.get('view');
   if (h.has('detail')) p.detail = Math.max(0, +h.get('detail') || 0);
   if (h.has('mode')) p.mode = h.get('mode') === 'time' ? 'time' : 'event';
   if (h.has('color') && ['category', 'stream'].includes(h.get('color'))) S.colorBy = h.get('color');
   if (h.has('frag')) $('fragcurve').checked = h.get('frag') === '1';
+  if (h.has('frame')) $('search-frame').value = h.get('frame'); // a stack-frame search, as the Compare view opens a site
   return h;
 }
 
@@ -337,6 +341,8 @@ async function init() {
   if (embedded) for (const el of document.querySelectorAll('.served-only')) el.hidden = true;
   S.lastHash = location.hash; // see writeHash
   if (embedded && embedded.initial) Object.assign(S.p, embedded.initial);
+  // The page written by gpumem html has no server to answer these.
+  if (embedded) for (const v of EXTRA_VIEWS) $('view').querySelector(`option[value="${v}"]`).remove();
   const h = readHash();
   // First paint in one round trip: the file list, the view's description
   // and its first (whole-range) window are asked for together; without a
@@ -432,6 +438,7 @@ async function openView(h) {
   $('timeline-view').hidden = !!missing || !isTimeline();
   $('state-view').hidden = !!missing || S.p.view !== 'state';
   $('settings-view').hidden = !!missing || S.p.view !== 'settings';
+  $('extra-view').hidden = !!missing || !EXTRA_VIEWS.includes(S.p.view);
   document.querySelector('.tl-only').style.visibility = !missing && isTimeline() ? '' : 'hidden';
   if (missing) {
     document.body.dataset.ready = '1';
@@ -444,11 +451,26 @@ async function openView(h) {
       return;
     }
     if (S.p.view === 'state') await openState(h);
+    else if (EXTRA_VIEWS.includes(S.p.view)) await openExtra();
     else await openSettings();
   } catch (e) {
     showError(String(e.message || e));
   }
   writeHash();
+}
+
+async function openExtra() {
+  // A fresh element per opening: a view left before its answer came
+  // writes into a detached one.
+  const el = document.createElement('div');
+  $('extra-view').replaceChildren(el);
+  const mod = await import(`./${S.p.view}.js`);
+  await mod.open({
+    el, files: S.files, file: S.p.file, device: S.p.device,
+    // go opens another view: the address changes and hashchange opens it.
+    go: (p) => { location.hash = '#' + new URLSearchParams(p).toString(); },
+  });
+  document.body.dataset.ready = '1';
 }
 
 async function openSettings() {
