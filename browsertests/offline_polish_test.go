@@ -65,7 +65,11 @@ func TestHTMLOfflinePolish(t *testing.T) {
 		} `json:"labels"`
 		Left, Right float64
 	}
-	if err := chromedp.Run(ctx, chromedp.Evaluate(`window.gpumem.markerLabels`, &labels)); err != nil {
+	// The marker labels are drawn with the plot, which may come a frame
+	// after ready on a loaded machine.
+	if err := chromedp.Run(ctx,
+		chromedp.Poll(`!!(window.gpumem.markerLabels && window.gpumem.markerLabels.labels.length)`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Evaluate(`window.gpumem.markerLabels`, &labels)); err != nil {
 		t.Fatal(err)
 	}
 	if len(labels.Labels) == 0 {
