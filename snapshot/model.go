@@ -153,6 +153,10 @@ type Snapshot struct {
 
 	// Extra holds top-level keys this version of gpumem does not know.
 	Extra KeyValues
+
+	// pending is what the decode's versioner counted, until annotate
+	// takes it (nil once a decode returns).
+	pending *versionState
 }
 
 // Source describes the file a snapshot came from.

@@ -74,7 +74,7 @@ func eagerGC(size int64) (restore func()) {
 	}
 	gcState.Lock()
 	if gcState.users == 0 {
-		gcState.saved = debug.SetGCPercent(25)
+		gcState.saved = debug.SetGCPercent(eagerGCPercent)
 	}
 	gcState.users++
 	gcState.Unlock()
@@ -310,9 +310,10 @@ func decodeStream(r io.Reader, name string, size int64, opt *Options) (s *Snapsh
 // decodePickle runs the VM and assembles the snapshot.
 func decodePickle(d *pickle.Decoder, b *builder) error {
 	b.attach(d)
-	// However the decode ends, the feed's reader is let go; a failed one
-	// feeds nothing whole.
+	// However the decode ends, the feed's reader and the versioner are
+	// let go; a failed one feeds nothing whole.
 	defer b.feed.publish(nil, true)
+	defer b.ver.finish(nil)
 	root, err := d.Decode()
 	b.pf.stop()
 	b.pf = nil
