@@ -32,8 +32,8 @@ import (
 // sample is one reading of /proc/self/status.
 type sample struct {
 	rss, anon, file, hwm int64 // KiB
-	heapInuse, heapSys  uint64
-	at                  time.Duration
+	heapInuse, heapSys   uint64
+	at                   time.Duration
 }
 
 func readStatus() (s sample) {
