@@ -5,6 +5,7 @@
 // snapshot). Peak RSS is robust to a busy machine, unlike wall time.
 //
 //	go run ./bench/mem [-heap FILE] [-every 2ms] -- info FILE
+//	go run ./bench/mem -for 60s -q=false -- serve -no-browser -http 127.0.0.1:8123 FILE
 //
 // It prints the peak VmHWM, the anonymous and file-backed RSS at the
 // highest sample, and the Go heap's own accounting at that moment; -heap
@@ -66,6 +67,7 @@ func main() {
 	heap := flag.String("heap", "", "write the heap profile taken at the highest RSS here")
 	every := flag.Duration("every", 2*time.Millisecond, "sampling interval")
 	quiet := flag.Bool("q", true, "discard the command's standard output")
+	runFor := flag.Duration("for", 0, "report after this long and exit, the command still running (for serve, driven from outside meanwhile)")
 	gc := flag.Bool("gc", false, "collect before each profile, so that it shows the live heap of that moment (a profile otherwise shows the heap at the last collection)")
 	flag.Parse()
 	if flag.NArg() == 0 {
@@ -122,7 +124,13 @@ func main() {
 	if *quiet {
 		out = io.Discard
 	}
-	code := cli.Main(flag.Args(), os.Stdin, out, os.Stderr)
+	var code int
+	if *runFor > 0 {
+		go cli.Main(flag.Args(), os.Stdin, out, os.Stderr)
+		time.Sleep(*runFor)
+	} else {
+		code = cli.Main(flag.Args(), os.Stdin, out, os.Stderr)
+	}
 	wall := time.Since(t0)
 	close(done)
 	wg.Wait()
