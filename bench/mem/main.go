@@ -5,7 +5,7 @@
 // snapshot). Peak RSS is robust to a busy machine, unlike wall time.
 //
 //	go run ./bench/mem [-heap FILE] [-every 2ms] -- info FILE
-//	go run ./bench/mem -for 60s -q=false -- serve -no-browser -http 127.0.0.1:8123 FILE
+//	go run ./bench/mem -for 100s -drive http://127.0.0.1:8123 -- serve -no-browser -http 127.0.0.1:8123 FILE
 //
 // It prints the peak VmHWM, the anonymous and file-backed RSS at the
 // highest sample, and the Go heap's own accounting at that moment; -heap
@@ -68,6 +68,8 @@ func main() {
 	every := flag.Duration("every", 2*time.Millisecond, "sampling interval")
 	quiet := flag.Bool("q", true, "discard the command's standard output")
 	runFor := flag.Duration("for", 0, "report after this long and exit, the command still running (for serve, driven from outside meanwhile)")
+	driveURL := flag.String("drive", "", "with -for: ask the server at this `URL` (http://127.0.0.1:PORT) what the viewer bench's page asks (see drive)")
+	answers := flag.Bool("answers", false, "with -drive: also ask for the peak, classes and fragmentation answers")
 	gc := flag.Bool("gc", false, "collect before each profile, so that it shows the live heap of that moment (a profile otherwise shows the heap at the last collection)")
 	flag.Parse()
 	if flag.NArg() == 0 {
@@ -127,7 +129,12 @@ func main() {
 	var code int
 	if *runFor > 0 {
 		go cli.Main(flag.Args(), os.Stdin, out, os.Stderr)
-		time.Sleep(*runFor)
+		if *driveURL != "" {
+			if err := drive(strings.TrimSuffix(*driveURL, "/"), *answers); err != nil {
+				fmt.Fprintln(os.Stderr, "drive:", err)
+			}
+		}
+		time.Sleep(time.Until(t0.Add(*runFor)))
 	} else {
 		code = cli.Main(flag.Args(), os.Stdin, out, os.Stderr)
 	}
