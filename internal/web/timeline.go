@@ -49,7 +49,7 @@ type timeline struct {
 
 	axisOnce sync.Once
 	// vizStep[i] is the timestep at which memory_viz event i happens.
-	vizStep []int32
+	vizStep  []int32
 	timeOnce sync.Once
 	// stepTime[t] is time_us at timestep t (len Timesteps()+1), nil when
 	// the trace has no times. It is made when the time axis is first
