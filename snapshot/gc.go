@@ -1,6 +1,6 @@
 package snapshot
 
-// HoldEagerGC keeps the decode's eager collection (GOGC 25, see eagerGC)
+// HoldEagerGC keeps the decode's eager collection (see eagerGC)
 // on for the work that follows the decode of an input of size bytes, and
 // returns what lets it go. The command line's answers (info's timeline
 // peaks, stats, peak) make arrays as large as a tenth of the model; at the
@@ -17,7 +17,7 @@ func HoldEagerGC(size int64) (release func()) {
 // nearly all pointer-free columns (events, blocks, segments), which a
 // collection does not scan, so that a cycle costs a few milliseconds
 // whatever the input's size; each percent of headroom, on the other
-// hand, is a percent of the file in resident memory at the peak. At 25
-// `gpumem info` on a 264 MB tile peaked at 1.41x the file, at 10 at
-// (see bench/RESULTS.md).
+// hand, is a percent of the file in resident memory at the peak: with
+// the hold, `gpumem info` on a 264 MB tile peaked at 363-371 MiB at 25
+// and 341-368 MiB at 10 (bench/RESULTS.md, #32).
 const eagerGCPercent = 10

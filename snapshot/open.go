@@ -62,7 +62,7 @@ func versioned(s *Snapshot, err error, opt *Options) (*Snapshot, error) {
 // eagerGCMin is the input size from which a decode collects eagerly.
 var eagerGCMin int64 = 64 << 20
 
-// eagerGC makes the collector run more often (GOGC 25) while a big input
+// eagerGC makes the collector run more often (eagerGCPercent) while a big input
 // (over 64 MB) is decoded, so that peak memory stays near the size of the
 // typed model; it returns what restores the setting. The setting is the
 // process's: concurrent decodes (a server loading one file while another
