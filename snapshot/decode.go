@@ -63,8 +63,10 @@ type builder struct {
 	pf       *prefaulter // faults b.events in ahead of event (may be nil)
 	feed     *EventFeed  // publishes b.events as they are decoded (may be nil)
 	ver      *versioner  // versions b.events as they are decoded (may be nil)
-	segs     []Segment
-	blocks   []Block
+	// verWanted: start ver once there are feedEvery entries.
+	verWanted bool
+	segs      []Segment
+	blocks    []Block
 	// openRuns maps a list being built to the run of events appended so
 	// far; traceRuns holds finished ones.
 	openRuns  map[pickle.Value]*eventRun
@@ -120,7 +122,7 @@ func newBuilder(s *Snapshot, sizeHint int64) *builder {
 // startFeed hands a new EventFeed to opt.Feed when it is set, and starts
 // the versioner when the decode annotates in one pass.
 func (b *builder) startFeed(opt *Options) {
-	b.startVersions(opt, cap(b.events))
+	b.wantVersions(opt)
 	if opt != nil && opt.Feed != nil {
 		b.feed = newEventFeed()
 		opt.Feed(b.feed)

@@ -35,12 +35,22 @@ type versionState struct {
 	blockVer, segVer *versionMap
 }
 
-// startVersions starts the versioner for a decode that annotates in one
-// pass (no Options.Early: a viewer's decode leaves the versions to the
-// end on purpose, so that they do not take the second core from its
-// first view). hint is the number of entries expected.
-func (b *builder) startVersions(opt *Options, hint int) {
-	if opt != nil && opt.Early != nil {
+// wantVersions marks a decode that annotates in one pass (no
+// Options.Early: a viewer's decode leaves the versions to the end on
+// purpose, so that they do not take the second core from its first view)
+// as one whose versioner starts once it has feedEvery entries
+// (startVersions).
+func (b *builder) wantVersions(opt *Options) {
+	b.verWanted = opt == nil || opt.Early == nil
+}
+
+// startVersions starts the versioner when the decode wants one, as the
+// decoder publishes its first feedEvery entries: a smaller trace is
+// versioned after the decode as before (a goroutine is not worth it, and
+// its scheduling made the fuzzer's coverage of small inputs vary from
+// run to run). hint is the number of entries expected.
+func (b *builder) startVersions(hint int) {
+	if !b.verWanted || b.ver != nil {
 		return
 	}
 	v := &versioner{

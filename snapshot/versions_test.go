@@ -85,18 +85,25 @@ func TestVersionsBesideDecode(t *testing.T) {
 	actions := []Action{ActionAlloc, ActionFreeRequested, ActionFreeCompleted, ActionSegmentAlloc, ActionSegmentFree, ActionSegmentMap, ActionSegmentUnmap, ActionSnapshot}
 	for iter := range 30 {
 		s := &Snapshot{Segments: []Segment{{Address: 0, TotalSize: 1 << 20, NumBlocks: 2}}, Blocks: []Block{{Size: 1 << 19}, {Size: 1 << 19}}}
+		total := 0
 		for range 1 + r.Intn(3) {
-			evs := make([]Event, r.Intn(3000))
+			n := r.Intn(3000)
+			if iter%3 == 0 {
+				n += feedEvery // past the versioner's start
+			}
+			evs := make([]Event, n)
 			for i := range evs {
 				evs[i] = Event{Action: actions[r.Intn(len(actions))], Addr: uint64(r.Intn(4)) << 19, Size: 512}
 			}
 			s.Traces = append(s.Traces, Trace{Events: evs})
+			total += n
 		}
 		var buf bytes.Buffer
 		if err := WritePickle(&buf, s); err != nil {
 			t.Fatal(err)
 		}
-		checkVersionsAhead(t, fmt.Sprint("random ", iter), buf.Bytes(), true)
+		// The versioner starts with the decode's feedEvery+1st entry.
+		checkVersionsAhead(t, fmt.Sprint("random ", iter), buf.Bytes(), total > feedEvery)
 	}
 	checkVersionsAhead(t, "out of order", outOfOrderTrace(), false)
 	files := corpus.Files(t)
@@ -116,7 +123,7 @@ func TestVersionsBesideDecode(t *testing.T) {
 		for _, tr := range s.Traces {
 			events += len(tr.Events)
 		}
-		checkVersionsAhead(t, filepath.Base(f), data, events > 0)
+		checkVersionsAhead(t, filepath.Base(f), data, events > feedEvery)
 	}
 }
 
@@ -124,7 +131,8 @@ func TestVersionsBesideDecode(t *testing.T) {
 // free_completed entry that its trace lists after an alloc of the same
 // address: decoded first, versioned first by the versioner (version 0,
 // then the alloc 1), while memory_viz versions the trace in its own order
-// (the alloc 0, the free_completed 0).
+// (the alloc 0, the free_completed 0). More entries follow, enough for
+// the versioner to start.
 func outOfOrderTrace() []byte {
 	str := func(s string) []byte { return append([]byte{0x8c, byte(len(s))}, s...) }
 	entry := func(action string) []byte {
@@ -148,6 +156,11 @@ func outOfOrderTrace() []byte {
 	b = append(b, str("device_traces")...)
 	b = append(b, ']', '(', ']', '(')
 	b = append(b, entry("alloc")...)
-	b = append(b, 'h', 1, 'e', 'e')
+	b = append(b, 'h', 1, 'e')
+	for range feedEvery + 100 {
+		b = append(b, entry("alloc")...)
+		b = append(b, 'a') // APPEND
+	}
+	b = append(b, 'e')
 	return append(b, 'u', '.')
 }
