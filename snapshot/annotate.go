@@ -20,7 +20,15 @@ func (s *Snapshot) Annotate() {
 // (Options.Early). Streams are already renamed by the decoder.
 func annotate(s *Snapshot, traces, versions bool) {
 	var blockVer, segVer *versionMap
-	if versions {
+	// The trace entries' versions counted during the decode: annotate
+	// goes on from there with the dump's segments and blocks.
+	pre := s.pending
+	s.pending = nil
+	evVersions := versions && pre == nil
+	if versions && pre != nil {
+		blockVer, segVer = pre.blockVer, pre.segVer
+		versionsAhead.Add(1)
+	} else if versions {
 		// Real traces have one distinct block address per 4 to 200
 		// entries (12 typically): sized for 16, the table grows seldom
 		// (growing from small cost 10% of this pass on an 80 MB snapshot).
@@ -37,7 +45,7 @@ func annotate(s *Snapshot, traces, versions bool) {
 		// A Viz set already was decided by the decoder as it read the
 		// events (builder.keptViz).
 		viz := traces && tr.Viz == nil
-		if !viz && !versions {
+		if !viz && !evVersions {
 			continue
 		}
 		if viz {
@@ -46,7 +54,7 @@ func annotate(s *Snapshot, traces, versions bool) {
 		last := -1 // raw index of the last event kept in Viz
 		for i := range evs {
 			e := &evs[i]
-			if versions {
+			if evVersions {
 				switch e.Action {
 				case ActionFreeCompleted:
 					e.Version = blockVer.get(e.Addr, true)

@@ -23,6 +23,13 @@ func (b *builder) assemble(root pickle.Value) error {
 	}
 	s := b.s
 	d := b.d
+	// The versioner is done before the traces take (or copy) the events.
+	pre := b.ver.finish(b.events)
+	defer func() {
+		if pre != nil && b.tracesAreEvents() {
+			s.pending = pre
+		}
+	}()
 	var segs pickle.Value
 	haveSegs := false
 	if items, ok := b.items(root); ok && root.Kind != pickle.Tuple {
@@ -159,15 +166,7 @@ func (b *builder) traces(v pickle.Value) error {
 // left to annotate, as are all of them when the traces are laid out
 // otherwise.
 func (b *builder) keptViz() {
-	at := 0
-	for dev := range b.s.Traces {
-		evs := b.s.Traces[dev].Events
-		if len(evs) > 0 && (at >= len(b.events) || &evs[0] != &b.events[at]) {
-			return
-		}
-		at += len(evs)
-	}
-	if at != len(b.events) {
+	if !b.tracesAreEvents() {
 		return
 	}
 	kept, first := b.kept, 0

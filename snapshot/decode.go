@@ -62,8 +62,11 @@ type builder struct {
 	lastKept int
 	pf       *prefaulter // faults b.events in ahead of event (may be nil)
 	feed     *EventFeed  // publishes b.events as they are decoded (may be nil)
-	segs     []Segment
-	blocks   []Block
+	ver      *versioner  // versions b.events as they are decoded (may be nil)
+	// verWanted: start ver once there are feedEvery entries.
+	verWanted bool
+	segs      []Segment
+	blocks    []Block
 	// openRuns maps a list being built to the run of events appended so
 	// far; traceRuns holds finished ones.
 	openRuns  map[pickle.Value]*eventRun
@@ -116,8 +119,10 @@ func newBuilder(s *Snapshot, sizeHint int64) *builder {
 	return b
 }
 
-// startFeed hands a new EventFeed to opt.Feed when it is set.
+// startFeed hands a new EventFeed to opt.Feed when it is set, and starts
+// the versioner when the decode annotates in one pass.
 func (b *builder) startFeed(opt *Options) {
+	b.wantVersions(opt)
 	if opt != nil && opt.Feed != nil {
 		b.feed = newEventFeed()
 		opt.Feed(b.feed)

@@ -296,11 +296,20 @@ func (b *builder) appendEvent(e *Event) pickle.Value {
 	if n == cap(b.events) {
 		b.pf.stop() // the array moves; the new one is faulted as written
 		b.pf = nil
+		b.ver.drain(b.events) // no Version is written into the old array
 		b.events = roomFor(b.events)
 		b.feed.publish(b.events, false) // the reader reads the new array
+		if n >= feedEvery {
+			b.startVersions(cap(b.events))
+		}
+		b.ver.publish(b.events)
 	} else if n&(feedEvery-1) == 0 {
 		b.pf.advance(n * int(unsafe.Sizeof(*e)))
 		b.feed.publish(b.events, false)
+		if n > 0 {
+			b.startVersions(cap(b.events))
+		}
+		b.ver.publish(b.events)
 	}
 	// memory_viz's merge, decided while the event before is in cache: a
 	// pass over every event after the decode took 10 ms of an 80 MB

@@ -15,20 +15,20 @@ func gcPercent() int64 {
 }
 
 // TestEagerGCNested: two decodes that overlap, the first finishing first,
-// keep GOGC 25 until both are done and then restore the value the first
-// one found (restoring without counting left it at 25 for good).
+// keep the eager GOGC until both are done and then restore the value the first
+// one found (restoring without counting left it eager for good).
 func TestEagerGCNested(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(137))
 	big := eagerGCMin + 1
 	first := eagerGC(big)
 	second := eagerGC(big)
-	if got := gcPercent(); got != 25 {
-		t.Fatalf("during two decodes GOGC = %d, want 25", got)
+	if got := gcPercent(); got != eagerGCPercent {
+		t.Fatalf("during two decodes GOGC = %d, want %d", got, eagerGCPercent)
 	}
 	first()
 	first() // a second call of the same restore changes nothing
-	if got := gcPercent(); got != 25 {
-		t.Fatalf("with one decode still running GOGC = %d, want 25", got)
+	if got := gcPercent(); got != eagerGCPercent {
+		t.Fatalf("with one decode still running GOGC = %d, want %d", got, eagerGCPercent)
 	}
 	second()
 	if got := gcPercent(); got != 137 {

@@ -157,6 +157,10 @@ type Snapshot struct {
 	// Profiler is set when the file is a torch.profiler output, not a
 	// snapshot (profiler.go).
 	Profiler *Profiler
+
+	// pending is what the decode's versioner counted, until annotate
+	// takes it (nil once a decode returns).
+	pending *versionState
 }
 
 // Source describes the file a snapshot came from.

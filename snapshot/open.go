@@ -45,7 +45,7 @@ type Options struct {
 	// are decoded. It must return at once: a reader runs on its own
 	// goroutine.
 	Feed func(*EventFeed)
-	// EagerGC makes the collector run more often (GOGC 25) while an
+	// EagerGC makes the collector run more often (GOGC eagerGCPercent) while an
 	// input over 64 MB decodes, so that peak memory stays near the size
 	// of the typed model. The GC setting is the process's, so this is the
 	// caller's choice (gpumem's commands and viewer make it); off, the
@@ -86,8 +86,8 @@ func versioned(s *Snapshot, err error, opt *Options) (*Snapshot, error) {
 // eagerGCMin is the input size from which a decode collects eagerly.
 var eagerGCMin int64 = 64 << 20
 
-// eagerGC makes the collector run more often (GOGC 25) while a big input
-// (over 64 MB) is decoded (when Options.EagerGC asks), so that peak memory stays near the size of the
+// eagerGC makes the collector run more often (eagerGCPercent) while a big
+// input (over 64 MB) is decoded (when Options.EagerGC asks), so that peak memory stays near the size of the
 // typed model; it returns what restores the setting. The setting is the
 // process's: concurrent decodes (a server loading one file while another
 // is uploaded) share it, and the last one to finish restores the value the
@@ -98,7 +98,7 @@ func eagerGC(size int64) (restore func()) {
 	}
 	gcState.Lock()
 	if gcState.users == 0 {
-		gcState.saved = debug.SetGCPercent(25)
+		gcState.saved = debug.SetGCPercent(eagerGCPercent)
 	}
 	gcState.users++
 	gcState.Unlock()
@@ -429,9 +429,10 @@ func prefixed(kind string, err error) error {
 // decodePickle runs the VM and assembles the snapshot.
 func decodePickle(d *pickle.Decoder, b *builder) error {
 	b.attach(d)
-	// However the decode ends, the feed's reader is let go; a failed one
-	// feeds nothing whole.
+	// However the decode ends, the feed's reader and the versioner are
+	// let go; a failed one feeds nothing whole.
 	defer b.feed.publish(nil, true)
+	defer b.ver.finish(nil)
 	root, err := d.Decode()
 	b.pf.stop()
 	b.pf = nil

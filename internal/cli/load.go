@@ -42,6 +42,11 @@ func LoadFile(env *Env, path string) (*snapshot.Snapshot, error) {
 	if bar != nil {
 		bar.clear()
 	}
+	if err == nil {
+		// The command's answers follow and the process ends with them:
+		// their garbage is collected as eagerly as the decode's.
+		snapshot.HoldEagerGC(s.Source.Size)
+	}
 	return s, err
 }
 

@@ -130,7 +130,15 @@ func runServe(env *Env, args []string) error {
 			name = "stdin"
 		}
 		_, done := srv.Load(name, func(opt *snapshot.Options) (*snapshot.Snapshot, error) {
-			return decodePath(env, path, opt)
+			s, err := decodePath(env, path, opt)
+			if err == nil {
+				// The viewer's structures (timelines, curves, the state
+				// history, the answers) are as big as the model again:
+				// at the default GOGC their garbage let a 1 GB tile's
+				// server reach twice its live heap.
+				snapshot.HoldEagerGC(s.Source.Size)
+			}
+			return s, err
 		})
 		loads = append(loads, done)
 	}

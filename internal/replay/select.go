@@ -186,12 +186,20 @@ type windowSel struct {
 
 // stackPrefix is the stack at one time below position limit: the
 // positions of the elements with weight there and the weighted bytes
-// below each.
+// below each. An entry with blk set stands for the prefixBlock positions
+// from pos, every one of them counted whole.
 type stackPrefix struct {
 	pos   []int32
 	below []float64
+	blk   []bool
 	total float64
 	limit int32
+	t     *Timeline
+	x     float64
+	// part[cut[j]+k] is the bytes of block entry j's first k positions,
+	// computed when at first looks inside it (cut[j] < 0 until then).
+	cut  []int32
+	part []float64
 }
 
 // prefixes keeps the arrays of stack prefixes between queries: a zoomed
@@ -205,20 +213,97 @@ func (t *Timeline) prefixAt(x float64, limit int32) *stackPrefix {
 	n := min(int(limit), 1<<20)
 	sp, _ := prefixes.Get().(*stackPrefix)
 	if sp == nil || cap(sp.pos) < n {
-		sp = &stackPrefix{pos: make([]int32, 0, n), below: make([]float64, 0, n)}
+		sp = &stackPrefix{pos: make([]int32, 0, n), below: make([]float64, 0, n), blk: make([]bool, 0, n)}
 	}
-	sp.pos, sp.below, sp.total, sp.limit = sp.pos[:0], sp.below[:0], 0, limit
-	t.stack(x, int(limit), func(id int32, w float64) {
-		sp.pos = append(sp.pos, t.pos[id])
-		sp.below = append(sp.below, sp.total)
-		sp.total += w
-	})
+	sp.pos, sp.below, sp.blk, sp.total, sp.limit, sp.t = sp.pos[:0], sp.below[:0], sp.blk[:0], 0, limit, t
+	sp.cut, sp.part = sp.cut[:0], sp.part[:0]
+	a := &t.aliveTree
+	sp.x = x
+	// The blocks are built after the buckets, on another goroutine.
+	if !t.blocksReady() || len(t.blockSize) == 0 || a.size < prefixBlock {
+		t.stack(x, int(limit), func(id int32, w float64) {
+			sp.pos = append(sp.pos, t.pos[id])
+			sp.below = append(sp.below, sp.total)
+			sp.blk = append(sp.blk, false)
+			sp.total += w
+		})
+		return sp
+	}
+	// What stack walks, a block of positions at a time: a block all
+	// pushed by x is one entry, its bytes at x found from its elements
+	// sorted by end (stackBlocks); one whose elements all stopped
+	// counting is skipped (its node in aliveTree); the partial block at
+	// the limit is walked position by position. Walking every element
+	// below the window at its two edges was three quarters of a zoomed
+	// query's time on the 1 GB tile (5 M elements, 3 M alive mid-trace).
+	last := sort.Search(len(t.byPos), func(p int) bool { return float64(t.start[t.byPos[p]]) > x })
+	lim := min(int(limit), last, a.n)
+	above := int32(math.Floor(x))
+	node0 := a.size / prefixBlock // aliveTree's node of block 0
+	leaves := a.v[a.size:]
+	for b := 0; b*prefixBlock < lim; b++ {
+		lo := b * prefixBlock
+		hi := min(lo+prefixBlock, lim)
+		if a.v[node0+b] <= above {
+			continue // nothing in it counts at x
+		}
+		if hi == lo+prefixBlock && b < len(t.blockSize) {
+			ends := t.blkEnd[lo:hi]
+			cut := sort.Search(prefixBlock, func(i int) bool { return float64(ends[i]) > x })
+			sum := t.blockSize[b] - t.blkBelow[lo+cut] // whole at x
+			if cut == prefixBlock {
+				sum = 0
+			}
+			// Freed by x but still sliding down (3 timesteps).
+			for i := cut - 1; i >= 0 && float64(ends[i])+3 > x; i-- {
+				id := t.byPos[lo+int(t.blkOff[lo+i])]
+				sum += t.weight(id, x) * float64(t.src[id].size)
+			}
+			sp.pos = append(sp.pos, int32(lo))
+			sp.below = append(sp.below, sp.total)
+			sp.blk = append(sp.blk, true)
+			for len(sp.cut) < len(sp.pos) {
+				sp.cut = append(sp.cut, -1)
+			}
+			sp.total += sum
+			continue
+		}
+		for p := lo; p < hi; p++ {
+			if leaves[p] <= above {
+				continue
+			}
+			id := t.byPos[p]
+			if w := t.weight(id, x); w > 0 {
+				sp.pos = append(sp.pos, int32(p))
+				sp.below = append(sp.below, sp.total)
+				sp.blk = append(sp.blk, false)
+				sp.total += w * float64(t.src[id].size)
+			}
+		}
+	}
 	return sp
 }
 
 // at is the bottom edge at this time of an element at stack position p.
 func (sp *stackPrefix) at(p int32) float64 {
 	i := sort.Search(len(sp.pos), func(i int) bool { return sp.pos[i] >= p })
+	if i > 0 && sp.blk[i-1] && p < sp.pos[i-1]+prefixBlock {
+		// p is inside a block: the bytes of its elements below p, from
+		// the block's partial sums (a query looks into the same blocks
+		// again and again).
+		j := i - 1
+		if sp.cut[j] < 0 {
+			sp.cut[j] = int32(len(sp.part))
+			b := 0.0
+			for _, id := range sp.t.byPos[sp.pos[j] : sp.pos[j]+prefixBlock] {
+				sp.part = append(sp.part, b)
+				if w := sp.t.weight(id, sp.x); w > 0 {
+					b += w * float64(sp.t.src[id].size)
+				}
+			}
+		}
+		return sp.below[j] + sp.part[int(sp.cut[j])+int(p-sp.pos[j])]
+	}
 	if i == len(sp.pos) {
 		return sp.total
 	}

@@ -36,6 +36,22 @@ type Timeline struct {
 	// aliveTree lists, by stack position, the time an element stops
 	// contributing to the offsets above it (end, or end+3 when slid).
 	aliveTree maxTree
+	// The stack in blocks of prefixBlock positions (the last, partial
+	// one left out), each block's elements sorted by the time they stop
+	// counting whole (end when freed, MaxInt32 when not): blkEnd holds
+	// those times, blkBelow the bytes of the block's elements before
+	// each in that order and blkOff each one's position in its block;
+	// blockSize is a block's bytes. The bytes of a block that count at x
+	// are then blockSize less blkBelow at the first end past x, plus the
+	// few elements sliding down there: a stack walk takes a block in
+	// O(log prefixBlock) (see prefixAt).
+	blkEnd    []int32
+	blkBelow  []float64
+	blkOff    []uint8
+	blockSize []float64
+	// blocksBuilt is closed once the blocks are built, after the
+	// buckets (a window does not wait for them: it walks without).
+	blocksBuilt chan struct{}
 	// Slid frees sorted by end: the times offsets change.
 	freeEnd  []int32
 	freeSize []uint64 // the freed element's size
@@ -117,17 +133,52 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	// built on another core, and this returns without waiting for it (the
 	// first paint waits on this function, and its whole-trace window needs
 	// no buckets: see selectWindow).
-	built := make(chan struct{})
-	t.bucketsBuilt = built
+	built, blocks := make(chan struct{}), make(chan struct{})
+	t.bucketsBuilt, t.blocksBuilt = built, blocks
 	t.startBuckets = sync.OnceFunc(func() {
 		go func() {
-			defer close(built)
 			t.buildBuckets(t.byPos)
+			close(built)
+			stackBlocks(t)
+			close(blocks)
 		}()
 	})
 	t.aliveTree = newMaxTree(eff)
 	t.finishRuns()
 	return t
+}
+
+// prefixBlock is the number of stack positions of a block (stackBlocks).
+const prefixBlock = 64
+
+// stackBlocks computes Timeline.blkEnd, blkBelow, blkOff and blockSize
+// (13 bytes an element).
+func stackBlocks(t *Timeline) {
+	nb := len(t.byPos) / prefixBlock
+	n := nb * prefixBlock
+	t.blkEnd, t.blkBelow, t.blkOff = make([]int32, n), make([]float64, n), make([]uint8, n)
+	t.blockSize = make([]float64, nb)
+	// Sorted as end<<8 | offset: one integer sort, no comparison calls.
+	var keys [prefixBlock]int64
+	for b := range nb {
+		lo := b * prefixBlock
+		ids := t.byPos[lo : lo+prefixBlock]
+		for k, id := range ids {
+			e := int32(math.MaxInt32)
+			if t.freed[id] {
+				e = t.end[id]
+			}
+			keys[k] = int64(e)<<8 | int64(k)
+		}
+		slices.Sort(keys[:])
+		sum := 0.0
+		for i, key := range keys {
+			k := uint8(key & 0xff)
+			t.blkEnd[lo+i], t.blkBelow[lo+i], t.blkOff[lo+i] = int32(key>>8), sum, k
+			sum += float64(t.src[ids[k]].size)
+		}
+		t.blockSize[b] = sum
+	}
 }
 
 // StartIndexes starts building, on another goroutine, the indexes that
@@ -146,6 +197,19 @@ func (t *Timeline) waitBuckets() {
 	t.StartIndexes()
 	if t.bucketsBuilt != nil {
 		<-t.bucketsBuilt
+	}
+}
+
+// blocksReady reports whether the stack's blocks are built (stackBlocks).
+func (t *Timeline) blocksReady() bool {
+	if t.blocksBuilt == nil {
+		return false
+	}
+	select {
+	case <-t.blocksBuilt:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -645,3 +645,92 @@ func TestRunExtremesMatchWalk(t *testing.T) {
 		t.Fatalf("%d timelines with values below zero before the shift, %d walked: the cases are not covered", below, walked)
 	}
 }
+
+// layeredSnapshot is a trace whose first allocations live long (as a
+// model's weights do) under churn that frees at random, some of them
+// slid: whole blocks of the stack count at most times, and some blocks
+// lose an element now and then.
+func layeredSnapshot(r *rand.Rand) *snapshot.Snapshot {
+	var evs []ev
+	var live []uint64
+	next := uint64(0x100000)
+	alloc := func() {
+		sz := uint64(1 + r.Intn(1<<uint(4+r.Intn(16))))
+		evs = append(evs, ev{aAlloc, next, sz})
+		live = append(live, next)
+		next += 0x10000
+	}
+	for range 200 + r.Intn(400) {
+		alloc()
+	}
+	for range 1000 + r.Intn(2000) {
+		if len(live) == 0 || r.Intn(2) == 0 {
+			alloc()
+			continue
+		}
+		k := len(live) - 1 - r.Intn(min(len(live), 40))
+		if r.Intn(50) == 0 {
+			k = r.Intn(len(live)) // an old one
+		}
+		evs = append(evs, free(live[k], 1)...)
+		live = append(live[:k], live[k+1:]...)
+	}
+	return mkSnapshot(evs, nil, nil)
+}
+
+// TestPrefixBlocksMatchWalk: a stack prefix that adds blocks of
+// positions at once (prefixAt) gives every position the bytes below it
+// that the walk over every element gives, at random times and limits,
+// on random traces big enough to hold whole blocks, live and freed; and
+// it does take blocks at once (else the test would not test them).
+func TestPrefixBlocksMatchWalk(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	wholeBlocks := 0
+	for iter := 0; iter < 30; iter++ {
+		s := randomSnapshot(r, 500+r.Intn(3000))
+		if iter%2 == 1 {
+			s = layeredSnapshot(r)
+		}
+		tl := NewTimeline(s, 0, KindActive)
+		tl.waitBuckets()
+		<-tl.blocksBuilt // built after the buckets
+		for q := 0; q < 20; q++ {
+			x := r.Float64() * float64(tl.Timesteps())
+			if q%4 == 0 {
+				x = math.Floor(x)
+			}
+			limit := int32(1 + r.Intn(len(tl.byPos)))
+			sp := tl.prefixAt(x, limit)
+			for _, b := range sp.blk {
+				if b {
+					wholeBlocks++
+				}
+			}
+			want := make([]float64, limit+1)
+			var sum float64
+			at := 0
+			tl.stack(x, int(limit), func(id int32, w float64) {
+				for ; at <= int(tl.pos[id]); at++ {
+					want[at] = sum
+				}
+				sum += w
+			})
+			for ; at <= int(limit); at++ {
+				want[at] = sum
+			}
+			for p := int32(0); p <= limit; p++ {
+				if got := sp.at(p); math.Abs(got-want[p]) > 1e-9*math.Max(1, want[p]) {
+					t.Fatalf("iter %d, x %v, limit %d: %v bytes below position %d, the walk says %v", iter, x, limit, got, p, want[p])
+				}
+			}
+			if math.Abs(sp.total-sum) > 1e-9*math.Max(1, sum) {
+				t.Fatalf("iter %d, x %v, limit %d: total %v, the walk says %v", iter, x, limit, sp.total, sum)
+			}
+			sp.release()
+		}
+	}
+	if wholeBlocks == 0 {
+		t.Fatal("no prefix took a block at once")
+	}
+	t.Logf("%d blocks taken at once", wholeBlocks)
+}

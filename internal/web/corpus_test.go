@@ -121,6 +121,7 @@ func TestAxes(t *testing.T) {
 							t.Fatalf("device %d %s element %d: free at step %d, ends at %d", d, view, i, tl.vizStep[v], e.End)
 						}
 					}
+					tl.timeAxis() // made on first use of the time axis
 					for i := 1; i < len(tl.stepTime); i++ {
 						if tl.stepTime[i] < tl.stepTime[i-1] {
 							t.Fatalf("device %d %s: time axis goes back at step %d", d, view, i)

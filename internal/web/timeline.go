@@ -49,9 +49,12 @@ type timeline struct {
 
 	axisOnce sync.Once
 	// vizStep[i] is the timestep at which memory_viz event i happens.
-	vizStep []int32
+	vizStep  []int32
+	timeOnce sync.Once
 	// stepTime[t] is time_us at timestep t (len Timesteps()+1), nil when
-	// the trace has no times.
+	// the trace has no times. It is made when the time axis is first
+	// used, not with vizStep: a float64 per timestep was 75 MB of the
+	// 1 GB tile's server, for a page that shows the event axis.
 	stepTime []float64
 }
 
@@ -68,13 +71,11 @@ func newTimeline(s *snapshot.Snapshot, device int, view string, build timelineBu
 func (t *timeline) steps() float64 { return float64(max(t.tl.Timesteps(), 1)) }
 
 // axes computes vizStep (with vizSteps, or from the elements for the
-// private-pools view) and stepTime, linear between events.
+// private-pools view).
 func (t *timeline) axes() {
 	t.axisOnce.Do(func() {
-		var events []snapshot.Event
 		var viz []int32
 		if t.device >= 0 && t.device < len(t.snap.Traces) {
-			events = t.snap.Traces[t.device].Events
 			viz = t.snap.Traces[t.device].Viz
 		}
 		t.vizStep = nil
@@ -88,6 +89,19 @@ func (t *timeline) axes() {
 		}
 		if t.vizStep == nil {
 			t.vizStep = t.stepsFromElements(viz)
+		}
+	})
+}
+
+// timeAxis computes stepTime (after vizStep), linear between events.
+func (t *timeline) timeAxis() {
+	t.axes()
+	t.timeOnce.Do(func() {
+		var events []snapshot.Event
+		var viz []int32
+		if t.device >= 0 && t.device < len(t.snap.Traces) {
+			events = t.snap.Traces[t.device].Events
+			viz = t.snap.Traces[t.device].Viz
 		}
 		hasTime := len(viz) > 0
 		for _, r := range viz {
@@ -168,7 +182,7 @@ func (t *timeline) stepsFromElements(viz []int32) []int32 {
 
 // hasTime says whether the time axis exists.
 func (t *timeline) hasTime() bool {
-	t.axes()
+	t.timeAxis()
 	return t.stepTime != nil
 }
 
