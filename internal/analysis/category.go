@@ -191,6 +191,8 @@ const (
 	RuleWeightsNoBackward             // before the trace to its end, no backward in the trace
 	RuleWeightsPaired                 // before the trace to its end, pairs with a gradient/state by size
 	RuleWeightsFrozen                 // before the trace to its end, no gradient of its size
+	RuleWeightsCounted                // parameter: counted by the optimizer among same-size blocks that are also gradients
+	RuleGradsCounted                  // gradient: counted by AccumulateGrad's in-place adds among same-size blocks
 	RuleUnpaired                      // unknown: more same-size blocks than parameters
 	RuleCutByOOM                      // unknown: an OOM cut the pass it was made in
 	RuleParamOrGrad                   // unknown: backward in the trace, no lasting gradient made in it
@@ -230,12 +232,22 @@ var ruleText = [numRules]struct {
 	RuleWeightsNoBackward: {"weights-no-backward", "alive from before the trace (or model set-up) to its end, with a forward and no backward in the trace → parameter (weights)"},
 	RuleWeightsPaired:     {"weights-paired", "alive from before the trace to its end, no stack, and the size of a gradient or optimizer state made per parameter → parameter"},
 	RuleWeightsFrozen:     {"weights-frozen", "alive from before the trace to its end, no stack, no gradient or optimizer state of its size, in a fine-tune whose trace trains adapters (peft / LoRA frames) → parameter (frozen: it never gets a gradient)"},
-	RuleUnpaired:          {"unpaired", "alive from before the trace to its end, no stack, its size that of a parameter but more such blocks than parameters: a gradient or state made before the trace cannot be told from a parameter"},
-	RuleParamOrGrad:       {"param-or-grad", "alive from before the trace to its end, no stack, in a trace whose backward makes no lasting gradient (gradients kept from before it and accumulated in place) and with no optimizer state to count parameters by: a parameter or a gradient, which the snapshot cannot tell apart"},
-	RuleWorkspaceSize:     {"workspace-size", "alive from before the trace to its end, no stack, and the size of a cuBLAS workspace (one this snapshot records with its frames, or cuBLAS's default 8519680 or 33554432 B): a workspace, not a tensor"},
-	RuleProfiler:          {"profiler", ProfilerReason + ": the profiler follows each tensor's data flow, so its category is used as given"},
-	RuleCutByOOM:          {"cut-by-oom", "made in a backward pass or optimizer step that an out-of-memory ended: whether it would have outlived the pass is not known"},
+	RuleWeightsCounted: {"weights-counted", "one of the same-size blocks alive from before the trace to its end without a stack: " + countedEvidence +
+		" — this block is counted a parameter; the bytes per category are exact, which block is which is not recorded"},
+	RuleGradsCounted: {"grads-counted", "one of the same-size blocks alive from before the trace to its end without a stack: " + countedEvidence +
+		" — this block is counted a gradient; the bytes per category are exact, which block is which is not recorded"},
+	RuleUnpaired:      {"unpaired", "alive from before the trace to its end, no stack, its size that of a parameter but more such blocks than parameters: a gradient or state made before the trace cannot be told from a parameter"},
+	RuleParamOrGrad:   {"param-or-grad", "alive from before the trace to its end, no stack, in a trace whose backward makes no lasting gradient (gradients kept from before it and accumulated in place) and with no optimizer state to count parameters by: a parameter or a gradient, which the snapshot cannot tell apart"},
+	RuleWorkspaceSize: {"workspace-size", "alive from before the trace to its end, no stack, and the size of a cuBLAS workspace (one this snapshot records with its frames, or cuBLAS's default 8519680 or 33554432 B): a workspace, not a tensor"},
+	RuleProfiler:      {"profiler", ProfilerReason + ": the profiler follows each tensor's data flow, so its category is used as given"},
+	RuleCutByOOM:      {"cut-by-oom", "made in a backward pass or optimizer step that an out-of-memory ended: whether it would have outlived the pass is not known"},
 }
+
+// countedEvidence is what weights-counted and grads-counted read.
+const countedEvidence = "in the trace's first backward pass that adds into kept gradients, AccumulateGrad freed as many incoming gradients of this size " +
+	"as it added into existing ones in place (it made none): that many of these blocks are gradients kept from before the trace " +
+	"(less the gradients the trace made before that pass, and the blocks from before it that it frees as gradients or unknown); " +
+	"of the rest, as many are parameters as the optimizer keeps states of one kind of this size (one per parameter)"
 
 // String is the rule's short name.
 func (r Rule) String() string {
@@ -712,7 +724,68 @@ func classify(d *Device) ([]Category, []Rule) {
 	for k, v := range perSite {
 		limit[k.size] = max(limit[k.size], v)
 	}
-	taken := map[uint64]int{}
+	// Gradients kept from before the trace: backward's AccumulateGrad
+	// frees the incoming gradient (made in the trace) after adding it into
+	// the parameter's existing .grad in place, and makes none; the .grad
+	// it added into has the incoming one's size. Each parameter gets one
+	// add per backward pass, so the first pass with such adds counts, per
+	// size, the gradients that existed then. Less those the trace made
+	// before that pass, and the blocks from before the trace that it frees
+	// as gradients (set_to_none) or as unknown (maybe gradients), that many
+	// are blocks from before the trace alive to its end. Where
+	// AccumulateGrad makes a block of a size (out of place under
+	// create_graph, or a clone), its frees are old gradients instead.
+	accumMade := map[uint64]bool{}
+	pass := make([]int32, len(items)) // backward pass of each trace allocation (0: none)
+	var passes, firstAdd int32
+	prev := phaseNone
+	for i := range items {
+		it := &items[i]
+		if evs[i]&evAccumulate != 0 {
+			accumMade[it.Size] = true
+		}
+		if before(it) || phases[i] == phaseNone {
+			continue
+		}
+		if phases[i] == phaseBackward {
+			if prev != phaseBackward {
+				passes++
+			}
+			pass[i] = passes
+			if it.Free >= 0 && evOf(ev[it.Free].Stack)&evAccumulate != 0 && (firstAdd == 0 || passes < firstAdd) {
+				firstAdd = passes
+			}
+		}
+		prev = phases[i]
+	}
+	kept := map[uint64]int{} // per size: adds in the first pass, less the gradients they cannot be into
+	if firstAdd > 0 {
+		start := n
+		for i := range items {
+			it := &items[i]
+			if pass[i] == firstAdd {
+				start = min(start, it.Born)
+				if it.Free >= 0 && evOf(ev[it.Free].Stack)&evAccumulate != 0 {
+					kept[it.Size]++
+				}
+			}
+		}
+		for i := range items {
+			it := &items[i]
+			switch {
+			case before(it) && it.Died < n && (cats[i] == Gradient || cats[i] == Unknown):
+				// A kept gradient freed in the trace, or maybe one (what
+				// its free shows to be something else is not).
+				kept[it.Size]--
+			case !before(it) && cats[i] == Gradient && it.Born < start:
+				kept[it.Size]-- // a gradient the trace made before the pass
+			}
+		}
+	}
+	// The stackless blocks alive through the trace whose size is that of a
+	// gradient or state, per size in element order.
+	group := map[uint64][]int{}
+	var sizes []uint64
 	for i := range items {
 		it := &items[i]
 		if !before(it) || it.Died != n || evs[i]&evStack != 0 || rules[i] != RuleNone {
@@ -732,12 +805,42 @@ func classify(d *Device) ([]Category, []Rule) {
 				set(i, Parameter, RuleWeightsFrozen)
 			}
 		default:
-			if l, ok := limit[it.Size]; ok && taken[it.Size] >= l {
-				set(i, Unknown, RuleUnpaired)
-				continue
+			if group[it.Size] == nil {
+				sizes = append(sizes, it.Size)
 			}
-			taken[it.Size]++
-			set(i, Parameter, RuleWeightsPaired)
+			group[it.Size] = append(group[it.Size], i)
+		}
+	}
+	// Per size: as many gradients as the first pass with in-place adds
+	// shows were kept from before the trace (see kept), then as many
+	// parameters as the optimizer keeps states of one kind (all the rest
+	// where no state site counts them); the rest stay unknown. The blocks
+	// are alike in all the trace records (size, no stack, alive
+	// throughout), so which of them is a parameter and which a gradient
+	// is not recorded: the counts, and so the bytes per category, are what
+	// the evidence gives, not each block's own category.
+	for _, size := range sizes {
+		g := group[size]
+		l, ok := limit[size]
+		if !ok {
+			l = len(g) // no state site counts them: all parameters, as before
+		}
+		ng := 0
+		if !accumMade[size] {
+			ng = min(len(g), max(kept[size], 0))
+		}
+		np := min(len(g)-ng, l)
+		for k, i := range g {
+			switch {
+			case k < np && ng > 0:
+				set(i, Parameter, RuleWeightsCounted)
+			case k < np:
+				set(i, Parameter, RuleWeightsPaired)
+			case k < np+ng:
+				set(i, Gradient, RuleGradsCounted)
+			default:
+				set(i, Unknown, RuleUnpaired)
+			}
 		}
 	}
 	return cats, rules

@@ -151,3 +151,95 @@ func TestFrameEvidence(t *testing.T) {
 		}
 	}
 }
+
+// TestCountedGroups: stackless blocks from before the trace, alive to its
+// end, of the size of a parameter whose gradient backward adds into in
+// place (AccumulateGrad frees the incoming gradient and makes none) are
+// counted per size: as many gradients as the first such pass adds into,
+// then as many parameters as one optimizer-state site keeps; the rest
+// stay unknown. Without the in-place adds (or where AccumulateGrad makes
+// blocks of that size) no gradient is counted.
+func TestCountedGroups(t *testing.T) {
+	const (
+		fwd     = "model.py:5:forward"
+		call    = "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py:1750:_call_impl"
+		node    = "??:0:torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)"
+		engine  = "??:0:torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)"
+		accum   = "??:0:torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)"
+		bwd     = "/venv/lib/python3.11/site-packages/torch/_tensor.py:600:backward"
+		init    = "/venv/lib/python3.11/site-packages/torch/optim/adamw.py:100:_init_group"
+		init2   = "/venv/lib/python3.11/site-packages/torch/optim/adamw.py:101:_init_group"
+		wrapper = "/venv/lib/python3.11/site-packages/torch/optim/optimizer.py:493:wrapper"
+		segAddr = uint64(0x10000000)
+		base    = uint64(0x20000000)
+	)
+	main := func(line string) string { return "train.py:" + line + ":main" }
+	a := func(i int) uint64 { return base + uint64(i)*8*mb }
+	// Two 4 MiB parameters, with two gradients kept from a backward
+	// before the trace, and one more 4 MiB block from before it.
+	before := []blk{}
+	for k := 0; k < 5; k++ {
+		before = append(before, blk{size: 4 * mb, req: 4 * mb, state: "active_allocated"})
+	}
+	events := func(accumMakes bool) []ev {
+		out := []ev{
+			{action: "alloc", addr: a(1), size: 1 * mb, time: 1, frames: []string{fwd, call, main("11")}}, // saved for backward
+		}
+		// Two backward passes: each adds into both kept gradients.
+		for pass := 0; pass < 2; pass++ {
+			for p := 0; p < 2; p++ {
+				i := 2 + pass*2 + p
+				out = append(out,
+					ev{action: "alloc", addr: a(i), size: 4 * mb, time: 2, frames: []string{node, engine, bwd, main("12")}},
+					ev{action: "free_requested", addr: a(i), size: 4 * mb, time: 3, frames: []string{accum, engine, bwd, main("12")}},
+					ev{action: "free_completed", addr: a(i), size: 4 * mb, time: 3, frames: []string{accum, engine, bwd, main("12")}})
+			}
+			if pass == 0 {
+				out = append(out,
+					ev{action: "alloc", addr: a(6), size: 1 * mb, time: 4, frames: []string{fwd, call, main("11")}},
+					ev{action: "free_requested", addr: a(6), size: 1 * mb, time: 4, frames: []string{fwd, call, main("11")}},
+					ev{action: "free_completed", addr: a(6), size: 1 * mb, time: 4, frames: []string{fwd, call, main("11")}})
+			}
+		}
+		if accumMakes {
+			// AccumulateGrad making a 4 MiB block: its frees are old
+			// gradients, not incoming ones.
+			out = append(out, ev{action: "alloc", addr: a(9), size: 4 * mb, time: 5, frames: []string{accum, engine, bwd, main("12")}})
+		}
+		for k, f := range []string{init, init2, init, init2} {
+			out = append(out, ev{action: "alloc", addr: a(10 + k), size: 4 * mb, time: 6, frames: []string{f, wrapper, main("14")}})
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name                   string
+		accumMakes             bool
+		param, grad, unknownAt uint64 // bytes of the five blocks at the end
+	}{
+		{"in-place adds", false, 8 * mb, 8 * mb, 4 * mb},
+		{"accumulate-grad makes blocks", true, 8 * mb, 0, 12 * mb},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := NewDevice(build(t, []seg{{addr: segAddr, blocks: before}}, events(tt.accumMakes)), 0)
+			var got [maxCategories]uint64
+			rules := map[Rule]int{}
+			for i := range d.Active.Items {
+				if _, _, addr := d.itemSource(i); addr >= segAddr && addr < segAddr+20*mb {
+					got[d.Category(i)] += d.Active.Items[i].Size
+					rules[d.CategoryRule(i)]++
+				}
+			}
+			if got[Parameter] != tt.param || got[Gradient] != tt.grad || got[Unknown] != tt.unknownAt {
+				t.Errorf("parameter %d gradient %d unknown %d, want %d %d %d (rules %v)", got[Parameter], got[Gradient], got[Unknown], tt.param, tt.grad, tt.unknownAt, rules)
+			}
+			if tt.grad > 0 && (rules[RuleGradsCounted] != 2 || rules[RuleWeightsCounted] != 2) {
+				t.Errorf("rules %v, want 2 grads-counted and 2 weights-counted", rules)
+			}
+			for _, r := range []Rule{RuleGradsCounted, RuleWeightsCounted} {
+				if !strings.Contains(r.Reason(), "which block is which is not recorded") {
+					t.Errorf("%s's reason does not say the blocks are not told apart: %s", r, r.Reason())
+				}
+			}
+		})
+	}
+}

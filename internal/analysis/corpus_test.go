@@ -63,9 +63,11 @@ func TestCorpusCategories(t *testing.T) {
 		{"cs336-kkaitlyn111__memory_files_memory_ctx256_fullstep_.pickle", 13627238400, 27254476800, 13627238400, 40960004, true},
 		{"cs336-kkaitlyn111__memory_files_memory_ctx512_fullstep_.pickle", 13627238400, 27254476800, 13627238400, 81920004, true},
 		{"cs336-notHanmin__memory_snapshot.pickle", 3877647360, 7755294720, 3877647360, 40960004, true},
-		// Gradients here were made before the trace and have no stack, so
-		// they cannot be told from parameters of the same size: unknown.
-		{"cs336-bcrafton__memory_snapshot.pickle", 761840640, 1523681280, 0, 0, false},
+		// Gradients here were made before the trace and have no stack:
+		// backward's AccumulateGrad adds into them in place, which counts
+		// them (grads-counted), beside as many parameters of the same
+		// sizes (weights-counted); which block is which is not recorded.
+		{"cs336-bcrafton__memory_snapshot.pickle", 761840640, 1523681280, 761840640, 0, true},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			d := NewDevice(openReal(t, tt.file), 0)
@@ -286,12 +288,13 @@ func TestCorpusNewKinds(t *testing.T) {
 }
 
 // TestCorpusUnknownShare: on every device whose trace has allocations
-// with stacks, unknown is at most 10% of what is live at the peak, but
-// on cs336-bcrafton, whose gradients were made before the trace without
-// a stack and live throughout beside the parameters of the same sizes
-// (one of each pair is a parameter, which one is not recorded), with two
-// cuBLAS workspaces: 20.2%.
+// with stacks, unknown is at most 10% of what is live at the peak. It logs
+// the table per file (go test -run TestCorpusUnknownShare -v): unknown's
+// share as the issue defines it (of all live bytes), and beside it with
+// the cuBLAS workspaces (rules workspace and workspace-size: not tensors,
+// unknown by design) left out of both sides, for reference only.
 func TestCorpusUnknownShare(t *testing.T) {
+	t.Logf("%-70s %3s %14s %14s %8s %8s", "file", "dev", "live", "unknown", "unknown%", "w/o ws%")
 	for _, f := range corpus.Files(t) {
 		s := openReal(t, filepath.Base(f))
 		for _, dev := range s.Devices() {
@@ -313,17 +316,21 @@ func TestCorpusUnknownShare(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := d.CategoriesAt(m)
-			var live uint64
-			for _, v := range c {
-				live += v
-			}
-			share := float64(c[Unknown]) / float64(max(live, 1))
-			limit := 0.10
-			if filepath.Base(f) == "cs336-bcrafton__memory_snapshot.pickle" {
-				limit = 0.21
-			}
-			if share > limit {
+			var live, unknown, ws uint64
+			d.Active.Live(m.Action, func(i int) {
+				sz := d.Active.Items[i].Size
+				live += sz
+				if d.Category(i) == Unknown {
+					unknown += sz
+					if r := d.CategoryRule(i); r == RuleWorkspace || r == RuleWorkspaceSize {
+						ws += sz
+					}
+				}
+			})
+			share := float64(unknown) / float64(max(live, 1))
+			noWS := float64(unknown-ws) / float64(max(live-ws, 1))
+			t.Logf("%-70s %3d %14d %14d %7.2f%% %7.2f%%", filepath.Base(f), dev, live, unknown, 100*share, 100*noWS)
+			if share > 0.10 {
 				t.Errorf("%s device %d: unknown %.1f%% of %d live bytes at the peak", filepath.Base(f), dev, 100*share, live)
 			}
 		}

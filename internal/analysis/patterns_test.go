@@ -3,6 +3,7 @@ package analysis
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/synth"
@@ -38,21 +39,47 @@ func truthOf(d *Device, res *synth.Result, i int) string {
 	return res.Truth.Before[addr]
 }
 
-// scoreAt is the share of live bytes at m whose category is the true one,
-// and the wrong bytes per (true, got) pair.
-func scoreAt(d *Device, res *synth.Result, m Moment) (float64, map[string]uint64, uint64) {
-	var right, total uint64
-	wrong := map[string]uint64{}
-	d.Active.Live(m.Action, func(i int) {
+// score counts the bytes of the allocations each visits whose category
+// is the true one, and the wrong bytes per (true, got) pair. Blocks that
+// weights-counted and grads-counted classify are alike in all the
+// snapshot records, and the rules claim their counts per size, not which
+// block is which: they are scored by size, as the bytes per category
+// their group has against the group's true bytes per category.
+func score(d *Device, res *synth.Result, each func(func(i int))) (right, total uint64, wrong map[string]uint64) {
+	wrong = map[string]uint64{}
+	type key struct {
+		size uint64
+		cat  string
+	}
+	want, got := map[key]uint64{}, map[key]uint64{}
+	each(func(i int) {
 		sz := d.Active.Items[i].Size
 		total += sz
-		want, got := truthOf(d, res, i), d.Category(i).String()
-		if want == got {
+		w, g := truthOf(d, res, i), d.Category(i).String()
+		if r := d.CategoryRule(i); r == RuleWeightsCounted || r == RuleGradsCounted {
+			want[key{sz, w}] += sz
+			got[key{sz, g}] += sz
+			return
+		}
+		if w == g {
 			right += sz
 		} else {
-			wrong[fmt.Sprintf("%s as %s (%s)", want, got, d.CategoryRule(i))] += sz
+			wrong[fmt.Sprintf("%s as %s (%s)", w, g, d.CategoryRule(i))] += sz
 		}
 	})
+	for k, w := range want {
+		right += min(w, got[k])
+		if w > got[k] {
+			wrong[fmt.Sprintf("%s of a counted group of %d B blocks", k.cat, k.size)] += w - got[k]
+		}
+	}
+	return right, total, wrong
+}
+
+// scoreAt is the share of live bytes at m whose category is the true one
+// (see score), and the wrong bytes per (true, got) pair.
+func scoreAt(d *Device, res *synth.Result, m Moment) (float64, map[string]uint64, uint64) {
+	right, total, wrong := score(d, res, func(f func(int)) { d.Active.Live(m.Action, f) })
 	if total == 0 {
 		return 0, wrong, 0
 	}
@@ -83,6 +110,8 @@ func TestPatternTruth(t *testing.T) {
 		{"fsdp", with(func(w *synth.Workload) { w.FSDP = true }), synth.Options{}, false},
 		{"compile", with(func(w *synth.Workload) { w.Compile = true }), synth.Options{}, false},
 		{"compile-no-annotations", with(func(w *synth.Workload) { w.Compile, w.NoAnnotations = true, true }), synth.Options{}, false},
+		{"kept-grads", with(func(w *synth.Workload) { w.KeptGrads = true }), synth.Options{}, false},
+		{"kept-grads-compile-no-annotations", with(func(w *synth.Workload) { w.KeptGrads, w.Compile, w.NoAnnotations = true, true, true }), synth.Options{}, false},
 		{"lora-oom-unwind", with(func(w *synth.Workload) { w.LoRA, w.OOMUnwind, w.Batch = true, true, 2048 }), synth.Options{Capacity: 96 << 20}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,15 +134,20 @@ func TestPatternTruth(t *testing.T) {
 				}
 			}
 			// Every allocation of the trace, by bytes.
-			var right, total uint64
-			wrong := map[string]uint64{}
-			for i := range d.Active.Items {
-				sz := d.Active.Items[i].Size
-				total += sz
-				if want, got := truthOf(d, res, i), d.Category(i).String(); want == got {
-					right += sz
-				} else {
-					wrong[fmt.Sprintf("%s as %s (%s)", want, got, d.CategoryRule(i))] += sz
+			right, total, wrong := score(d, res, func(f func(int)) {
+				for i := range d.Active.Items {
+					f(i)
+				}
+			})
+			if strings.HasPrefix(tt.name, "kept-grads") {
+				// The gradients kept from before recording are the counted
+				// rules' (not another rule's by chance).
+				counted := map[Rule]uint64{}
+				for i := range d.Active.Items {
+					counted[d.CategoryRule(i)] += d.Active.Items[i].Size
+				}
+				if counted[RuleGradsCounted] == 0 || counted[RuleGradsCounted] != counted[RuleWeightsCounted] {
+					t.Errorf("grads-counted %d B, weights-counted %d B: want equal and non-zero", counted[RuleGradsCounted], counted[RuleWeightsCounted])
 				}
 			}
 			t.Logf("%s, every allocation: %.4f of %d bytes right", tt.name, float64(right)/float64(total), total)

@@ -41,7 +41,7 @@ Examples:
 Patterns (--model mlp; each records every allocation's true category for
 gpumem's tests): --inference, --lora [--quant 4bit], --oom-unwind,
 --no-annotations, --checkpointing, --ddp, --mixed-precision, --fsdp,
---compile.
+--compile, --kept-grads.
 Without --device the run is recorded as device 0.`
 
 // synthArgs is synth's command line, read into a workload.
@@ -81,6 +81,7 @@ func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
 	fs.BoolVar(&pw.MixedPrecision, "mixed-precision", false, "pattern: bf16 parameters, fp32 master copies and moments in AdamW (--model mlp --dtype bf16)")
 	fs.BoolVar(&pw.FSDP, "fsdp", false, "pattern: FSDP on 2 ranks, flat parameter shards and all-gathers (--model mlp)")
 	fs.BoolVar(&pw.Compile, "compile", false, "pattern: torch.compile, Inductor's generated code makes the buffers (--model mlp)")
+	fs.BoolVar(&pw.KeptGrads, "kept-grads", false, "pattern: gradients made before recording, kept by zero_grad(set_to_none=False) and added into in place (--model mlp)")
 	a := &synthArgs{}
 	fs.BoolVar(&a.json, "json", false, "write JSON (which memory_viz also reads) instead of a pickle")
 	fs.Float64Var(&a.targetMB, "target-mb", 0, "choose --steps so the file is about this many MB (10^6 bytes)")
@@ -132,7 +133,7 @@ func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
 	a.workload = synth.Workload{Model: *model, Layers: *layers, Hidden: *hidden, DModel: *dModel, Heads: *heads,
 		Seq: *seq, Vocab: *vocab, Batch: *batch, Steps: *steps, DType: dt, Seed: *seed, Leak: leakBytes,
 		Inference: pw.Inference, LoRA: pw.LoRA, Quant: pw.Quant, OOMUnwind: pw.OOMUnwind, NoAnnotations: pw.NoAnnotations,
-		Checkpointing: pw.Checkpointing, DDP: pw.DDP, MixedPrecision: pw.MixedPrecision, FSDP: pw.FSDP, Compile: pw.Compile}
+		Checkpointing: pw.Checkpointing, DDP: pw.DDP, MixedPrecision: pw.MixedPrecision, FSDP: pw.FSDP, Compile: pw.Compile, KeptGrads: pw.KeptGrads}
 	if pw.OOMUnwind && *capacity == "" {
 		return nil, usageError(fs, env.Stderr, "--oom-unwind needs --capacity (the OOM it unwinds)")
 	}

@@ -75,7 +75,11 @@ func Generate(w Workload, opt Options) (*snapshot.Snapshot, *Result, error) {
 		ao.AddressBase = addressBase(w.Seed, opt.Device)
 	}
 	a := alloc.New(cfg, ao)
-	s := &allocSink{a: a, blockStack: map[uint64]snapshot.StackID{}, segStack: map[uint64]snapshot.StackID{}, recording: true}
+	// The patterns that start recording mid-run (startRecording) record
+	// no stacks before it, as PyTorch keeps none for blocks allocated
+	// before _record_memory_history.
+	late := w.Inference || w.LoRA || w.KeptGrads
+	s := &allocSink{a: a, blockStack: map[uint64]snapshot.StackID{}, segStack: map[uint64]snapshot.StackID{}, recording: !late}
 	p := newProgram(w, s)
 	runErr := p.run()
 	snap := s.snapshot(p.st, opt.Device, cfg)

@@ -39,6 +39,14 @@ import (
 //     before the unit runs and free it after (temporary); backward makes
 //     the full gradient (autograd detail) and keeps the reduce-scattered
 //     shard (gradient); AdamW keeps state per shard.
+//   - KeptGrads: zero_grad(set_to_none=False) zeroes the gradients in
+//     place, so they are kept from step to step, and recording began after
+//     a first forward and backward (a warm-up micro-batch): the gradients
+//     were made before the trace, have no stack and live throughout beside
+//     the parameters of the same sizes (truth gradient). Each recorded
+//     backward computes a parameter's incoming gradient (autograd detail)
+//     and AccumulateGrad adds it into .grad in place and frees it. AdamW's
+//     first step, recorded, makes its state.
 //   - Compile: torch.compile; Inductor's generated code (call() in
 //     /tmp/torchinductor_*/…py) makes the forward's and the compiled
 //     backward's buffers; what the forward saves for backward is
@@ -51,12 +59,12 @@ const loraRank = 8
 const ddpBucketBytes = 25 << 20
 
 func (w Workload) checkPatterns() error {
-	any := w.Inference || w.LoRA || w.OOMUnwind || w.NoAnnotations || w.Checkpointing || w.DDP || w.MixedPrecision || w.Quant != "" || w.FSDP || w.Compile
+	any := w.Inference || w.LoRA || w.OOMUnwind || w.NoAnnotations || w.Checkpointing || w.DDP || w.MixedPrecision || w.Quant != "" || w.FSDP || w.Compile || w.KeptGrads
 	if !any {
 		return nil
 	}
 	if w.Model != "mlp" {
-		return fmt.Errorf("the run patterns (inference, lora, oom-unwind, no-annotations, checkpointing, ddp, mixed-precision) are built on the mlp: use --model mlp")
+		return fmt.Errorf("the run patterns (inference, lora, oom-unwind, no-annotations, checkpointing, ddp, mixed-precision, fsdp, compile, kept-grads) are built on the mlp: use --model mlp")
 	}
 	if w.Quant != "" && (w.Quant != "4bit" || !w.LoRA) {
 		return fmt.Errorf("quant %q: want 4bit, with lora", w.Quant)
@@ -70,6 +78,9 @@ func (w Workload) checkPatterns() error {
 	if w.FSDP && (w.Inference || w.LoRA || w.Checkpointing || w.DDP || w.MixedPrecision) {
 		return fmt.Errorf("fsdp does not combine with inference, lora, checkpointing, ddp or mixed-precision")
 	}
+	if w.KeptGrads && (w.Inference || w.LoRA || w.DDP || w.FSDP || w.MixedPrecision || w.OOMUnwind) {
+		return fmt.Errorf("kept-grads does not combine with inference, lora, ddp, fsdp, mixed-precision or oom-unwind")
+	}
 	if w.MixedPrecision && w.DType != BF16 {
 		return fmt.Errorf("mixed-precision keeps bf16 parameters: use --dtype bf16")
 	}
@@ -82,7 +93,7 @@ func (w Workload) patternString() string {
 		on   bool
 		name string
 	}{{w.Inference, "inference"}, {w.LoRA, "lora"}, {w.OOMUnwind, "oom-unwind"}, {w.NoAnnotations, "no-annotations"},
-		{w.Checkpointing, "checkpointing"}, {w.DDP, "ddp"}, {w.MixedPrecision, "mixed-precision"}, {w.FSDP, "fsdp"}, {w.Compile, "compile"}} {
+		{w.Checkpointing, "checkpointing"}, {w.DDP, "ddp"}, {w.MixedPrecision, "mixed-precision"}, {w.FSDP, "fsdp"}, {w.Compile, "compile"}, {w.KeptGrads, "kept-grads"}} {
 		if f.on {
 			out += " " + f.name
 		}
@@ -178,6 +189,16 @@ func (m *mlp) runPattern() bool {
 		m.out.startRecording()
 		m.inference()
 		return true
+	case m.w.KeptGrads:
+		// A warm-up forward and backward before recording makes the
+		// gradients; the loop's zero_grad then keeps them.
+		x := m.alloc(uint64(m.w.Batch)*uint64(m.w.Hidden)*m.e, kindInput, m.batchX)
+		y := m.alloc(uint64(m.w.Batch)*8, kindInput, m.batchY)
+		loss := m.forwardBackward()
+		m.free(loss, m.lossFree)
+		m.free(x, m.freeBatch)
+		m.free(y, m.freeBatch)
+		m.out.startRecording()
 	case m.w.DDP:
 		m.ddp = true
 		var bucket uint64

@@ -77,6 +77,9 @@ type program struct {
 	fwdLive   []tensorID
 	unwindAt  snapshot.StackID
 	ddp       bool // gradients are bucket views: backward allocates none
+	// accumulate is AccumulateGrad's stack (Workload.KeptGrads), interned
+	// on first use.
+	accumulate snapshot.StackID
 }
 
 const none tensorID = -1
@@ -169,9 +172,21 @@ func (p *program) addParam(size uint64, s snapshot.StackID) {
 
 // grad allocates parameter i's gradient the first time backward reaches it
 // in a step (AccumulateGrad steals the computed tensor as .grad).
+//
+// With Workload.KeptGrads a gradient kept from before is added into in
+// place: the node computes the incoming gradient and AccumulateGrad adds
+// it to .grad and frees it.
 func (p *program) grad(i int, s snapshot.StackID) {
-	if p.grads[i] == none && !p.ddp {
+	switch {
+	case p.ddp:
+	case p.grads[i] == none:
 		p.grads[i] = p.alloc(p.psize[i], kindGrad, s)
+	case p.w.KeptGrads:
+		g := p.alloc(p.psize[i], kindAutograd, s)
+		if p.accumulate == snapshot.NoStack {
+			p.accumulate = p.st.intern(accumulateFrames())
+		}
+		p.free(g, p.accumulate)
 	}
 }
 
@@ -230,9 +245,15 @@ func newOptimSites(st *stackTable) optimSites {
 	}
 }
 
-// zeroGrad is optimizer.zero_grad() with set_to_none=True: grads are freed.
+// zeroGrad is optimizer.zero_grad() with set_to_none=True: grads are
+// freed; with Workload.KeptGrads set_to_none=False: they are zeroed in
+// place (torch._foreach_zero_), which allocates nothing.
 func (p *program) zeroGrad(s *optimSites) {
 	p.annotate("Optimizer.zero_grad#AdamW.zero_grad", "START")
+	if p.w.KeptGrads {
+		p.annotate("Optimizer.zero_grad#AdamW.zero_grad", "END")
+		return
+	}
 	for i, g := range p.grads {
 		p.free(g, s.zeroGrad)
 		p.grads[i] = none

@@ -102,6 +102,22 @@ func (t *stackTable) backward(node string) snapshot.StackID {
 	return t.intern(backwardFrames(node))
 }
 
+// accumulateFrames is AccumulateGrad's apply, run by loss.backward() for
+// a leaf (a parameter) once its incoming gradient is computed.
+func accumulateFrames() []frame {
+	return cat(
+		cpp("torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)",
+			"torch::autograd::Node::operator()(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)",
+			"torch::autograd::Engine::evaluate_function(std::shared_ptr<torch::autograd::GraphTask>&, torch::autograd::Node*, torch::autograd::InputBuffer&, std::shared_ptr<torch::autograd::ReadyQueue> const&)",
+			"torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)"),
+		[]frame{
+			{torchDir + "autograd/graph.py", 829, "_engine_run_backward"},
+			{torchDir + "autograd/__init__.py", 353, "backward"},
+			{torchDir + "_tensor.py", 648, "backward"},
+		},
+		trainStep(157))
+}
+
 // backwardFrames is what loss.backward() adds below an autograd node.
 func backwardFrames(node string) []frame {
 	return cat(

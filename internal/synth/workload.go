@@ -80,6 +80,7 @@ type Workload struct {
 	MixedPrecision bool   // bf16 parameters, fp32 master copies and states in the optimizer
 	FSDP           bool   // FullyShardedDataParallel on 2 ranks: flat parameter shards, all-gathers
 	Compile        bool   // torch.compile: Inductor's generated code makes the buffers
+	KeptGrads      bool   // gradients made before recording, kept and accumulated into in place
 }
 
 // DefaultWorkload returns the defaults used for fields left zero.
