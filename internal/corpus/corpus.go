@@ -24,11 +24,10 @@ func Root() string {
 }
 
 // PendingPages are pages of the manual that links already name and that
-// other branches of this round write (issues 27, 28, 33, 34, 35): a link
-// to one is not yet an error, and checks of their examples wait for them.
-// TestPendingPagesAbsent fails once one exists: then take it off the list.
-var PendingPages = []string{
-}
+// another branch is writing: a link to one is not yet an error, and checks
+// of their examples wait for them. TestPendingPagesAbsent fails once one
+// exists: then take it off the list. Empty when no such branch is open.
+var PendingPages = []string{}
 
 // Docs is the manual: README.md and docs/*.md by their paths from the
 // root ("README.md", "docs/peak-oom.md"), with their text.
