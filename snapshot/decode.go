@@ -181,6 +181,20 @@ func (b *builder) Finish(d *pickle.Decoder, v pickle.Value) (pickle.Value, error
 	switch v.Kind {
 	case pickle.Dict:
 		return b.dict(v, d.Items(v))
+	case pickle.Object:
+		// PyTorch's _snapshot() is built of dicts, lists, tuples, str,
+		// int, float, bool and None only (memory_viz's unpickler throws on
+		// anything else), so an instance of a class here means the file is
+		// not a memory snapshot. Keeping it as {"__class__": ...} JSON would
+		// also not round-trip: WritePickle has no class to write it back
+		// as, and the plain dict it writes instead has keys ("state") that
+		// type it as something else when read again.
+		cls, _, _, _, _ := d.ObjectParts(v)
+		what := "an object built from " + b.kindName(cls)
+		if name, ok := d.GlobalName(cls); ok {
+			what = "an instance of " + name
+		}
+		return v, d.Errorf("Python object: %s, which a PyTorch memory snapshot never holds", what)
 	case pickle.Tuple:
 		// segment_pool_id: keep (int, int) pairs out of the container table.
 		if it := d.Items(v); len(it) == 2 && it[0].Kind == pickle.Int && it[1].Kind == pickle.Int {

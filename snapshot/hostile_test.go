@@ -57,6 +57,11 @@ func TestHostile(t *testing.T) {
 		{"deep json", strings.Repeat("[", 100_000), "nesting too deep"},
 		{"segments not a list", "\x80\x04}(\x8c\x08segmentsK\x01u.", "segments is int"},
 		{"segment not a dict", "\x80\x04](K\x01e.", "segments[0] is int"},
+		// PyTorch pickles no class instances; kept as JSON they would not
+		// survive WritePickle (see builder.Finish).
+		{"object in extra key", "\x80\x04}(\x8c\x08segments]\x8c\x01xcm\nC\n)\x81K\x05bu.", "Python object at byte 28: an instance of m.C"},
+		{"object via REDUCE", "\x80\x04}(\x8c\x08segments](cos\nsystem\n\x8c\x02ls\x85Reu.", "Python object at byte 33: an instance of os.system"},
+		{"NEWOBJ_EX of a str", "\x80\x04}(\x8c\x08segments]\x8c\x01x\x8c\x01aK\x00\x8c\x01b\x92u.", "Python object at byte 27: an object built from str"},
 		{"bad trace entry", "\x80\x04}(\x8c\x08segments]\x8c\rdevice_traces](](}(\x8c\x06action\x8c\x05alloc\x8c\x04addr\x8c\x01xueeeu.", "trace entry at byte 60: addr is str"},
 	}
 	for _, tc := range tests {

@@ -361,7 +361,8 @@ type Annotation struct {
 }
 
 // KeyValue is a key this version does not interpret, with its value as
-// compact JSON (Python objects as {"__class__": "module.name", ...}).
+// compact JSON (a class reference as {"__class__": "module.name"}, bytes
+// as {"__bytes__": hex}; instances of classes are refused, not kept).
 type KeyValue struct {
 	Key  string
 	JSON string

@@ -19,7 +19,8 @@ import (
 // once and then referenced through the memo (PyTorch shares them), equal
 // strings memoized once, raw stream values, unknown keys restored from
 // their JSON, and 64 KiB FRAMEs cut where CPython's C pickler cuts them.
-// Python objects kept as {"__class__": ...} JSON come back as plain dicts.
+// Class references kept as {"__class__": ...} JSON come back as plain
+// dicts; instances of classes never get this far (Decode refuses them).
 func WritePickle(w io.Writer, s *Snapshot) error {
 	p := &pickleEmitter{w: bufio.NewWriterSize(w, 1<<20), strs: map[string]uint32{}, frames: map[FrameID]uint32{}, stacks: map[StackID]uint32{}, s: s}
 	p.w.Write([]byte{0x80, 4}) // PROTO 4
