@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"cmp"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/pickle"
 	"io"
 	"slices"
 	"strconv"
@@ -117,7 +118,7 @@ func (p *perfettoWriter) event(ph string, pid int, ts int64) {
 }
 
 func (p *perfettoWriter) str(v string) {
-	p.buf = appendJSONString(p.buf[:0], v)
+	p.buf = pickle.AppendJSONString(p.buf[:0], v)
 	p.w.Write(p.buf)
 }
 

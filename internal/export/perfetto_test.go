@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/gpumem/gpumem/internal/pickle"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -190,7 +191,7 @@ func TestPerfettoNoTime(t *testing.T) {
 
 func TestJSONQuote(t *testing.T) {
 	for _, in := range []string{"", "plain", `q"b\`, "tab\tnl\n\x01", "héllo", "bad\xffutf8"} {
-		got := appendJSONString(nil, in)
+		got := pickle.AppendJSONString(nil, in)
 		var back string
 		if err := json.Unmarshal(got, &back); err != nil {
 			t.Fatalf("%q -> %s: %v", in, got, err)
