@@ -241,6 +241,11 @@ func exampleHost() string {
 	return "myhost.lan"
 }
 
+func isLoopbackAddr(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
 // warnBeyondLoopback is the one line serve and watch --prom print when
 // they listen where other machines can connect.
 func warnBeyondLoopback(env *Env, what, addr string) {

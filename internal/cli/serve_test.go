@@ -151,25 +151,3 @@ func TestServeBeyondLoopback(t *testing.T) {
 	syscall.Kill(os.Getpid(), syscall.SIGINT)
 	<-done
 }
-
-// TestPromWarnsBeyondLoopback: watch --prom on 0.0.0.0 warns in one line.
-func TestPromWarnsBeyondLoopback(t *testing.T) {
-	var stderr bytes.Buffer
-	stop, err := servePrometheus(&Env{Stderr: &stderr}, "0.0.0.0:0", &watchState{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop()
-	if w := stderr.String(); !strings.HasPrefix(w, "gpumem: warning: gpumem watch --prom listens on ") || strings.Count(w, "warning") != 1 || strings.Count(strings.SplitN(w, "\n", 2)[0], "beyond loopback") != 1 {
-		t.Errorf("warning %q", w)
-	}
-	stderr.Reset()
-	stop, err = servePrometheus(&Env{Stderr: &stderr}, "127.0.0.1:0", &watchState{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop()
-	if strings.Contains(stderr.String(), "warning") {
-		t.Errorf("loopback --prom warned: %q", stderr.String())
-	}
-}
