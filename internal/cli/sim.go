@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/gpumem/gpumem/internal/alloc"
 	"github.com/gpumem/gpumem/internal/report"
@@ -166,18 +164,6 @@ func simConfig(s string) (alloc.Config, error) {
 
 // ---- scripts ----
 
-type scriptStepJSON struct {
-	Line        int              `json:"line"`
-	Op          string           `json:"op"`
-	Addr        string           `json:"addr,omitempty"`
-	Error       string           `json:"error,omitempty"`
-	NewSegment  bool             `json:"new_segment,omitempty"`
-	SegmentSize uint64           `json:"segment_size,omitempty"`
-	MappedBytes uint64           `json:"mapped_bytes,omitempty"`
-	Pool        string           `json:"pool,omitempty"`
-	Stats       map[string]int64 `json:"stats"`
-}
-
 func simScript(env *Env, f *simFlags, capacity uint64) error {
 	var r io.Reader
 	name := f.script
@@ -211,24 +197,7 @@ func simScript(env *Env, f *simFlags, capacity uint64) error {
 		runErr = fmt.Errorf("%s: %w", name, runErr)
 	}
 	if f.json {
-		out := struct {
-			Config string           `json:"config"`
-			Steps  []scriptStepJSON `json:"steps"`
-		}{Config: cfg.String(), Steps: []scriptStepJSON{}}
-		for i := range steps {
-			st := &steps[i]
-			j := scriptStepJSON{Line: st.Line, Op: st.Op, Error: st.Error, NewSegment: st.NewSegment,
-				SegmentSize: st.SegmentSize, MappedBytes: st.MappedBytes, Stats: st.Stats.Map()}
-			if strings.HasPrefix(st.Op, "alloc") {
-				if st.Addr != 0 {
-					j.Addr = fmt.Sprintf("%#x", st.Addr)
-				}
-				if st.NewSegment || st.MappedBytes > 0 {
-					j.Pool = report.PoolName(st.Small)
-				}
-			}
-			out.Steps = append(out.Steps, j)
-		}
+		out := report.NewSimScriptJSON(cfg, steps)
 		if err := writeJSON(env.Stdout, out); err != nil {
 			return err
 		}
@@ -282,25 +251,6 @@ func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
 	if f.json {
 		return writeJSON(env.Stdout, r)
 	}
-	for _, dj := range r.Devices {
-		d := dj.Device
-		if dj.WhatIf && dj.Start.Segments > 0 {
-			fmt.Fprintf(env.Stdout, "%s device %d: the trace starts with %s reserved in %d segments made before recording; under the recorded layout no setting can change them.\n",
-				filepath.Base(path), d, units.Human(dj.Start.ReservedBytes), dj.Start.Segments)
-			if dj.FromEmpty {
-				fmt.Fprintf(env.Stdout, "  Replaying from an empty allocator: the %d blocks live at trace start are allocated first, in address order, under the setting.\n", dj.Start.LiveBlocks)
-			} else {
-				fmt.Fprintf(env.Stdout, "  Add --from-empty to allocate the %d blocks live at trace start into an empty allocator under the setting first.\n", dj.Start.LiveBlocks)
-			}
-		}
-		switch {
-		case dj.SweepRows != nil:
-			report.SimSweep(env.Stdout, filepath.Base(path), d, dj.SweepRows, dj.FromEmpty)
-		case dj.OOMOutcomes != nil:
-			report.SimOOMWhatIf(env.Stdout, filepath.Base(path), d, s, *dj.OOMCapacity, dj.OOMOutcomes)
-		default:
-			report.SimReplay(env.Stdout, filepath.Base(path), s, dj.Replay, dj.Capacity)
-		}
-	}
+	report.SimSnapshot(env.Stdout, path, s, r)
 	return nil
 }
