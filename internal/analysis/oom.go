@@ -132,7 +132,7 @@ type Headroom struct {
 type OOMOptions struct {
 	// Capacity is the device's total memory, 0 when unknown.
 	Capacity uint64
-	Depth    int // user frames per site (default 3)
+	Depth    int // user frames per site (default DefaultDepth)
 	Top      int // sites listed (0: all)
 	// NoReplay skips the allocator-settings replays.
 	NoReplay bool

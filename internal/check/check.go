@@ -72,7 +72,7 @@ type Check struct {
 
 // Options tune Evaluate.
 type Options struct {
-	// Depth is how many user frames identify a site (default 3).
+	// Depth is how many user frames identify a site (default analysis.DefaultDepth).
 	Depth int
 	// Sites is how many sites a check names (default 3).
 	Sites int
@@ -80,7 +80,7 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.Depth <= 0 {
-		o.Depth = 3
+		o.Depth = analysis.DefaultDepth
 	}
 	if o.Sites <= 0 {
 		o.Sites = 3

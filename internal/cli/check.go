@@ -82,7 +82,7 @@ func runCheck(env *Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	junit := fs.String("junit", "", "also write the verdicts as JUnit XML to `FILE`")
 	device := deviceFlag(fs, "check only device")
-	depth := fs.Int("depth", 3, "user frames that identify a site (`K`)")
+	depth := fs.Int("depth", analysis.DefaultDepth, "user frames that identify a site (`K`)")
 	useDemo := fs.Bool("demo", false, "include the embedded demo snapshot")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {

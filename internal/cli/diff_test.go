@@ -60,3 +60,10 @@ func TestDiffContextLengths(t *testing.T) {
 		}
 	}
 }
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}

@@ -51,8 +51,8 @@ func (f *answerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.useDemo, "demo", false, "include the embedded demo snapshot")
 	f.device = -1
 	fs.Var(deviceValue{&f.device}, "device", "only device `N` (a device number 0, 1, ...; default: every device)")
-	fs.IntVar(&f.depth, "depth", 3, "user frames that identify a site (`K`)")
-	fs.IntVar(&f.top, "top", 20, "sites listed (`N`; 0 = all)")
+	fs.IntVar(&f.depth, "depth", analysis.DefaultDepth, "user frames that identify a site (`K`)")
+	fs.IntVar(&f.top, "top", analysis.DefaultTop, "sites listed (`N`; 0 = all)")
 	categoriesFlag(fs, &f.categories)
 }
 

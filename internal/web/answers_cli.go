@@ -96,7 +96,7 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	qp := newQuery(r)
-	depth := qp.int("depth", 2, 1, 64)
+	depth := qp.int("depth", analysis.DefaultDiffDepth, 1, 64)
 	if qp.bad(w) {
 		return
 	}
