@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"github.com/gpumem/gpumem/internal/report"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,7 +112,7 @@ func Evaluate(t Target, b Budgets, o Options) ([]Check, error) {
 	}
 	o.defaults()
 	d := t.Device
-	where := fmt.Sprintf("%s cuda:%d", baseName(t.File), d.Index)
+	where := fmt.Sprintf("%s cuda:%d", report.BaseName(t.File), d.Index)
 	newCheck := func(budget, subject string, unit Unit, value, limit float64) Check {
 		return Check{File: t.File, Device: d.Index, Rank: t.Rank, Budget: budget, Subject: subject, Unit: unit,
 			Value: value, Limit: limit, Sites: []Site{}}
@@ -179,7 +180,7 @@ func Evaluate(t Target, b Budgets, o Options) ([]Check, error) {
 		out = append(out, increaseChecks(t, b, o, newCheck)...)
 	}
 	for i := range out {
-		verdict(&out[i], where, baseName(t.BaselineFile))
+		verdict(&out[i], where, report.BaseName(t.BaselineFile))
 	}
 	return out, nil
 }
@@ -326,13 +327,4 @@ func (c *Check) exact(v float64, signed bool) string {
 		s = "+" + s
 	}
 	return s
-}
-
-// baseName is the file name of a path, for the one-line messages (the
-// JSON keeps the path as given).
-func baseName(path string) string {
-	if i := strings.LastIndexAny(path, `/\`); i >= 0 && i+1 < len(path) {
-		return path[i+1:]
-	}
-	return path
 }

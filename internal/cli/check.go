@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/report"
 	"io"
 	"os"
 	"path/filepath"
@@ -256,7 +257,7 @@ func runChecks(env *Env, files []string, useDemo bool, device int, bf *check.Fil
 			name = "demo"
 		}
 		rank := pos
-		if m := analysis.RankInName.FindStringSubmatch(baseName(name)); m != nil {
+		if m := analysis.RankInName.FindStringSubmatch(report.BaseName(name)); m != nil {
 			rank, _ = strconv.Atoi(m[1])
 		}
 		devs := s.Devices()

@@ -138,7 +138,7 @@ func runCompareSegments(env *Env, files []string, da, db int, out string, collap
 			return export.WriteFolded(w, c.Flame)
 		}
 		return export.WriteFlameSVG(w, c.Flame, export.FlameOptions{
-			Title:    fmt.Sprintf("segments only in %s / only in %s", baseName(a.Source.Name), baseName(b.Source.Name)),
+			Title:    fmt.Sprintf("segments only in %s / only in %s", report.BaseName(a.Source.Name), report.BaseName(b.Source.Name)),
 			Subtitle: fmt.Sprintf("%d only before, %d only after; %s", len(c.OnlyBefore), len(c.OnlyAfter), units.Human(uint64(c.Flame.Root.Value))),
 		})
 	})

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/report"
 	"io"
 	"os"
 	"strconv"
@@ -280,7 +281,7 @@ func calibrationRuns(env *Env, paths []string, batch, seq []int, device int) ([]
 			return nil, err
 		}
 		m := estimate.Measure(s, dev)
-		m.Source = baseName(p)
+		m.Source = report.BaseName(p)
 		obs = append(obs, estimate.Observation{Batch: b, Seq: l, Measured: m})
 	}
 	return obs, nil
@@ -303,7 +304,7 @@ func checkSnapshot(env *Env, res *estimate.Result, path string, useDemo bool, de
 	m := estimate.Measure(s, device)
 	m.Source = "demo"
 	if path != "" {
-		m.Source = baseName(path)
+		m.Source = report.BaseName(path)
 	}
 	return estimate.Compare(res, m), nil
 }

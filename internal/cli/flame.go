@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/gpumem/gpumem/internal/report"
 	"io"
 
 	"github.com/gpumem/gpumem/internal/analysis"
@@ -92,7 +93,7 @@ func runFlame(env *Env, args []string) error {
 		} else {
 			f = export.SegmentsFlame(s, dev, stacks)
 		}
-		title = fmt.Sprintf("%s: %s by stack at the dump", baseName(s.Source.Name), kind)
+		title = fmt.Sprintf("%s: %s by stack at the dump", report.BaseName(s.Source.Name), kind)
 		sub = fmt.Sprintf("%s reserved on %s", units.Human(uint64(f.Root.Value)), devicesText(dev))
 	case "peak":
 		lv, err := liveProfile(env, files[0], dev, *at)
@@ -100,7 +101,7 @@ func runFlame(env *Env, args []string) error {
 			return err
 		}
 		f = export.ProfileFlame(lv.prof, stacks)
-		title = fmt.Sprintf("%s: live at %s", baseName(lv.s.Source.Name), lv.at)
+		title = fmt.Sprintf("%s: live at %s", report.BaseName(lv.s.Source.Name), lv.at)
 		sub = fmt.Sprintf("%s in %d allocations on %s (requested bytes, by category and stack)", units.Human(lv.prof.Bytes), lv.prof.Count, lv.s.DeviceName(lv.device))
 	case "diff":
 		a, err := liveProfile(env, files[0], dev, *at)
@@ -112,7 +113,7 @@ func runFlame(env *Env, args []string) error {
 			return err
 		}
 		f = export.DiffFlame(a.prof, b.prof, stacks)
-		title = fmt.Sprintf("%s → %s: live at %s", baseName(a.s.Source.Name), baseName(b.s.Source.Name), *at)
+		title = fmt.Sprintf("%s → %s: live at %s", report.BaseName(a.s.Source.Name), report.BaseName(b.s.Source.Name), *at)
 		sub = fmt.Sprintf("widths: B (%s); red grew, blue shrank (A: %s; change %s)", units.Human(b.prof.Bytes), units.Human(a.prof.Bytes), units.HumanSigned(int64(b.prof.Bytes)-int64(a.prof.Bytes)))
 	default:
 		return usageError(fs, env.Stderr, fmt.Sprintf("unknown kind %q: want memory, segments, peak or diff", kind))

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/report"
 	"io"
 	"io/fs"
 	"os"
@@ -34,7 +35,7 @@ func LoadFile(env *Env, path string) (*snapshot.Snapshot, error) {
 			return nil, err
 		}
 		if isTerminal(env.Stderr) && fi.Mode().IsRegular() && fi.Size() >= progressMinBytes {
-			bar = &progressBar{w: env.Stderr, name: baseName(path)}
+			bar = &progressBar{w: env.Stderr, name: report.BaseName(path)}
 			opt.Progress = bar.update
 		}
 	}
@@ -150,13 +151,6 @@ type noSuchFile struct {
 
 func (e *noSuchFile) Error() string { return e.path + ": no such file" }
 func (e *noSuchFile) Unwrap() error { return e.err }
-
-func baseName(path string) string {
-	if i := strings.LastIndexAny(path, `/\`); i >= 0 && i+1 < len(path) {
-		return path[i+1:]
-	}
-	return path
-}
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)

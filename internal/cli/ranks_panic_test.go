@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"github.com/gpumem/gpumem/internal/analysis"
 	"strings"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestRanksWorkerPanic(t *testing.T) {
 	if code != 1 || !strings.HasPrefix(stderr, want) || strings.Count(stderr, "\n") != 2 {
 		t.Fatalf("exit %d, stderr %q; want 1 and %q", code, stderr, want)
 	}
-	var r ranksResult
+	var r analysis.Ranks
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v: %q", err, out)
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"github.com/gpumem/gpumem/internal/analysis"
 	"strings"
 	"testing"
 
@@ -34,7 +35,7 @@ func TestRanks(t *testing.T) {
 	if m := ranksMaxInFlight.Load(); m < 1 || m > 2 {
 		t.Errorf("%d files were decoded at once, want at most -j 2", m)
 	}
-	var r ranksResult
+	var r analysis.Ranks
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}

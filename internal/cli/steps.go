@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/report"
 	"io"
 	"text/tabwriter"
 
@@ -41,7 +42,7 @@ func runSteps(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(files) == 1 && inputKind(files[0]) == kindMonitor { // monitor_input.go
+	if len(files) == 1 && inputKind(files[0]) == analysis.KindMonitor { // monitor_input.go
 		return runMonitorSteps(env, files[0], *asJSON)
 	}
 	s, err := loadOne(env, files, *useDemo)
@@ -62,7 +63,7 @@ func runSteps(env *Env, args []string) error {
 			enc.SetIndent("", "  ")
 			return enc.Encode(out)
 		}
-		return writeStepsText(w, baseName(s.Source.Name), out.Report, out.Steps)
+		return writeStepsText(w, report.BaseName(s.Source.Name), out.Report, out.Steps)
 	})
 }
 
