@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"github.com/gpumem/gpumem/internal/report"
@@ -204,29 +203,12 @@ func runEstimate(env *Env, args []string) error {
 	return writeStdout(env, func(bw io.Writer) error {
 		switch {
 		case *maxBatch && !*asJSON:
-			fmt.Fprintln(bw, verdict.MaxBatch)
+			_, err := fmt.Fprintln(bw, verdict.MaxBatch)
+			return err
 		case *asJSON:
-			j := res.ToJSON(verdict)
-			var v any = j
-			if chk != nil {
-				v = struct {
-					estimate.JSON
-					Check *estimate.CheckJSON `json:"check"`
-				}{j, chk.ToJSON()}
-			}
-			enc := json.NewEncoder(bw)
-			enc.SetIndent("", "  ")
-			return enc.Encode(v)
-		default:
-			if err := res.Write(bw, verdict); err != nil {
-				return err
-			}
-			if chk != nil {
-				fmt.Fprintln(bw)
-				return chk.Write(bw)
-			}
+			return res.WriteJSON(bw, verdict, chk)
 		}
-		return nil
+		return res.WriteText(bw, verdict, chk)
 	})
 }
 
