@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/units"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/gpumem/gpumem/internal/monitor"
 )
@@ -120,7 +120,7 @@ func RankOfSummary(b []byte, path string, pos, device int) (RankRow, error) {
 		for _, d := range s.Devices {
 			have = append(have, d.Device)
 		}
-		return RankRow{}, fmt.Errorf("%s: no device %d (devices: %s)", path, device, joinInts(have))
+		return RankRow{}, fmt.Errorf("%s: no device %d (devices: %s)", path, device, units.List(have))
 	}
 	d := s.Devices[best]
 	row := RankRow{Rank: rankFromNames(pos, path, s.File), File: path, Device: d.Device,
@@ -151,12 +151,4 @@ func rankFromNames(pos int, names ...string) int {
 		}
 	}
 	return pos
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ", ")
 }

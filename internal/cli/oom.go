@@ -106,7 +106,7 @@ func runOOM(env *Env, args []string) error {
 	}
 	return runAnswers(env, &f, files, func(name string, d *analysis.Device) (any, func(io.Writer) error, error) {
 		if dump != nil && f.device < 0 && len(d.S.Devices()) > 1 {
-			return nil, nil, fmt.Errorf("--at-dump: the snapshot has devices %s; say which one ran out with --device", joinInts(d.S.Devices()))
+			return nil, nil, fmt.Errorf("--at-dump: the snapshot has devices %s; say which one ran out with --device", units.List(d.S.Devices()))
 		}
 		a, err := d.OOMAnswer(analysis.OOMOptions{Capacity: capacity, Depth: f.depth, Top: f.top, NoReplay: *noReplay, AtDump: dump})
 		if err != nil {

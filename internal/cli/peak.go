@@ -5,9 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/units"
 	"io"
 	"io/fs"
-	"strings"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/demo"
@@ -170,7 +170,7 @@ func eachDevice(env *Env, files []string, f *answerFlags, fn func(name string, s
 				found = found || d == f.device
 			}
 			if !found {
-				return fmt.Errorf("%s: no device %d (devices: %s)", name, f.device, joinInts(devs))
+				return fmt.Errorf("%s: no device %d (devices: %s)", name, f.device, units.List(devs))
 			}
 			devs = []int{f.device}
 		}
@@ -206,14 +206,6 @@ func eachDevice(env *Env, files []string, f *answerFlags, fn func(name string, s
 		}
 	}
 	return nil
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = fmt.Sprint(x)
-	}
-	return strings.Join(s, ", ")
 }
 
 // writeSeparated writes one text answer, after a blank line when another

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gpumem/gpumem/snapshot"
 	"io"
 	"os"
 
@@ -215,14 +216,19 @@ func writeJSON(w io.Writer, v any) error {
 
 // ---- snapshots ----
 
-func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
+// loadSimSnapshot loads sim's one snapshot and names it as the answers do.
+func loadSimSnapshot(env *Env, f *simFlags, files []string) (*snapshot.Snapshot, string, error) {
 	s, err := loadOne(env, files, f.demo)
+	if len(files) == 1 {
+		return s, files[0], err
+	}
+	return s, "demo", err
+}
+
+func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
+	s, path, err := loadSimSnapshot(env, f, files)
 	if err != nil {
 		return err
-	}
-	path := "demo"
-	if len(files) == 1 {
-		path = files[0]
 	}
 	if err := needSegments(s, "sim"); err != nil {
 		return err

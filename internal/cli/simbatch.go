@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"github.com/gpumem/gpumem/internal/report"
+	"github.com/gpumem/gpumem/internal/units"
 	"io"
 	"path/filepath"
 	"slices"
@@ -27,13 +28,9 @@ func (f *simFlags) checkBatchScale() error {
 }
 
 func simBatch(env *Env, f *simFlags, files []string, capacity uint64) error {
-	s, err := loadOne(env, files, f.demo)
+	s, path, err := loadSimSnapshot(env, f, files)
 	if err != nil {
 		return err
-	}
-	path := "demo"
-	if len(files) == 1 {
-		path = files[0]
 	}
 	devs := alloc.Replayable(s)
 	if len(devs) == 0 {
@@ -41,7 +38,7 @@ func simBatch(env *Env, f *simFlags, files []string, capacity uint64) error {
 	}
 	if f.device >= 0 {
 		if !slices.Contains(devs, f.device) {
-			return fmt.Errorf("%s: device %d has no alloc events to replay (devices with alloc events: %s)", path, f.device, joinInts(devs))
+			return fmt.Errorf("%s: device %d has no alloc events to replay (devices with alloc events: %s)", path, f.device, units.List(devs))
 		}
 		devs = []int{f.device}
 	}

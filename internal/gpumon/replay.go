@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -39,7 +38,7 @@ func WriteReplay(w io.Writer, lg *Log, path string, device int, asJSON bool) err
 				gpus = append(gpus, g)
 			}
 			slices.Sort(gpus)
-			return fmt.Errorf("%s: no GPU %d in the log (GPUs: %s)", path, device, joinInts(gpus))
+			return fmt.Errorf("%s: no GPU %d in the log (GPUs: %s)", path, device, units.List(gpus))
 		}
 		reports = reports[:0:0]
 		for _, r := range lg.Reports {
@@ -92,14 +91,6 @@ func WriteReplay(w io.Writer, lg *Log, path string, device int, asJSON bool) err
 		fmt.Fprintf(w, "note: the last line of %s is cut off (the watcher stopped mid-write); it was skipped\n", path)
 	}
 	return nil
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ", ")
 }
 
 // IsLogFile says whether path is a gpumem watch log: named *.jsonl, or a

@@ -334,7 +334,7 @@ func (s *Server) paramsWhen(w http.ResponseWriter, r *http.Request, versions boo
 		// As the command line says it; and nothing is built or kept for
 		// a device the file does not have.
 		if devs := fileDevices(f.Snap); !slices.Contains(devs, p.device) {
-			writeErr(w, http.StatusBadRequest, "bad device %q: %s has no device %d (devices: %s)", v, f.Name, p.device, joinInts(devs))
+			writeErr(w, http.StatusBadRequest, "bad device %q: %s has no device %d (devices: %s)", v, f.Name, p.device, units.List(devs))
 			return nil, false
 		}
 	} else {
@@ -778,12 +778,4 @@ func fileDevices(s *snapshot.Snapshot) []int {
 		return devs
 	}
 	return []int{0}
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, n := range v {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ", ")
 }
