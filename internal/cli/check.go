@@ -1,14 +1,13 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"github.com/gpumem/gpumem/internal/report"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/check"
@@ -47,24 +46,6 @@ hold, 2 on usage errors.
 Under GitHub Actions (GITHUB_ACTIONS=true) each failed budget is also an
 ::error:: annotation. See docs/check.md.`
 
-// categoryLimits is --max-category NAME=SIZE, repeatable.
-type categoryLimits map[string]check.Size
-
-func (c categoryLimits) String() string { return "" }
-
-func (c categoryLimits) Set(s string) error {
-	name, size, ok := strings.Cut(s, "=")
-	if !ok {
-		return errors.New("want NAME=SIZE, e.g. activation=8GiB")
-	}
-	v, err := units.Parse(size)
-	if err != nil {
-		return err
-	}
-	c[strings.TrimSpace(name)] = check.Size(v)
-	return nil
-}
-
 func runCheck(env *Env, args []string) error {
 	fs := newFlagSet(env, "check", "[budgets] [--budgets FILE.json] [--json] [--junit FILE.xml] [--device N] FILE...", checkAbout)
 	var sizes [5]string
@@ -73,7 +54,7 @@ func runCheck(env *Env, args []string) error {
 	fs.StringVar(&sizes[2], "min-headroom", "", "least capacity - peak reserved (`SIZE`; needs --gpu or --capacity)")
 	fs.StringVar(&sizes[3], "capacity", "", "the device's total memory (`SIZE`) for --min-headroom")
 	fs.StringVar(&sizes[4], "max-growth-per-step", "", "largest growth of live memory per step (`SIZE`)")
-	cats := categoryLimits{}
+	cats := check.CategoryLimits{}
 	fs.Var(cats, "max-category", "largest bytes of a category at the peak (`NAME=SIZE`, repeatable)")
 	frag := fs.String("max-fragmentation", "", "largest fragmentation at the peak (`F`, 0..1)")
 	gpu := fs.String("gpu", "", "the capacity of a known GPU (`NAME`, e.g. H100) for --min-headroom")
@@ -135,13 +116,13 @@ func runCheck(env *Env, args []string) error {
 		// only what the flags say alone is checked here.
 		alone := fb
 		alone.MinHeadroom, alone.Baseline, alone.MaxIncrease = nil, "", nil
-		if err := flagsValid(&alone); err != nil {
+		if err := check.ValidateFlags(&alone); err != nil {
 			return usageError(fs, env.Stderr, err.Error())
 		}
 		if bf, err = readBudgets(env, *budgetsFile); err != nil {
 			return err
 		}
-	} else if err := flagsValid(&fb); err != nil {
+	} else if err := check.ValidateFlags(&fb); err != nil {
 		return usageError(fs, env.Stderr, err.Error())
 	}
 	if fb.Empty() && bf.Empty() && len(bf.Devices) == 0 && len(bf.Ranks) == 0 {
@@ -183,24 +164,6 @@ func runCheck(env *Env, args []string) error {
 	return nil
 }
 
-// flagsValid checks the flags' budgets alone: flag names in the messages.
-func flagsValid(b *check.Budgets) error {
-	switch {
-	case b.MinHeadroom != nil && b.GPU == "" && b.Capacity == nil:
-		return errors.New("--min-headroom needs --gpu NAME or --capacity SIZE")
-	case b.GPU != "" && b.Capacity != nil:
-		return errors.New("give --gpu or --capacity, not both")
-	case b.Baseline != "" && b.MaxIncrease == nil:
-		return errors.New("--baseline needs --max-increase SIZE|PCT")
-	case b.Baseline == "" && b.MaxIncrease != nil:
-		return errors.New("--max-increase needs --baseline OLD")
-	}
-	if err := b.Validate(); err != nil {
-		return errors.New(strings.ReplaceAll(err.Error(), "max_fragmentation", "--max-fragmentation"))
-	}
-	return nil
-}
-
 // readBudgets reads a budgets file; a baseline it names relative is
 // relative to the file's directory (to the working directory for stdin).
 func readBudgets(env *Env, path string) (*check.File, error) {
@@ -221,19 +184,7 @@ func readBudgets(env *Env, path string) (*check.File, error) {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	if path != "-" {
-		dir := filepath.Dir(path)
-		rel := func(b *check.Budgets) {
-			if b.Baseline != "" && !filepath.IsAbs(b.Baseline) {
-				b.Baseline = filepath.Join(dir, b.Baseline)
-			}
-		}
-		rel(&f.Budgets)
-		for _, m := range []map[string]check.Budgets{f.Devices, f.Ranks} {
-			for k, b := range m {
-				rel(&b)
-				m[k] = b
-			}
-		}
+		f.BaselinesFrom(filepath.Dir(path))
 	}
 	return f, nil
 }
@@ -283,7 +234,7 @@ func runChecks(env *Env, files []string, useDemo bool, device int, bf *check.Fil
 					baselines[b.Baseline] = bs
 				}
 				bdev := dev
-				if !containsInt(bs.Devices(), dev) {
+				if !slices.Contains(bs.Devices(), dev) {
 					bdev = bs.DefaultDevice()
 				}
 				t.Baseline, t.BaselineFile = analysis.NewDevice(bs, bdev), b.Baseline
@@ -296,13 +247,4 @@ func runChecks(env *Env, files []string, useDemo bool, device int, bf *check.Fil
 		}
 	}
 	return out, nil
-}
-
-func containsInt(v []int, x int) bool {
-	for _, y := range v {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

@@ -2,18 +2,14 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/units"
@@ -172,49 +168,16 @@ func runServe(env *Env, args []string) error {
 		// decoded: a file that fails ends the command with its error.
 		fmt.Fprintf(env.Stdout, "gpumem: loading %d snapshot(s); the viewer is at %s (Ctrl-C to stop)\n", len(loads), url)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	if !a.noBrowser {
 		openBrowser(env, url)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	// A file given on the command line that fails to decode ends the
-	// command with its error, as in every other subcommand.
-	var loadErr error
-	var errMu sync.Mutex
-	loadCtx, failed := context.WithCancel(ctx)
-	defer failed()
-	go func() {
-		for _, done := range loads {
-			select {
-			case err := <-done:
-				if err != nil {
-					errMu.Lock()
-					loadErr = err
-					errMu.Unlock()
-					failed()
-					return
-				}
-			case <-loadCtx.Done():
-				return
-			}
-		}
+	return srv.Serve(ctx, ln, loads, func() {
 		if len(loads) > 0 {
 			fmt.Fprint(env.Stdout, serving)
 		}
-	}()
-	go func() {
-		<-loadCtx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(sctx)
-	}()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	errMu.Lock()
-	defer errMu.Unlock()
-	return loadErr
+	})
 }
 
 // beyondLoopback reports whether a listen address reaches past this
