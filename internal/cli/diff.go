@@ -93,7 +93,7 @@ func runDiff(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	r := buildDiff(a, b, *depth)
+	r := analysis.NewDiff(a, b, *depth)
 	return writeStdout(env, func(w io.Writer) error {
 		if *asJSON {
 			enc := json.NewEncoder(w)
@@ -102,15 +102,6 @@ func runDiff(env *Env, args []string) error {
 		}
 		return report.DiffText(w, r, *top)
 	})
-}
-
-// buildDiff is the diff of two loaded runs.
-func buildDiff(a, b *live, depth int) *analysis.Diff {
-	return analysis.NewDiff(diffRun(a), diffRun(b), depth)
-}
-
-func diffRun(x *live) analysis.DiffRun {
-	return analysis.DiffRun{Device: x.dv, Moment: x.m, Profile: x.prof}
 }
 
 // runCompareSegments is _memory_viz.py compare.

@@ -100,9 +100,9 @@ func runFlame(env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		f = export.ProfileFlame(lv.prof, stacks)
-		title = fmt.Sprintf("%s: live at %s", report.BaseName(lv.s.Source.Name), lv.at)
-		sub = fmt.Sprintf("%s in %d allocations on %s (requested bytes, by category and stack)", units.Human(lv.prof.Bytes), lv.prof.Count, lv.s.DeviceName(lv.device))
+		f = export.ProfileFlame(lv.Profile, stacks)
+		title = fmt.Sprintf("%s: live at %s", report.BaseName(lv.Device.S.Source.Name), lv.Label())
+		sub = fmt.Sprintf("%s in %d allocations on %s (requested bytes, by category and stack)", units.Human(lv.Profile.Bytes), lv.Profile.Count, lv.Device.S.DeviceName(lv.Device.Index))
 	case "diff":
 		a, err := liveProfile(env, files[0], dev, *at)
 		if err != nil {
@@ -112,9 +112,9 @@ func runFlame(env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		f = export.DiffFlame(a.prof, b.prof, stacks)
-		title = fmt.Sprintf("%s → %s: live at %s", report.BaseName(a.s.Source.Name), report.BaseName(b.s.Source.Name), *at)
-		sub = fmt.Sprintf("widths: B (%s); red grew, blue shrank (A: %s; change %s)", units.Human(b.prof.Bytes), units.Human(a.prof.Bytes), units.HumanSigned(int64(b.prof.Bytes)-int64(a.prof.Bytes)))
+		f = export.DiffFlame(a.Profile, b.Profile, stacks)
+		title = fmt.Sprintf("%s → %s: live at %s", report.BaseName(a.Device.S.Source.Name), report.BaseName(b.Device.S.Source.Name), *at)
+		sub = fmt.Sprintf("widths: B (%s); red grew, blue shrank (A: %s; change %s)", units.Human(b.Profile.Bytes), units.Human(a.Profile.Bytes), units.HumanSigned(int64(b.Profile.Bytes)-int64(a.Profile.Bytes)))
 	default:
 		return usageError(fs, env.Stderr, fmt.Sprintf("unknown kind %q: want memory, segments, peak or diff", kind))
 	}
@@ -151,38 +151,19 @@ func devicesText(d int) string {
 	return fmt.Sprintf("cuda:%d", d)
 }
 
-// live is what was live on one device of one snapshot at a moment.
-type live struct {
-	s      *snapshot.Snapshot
-	dv     *analysis.Device
-	device int
-	at     string
-	m      analysis.Moment
-	prof   *analysis.Profile
-}
-
 // liveProfile loads path and profiles what is live at the moment spec on
 // device dev (-1: the snapshot's DefaultDevice).
-func liveProfile(env *Env, path string, dev int, spec string, rules ...*analysis.UserRules) (*live, error) {
+func liveProfile(env *Env, path string, dev int, spec string, rules ...*analysis.UserRules) (analysis.DiffRun, error) {
 	s, err := loadDemoOr(env, path)
 	if err != nil {
-		return nil, err
+		return analysis.DiffRun{}, err
 	}
-	dev, err = oneDevice(s, dev)
-	if err != nil {
-		return nil, err
+	if dev, err = oneDevice(s, dev); err != nil {
+		return analysis.DiffRun{}, err
 	}
 	dv := analysis.NewDevice(s, dev)
 	for _, r := range rules {
 		dv.SetUserRules(r) // diff --categories
 	}
-	m, err := dv.Resolve(spec)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", s.Source.Name, err)
-	}
-	at := m.Spec
-	if m.Event >= 0 {
-		at += fmt.Sprintf(" (event %d)", m.Event)
-	}
-	return &live{s: s, dv: dv, device: dev, at: at, m: m, prof: dv.LiveProfile(m)}, nil
+	return dv.RunAt(spec)
 }
