@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
 	"io"
 	"os"
@@ -23,31 +24,8 @@ func init() {
 	})
 }
 
-const checkAbout = `
-Holds every device of each snapshot to memory budgets and exits 1 when one
-fails, printing a line per budget (ok, FAIL or ERROR: what was measured,
-the figure, the limit and the site behind it) and a summary; 0 when all
-hold, 2 on usage errors.
-
-  --max-peak SIZE            peak active (the Active Memory Timeline's peak)
-  --max-reserved SIZE        peak reserved (Active Cached Segment Timeline)
-  --max-category NAME=SIZE   a category's bytes at the peak (repeatable)
-  --max-fragmentation F      fragmentation at the peak (0..1)
-  --min-headroom SIZE        capacity - peak reserved, with --gpu or --capacity
-  --max-growth-per-step SIZE live memory growth per training step (steps)
-  --baseline OLD --max-increase SIZE|PCT
-                             growth of the peak and of each category at
-                             the peak over an earlier run, naming the sites
-                             that grew (the diff engine)
-  --budgets FILE.json        the same in a file, per device and per rank
-                             ("devices", "ranks"); flags override it
-
---json prints the verdicts as JSON, --junit FILE writes them as JUnit XML.
-Under GitHub Actions (GITHUB_ACTIONS=true) each failed budget is also an
-::error:: annotation. See docs/check.md.`
-
 func runCheck(env *Env, args []string) error {
-	fs := newFlagSet(env, "check", "[budgets] [--budgets FILE.json] [--json] [--junit FILE.xml] [--device N] FILE...", checkAbout)
+	fs := newFlagSet(env, "check", "[budgets] [--budgets FILE.json] [--json] [--junit FILE.xml] [--device N] FILE...", help.About("check"))
 	var sizes [5]string
 	fs.StringVar(&sizes[0], "max-peak", "", "largest peak active `SIZE`")
 	fs.StringVar(&sizes[1], "max-reserved", "", "largest peak reserved `SIZE`")

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/gpumem/gpumem/internal/completion"
+	"github.com/gpumem/gpumem/internal/help"
 	"io"
 	"regexp"
 	"strings"
@@ -17,18 +18,8 @@ func init() {
 	})
 }
 
-const completionAbout = `
-Prints a script that completes gpumem's commands, their flags, their
-kinds (flame memory|segments|peak|diff, export perfetto|json|pprof) and
-file arguments. It is made from the commands and flags of this binary,
-so it is never out of date with it. Load it:
-
-  bash   source <(gpumem completion bash)        (in ~/.bashrc)
-  zsh    source <(gpumem completion zsh)         (in ~/.zshrc, after compinit)
-  fish   gpumem completion fish > ~/.config/fish/completions/gpumem.fish`
-
 func runCompletion(env *Env, args []string) error {
-	fs := newFlagSet(env, "completion", "bash|zsh|fish", completionAbout)
+	fs := newFlagSet(env, "completion", "bash|zsh|fish", help.About("completion"))
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
 	"io"
 	"strings"
@@ -20,24 +21,8 @@ func init() {
 	})
 }
 
-const diffAbout = `
-Compares two snapshots (B against A): the bytes live at each run's peak
-(--at: peak, reserved-peak, end, eN or a time such as 12.5ms) by memory
-category and by allocation site (the innermost --depth user frames),
-sorted by the size of the change; each run's Active Memory Timeline peak
-("peak active", as info names it) and Active Cached Segment Timeline peak ("peak
-reserved") and their change; allocations and bytes allocated over each
-trace; the allocator settings that differ. Works across snapshot
-generations; --device-a/--device-b pick devices that differ (default each
-file's device with the longest trace, on a tie the one with more memory).
-
---segments prints _memory_viz.py compare's output instead (fixed: it
-crashes on every snapshot written since PyTorch 2.0): the addresses of the
-segments only in A and only in B, and with -o their blocks as a flamegraph
-SVG (or folded stacks with --collapsed).`
-
 func runDiff(env *Env, args []string) error {
-	fs := newFlagSet(env, "diff", "[--at MOMENT] [--segments] [--json] [--device-a N] [--device-b N] [--demo] A B", diffAbout)
+	fs := newFlagSet(env, "diff", "[--at MOMENT] [--segments] [--json] [--device-a N] [--device-b N] [--demo] A B", help.About("diff"))
 	at := fs.String("at", "peak", "compare at `MOMENT`: peak, reserved-peak, end, eN or a time such as 12.5ms")
 	asJSON := fs.Bool("json", false, "print JSON")
 	segments := fs.Bool("segments", false, "_memory_viz.py compare: segments only in A / only in B")

@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
 	"io"
 	"os"
@@ -20,29 +21,6 @@ func init() {
 	})
 }
 
-const estimateAbout = `
-Estimates the GPU memory of a training step (or, with --inference, of a
-forward pass with a KV cache) per GPU, term by term with the formula of
-each: parameters, gradients, optimizer state, optimizer intermediates,
-activations saved for backward (from the architecture, with the Hugging Face
-blog's linear heuristic beside it), CUDA context and allocator overhead; the
-memory at the end of the forward, the backward and the optimizer step; the
-blog's peak = parameters + optimizer state + max(gradients + optimizer
-intermediates, activations), and the peak, the largest phase.
-
-The model comes from a Hugging Face config.json (--config: decoders dense
-and MoE, multi-head latent attention, BERT encoders and T5 encoder-decoders,
-read by their standard fields; docs/estimate.md lists the families), from
---layers/--hidden/--heads/--kv-heads/--intermediate/--vocab (a Llama-style
-block), or from --params alone (then the activations come from the
-heuristic). --precision, --weights and --qlora say how weights, gradients,
-state and activations are stored; --zero/--fsdp over --gpus (and --nodes)
-and --offload how they are sharded. --gpu H100 (or a size: 80GiB) says
-whether it fits and the largest batch that does. --check SNAPSHOT puts the
-estimate beside what a snapshot of the same run measured; --calibrate
-SNAPSHOT (two or more, with --calibrate-batch and --calibrate-seq) measures
-activations and the optimizer step from small real runs and uses them.`
-
 func registerArch(a *estimate.Arch, fs *flag.FlagSet) {
 	fs.IntVar(&a.Layers, "layers", 0, "arch: transformer blocks")
 	fs.IntVar(&a.Hidden, "hidden", 0, "arch: hidden size")
@@ -56,7 +34,7 @@ func registerArch(a *estimate.Arch, fs *flag.FlagSet) {
 }
 
 func runEstimate(env *Env, args []string) error {
-	fs := newFlagSet(env, "estimate", "(--config config.json | --layers ... | --params N) [flags]", estimateAbout)
+	fs := newFlagSet(env, "estimate", "(--config config.json | --layers ... | --params N) [flags]", help.About("estimate"))
 	configPath := fs.String("config", "", "Hugging Face `config.json` of the model")
 	var arch estimate.Arch
 	registerArch(&arch, fs)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
 	"io"
 
@@ -19,26 +20,8 @@ func init() {
 	})
 }
 
-const flameAbout = `
-Draws a flamegraph of memory by call stack as one self-contained SVG (hover
-for bytes, click to zoom, Search or Ctrl-F to highlight, Reset Zoom or Esc;
-no network), or with --collapsed the folded stacks ("frame;frame;... BYTES")
-that flamegraph.pl, inferno and speedscope read.
-  memory FILE     every block of the dump by stream, state and stack, as
-                  _memory_viz.py memory (requested bytes; the rest <gaps>)
-  segments FILE   the same under each segment, as _memory_viz.py segments
-  peak FILE       allocations live at the Active Memory Timeline's peak (or
-                  --at), by category and stack
-  diff A B        live at each run's peak (or --at) by category and stack:
-                  widths are B's bytes, red grew, blue shrank; --collapsed
-                  writes "stack A_BYTES B_BYTES" lines (difffolded.pl's)
-The allocator's internal C++ frames (caching allocator, stack capture,
-tensor factories, dispatcher) are left out of the stacks unless
---keep-internal-frames; a C++ frame of an unknown file is its function
-alone.`
-
 func runFlame(env *Env, args []string) error {
-	fs := newFlagSet(env, "flame", "memory|segments|peak|diff [-o OUT.svg] [--collapsed] [--device N] [--at MOMENT] [--demo] FILE [FILE]", flameAbout)
+	fs := newFlagSet(env, "flame", "memory|segments|peak|diff [-o OUT.svg] [--collapsed] [--device N] [--at MOMENT] [--demo] FILE [FILE]", help.About("flame"))
 	out := fs.String("o", "", "write to `FILE` (default standard output)")
 	collapsed := fs.Bool("collapsed", false, "write folded stacks instead of SVG")
 	asJSON := fs.Bool("json", false, `write the tree as JSON {"name", "value", "children"} instead of SVG`)

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
 	"io"
 	"runtime"
@@ -20,28 +21,12 @@ func init() {
 	})
 }
 
-const ranksAbout = `
-Compares the snapshots of the ranks of one distributed job (one file per
-rank, e.g. snapshot_rank3.pickle): per file its rank (from "rank N" in the
-name, else its position), peak active (Active Memory Timeline) and peak
-reserved (Active Cached Segment Timeline), when the peak happens (from the
-trace's first event), the fragmentation of the cache at the peak
-(1 - largest free block / free cached bytes) and the site holding the most
-memory at the peak; then the spread of the peaks across ranks and the
-rank furthest from the median when it is more than 5% away. Files are read
--j at a time (default 2), each dropped once its row is made, so memory
-stays that of -j snapshots. A file that cannot be read (or whose
-reading fails) is named on standard error and the others are still
-answered, with exit status 1. A FILE may also be a rank's "gpumem info
---json" summary or its monitor file (gpumem record --monitor): see
-docs/record.md.`
-
 // ranksInFlight and ranksMaxInFlight count snapshots being decoded or
 // analysed at once (read by the test of bounded memory).
 var ranksInFlight, ranksMaxInFlight atomic.Int32
 
 func runRanks(env *Env, args []string) error {
-	fs := newFlagSet(env, "ranks", "[--json] [-j N] [--device N] FILE...", ranksAbout)
+	fs := newFlagSet(env, "ranks", "[--json] [-j N] [--device N] FILE...", help.About("ranks"))
 	asJSON := fs.Bool("json", false, "print JSON")
 	jobs := fs.Int("j", 2, "files decoded at once")
 	device := deviceFlag(fs, "device of every file (default each file's DefaultDevice)")

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/help"
 	"net"
 	"os"
 	"os/exec"
@@ -25,15 +26,6 @@ func init() {
 	})
 }
 
-const serveAbout = `
-Loads the snapshots and serves the viewer on a local HTTP port, prints its
-URL and opens it in the browser. Views: Active Memory Timeline, Allocated
-Memory (incl. Private Pools), Allocator State History, Active Cached Segment
-Timeline and Allocator Settings, as in PyTorch's memory_viz, plus total
-allocated/reserved/active curves and OOM/snapshot/annotation markers.
-Drop another snapshot file onto the page to open it. Press ? in the page for
-the keys. Stop with Ctrl-C.`
-
 // serveArgs is serve's command line.
 type serveArgs struct {
 	addr      string
@@ -47,7 +39,7 @@ type serveArgs struct {
 
 func parseServeArgs(env *Env, args []string) (*serveArgs, error) {
 	a := &serveArgs{}
-	fs := newFlagSet(env, "serve", "[flags] [--demo] FILE...", serveAbout)
+	fs := newFlagSet(env, "serve", "[flags] [--demo] FILE...", help.About("serve"))
 	fs.StringVar(&a.addr, "http", "127.0.0.1:0", "`host:port` to listen on (port 0 picks a free port)")
 	fs.BoolVar(&a.noBrowser, "no-browser", false, "do not open a browser")
 	fs.BoolVar(&a.demo, "demo", false, "also open the embedded demo snapshot")

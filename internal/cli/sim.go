@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/snapshot"
 	"io"
 	"os"
@@ -22,50 +23,10 @@ func init() {
 	})
 }
 
-const simAbout = `
-Runs a faithful model of PyTorch's CUDA caching allocator.
-
-  gpumem sim --script FILE [--config STR] [--capacity SIZE] [--json]
-      Run a script (one command a line, # comments):
-        alloc NAME SIZE [stream=N]     free NAME     empty_cache     set CONFIG
-        free_requested NAME / free_completed NAME   (record_stream-style frees)
-      SIZE is bytes or a number with B, KiB, MiB, GiB (KB, MB, GB = same),
-      e.g. 4096, 3MiB or 1.5 GiB.
-
-  gpumem sim FILE [--device N] [--json]
-      Replay a snapshot's trace with its own allocator settings and report
-      how exactly the model predicts it (a validation).
-
-  gpumem sim FILE --config STR [--capacity SIZE] [--json]
-      What-if: replay the recorded requests under other settings.
-
-  gpumem sim FILE --sweep [--capacity SIZE] [--json]
-      Compare common settings, best first by peak reserved memory.
-
-  gpumem sim FILE --capacity oom [--config STR | --sweep] [--json]
-      Take the capacity the recorded OOM implies (reserved + CUDA free at
-      the OOM) and tell, for each setting, whether that OOM still happens.
-
-  gpumem sim FILE --batch-scale S [--capacity SIZE|oom] [--json]
-      Batch what-if: replay the trace with every allocation that scales
-      with the batch (activations, temporaries and autograd buffers of the
-      forward and backward passes, inputs: their categories' rules) scaled
-      by S, under the recorded settings, from an empty allocator, at the
-      capacity the recorded OOM implies (else --capacity, else unlimited);
-      prints the new peaks and whether the recorded OOM still happens.
-
-  --from-empty replays from an empty allocator: the blocks live at trace
-  start are allocated first, in address order, under the setting. A sweep
-  does so by default when the trace starts with segments already reserved
-  (--from-empty=false keeps the recorded layout).
-
-CONFIG uses PYTORCH_CUDA_ALLOC_CONF syntax, e.g.
-"expandable_segments:True,max_split_size_mb:128".`
-
 // simFlagSet makes sim's flag set and the flags it fills in.
 func simFlagSet(env *Env) (*simFlags, *flag.FlagSet) {
 	f := &simFlags{}
-	fs := newFlagSet(env, "sim", "[--script FILE | FILE | --demo] [flags]", simAbout)
+	fs := newFlagSet(env, "sim", "[--script FILE | FILE | --demo] [flags]", help.About("sim"))
 	fs.StringVar(&f.script, "script", "", "run a script `FILE` (- for stdin)")
 	fs.StringVar(&f.config, "config", "", "allocator settings `STR` (PYTORCH_CUDA_ALLOC_CONF syntax)")
 	fs.StringVar(&f.capacity, "capacity", "", "device memory `SIZE` (e.g. 80GiB), or oom for what the recorded OOM implies; default unlimited")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
 	"io"
 
@@ -17,21 +18,8 @@ func init() {
 	})
 }
 
-const stepsAbout = `
-Splits the trace into training steps — from ProfilerStep#N annotations,
-else optimizer.step annotations, else the repeating pattern of allocation
-sites — and prints per step its events, the live bytes at its start, its
-peak (Active Memory Timeline total, requested bytes), the phase the peak
-is in (forward, backward or optimizer, from the allocating stack), the live
-bytes when each phase ends, and its duration. Live memory at the start of
-steps 1.. (after the warm-up step that creates optimizer state) and at the
-end that grows at every step is flagged as a leak, with the growth per
-step and the allocation sites that grew. Given the monitor's JSON lines
-(gpumem record --monitor), prints its per-interval peaks and the steps
-whose peak jumps.`
-
 func runSteps(env *Env, args []string) error {
-	fs := newFlagSet(env, "steps", "[--json] [--device N] [--demo] FILE", stepsAbout)
+	fs := newFlagSet(env, "steps", "[--json] [--device N] [--demo] FILE", help.About("steps"))
 	asJSON := fs.Bool("json", false, "print JSON")
 	device := deviceFlag(fs, "device")
 	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/gpumem/gpumem/internal/help"
 
 	"github.com/gpumem/gpumem/internal/alloc"
 	"github.com/gpumem/gpumem/internal/synth"
@@ -17,31 +18,6 @@ func init() {
 	})
 }
 
-const synthAbout = `
-Writes the snapshot torch.cuda.memory._dump_snapshot() would give after a
-synthetic training run: the model's training loop (forward, backward, AdamW
-with lazily created states, zero_grad(set_to_none)) runs through gpumem's
-model of PyTorch's caching allocator, so segments, blocks and the trace are
-what the allocator would produce. Python stacks on every entry, time_us,
-one ProfilerStep#N annotation per step, allocator_settings for --config.
-Output is deterministic for the same flags and --seed. A shape or count
-flag left out or given as 0 takes the default shown beside it.
-
-Examples:
-  gpumem synth --model transformer --layers 4 --d-model 1024 --batch 8 --seq 512 --steps 3 -o run.pickle
-  gpumem synth --model mlp --layers 8 --hidden 8192 --dtype bf16 --capacity 24GiB -o oom.pickle
-  gpumem synth --config expandable_segments:True --json -o run.json
-  gpumem synth --target-mb 250 -o big.pickle
-  gpumem synth --model mlp --inference -o infer.pickle
-  gpumem synth --model mlp --lora --quant 4bit --dtype bf16 -o qlora.pickle
-  gpumem synth --model mlp --oom-unwind --batch 2048 --hidden 1024 --capacity 48MiB -o oom.pickle
-
-Patterns (--model mlp; each records every allocation's true category for
-gpumem's tests): --inference, --lora [--quant 4bit], --oom-unwind,
---no-annotations, --checkpointing, --ddp, --mixed-precision, --fsdp,
---compile.
-Without --device the run is recorded as device 0.`
-
 // synthArgs is synth's command line, read into a workload.
 type synthArgs struct {
 	workload synth.Workload
@@ -52,7 +28,7 @@ type synthArgs struct {
 }
 
 func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
-	fs := newFlagSet(env, "synth", "[flags] -o OUT.pickle", synthAbout)
+	fs := newFlagSet(env, "synth", "[flags] -o OUT.pickle", help.About("synth"))
 	model := fs.String("model", "transformer", "workload: mlp or transformer")
 	layers := fs.Int("layers", 0, "layers (default 4)")
 	hidden := fs.Int("hidden", 0, "mlp width (default 4096)")

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/gpumem/gpumem/internal/help"
 	"io"
 	"os"
 	"os/signal"
@@ -23,21 +24,11 @@ func init() {
 	})
 }
 
-const watchAbout = `
-Samples every GPU's memory (used/free/total), utilisation and per-process
-memory every --interval through nvidia-smi (or NVML in a build with
--tags nvml), and every --report period reports each device's peak since the
-last report, its minimum and its mean. On a terminal it shows a refreshing
-table with a sparkline per device; otherwise it prints one line per device
-per report. --log keeps every sample and report as JSONL (synced at each
-report); --replay FILE.jsonl prints a log's reports, and gpumem serve
-FILE.jsonl draws it. Stop with Ctrl-C.`
-
 // openWatchBackend is gpumon.Open; tests replace it with a fake.
 var openWatchBackend = func(interval time.Duration) (gpumon.Backend, error) { return gpumon.Open(interval) }
 
 func runWatch(env *Env, args []string) error {
-	fs := newFlagSet(env, "watch", "[flags]   |   gpumem watch --replay FILE.jsonl", watchAbout)
+	fs := newFlagSet(env, "watch", "[flags]   |   gpumem watch --replay FILE.jsonl", help.About("watch"))
 	var o gpumon.WatchOptions
 	fs.DurationVar(&o.Interval, "interval", gpumon.DefaultInterval, "sampling `period` (at least 50ms)")
 	fs.DurationVar(&o.Report, "report", gpumon.DefaultReport, "reporting `period`: peak since the last report, min, mean")
