@@ -7,7 +7,7 @@ import (
 )
 
 // TestAbout: every text is found by its command's name, has no padding
-// and keeps its lines within 100 characters.
+// and keeps its lines within 120 characters.
 func TestAbout(t *testing.T) {
 	names, err := fs.Glob(about, "about/*.txt")
 	if err != nil || len(names) < 20 {
@@ -20,7 +20,7 @@ func TestAbout(t *testing.T) {
 			t.Errorf("%s: %q", cmd, a)
 		}
 		for _, l := range strings.Split(a, "\n") {
-			if len([]rune(l)) > 100 {
+			if len([]rune(l)) > 120 {
 				t.Errorf("%s: line of %d characters: %q", cmd, len([]rune(l)), l)
 			}
 		}
