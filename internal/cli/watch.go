@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/gpumem/gpumem/internal/help"
+	"golang.org/x/term"
 	"io"
 	"os"
 	"os/signal"
@@ -82,7 +83,13 @@ func runWatch(env *Env, args []string) error {
 
 // watch runs gpumon.Watch, with the terminal table when stdout is one.
 func watch(ctx context.Context, env *Env, b gpumon.Backend, o gpumon.WatchOptions) error {
-	tty, _ := env.Stdout.(*os.File)
+	var tty *gpumon.Terminal
+	if f, ok := env.Stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		tty = &gpumon.Terminal{File: f, Width: func() int {
+			w, _, _ := term.GetSize(int(f.Fd()))
+			return w
+		}}
+	}
 	return gpumon.Watch(ctx, b, o, env.Stdout, env.Stderr, tty)
 }
 

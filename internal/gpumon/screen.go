@@ -10,13 +10,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/gpumem/gpumem/internal/units"
-	"golang.org/x/term"
 )
 
 // screen is watch's refreshing terminal table. It redraws in place (cursor
 // home, each line cleared to its end) so the table does not flicker.
 type screen struct {
 	f       *os.File
+	width   func() int // the terminal's columns
 	backend string
 	o       WatchOptions
 	hist    map[string][]uint64 // used bytes per device, the last sparkWidth samples
@@ -74,8 +74,10 @@ func (s *screen) update(smp Sample, cur []Interval) {
 func (s *screen) draw() {
 	s.drawn = time.Now()
 	width := 120
-	if w, _, err := term.GetSize(int(s.f.Fd())); err == nil && w > 20 {
-		width = w
+	if s.width != nil {
+		if w := s.width(); w > 20 {
+			width = w
+		}
 	}
 	var b strings.Builder
 	b.WriteString("\x1b[H")

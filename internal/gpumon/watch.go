@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/gpumem/gpumem/internal/units"
-	"golang.org/x/term"
 )
 
 // The defaults of gpumem watch's periods.
@@ -20,6 +19,13 @@ const (
 	DefaultInterval = 500 * time.Millisecond
 	DefaultReport   = 10 * time.Second
 )
+
+// Terminal is where watch draws its refreshing table: the terminal and
+// its width in columns (0 when unknown).
+type Terminal struct {
+	File  *os.File
+	Width func() int
+}
 
 // WatchOptions are gpumem watch's settings.
 type WatchOptions struct {
@@ -42,11 +48,11 @@ type watchState struct {
 
 // Watch samples b every o.Interval until ctx ends, o.Count samples are
 // taken or the backend fails, and reports every o.Report: to stdout as
-// text lines, JSONL records (o.JSON) or, when tty is a terminal, a
+// text lines, JSONL records (o.JSON) or, on a terminal (tty), a
 // refreshing table; alerts go to stderr, every sample and report to the
 // log, the last ones to the Prometheus endpoint. The sampler stops before
 // Watch returns, so the caller may close b then.
-func Watch(ctx context.Context, b Backend, o WatchOptions, stdout, stderr io.Writer, tty *os.File) error {
+func Watch(ctx context.Context, b Backend, o WatchOptions, stdout, stderr io.Writer, tty *Terminal) error {
 	var lw *LogWriter
 	if o.LogPath != "" {
 		var err error
@@ -64,8 +70,9 @@ func Watch(ctx context.Context, b Backend, o WatchOptions, stdout, stderr io.Wri
 		defer stopProm()
 	}
 	var scr *screen
-	if tty != nil && !o.JSON && !o.Plain && term.IsTerminal(int(tty.Fd())) {
-		scr = newScreen(tty, b.Name(), o)
+	if tty != nil && !o.JSON && !o.Plain {
+		scr = newScreen(tty.File, b.Name(), o)
+		scr.width = tty.Width
 		scr.start()
 		defer scr.stop()
 	}

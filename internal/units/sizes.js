@@ -55,3 +55,16 @@ function fixed1(v) {
   }
   return v.toFixed(1);
 }
+
+// formatSize is memory_viz's JavaScript formatSize, which units.Viz and
+// VizShort (showBytes false) mirror: toFixed's own rounding, as memory_viz.
+export function formatSize(num, showBytes = true) {
+  const orig = num;
+  for (const unit of ['', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei', 'Zi']) {
+    if (Math.abs(num) < 1024) {
+      return showBytes ? `${num.toFixed(1)}${unit}B (${orig} bytes)` : `${num.toFixed(1)}${unit}B`;
+    }
+    num /= 1024;
+  }
+  return `${num.toFixed(1)}YiB`;
+}

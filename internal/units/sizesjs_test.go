@@ -13,7 +13,7 @@ import (
 
 // TestSizesJSMirrorsUnits runs sizes.js (as the flame graph's SVG inlines
 // it) through node and checks it prints every size as units.Human,
-// units.HumanSigned and units.Python do, so that a page and the server
+// units.HumanSigned, units.Python, units.Viz and units.VizShort do, so that a page and the server
 // never print the same bytes two ways. Ties (x.xx5, x.x5) are where
 // JavaScript's toFixed and Go's FormatFloat round differently.
 func TestSizesJSMirrorsUnits(t *testing.T) {
@@ -35,21 +35,21 @@ func TestSizesJSMirrorsUnits(t *testing.T) {
 	}
 	arg, _ := json.Marshal(sizes)
 	script := units.ScriptJS() + "\nconsole.log(JSON.stringify(" + string(arg) +
-		".map(function (n) { return [n < 0 ? '' : human(n), humanSigned(n), python(n)]; })));\n"
+		".map(function (n) { return [n < 0 ? '' : human(n), humanSigned(n), python(n), n < 0 ? '' : formatSize(n), n < 0 ? '' : formatSize(n, false)]; })));\n"
 	cmd := exec.Command(node, "-")
 	cmd.Stdin = strings.NewReader(script)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("node: %v", err)
 	}
-	var got [][3]string
+	var got [][5]string
 	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(sizes) {
 		t.Fatalf("node printed %d results (%v): %.200s", len(got), err, out)
 	}
 	for i, n := range sizes {
-		want := [3]string{"", units.HumanSigned(n), units.Python(n)}
+		want := [5]string{"", units.HumanSigned(n), units.Python(n)}
 		if n >= 0 {
-			want[0] = units.Human(uint64(n))
+			want[0], want[3], want[4] = units.Human(uint64(n)), units.Viz(uint64(n)), units.VizShort(uint64(n))
 		}
 		if got[i] != want {
 			t.Errorf("%d: sizes.js %q, units %q", n, got[i], want)
