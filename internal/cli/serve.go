@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/gpumem/gpumem/internal/help"
+	"github.com/gpumem/gpumem/internal/loopback"
 	"net"
 	"os"
 	"os/exec"
@@ -59,7 +60,7 @@ func parseServeArgs(env *Env, args []string) (*serveArgs, error) {
 			a.allowHost = append(a.allowHost, h)
 		}
 	}
-	if beyondLoopback(a.addr) && len(a.allowHost) == 0 {
+	if loopback.Beyond(a.addr) && len(a.allowHost) == 0 {
 		return nil, usageError(fs, env.Stderr, fmt.Sprintf("-http %s listens beyond loopback: name the host names clients will use with --allow-host (e.g. --allow-host %s)", a.addr, exampleHost()))
 	}
 	return a, nil
@@ -129,7 +130,7 @@ func runServe(env *Env, args []string) error {
 	}
 	bound := ln.Addr().String()
 	srv.SetAddr(bound)
-	if !isLoopbackAddr(ln.Addr()) {
+	if !loopback.Addr(ln.Addr()) {
 		if len(a.allowHost) == 0 { // a host name that is not loopback's
 			ln.Close()
 			return fmt.Errorf("-http %s listens on %s, beyond loopback: name the host names clients will use with --allow-host", a.addr, bound)
@@ -137,7 +138,7 @@ func runServe(env *Env, args []string) error {
 		warnBeyondLoopback(env, "gpumem serve", bound)
 	}
 	url := "http://" + bound + "/"
-	if len(a.allowHost) > 0 && !isLoopbackAddr(ln.Addr()) {
+	if len(a.allowHost) > 0 && !loopback.Addr(ln.Addr()) {
 		_, port, _ := net.SplitHostPort(bound)
 		url = "http://" + net.JoinHostPort(a.allowHost[0], port) + "/"
 	}
@@ -172,33 +173,12 @@ func runServe(env *Env, args []string) error {
 	})
 }
 
-// beyondLoopback reports whether a listen address reaches past this
-// machine: an empty host or 0.0.0.0/:: (every interface), or an address
-// or name that is not loopback's.
-func beyondLoopback(addr string) bool {
-	h, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false // net.Listen will say what is wrong
-	}
-	if h = strings.Trim(h, "[]"); h == "" {
-		return true // every interface
-	}
-	ip := net.ParseIP(h)
-	// A name is judged once bound (runServe checks the address).
-	return ip != nil && !ip.IsLoopback()
-}
-
 // exampleHost is this machine's name for the --allow-host hint.
 func exampleHost() string {
 	if h, err := os.Hostname(); err == nil && h != "" {
 		return h
 	}
 	return "myhost.lan"
-}
-
-func isLoopbackAddr(a net.Addr) bool {
-	ta, ok := a.(*net.TCPAddr)
-	return ok && ta.IP.IsLoopback()
 }
 
 // warnBeyondLoopback is the one line serve and watch --prom print when

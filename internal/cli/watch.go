@@ -54,20 +54,8 @@ func runWatch(env *Env, args []string) error {
 	if *replay != "" {
 		return replayWatch(env, *replay, o)
 	}
-	if o.Interval < 50*time.Millisecond {
-		return usageError(fs, env.Stderr, "-interval must be at least 50ms")
-	}
-	if o.Count < 0 {
-		return usageError(fs, env.Stderr, "-count must be at least 0 (0: run until Ctrl-C)")
-	}
-	if o.Report < o.Interval {
-		return usageError(fs, env.Stderr, "-report must be at least -interval")
-	}
-	if o.Alert < 0 || o.Alert > 100 {
-		return usageError(fs, env.Stderr, "-alert is a percentage between 0 and 100")
-	}
-	if o.ExecOnAlert != "" && o.Alert == 0 {
-		return usageError(fs, env.Stderr, "-exec-on-alert needs -alert PCT")
+	if err := o.Validate(); err != nil {
+		return usageError(fs, env.Stderr, err.Error())
 	}
 	var b gpumon.Backend
 	if *useDemo {

@@ -2,6 +2,7 @@ package gpumon
 
 import (
 	"fmt"
+	"github.com/gpumem/gpumem/internal/loopback"
 	"io"
 	"net"
 	"net/http"
@@ -21,8 +22,8 @@ func servePrometheus(stderr io.Writer, addr string, st *watchState) (func(), err
 		return nil, fmt.Errorf("--prom: %v", err)
 	}
 	host, _ := os.Hostname()
-	loopback := isLoopbackAddr(ln.Addr())
-	if !loopback {
+	onLoopback := loopback.Addr(ln.Addr())
+	if !onLoopback {
 		// Prometheus scrapes from elsewhere name this machine as they
 		// please: any Host is answered, but the user is told.
 		fmt.Fprintf(stderr, "gpumem: warning: gpumem watch --prom listens on %s, beyond loopback: other machines can connect and read what it serves\n", ln.Addr())
@@ -31,7 +32,7 @@ func servePrometheus(stderr io.Writer, addr string, st *watchState) (func(), err
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		// A loopback listener answers only loopback names, so a web page
 		// cannot read it through DNS rebinding.
-		if loopback && !isLoopbackHost(r.Host) {
+		if onLoopback && !loopback.Host(r.Host) {
 			http.Error(w, "bad Host", http.StatusForbidden)
 			return
 		}
@@ -45,22 +46,4 @@ func servePrometheus(stderr io.Writer, addr string, st *watchState) (func(), err
 	go func() { _ = hs.Serve(ln) }()
 	fmt.Fprintf(stderr, "gpumem watch: Prometheus metrics at http://%s/metrics\n", ln.Addr())
 	return func() { _ = hs.Close() }, nil
-}
-
-func isLoopbackAddr(a net.Addr) bool {
-	ta, ok := a.(*net.TCPAddr)
-	return ok && ta.IP.IsLoopback()
-}
-
-func isLoopbackHost(hostport string) bool {
-	h, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		h = hostport
-	}
-	h = strings.Trim(h, "[]")
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }

@@ -3,6 +3,7 @@ package gpumon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -44,6 +45,26 @@ type watchState struct {
 	mu   sync.Mutex
 	last Sample
 	prev []Interval // the last completed report
+}
+
+// MinInterval is the shortest sampling period watch accepts.
+const MinInterval = 50 * time.Millisecond
+
+// Validate says what is wrong with the settings, in the flags' words.
+func (o *WatchOptions) Validate() error {
+	switch {
+	case o.Interval < MinInterval:
+		return errors.New("-interval must be at least 50ms")
+	case o.Count < 0:
+		return errors.New("-count must be at least 0 (0: run until Ctrl-C)")
+	case o.Report < o.Interval:
+		return errors.New("-report must be at least -interval")
+	case o.Alert < 0 || o.Alert > 100:
+		return errors.New("-alert is a percentage between 0 and 100")
+	case o.ExecOnAlert != "" && o.Alert == 0:
+		return errors.New("-exec-on-alert needs -alert PCT")
+	}
+	return nil
 }
 
 // Watch samples b every o.Interval until ctx ends, o.Count samples are

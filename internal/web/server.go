@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/loopback"
 	"github.com/gpumem/gpumem/internal/units"
 	"io"
 	"io/fs"
@@ -193,21 +194,7 @@ func (s *Server) hostCheck(h http.Handler) http.Handler {
 // boundBeyondLoopback reports whether the server listens on an address
 // other machines can reach (0.0.0.0, a LAN address).
 func (s *Server) boundBeyondLoopback() bool {
-	h, _, err := net.SplitHostPort(s.opt.Addr)
-	if err != nil || s.opt.Addr == "" {
-		return false
-	}
-	ip := net.ParseIP(strings.Trim(h, "[]"))
-	return ip != nil && !ip.IsLoopback()
-}
-
-func isLoopbackRemote(remote string) bool {
-	h, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		h = remote
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
+	return s.opt.Addr != "" && loopback.Beyond(s.opt.Addr)
 }
 
 func (s *Server) allowedHost(host, remote string) bool {
@@ -225,7 +212,7 @@ func (s *Server) allowedHost(host, remote string) bool {
 	switch {
 	case h == "localhost" || h == "127.0.0.1" || h == "::1":
 		// A client elsewhere naming localhost is not on this machine.
-		if s.boundBeyondLoopback() && !isLoopbackRemote(remote) {
+		if s.boundBeyondLoopback() && !loopback.Host(remote) {
 			return false
 		}
 	case slices.ContainsFunc(s.opt.AllowHosts, func(a string) bool { return strings.EqualFold(strings.Trim(a, "[]"), h) }):
