@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/units"
 	"path/filepath"
 	"strconv"
 
 	"github.com/gpumem/gpumem/internal/monitor"
+	"github.com/gpumem/gpumem/internal/units"
 )
 
 // Inputs that are not snapshots but that steps and ranks read: the

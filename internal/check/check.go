@@ -2,12 +2,12 @@ package check
 
 import (
 	"fmt"
-	"github.com/gpumem/gpumem/internal/report"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/internal/steps"
 	"github.com/gpumem/gpumem/internal/units"
 )

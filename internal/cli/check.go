@@ -2,8 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"github.com/gpumem/gpumem/internal/help"
-	"github.com/gpumem/gpumem/internal/report"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +10,8 @@ import (
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/check"
+	"github.com/gpumem/gpumem/internal/help"
+	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )

@@ -3,11 +3,12 @@ package cli
 import (
 	"flag"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/completion"
-	"github.com/gpumem/gpumem/internal/help"
 	"io"
 	"regexp"
 	"strings"
+
+	"github.com/gpumem/gpumem/internal/completion"
+	"github.com/gpumem/gpumem/internal/help"
 )
 
 func init() {

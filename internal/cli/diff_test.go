@@ -1,9 +1,9 @@
 package cli
 
 import (
-	"github.com/gpumem/gpumem/internal/analysis"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/corpus"
 )
 

@@ -3,14 +3,14 @@ package cli
 import (
 	"flag"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/help"
-	"github.com/gpumem/gpumem/internal/report"
 	"io"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/gpumem/gpumem/internal/estimate"
+	"github.com/gpumem/gpumem/internal/help"
+	"github.com/gpumem/gpumem/internal/report"
 )
 
 func init() {

@@ -2,12 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"github.com/gpumem/gpumem/internal/help"
-	"github.com/gpumem/gpumem/internal/report"
 	"io"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/export"
+	"github.com/gpumem/gpumem/internal/help"
+	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )

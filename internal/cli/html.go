@@ -2,10 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"github.com/gpumem/gpumem/internal/help"
 	"io"
 	"path/filepath"
 
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/web"
 )
 

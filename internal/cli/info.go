@@ -3,9 +3,9 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
-	"github.com/gpumem/gpumem/internal/help"
 	"slices"
 
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/internal/report"
 )

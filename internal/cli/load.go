@@ -4,18 +4,17 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/report"
 	"io"
 	"io/fs"
 	"os"
 	"strings"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/gpumem/gpumem/internal/demo"
+	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
+	"golang.org/x/term"
 )
 
 // progressMinBytes is the file size from which LoadFile draws a progress

@@ -3,12 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/help"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/mcp"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/internal/version"

@@ -2,12 +2,12 @@ package cli
 
 import (
 	"encoding/json"
-	"github.com/gpumem/gpumem/internal/analysis"
-	"github.com/gpumem/gpumem/internal/report"
 	"io"
 	"os"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/monitor"
+	"github.com/gpumem/gpumem/internal/report"
 )
 
 // inputKind tells from the first bytes of path what it holds

@@ -3,10 +3,10 @@ package cli
 import (
 	"flag"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/help"
 	"io"
 
 	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/internal/units"
 )

@@ -2,10 +2,10 @@ package cli
 
 import (
 	"encoding/json"
-	"github.com/gpumem/gpumem/internal/analysis"
 	"strings"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/corpus"
 )
 

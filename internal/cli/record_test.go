@@ -5,13 +5,14 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/analysis"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gpumem/gpumem/internal/analysis"
 )
 
 func TestRecordUsage(t *testing.T) {

@@ -2,14 +2,14 @@ package cli
 
 import (
 	"fmt"
-	"github.com/gpumem/gpumem/internal/report"
-	"github.com/gpumem/gpumem/internal/units"
 	"io"
 	"path/filepath"
 	"slices"
 
 	"github.com/gpumem/gpumem/internal/alloc"
 	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/report"
+	"github.com/gpumem/gpumem/internal/units"
 )
 
 // checkBatchScale checks --batch-scale against the flags it excludes.

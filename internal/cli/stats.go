@@ -1,10 +1,10 @@
 package cli
 
 import (
-	"github.com/gpumem/gpumem/internal/help"
 	"io"
 	"slices"
 
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/snapshot"
 )

@@ -2,11 +2,11 @@ package cli
 
 import (
 	"encoding/json"
-	"github.com/gpumem/gpumem/internal/help"
-	"github.com/gpumem/gpumem/internal/report"
 	"io"
 
 	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/help"
+	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/internal/steps"
 )
 

@@ -2,9 +2,9 @@ package cli
 
 import (
 	"fmt"
-	"github.com/gpumem/gpumem/internal/help"
 
 	"github.com/gpumem/gpumem/internal/alloc"
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/synth"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"

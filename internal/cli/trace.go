@@ -1,9 +1,9 @@
 package cli
 
 import (
-	"github.com/gpumem/gpumem/internal/help"
 	"io"
 
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
 )
 

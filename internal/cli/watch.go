@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/help"
-	"golang.org/x/term"
 	"io"
 	"os"
 	"os/signal"
@@ -14,7 +12,9 @@ import (
 	"time"
 
 	"github.com/gpumem/gpumem/internal/gpumon"
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/web"
+	"golang.org/x/term"
 )
 
 func init() {

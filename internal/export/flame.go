@@ -3,14 +3,15 @@ package export
 import (
 	"bufio"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/pickle"
-	"github.com/gpumem/gpumem/internal/units"
 	"hash/fnv"
 	"io"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gpumem/gpumem/internal/pickle"
+	"github.com/gpumem/gpumem/internal/units"
 )
 
 // Flame is a tree of stack frames weighted by bytes, the input of the

@@ -2,10 +2,10 @@ package export
 
 import (
 	"bufio"
-	"github.com/gpumem/gpumem/internal/pickle"
 	"io"
 	"strconv"
 
+	"github.com/gpumem/gpumem/internal/pickle"
 	"github.com/gpumem/gpumem/snapshot"
 )
 

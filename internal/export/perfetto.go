@@ -7,12 +7,12 @@ import (
 	"bufio"
 	"cmp"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/pickle"
 	"io"
 	"slices"
 	"strconv"
 
 	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/pickle"
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"

@@ -2,13 +2,14 @@ package gpumon
 
 import (
 	"fmt"
-	"github.com/gpumem/gpumem/internal/loopback"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/gpumem/gpumem/internal/loopback"
 )
 
 // servePrometheus listens on addr (":9400" means 127.0.0.1:9400) and

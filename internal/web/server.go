@@ -10,9 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/analysis"
-	"github.com/gpumem/gpumem/internal/loopback"
-	"github.com/gpumem/gpumem/internal/units"
 	"io"
 	"io/fs"
 	"math"
@@ -24,7 +21,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/loopback"
 	"github.com/gpumem/gpumem/internal/replay"
+	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
