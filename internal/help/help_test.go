@@ -29,3 +29,19 @@ func TestAbout(t *testing.T) {
 		t.Error("a text for an unknown command")
 	}
 }
+
+// TestGuideAndUsage: the guide's examples are those of the commands given,
+// and the usage has a line per command with its summary.
+func TestGuideAndUsage(t *testing.T) {
+	var g strings.Builder
+	Guide(&g, []string{"info", "peak"})
+	if !strings.Contains(g.String(), "gpumem info --demo") || strings.Contains(g.String(), "gpumem record --") ||
+		!strings.Contains(g.String(), "Commands:\n  info peak\n") {
+		t.Errorf("guide:\n%s", g.String())
+	}
+	var u strings.Builder
+	Usage(&u, []string{"info", "peak"}, func(n string) string { return "about " + n })
+	if !strings.Contains(u.String(), "  info       about info\n  peak       about peak\n") {
+		t.Errorf("usage:\n%s", u.String())
+	}
+}
