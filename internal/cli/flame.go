@@ -7,8 +7,6 @@ import (
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/export"
 	"github.com/gpumem/gpumem/internal/help"
-	"github.com/gpumem/gpumem/internal/report"
-	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -58,7 +56,7 @@ func runFlame(env *Env, args []string) error {
 	dev := *device
 	stacks := export.StackOptions{KeepInternalFrames: *keepInternal}
 	var f *export.Flame
-	var title, sub string
+	var fo export.FlameOptions
 	switch kind {
 	case "memory", "segments":
 		s, err := loadDemoOr(env, files[0])
@@ -76,16 +74,14 @@ func runFlame(env *Env, args []string) error {
 		} else {
 			f = export.SegmentsFlame(s, dev, stacks)
 		}
-		title = fmt.Sprintf("%s: %s by stack at the dump", report.BaseName(s.Source.Name), kind)
-		sub = fmt.Sprintf("%s reserved on %s", units.Human(uint64(f.Root.Value)), devicesText(dev))
+		fo = export.DumpFlameTitles(s, kind, dev, f)
 	case "peak":
 		lv, err := liveProfile(env, files[0], dev, *at)
 		if err != nil {
 			return err
 		}
 		f = export.ProfileFlame(lv.Profile, stacks)
-		title = fmt.Sprintf("%s: live at %s", report.BaseName(lv.Device.S.Source.Name), lv.Label())
-		sub = fmt.Sprintf("%s in %d allocations on %s (requested bytes, by category and stack)", units.Human(lv.Profile.Bytes), lv.Profile.Count, lv.Device.S.DeviceName(lv.Device.Index))
+		fo = export.PeakFlameTitles(lv)
 	case "diff":
 		a, err := liveProfile(env, files[0], dev, *at)
 		if err != nil {
@@ -96,8 +92,7 @@ func runFlame(env *Env, args []string) error {
 			return err
 		}
 		f = export.DiffFlame(a.Profile, b.Profile, stacks)
-		title = fmt.Sprintf("%s → %s: live at %s", report.BaseName(a.Device.S.Source.Name), report.BaseName(b.Device.S.Source.Name), *at)
-		sub = fmt.Sprintf("widths: B (%s); red grew, blue shrank (A: %s; change %s)", units.Human(b.Profile.Bytes), units.Human(a.Profile.Bytes), units.HumanSigned(int64(b.Profile.Bytes)-int64(a.Profile.Bytes)))
+		fo = export.DiffFlameTitles(a, b, *at)
 	default:
 		return usageError(fs, env.Stderr, fmt.Sprintf("unknown kind %q: want memory, segments, peak or diff", kind))
 	}
@@ -108,7 +103,8 @@ func runFlame(env *Env, args []string) error {
 		case *asJSON:
 			return export.WriteFlameJSON(w, f)
 		}
-		return export.WriteFlameSVG(w, f, export.FlameOptions{Title: title, Subtitle: sub, Width: *width})
+		fo.Width = *width
+		return export.WriteFlameSVG(w, f, fo)
 	})
 }
 
@@ -125,13 +121,6 @@ func loadDemoOr(env *Env, path string) (*snapshot.Snapshot, error) {
 		return loadOne(env, nil, true)
 	}
 	return LoadFile(env, path)
-}
-
-func devicesText(d int) string {
-	if d < 0 {
-		return "all devices together"
-	}
-	return fmt.Sprintf("cuda:%d", d)
 }
 
 // liveProfile loads path and profiles what is live at the moment spec on
