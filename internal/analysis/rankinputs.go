@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strconv"
 
 	"github.com/gpumem/gpumem/internal/monitor"
@@ -123,7 +122,7 @@ func RankOfSummary(b []byte, path string, pos, device int) (RankRow, error) {
 		return RankRow{}, fmt.Errorf("%s: no device %d (devices: %s)", path, device, units.List(have))
 	}
 	d := s.Devices[best]
-	row := RankRow{Rank: rankFromNames(pos, path, s.File), File: path, Device: d.Device,
+	row := RankRow{Rank: RankFromNames(pos, path, s.File), File: path, Device: d.Device,
 		PeakAllocatedBytes: d.ActivePeak, PeakReservedBytes: d.SegmentPeak, Fragmentation: d.Fragmentation.Headline,
 		HasTrace: d.TraceEntries > 0, RankInput: &RankInput{Source: "info summary", PeakAt: "-"}}
 	return row, nil
@@ -139,16 +138,4 @@ func RankOfMonitor(s *monitor.Series, path string, device int) (RankRow, error) 
 	row := RankRow{Rank: s.Rank, File: path, Device: s.Device, PeakAllocatedBytes: s.MaxPeak, PeakReservedBytes: s.MaxReserve,
 		RankInput: &RankInput{Source: "monitor", PeakStep: &step, Jumps: s.Jumps, PeakAt: "step " + strconv.Itoa(step), NoFrag: true}}
 	return row, nil
-}
-
-// rankFromNames is the rank in the first of names that has "rank N" in
-// its base name, else pos.
-func rankFromNames(pos int, names ...string) int {
-	for _, n := range names {
-		if m := RankInName.FindStringSubmatch(filepath.Base(n)); m != nil {
-			r, _ := strconv.Atoi(m[1])
-			return r
-		}
-	}
-	return pos
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/check"
 	"github.com/gpumem/gpumem/internal/help"
-	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -185,10 +184,7 @@ func runChecks(env *Env, files []string, useDemo bool, device int, bf *check.Fil
 		if path == demoArg {
 			name = "demo"
 		}
-		rank := pos
-		if m := analysis.RankInName.FindStringSubmatch(report.BaseName(name)); m != nil {
-			rank, _ = strconv.Atoi(m[1])
-		}
+		rank := analysis.RankFromNames(pos, name)
 		devs := s.Devices()
 		if device >= 0 {
 			if _, err := oneDevice(s, device); err != nil {
