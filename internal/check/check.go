@@ -10,6 +10,7 @@ import (
 	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/internal/steps"
 	"github.com/gpumem/gpumem/internal/units"
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 // Status is a budget's verdict.
@@ -327,4 +328,35 @@ func (c *Check) exact(v float64, signed bool) string {
 		s = "+" + s
 	}
 	return s
+}
+
+// EvaluateSnapshot checks devices devs of s (file name, rank rank): each
+// against the file's budgets for it (bf), overridden by the flags' (fb);
+// a baseline is read with load (which may keep it for the next device or
+// file) and compared at the same device, else at its DefaultDevice.
+func EvaluateSnapshot(name string, rank int, s *snapshot.Snapshot, devs []int, bf *File, fb *Budgets, o Options,
+	load func(path string) (*snapshot.Snapshot, error)) ([]Check, error) {
+	var out []Check
+	for _, dev := range devs {
+		b := bf.For(dev, rank)
+		b.Merge(fb)
+		t := Target{File: name, Rank: rank, Device: analysis.NewDevice(s, dev)}
+		if b.Baseline != "" {
+			bs, err := load(b.Baseline)
+			if err != nil {
+				return nil, err
+			}
+			bdev := dev
+			if !slices.Contains(bs.Devices(), dev) {
+				bdev = bs.DefaultDevice()
+			}
+			t.Baseline, t.BaselineFile = analysis.NewDevice(bs, bdev), b.Baseline
+		}
+		cs, err := Evaluate(t, b, o)
+		if err != nil {
+			return nil, fmt.Errorf("%s device %d: %v", name, dev, err)
+		}
+		out = append(out, cs...)
+	}
+	return out, nil
 }

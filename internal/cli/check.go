@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 
 	"github.com/gpumem/gpumem/internal/analysis"
@@ -195,30 +194,21 @@ func runChecks(env *Env, files []string, useDemo bool, device int, bf *check.Fil
 		if len(devs) == 0 {
 			return nil, fmt.Errorf("%s: the snapshot holds no segments and no trace events: nothing to check", name)
 		}
-		for _, dev := range devs {
-			b := bf.For(dev, rank)
-			b.Merge(fb)
-			t := check.Target{File: name, Rank: rank, Device: analysis.NewDevice(s, dev)}
-			if b.Baseline != "" {
-				bs := baselines[b.Baseline]
-				if bs == nil {
-					if bs, err = LoadFile(env, b.Baseline); err != nil {
-						return nil, fmt.Errorf("baseline: %w", err)
-					}
-					baselines[b.Baseline] = bs
+		load := func(path string) (*snapshot.Snapshot, error) {
+			if baselines[path] == nil {
+				bs, err := LoadFile(env, path)
+				if err != nil {
+					return nil, fmt.Errorf("baseline: %w", err)
 				}
-				bdev := dev
-				if !slices.Contains(bs.Devices(), dev) {
-					bdev = bs.DefaultDevice()
-				}
-				t.Baseline, t.BaselineFile = analysis.NewDevice(bs, bdev), b.Baseline
+				baselines[path] = bs
 			}
-			cs, err := check.Evaluate(t, b, o)
-			if err != nil {
-				return nil, fmt.Errorf("%s device %d: %v", name, dev, err)
-			}
-			out = append(out, cs...)
+			return baselines[path], nil
 		}
+		cs, err := check.EvaluateSnapshot(name, rank, s, devs, bf, fb, o, load)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
 	}
 	return out, nil
 }
