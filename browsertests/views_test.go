@@ -332,8 +332,9 @@ func TestRanksViewMatchesRanks(t *testing.T) {
 	}
 }
 
-// TestHumanMirrorsUnits: the views' sizes (units.js human, humanSigned)
-// print as units.Human and HumanSigned, ties included.
+// TestHumanMirrorsUnits: the pages' sizes (sizes.js human, humanSigned,
+// python, served to the views through units.js) print as units.Human,
+// HumanSigned and Python, ties included.
 func TestHumanMirrorsUnits(t *testing.T) {
 	_, url := serveFiles(t, stepped)
 	ctx := newBrowser(t)
@@ -344,16 +345,16 @@ func TestHumanMirrorsUnits(t *testing.T) {
 		sizes = append(sizes, r.Uint64N(1<<50)>>r.UintN(50))
 	}
 	for k := uint64(1); k < 400; k++ { // exact ties at the third decimal: k/8 of a unit
-		sizes = append(sizes, k<<17, k<<27, k<<7)
+		sizes = append(sizes, k<<17, k<<27, k<<7, k<<8, k<<18, k<<28) // and k/4: ties at the first decimal
 	}
 	arg, _ := json.Marshal(sizes)
-	var got [][2]string
-	js := fmt.Sprintf(`import('./units.js').then(u => %s.map(n => [u.human(n), u.humanSigned(-n)]))`, arg)
+	var got [][3]string
+	js := fmt.Sprintf(`import('./units.js').then(u => %s.map(n => [u.human(n), u.humanSigned(-n), u.python(n)]))`, arg)
 	if err := chromedp.Run(ctx, chromedp.Evaluate(js, &got, func(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams { return p.WithAwaitPromise(true) })); err != nil {
 		t.Fatal(err)
 	}
 	for i, n := range sizes {
-		if want := [2]string{units.Human(n), units.HumanSigned(-int64(n))}; got[i] != want {
+		if want := [3]string{units.Human(n), units.HumanSigned(-int64(n)), units.PythonU(n)}; got[i] != want {
 			t.Errorf("human(%d) on the page = %q, units = %q", n, got[i], want)
 		}
 	}

@@ -18,12 +18,10 @@ const (
 	MiB = units.MiB
 	GiB = units.GiB
 
-	kMinBlockSize  = rules.MinBlockSize // kMinBlockSize: every size is rounded to 512 bytes
-	kSmallSize     = 1 * MiB            // kSmallSize: largest "small" allocation
-	kSmallBuffer   = 2 * MiB            // kSmallBuffer: small-pool segment size
-	kLargeBuffer   = 20 * MiB           // kLargeBuffer: default large_segment_size_mb
-	kMinLargeAlloc = 10 * MiB           // kMinLargeAlloc: 1..10 MiB requests share 20 MiB segments
-	kRoundLarge    = 2 * MiB            // kRoundLarge: large segments are rounded to 2 MiB
+	kMinBlockSize = rules.MinBlockSize // kMinBlockSize: every size is rounded to 512 bytes
+	kSmallSize    = rules.SmallSize    // kSmallSize: largest "small" allocation
+	kSmallBuffer  = rules.SmallBuffer  // kSmallBuffer: small-pool segment size
+	kLargeBuffer  = rules.LargeBuffer  // kLargeBuffer: default large_segment_size_mb
 
 	// roundupIntervals is kRoundUpPowerOfTwoIntervals: 16 power-of-two
 	// intervals from 1 MiB to 64 GiB.
@@ -455,14 +453,7 @@ func (c *Config) RoundSize(n uint64) uint64 { return rules.RoundSize(n, &c.Round
 // AllocationSize is get_allocation_size: the cudaMalloc size for a rounded
 // request.
 func (c *Config) AllocationSize(size uint64) uint64 {
-	switch {
-	case size <= kSmallSize:
-		return kSmallBuffer
-	case size < kMinLargeAlloc:
-		return c.LargeSegmentSize
-	default:
-		return kRoundLarge * ((size + kRoundLarge - 1) / kRoundLarge)
-	}
+	return rules.AllocationSize(size, c.LargeSegmentSize)
 }
 
 // String renders the settings that differ from the defaults as a config

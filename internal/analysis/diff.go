@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -60,6 +61,26 @@ type DiffRun struct {
 	Moment Moment
 	// Profile is Device.LiveProfile(Moment); nil computes it.
 	Profile *Profile
+}
+
+// RunAt is the device's run at the moment spec (peak, reserved-peak, end,
+// eN or a time) with what is live then: what diff and flame peak/diff
+// compare. An error names the file.
+func (d *Device) RunAt(spec string) (DiffRun, error) {
+	m, err := d.Resolve(spec)
+	if err != nil {
+		return DiffRun{}, fmt.Errorf("%s: %v", d.S.Source.Name, err)
+	}
+	return DiffRun{Device: d, Moment: m, Profile: d.LiveProfile(m)}, nil
+}
+
+// Label names the run's moment: its spec, and its event when it has one
+// ("peak (event 1234)").
+func (r DiffRun) Label() string {
+	if r.Moment.Event >= 0 {
+		return fmt.Sprintf("%s (event %d)", r.Moment.Spec, r.Moment.Event)
+	}
+	return r.Moment.Spec
 }
 
 // NewDiff compares run b with run a, sites identified by their depth

@@ -59,7 +59,7 @@ func fragmentationOf(st *replay.State) (Fragmentation, []freeRange) {
 	for i := range st.Segments {
 		sg := &st.Segments[i]
 		blocks := st.Blocks[sg.FirstBlock : sg.FirstBlock+sg.NumBlocks]
-		r := freeRange{stream: sg.Stream, pool: sg.PoolID, small: sg.Size == smallSegment}
+		r := freeRange{stream: sg.Stream, pool: sg.PoolID, small: sg.Size == rules.SmallBuffer}
 		add := func(n uint64) {
 			if n == 0 {
 				return
@@ -90,9 +90,6 @@ func fragmentationOf(st *replay.State) (Fragmentation, []freeRange) {
 	}
 	return f, free
 }
-
-// smallSegment is the size of a small-pool segment (kSmallBuffer).
-const smallSegment = 2 << 20
 
 // StateAt rebuilds the allocator's segments and blocks at moment m from
 // the two timelines' lifetimes: the segments live then (their dump
@@ -156,9 +153,10 @@ func (d *Device) stateOf(event int, segs, allocs []int32) *replay.State {
 	// memory until the stream events complete.
 	var pending []replay.StateBlock
 	for _, si := range d.segs {
-		for _, b := range s.SegmentBlocks(int(si)) {
-			if b.State == snapshot.BlockActivePendingFree {
-				pending = append(pending, replay.StateBlock{Addr: b.Addr, Size: b.Size, Requested: b.RequestedSize, PendingFree: true, Stack: b.Stack, Segment: -1})
+		blocks := s.SegmentBlocks(int(si))
+		for k := range blocks {
+			if b := &blocks[k]; b.State == snapshot.BlockActivePendingFree {
+				pending = append(pending, replay.StateBlock{Addr: b.Addr, Size: b.Size, Requested: s.Requested(b), PendingFree: true, Stack: b.Stack, Segment: -1})
 			}
 		}
 	}
@@ -310,7 +308,7 @@ func DumpFragmentation(s *snapshot.Snapshot, d int) Fragmentation {
 				continue
 			}
 			f.Allocated += b.Size
-			f.Requested += b.RequestedSize
+			f.Requested += s.Requested(b)
 		}
 	}
 	if f.Reserved > f.Allocated {

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/gpumem/gpumem/internal/alloc"
+	"github.com/gpumem/gpumem/internal/rules"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -131,13 +132,23 @@ type Headroom struct {
 type OOMOptions struct {
 	// Capacity is the device's total memory, 0 when unknown.
 	Capacity uint64
-	Depth    int // user frames per site (default 3)
+	Depth    int // user frames per site (default DefaultDepth)
 	Top      int // sites listed (0: all)
 	// NoReplay skips the allocator-settings replays.
 	NoReplay bool
 	// AtDump, for a trace without an oom entry, answers for an OOM at the
 	// moment of the dump.
 	AtDump *DumpOOM
+	// LargeSegmentSize is large_segment_size_mb in bytes, the segment a
+	// 1..10 MiB request gets (0: PyTorch's default, rules.LargeBuffer).
+	LargeSegmentSize uint64
+}
+
+func (o OOMOptions) largeSegment() uint64 {
+	if o.LargeSegmentSize == 0 {
+		return rules.LargeBuffer
+	}
+	return o.LargeSegmentSize
 }
 
 // hasHistory says whether the device's trace records any allocator
@@ -351,20 +362,6 @@ func sz(n uint64) string {
 	return fmt.Sprintf("%s (%d B)", units.Human(n), n)
 }
 
-// segmentSize is the cudaMalloc size the allocator asks for a rounded
-// request (PyTorch's get_allocation_size): 2 MiB for the small pool,
-// 20 MiB up to 10 MiB, else rounded up to 2 MiB.
-func segmentSize(size uint64) uint64 {
-	const mib = 1 << 20
-	switch {
-	case size <= mib:
-		return 2 * mib
-	case size < 10*mib:
-		return 20 * mib
-	}
-	return (size + 2*mib - 1) / (2 * mib) * (2 * mib)
-}
-
 func (d *Device) oomAt(raw int, o OOMOptions) (*OOM, error) {
 	e := &d.Events()[raw]
 	m, err := d.Resolve(fmt.Sprintf("e%d", raw))
@@ -390,12 +387,12 @@ func (d *Device) oomAnswerAt(m Moment, request, deviceFree uint64, stream int64,
 	live := d.LiveAnswer(m, LiveOptions{Depth: o.Depth, Top: o.Top})
 	frag, free := fragmentationOf(d.StateAt(m))
 	r := &OOM{
-		At: live.At, RequestedBytes: request, SegmentBytes: segmentSize(request), DeviceFreeBytes: deviceFree,
+		At: live.At, RequestedBytes: request, SegmentBytes: rules.AllocationSize(request, o.largeSegment()), DeviceFreeBytes: deviceFree,
 		ReservedBytes: frag.Reserved, AllocatedBytes: frag.Allocated, ReservedUnallocatedBytes: frag.ReservedUnallocated,
 		Stream: stream, Pool: "large",
 		Categories: live.Categories, Sites: live.Sites, Fragmentation: frag,
 	}
-	small := request <= 1<<20
+	small := rules.SmallPool(request)
 	if small {
 		r.Pool = "small"
 	}

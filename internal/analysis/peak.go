@@ -93,9 +93,17 @@ type Live struct {
 	batchBytes uint64
 }
 
+// The answers' defaults, the CLI's and the viewer's alike: user frames
+// that identify a site, and sites listed (peak, oom); diff's site depth.
+const (
+	DefaultDepth     = 3
+	DefaultTop       = 20
+	DefaultDiffDepth = 2
+)
+
 // LiveOptions tune LiveAnswer.
 type LiveOptions struct {
-	// Depth is how many user frames identify a site (default 3).
+	// Depth is how many user frames identify a site (default DefaultDepth).
 	Depth int
 	// Top caps the sites listed (0: all).
 	Top int
@@ -106,7 +114,7 @@ type LiveOptions struct {
 // LiveAnswer answers `gpumem peak` for moment m of the device.
 func (d *Device) LiveAnswer(m Moment, o LiveOptions) *Live {
 	if o.Depth <= 0 {
-		o.Depth = 3
+		o.Depth = DefaultDepth
 	}
 	a := &Live{
 		Device:             d.Index,

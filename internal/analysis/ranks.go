@@ -90,9 +90,7 @@ func RankOfDevice(dv *Device, pos int) (RankRow, error) {
 		ev := m.Event
 		row.PeakEvent = &ev
 	}
-	if r := RankInName.FindStringSubmatch(filepath.Base(name)); r != nil {
-		row.Rank, _ = strconv.Atoi(r[1])
-	}
+	row.Rank = RankFromNames(pos, name)
 	if t0, ok := dv.TraceStartUS(); ok && m.HasTime {
 		d := m.TimeUS - t0
 		row.PeakTimeUS = &d
@@ -144,4 +142,16 @@ func SummarizeRanks(rows []RankRow) *Ranks {
 		}
 	}
 	return r
+}
+
+// RankFromNames is a file's rank: the one in the first of names that has
+// "rank N" in its base name (RankInName), else its position pos.
+func RankFromNames(pos int, names ...string) int {
+	for _, n := range names {
+		if m := RankInName.FindStringSubmatch(filepath.Base(n)); m != nil {
+			r, _ := strconv.Atoi(m[1])
+			return r
+		}
+	}
+	return pos
 }

@@ -7,8 +7,10 @@ import (
 	"strings"
 
 	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/internal/steps"
 	"github.com/gpumem/gpumem/internal/units"
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 // Status is a budget's verdict.
@@ -72,7 +74,7 @@ type Check struct {
 
 // Options tune Evaluate.
 type Options struct {
-	// Depth is how many user frames identify a site (default 3).
+	// Depth is how many user frames identify a site (default analysis.DefaultDepth).
 	Depth int
 	// Sites is how many sites a check names (default 3).
 	Sites int
@@ -80,7 +82,7 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.Depth <= 0 {
-		o.Depth = 3
+		o.Depth = analysis.DefaultDepth
 	}
 	if o.Sites <= 0 {
 		o.Sites = 3
@@ -111,7 +113,7 @@ func Evaluate(t Target, b Budgets, o Options) ([]Check, error) {
 	}
 	o.defaults()
 	d := t.Device
-	where := fmt.Sprintf("%s cuda:%d", baseName(t.File), d.Index)
+	where := fmt.Sprintf("%s cuda:%d", report.BaseName(t.File), d.Index)
 	newCheck := func(budget, subject string, unit Unit, value, limit float64) Check {
 		return Check{File: t.File, Device: d.Index, Rank: t.Rank, Budget: budget, Subject: subject, Unit: unit,
 			Value: value, Limit: limit, Sites: []Site{}}
@@ -179,7 +181,7 @@ func Evaluate(t Target, b Budgets, o Options) ([]Check, error) {
 		out = append(out, increaseChecks(t, b, o, newCheck)...)
 	}
 	for i := range out {
-		verdict(&out[i], where, baseName(t.BaselineFile))
+		verdict(&out[i], where, report.BaseName(t.BaselineFile))
 	}
 	return out, nil
 }
@@ -328,11 +330,33 @@ func (c *Check) exact(v float64, signed bool) string {
 	return s
 }
 
-// baseName is the file name of a path, for the one-line messages (the
-// JSON keeps the path as given).
-func baseName(path string) string {
-	if i := strings.LastIndexAny(path, `/\`); i >= 0 && i+1 < len(path) {
-		return path[i+1:]
+// EvaluateSnapshot checks devices devs of s (file name, rank rank): each
+// against the file's budgets for it (bf), overridden by the flags' (fb);
+// a baseline is read with load (which may keep it for the next device or
+// file) and compared at the same device, else at its DefaultDevice.
+func EvaluateSnapshot(name string, rank int, s *snapshot.Snapshot, devs []int, bf *File, fb *Budgets, o Options,
+	load func(path string) (*snapshot.Snapshot, error)) ([]Check, error) {
+	var out []Check
+	for _, dev := range devs {
+		b := bf.For(dev, rank)
+		b.Merge(fb)
+		t := Target{File: name, Rank: rank, Device: analysis.NewDevice(s, dev)}
+		if b.Baseline != "" {
+			bs, err := load(b.Baseline)
+			if err != nil {
+				return nil, err
+			}
+			bdev := dev
+			if !slices.Contains(bs.Devices(), dev) {
+				bdev = bs.DefaultDevice()
+			}
+			t.Baseline, t.BaselineFile = analysis.NewDevice(bs, bdev), b.Baseline
+		}
+		cs, err := Evaluate(t, b, o)
+		if err != nil {
+			return nil, fmt.Errorf("%s device %d: %v", name, dev, err)
+		}
+		out = append(out, cs...)
 	}
-	return path
+	return out, nil
 }

@@ -1,16 +1,15 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/check"
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -23,56 +22,15 @@ func init() {
 	})
 }
 
-const checkAbout = `
-Holds every device of each snapshot to memory budgets and exits 1 when one
-fails, printing a line per budget (ok, FAIL or ERROR: what was measured,
-the figure, the limit and the site behind it) and a summary; 0 when all
-hold, 2 on usage errors.
-
-  --max-peak SIZE            peak active (the Active Memory Timeline's peak)
-  --max-reserved SIZE        peak reserved (Active Cached Segment Timeline)
-  --max-category NAME=SIZE   a category's bytes at the peak (repeatable)
-  --max-fragmentation F      fragmentation at the peak (0..1)
-  --min-headroom SIZE        capacity - peak reserved, with --gpu or --capacity
-  --max-growth-per-step SIZE live memory growth per training step (steps)
-  --baseline OLD --max-increase SIZE|PCT
-                             growth of the peak and of each category at
-                             the peak over an earlier run, naming the sites
-                             that grew (the diff engine)
-  --budgets FILE.json        the same in a file, per device and per rank
-                             ("devices", "ranks"); flags override it
-
---json prints the verdicts as JSON, --junit FILE writes them as JUnit XML.
-Under GitHub Actions (GITHUB_ACTIONS=true) each failed budget is also an
-::error:: annotation. See docs/check.md.`
-
-// categoryLimits is --max-category NAME=SIZE, repeatable.
-type categoryLimits map[string]check.Size
-
-func (c categoryLimits) String() string { return "" }
-
-func (c categoryLimits) Set(s string) error {
-	name, size, ok := strings.Cut(s, "=")
-	if !ok {
-		return errors.New("want NAME=SIZE, e.g. activation=8GiB")
-	}
-	v, err := units.Parse(size)
-	if err != nil {
-		return err
-	}
-	c[strings.TrimSpace(name)] = check.Size(v)
-	return nil
-}
-
 func runCheck(env *Env, args []string) error {
-	fs := newFlagSet(env, "check", "[budgets] [--budgets FILE.json] [--json] [--junit FILE.xml] [--device N] FILE...", checkAbout)
+	fs := newFlagSet(env, "check", "[budgets] [--budgets FILE.json] [--json] [--junit FILE.xml] [--device N] FILE...", help.About("check"))
 	var sizes [5]string
 	fs.StringVar(&sizes[0], "max-peak", "", "largest peak active `SIZE`")
 	fs.StringVar(&sizes[1], "max-reserved", "", "largest peak reserved `SIZE`")
 	fs.StringVar(&sizes[2], "min-headroom", "", "least capacity - peak reserved (`SIZE`; needs --gpu or --capacity)")
 	fs.StringVar(&sizes[3], "capacity", "", "the device's total memory (`SIZE`) for --min-headroom")
 	fs.StringVar(&sizes[4], "max-growth-per-step", "", "largest growth of live memory per step (`SIZE`)")
-	cats := categoryLimits{}
+	cats := check.CategoryLimits{}
 	fs.Var(cats, "max-category", "largest bytes of a category at the peak (`NAME=SIZE`, repeatable)")
 	frag := fs.String("max-fragmentation", "", "largest fragmentation at the peak (`F`, 0..1)")
 	gpu := fs.String("gpu", "", "the capacity of a known GPU (`NAME`, e.g. H100) for --min-headroom")
@@ -82,7 +40,7 @@ func runCheck(env *Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	junit := fs.String("junit", "", "also write the verdicts as JUnit XML to `FILE`")
 	device := deviceFlag(fs, "check only device")
-	depth := fs.Int("depth", 3, "user frames that identify a site (`K`)")
+	depth := fs.Int("depth", analysis.DefaultDepth, "user frames that identify a site (`K`)")
 	useDemo := fs.Bool("demo", false, "include the embedded demo snapshot")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -134,13 +92,13 @@ func runCheck(env *Env, args []string) error {
 		// only what the flags say alone is checked here.
 		alone := fb
 		alone.MinHeadroom, alone.Baseline, alone.MaxIncrease = nil, "", nil
-		if err := flagsValid(&alone); err != nil {
+		if err := check.ValidateFlags(&alone); err != nil {
 			return usageError(fs, env.Stderr, err.Error())
 		}
 		if bf, err = readBudgets(env, *budgetsFile); err != nil {
 			return err
 		}
-	} else if err := flagsValid(&fb); err != nil {
+	} else if err := check.ValidateFlags(&fb); err != nil {
 		return usageError(fs, env.Stderr, err.Error())
 	}
 	if fb.Empty() && bf.Empty() && len(bf.Devices) == 0 && len(bf.Ranks) == 0 {
@@ -182,24 +140,6 @@ func runCheck(env *Env, args []string) error {
 	return nil
 }
 
-// flagsValid checks the flags' budgets alone: flag names in the messages.
-func flagsValid(b *check.Budgets) error {
-	switch {
-	case b.MinHeadroom != nil && b.GPU == "" && b.Capacity == nil:
-		return errors.New("--min-headroom needs --gpu NAME or --capacity SIZE")
-	case b.GPU != "" && b.Capacity != nil:
-		return errors.New("give --gpu or --capacity, not both")
-	case b.Baseline != "" && b.MaxIncrease == nil:
-		return errors.New("--baseline needs --max-increase SIZE|PCT")
-	case b.Baseline == "" && b.MaxIncrease != nil:
-		return errors.New("--max-increase needs --baseline OLD")
-	}
-	if err := b.Validate(); err != nil {
-		return errors.New(strings.ReplaceAll(err.Error(), "max_fragmentation", "--max-fragmentation"))
-	}
-	return nil
-}
-
 // readBudgets reads a budgets file; a baseline it names relative is
 // relative to the file's directory (to the working directory for stdin).
 func readBudgets(env *Env, path string) (*check.File, error) {
@@ -220,19 +160,7 @@ func readBudgets(env *Env, path string) (*check.File, error) {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	if path != "-" {
-		dir := filepath.Dir(path)
-		rel := func(b *check.Budgets) {
-			if b.Baseline != "" && !filepath.IsAbs(b.Baseline) {
-				b.Baseline = filepath.Join(dir, b.Baseline)
-			}
-		}
-		rel(&f.Budgets)
-		for _, m := range []map[string]check.Budgets{f.Devices, f.Ranks} {
-			for k, b := range m {
-				rel(&b)
-				m[k] = b
-			}
-		}
+		f.BaselinesFrom(filepath.Dir(path))
 	}
 	return f, nil
 }
@@ -255,10 +183,7 @@ func runChecks(env *Env, files []string, useDemo bool, device int, bf *check.Fil
 		if path == demoArg {
 			name = "demo"
 		}
-		rank := pos
-		if m := analysis.RankInName.FindStringSubmatch(baseName(name)); m != nil {
-			rank, _ = strconv.Atoi(m[1])
-		}
+		rank := analysis.RankFromNames(pos, name)
 		devs := s.Devices()
 		if device >= 0 {
 			if _, err := oneDevice(s, device); err != nil {
@@ -269,39 +194,21 @@ func runChecks(env *Env, files []string, useDemo bool, device int, bf *check.Fil
 		if len(devs) == 0 {
 			return nil, fmt.Errorf("%s: the snapshot holds no segments and no trace events: nothing to check", name)
 		}
-		for _, dev := range devs {
-			b := bf.For(dev, rank)
-			b.Merge(fb)
-			t := check.Target{File: name, Rank: rank, Device: analysis.NewDevice(s, dev)}
-			if b.Baseline != "" {
-				bs := baselines[b.Baseline]
-				if bs == nil {
-					if bs, err = LoadFile(env, b.Baseline); err != nil {
-						return nil, fmt.Errorf("baseline: %w", err)
-					}
-					baselines[b.Baseline] = bs
+		load := func(path string) (*snapshot.Snapshot, error) {
+			if baselines[path] == nil {
+				bs, err := LoadFile(env, path)
+				if err != nil {
+					return nil, fmt.Errorf("baseline: %w", err)
 				}
-				bdev := dev
-				if !containsInt(bs.Devices(), dev) {
-					bdev = bs.DefaultDevice()
-				}
-				t.Baseline, t.BaselineFile = analysis.NewDevice(bs, bdev), b.Baseline
+				baselines[path] = bs
 			}
-			cs, err := check.Evaluate(t, b, o)
-			if err != nil {
-				return nil, fmt.Errorf("%s device %d: %v", name, dev, err)
-			}
-			out = append(out, cs...)
+			return baselines[path], nil
 		}
+		cs, err := check.EvaluateSnapshot(name, rank, s, devs, bf, fb, o, load)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
 	}
 	return out, nil
-}
-
-func containsInt(v []int, x int) bool {
-	for _, y := range v {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/gpumem/gpumem/internal/help"
 )
 
 // Env is what a subcommand may touch: its standard streams. Tests pass
@@ -78,7 +80,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func MainEnv(env *Env, args []string) int {
 	stdout, stderr := env.Stdout, env.Stderr
 	if len(args) == 0 {
-		guide(stdout)
+		help.Guide(stdout, commandNames())
 		return 2
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
@@ -90,7 +92,7 @@ func MainEnv(env *Env, args []string) int {
 			}
 			return run(env, c, []string{"-h"})
 		}
-		usage(stdout)
+		help.Usage(stdout, commandNames(), func(n string) string { return commands[n].Summary })
 		return 0
 	}
 	if args[0] == "--version" || args[0] == "-version" {
@@ -195,42 +197,6 @@ func dashed(name string) string {
 	return "--" + name
 }
 
-// guide is what "gpumem" alone prints: where to start, the command names,
-// and where the rest is; short enough for one screen (TestGuideShort).
-func guide(w io.Writer) {
-	fmt.Fprintln(w, "gpumem: offline analysis of PyTorch CUDA memory snapshots")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "usage: gpumem COMMAND [flags] [FILE...]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Start here:")
-	for _, ex := range []struct{ cmd, line string }{
-		{"record", "gpumem record -- python train.py   record a snapshot of a run"},
-		{"serve", "gpumem run.pickle                  open a snapshot in the web viewer"},
-		{"info", "gpumem info --demo                 what the embedded demo snapshot holds"},
-		{"peak", "gpumem peak run.pickle             what is live at the peak, and who allocated it"},
-		{"oom", "gpumem oom oom.pickle              why an out-of-memory error happened"},
-		{"estimate", "gpumem estimate --help             will a model fit, before the run"},
-	} {
-		if commands[ex.cmd] != nil {
-			fmt.Fprintln(w, "  "+ex.line)
-		}
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Commands:")
-	line := " "
-	for _, n := range commandNames() {
-		if len(line)+1+len(n) > 72 {
-			fmt.Fprintln(w, line)
-			line = " "
-		}
-		line += " " + n
-	}
-	fmt.Fprintln(w, line)
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "'gpumem help' says what each command does, 'gpumem help COMMAND' its flags;")
-	fmt.Fprintln(w, "the manual is docs/README.md (https://github.com/gpumem/gpumem/tree/main/docs).")
-}
-
 // commandNames lists the registered commands, sorted.
 func commandNames() []string {
 	names := make([]string, 0, len(commands))
@@ -239,16 +205,4 @@ func commandNames() []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "gpumem: offline analysis of PyTorch CUDA memory snapshots")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Usage: gpumem COMMAND [flags] [FILE...]   (gpumem FILE = gpumem serve FILE)")
-	fmt.Fprintln(w)
-	for _, n := range commandNames() {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].Summary)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'gpumem help COMMAND' for a command's flags.")
 }

@@ -1,15 +1,15 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/export"
+	"github.com/gpumem/gpumem/internal/help"
+	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/internal/units"
 )
 
@@ -21,24 +21,8 @@ func init() {
 	})
 }
 
-const diffAbout = `
-Compares two snapshots (B against A): the bytes live at each run's peak
-(--at: peak, reserved-peak, end, eN or a time such as 12.5ms) by memory
-category and by allocation site (the innermost --depth user frames),
-sorted by the size of the change; each run's Active Memory Timeline peak
-("peak active", as info names it) and Active Cached Segment Timeline peak ("peak
-reserved") and their change; allocations and bytes allocated over each
-trace; the allocator settings that differ. Works across snapshot
-generations; --device-a/--device-b pick devices that differ (default each
-file's device with the longest trace, on a tie the one with more memory).
-
---segments prints _memory_viz.py compare's output instead (fixed: it
-crashes on every snapshot written since PyTorch 2.0): the addresses of the
-segments only in A and only in B, and with -o their blocks as a flamegraph
-SVG (or folded stacks with --collapsed).`
-
 func runDiff(env *Env, args []string) error {
-	fs := newFlagSet(env, "diff", "[--at MOMENT] [--segments] [--json] [--device-a N] [--device-b N] [--demo] A B", diffAbout)
+	fs := newFlagSet(env, "diff", "[--at MOMENT] [--segments] [--json] [--device-a N] [--device-b N] [--demo] A B", help.About("diff"))
 	at := fs.String("at", "peak", "compare at `MOMENT`: peak, reserved-peak, end, eN or a time such as 12.5ms")
 	asJSON := fs.Bool("json", false, "print JSON")
 	segments := fs.Bool("segments", false, "_memory_viz.py compare: segments only in A / only in B")
@@ -48,7 +32,7 @@ func runDiff(env *Env, args []string) error {
 	fs.Var(deviceValue{&da}, "device-a", "device `N` of A")
 	fs.Var(deviceValue{&db}, "device-b", "device `N` of B")
 	device := deviceFlag(fs, "device of A and B")
-	depth := fs.Int("depth", 2, "frames per allocation site (innermost user frames)")
+	depth := fs.Int("depth", analysis.DefaultDiffDepth, "frames per allocation site (innermost user frames)")
 	top := fs.Int("top", 15, "sites to print (text)")
 	useDemo := fs.Bool("demo", false, "use the embedded demo for a missing A or B")
 	var categories string
@@ -94,88 +78,15 @@ func runDiff(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	r := buildDiff(a, b, *depth)
+	r := analysis.NewDiff(a, b, *depth)
 	return writeStdout(env, func(w io.Writer) error {
 		if *asJSON {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
 			return enc.Encode(r)
 		}
-		return writeDiffText(w, r, *top)
+		return report.DiffText(w, r, *top)
 	})
-}
-
-// buildDiff is the diff of two loaded runs.
-func buildDiff(a, b *live, depth int) *analysis.Diff {
-	return analysis.NewDiff(diffRun(a), diffRun(b), depth)
-}
-
-func diffRun(x *live) analysis.DiffRun {
-	return analysis.DiffRun{Device: x.dv, Moment: x.m, Profile: x.prof}
-}
-
-func abs(v int64) int64 {
-	if v < 0 {
-		return -v
-	}
-	return v
-}
-
-// writeDiffText prints the diff as text. The tables pad every cell, empty
-// last ones too, so lines are trimmed on the way out.
-func writeDiffText(w io.Writer, r *analysis.Diff, top int) error {
-	var buf bytes.Buffer
-	diffText(&buf, r, top)
-	for line := range bytes.Lines(buf.Bytes()) {
-		if _, err := w.Write(append(bytes.TrimRight(line, " \n"), '\n')); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// diffText writes the text of writeDiffText (writes to a buffer cannot fail).
-func diffText(w *bytes.Buffer, r *analysis.Diff, top int) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "A  %s (cuda:%d)\nB  %s (cuda:%d)\n\n", r.A.File, r.A.Device, r.B.File, r.B.Device)
-	row := func(name string, a, b uint64) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", name, units.Human(a), units.Human(b), units.HumanSigned(int64(b)-int64(a)))
-	}
-	fmt.Fprintf(tw, "\tA\tB\tB - A\t\n")
-	row("peak active", r.A.PeakAllocatedBytes, r.B.PeakAllocatedBytes)
-	row("peak reserved", r.A.PeakReservedBytes, r.B.PeakReservedBytes)
-	row("allocated over the trace", r.A.AllocatedTotalBytes, r.B.AllocatedTotalBytes)
-	fmt.Fprintf(tw, "allocations\t%d\t%d\t%+d\t\n", r.A.Allocations, r.B.Allocations, r.B.Allocations-r.A.Allocations)
-	at := func(sd analysis.DiffSide) string {
-		if sd.Event != nil {
-			return fmt.Sprintf("%s (event %d)", sd.At, *sd.Event)
-		}
-		return sd.At
-	}
-	fmt.Fprintf(tw, "\t\t\t\t\n")
-	fmt.Fprintf(tw, "live at\t%s\t%s\t\t\n", at(r.A), at(r.B))
-	row("live", r.A.LiveBytes, r.B.LiveBytes)
-	for _, n := range analysis.DiffCategories(r) {
-		if r.A.Categories[n] != 0 || r.B.Categories[n] != 0 {
-			row("  "+n, r.A.Categories[n], r.B.Categories[n])
-		}
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "\nsites by change of live bytes (innermost user frames; %d of %d):\n", min(top, len(r.Sites)), len(r.Sites))
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  B - A\tA\tB\tallocs A/B\tsite\n")
-	for _, s := range r.Sites[:min(top, len(r.Sites))] {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d/%d\t%s\n", units.HumanSigned(s.DeltaBytes), units.Human(s.ABytes), units.Human(s.BBytes), s.AAllocs, s.BAllocs, analysis.SiteString(s.Frames))
-	}
-	tw.Flush()
-	if len(r.Settings) == 0 {
-		fmt.Fprintf(w, "\nallocator settings: the same\n")
-		return
-	}
-	fmt.Fprintf(w, "\nallocator settings that differ:\n")
-	for _, s := range r.Settings {
-		fmt.Fprintf(w, "  %s: %s -> %s\n", s.Key, s.A, s.B)
-	}
 }
 
 // runCompareSegments is _memory_viz.py compare.
@@ -203,7 +114,7 @@ func runCompareSegments(env *Env, files []string, da, db int, out string, collap
 			return export.WriteFolded(w, c.Flame)
 		}
 		return export.WriteFlameSVG(w, c.Flame, export.FlameOptions{
-			Title:    fmt.Sprintf("segments only in %s / only in %s", baseName(a.Source.Name), baseName(b.Source.Name)),
+			Title:    fmt.Sprintf("segments only in %s / only in %s", report.BaseName(a.Source.Name), report.BaseName(b.Source.Name)),
 			Subtitle: fmt.Sprintf("%d only before, %d only after; %s", len(c.OnlyBefore), len(c.OnlyAfter), units.Human(uint64(c.Flame.Root.Value))),
 		})
 	})

@@ -3,6 +3,7 @@ package cli
 import (
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/corpus"
 )
 
@@ -25,7 +26,7 @@ func TestDiffContextLengths(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := buildDiff(a, b, 2)
+			r := analysis.NewDiff(a, b, 2)
 			name := pair[0] + "->" + pair[1] + " at " + at
 			// The sites split each run's live bytes and allocations.
 			var liveA, liveB uint64
@@ -59,4 +60,11 @@ func TestDiffContextLengths(t *testing.T) {
 			}
 		}
 	}
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }

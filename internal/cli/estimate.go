@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,10 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpumem/gpumem/internal/analysis"
-	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/estimate"
-	"github.com/gpumem/gpumem/snapshot"
+	"github.com/gpumem/gpumem/internal/help"
+	"github.com/gpumem/gpumem/internal/report"
 )
 
 func init() {
@@ -24,101 +21,23 @@ func init() {
 	})
 }
 
-const estimateAbout = `
-Estimates the GPU memory of a training step (or, with --inference, of a
-forward pass with a KV cache) per GPU, term by term with the formula of
-each: parameters, gradients, optimizer state, optimizer intermediates,
-activations saved for backward (from the architecture, with the Hugging Face
-blog's linear heuristic beside it), CUDA context and allocator overhead; the
-memory at the end of the forward, the backward and the optimizer step; the
-blog's peak = parameters + optimizer state + max(gradients + optimizer
-intermediates, activations), and the peak, the largest phase.
-
-The model comes from a Hugging Face config.json (--config: decoders dense
-and MoE, multi-head latent attention, BERT encoders and T5 encoder-decoders,
-read by their standard fields; docs/estimate.md lists the families), from
---layers/--hidden/--heads/--kv-heads/--intermediate/--vocab (a Llama-style
-block), or from --params alone (then the activations come from the
-heuristic). --precision, --weights and --qlora say how weights, gradients,
-state and activations are stored; --zero/--fsdp over --gpus (and --nodes)
-and --offload how they are sharded. --gpu H100 (or a size: 80GiB) says
-whether it fits and the largest batch that does. --check SNAPSHOT puts the
-estimate beside what a snapshot of the same run measured; --calibrate
-SNAPSHOT (two or more, with --calibrate-batch and --calibrate-seq) measures
-activations and the optimizer step from small real runs and uses them.`
-
-// archFlags are the --arch flags: a Llama-style model given by its shape.
-type archFlags struct {
-	layers, hidden, heads, kvHeads, headDim, intermediate, vocab int
-	tied, plainMLP                                               bool
-}
-
-func (a *archFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&a.layers, "layers", 0, "arch: transformer blocks")
-	fs.IntVar(&a.hidden, "hidden", 0, "arch: hidden size")
-	fs.IntVar(&a.heads, "heads", 0, "arch: attention heads")
-	fs.IntVar(&a.kvHeads, "kv-heads", 0, "arch: key/value heads (default: --heads; 1 = multi-query)")
-	fs.IntVar(&a.headDim, "head-dim", 0, "arch: head dimension (default: hidden / heads)")
-	fs.IntVar(&a.intermediate, "intermediate", 0, "arch: MLP width")
-	fs.IntVar(&a.vocab, "vocab", 0, "arch: vocabulary size")
-	fs.BoolVar(&a.tied, "tied", false, "arch: the LM head shares the embedding")
-	fs.BoolVar(&a.plainMLP, "plain-mlp", false, "arch: two-matrix MLP (GELU) instead of gated (SwiGLU)")
-}
-
-func (a *archFlags) given() bool {
-	return a.layers != 0 || a.hidden != 0 || a.heads != 0 || a.intermediate != 0 || a.vocab != 0
-}
-
-func (a *archFlags) model() (*estimate.Model, error) {
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"layers", a.layers}, {"hidden", a.hidden}, {"heads", a.heads}, {"intermediate", a.intermediate}, {"vocab", a.vocab}} {
-		if f.v <= 0 {
-			return nil, fmt.Errorf("--arch flags: --%s is missing (give --layers, --hidden, --heads, --intermediate and --vocab)", f.name)
-		}
-	}
-	m := &estimate.Model{
-		Family: "arch", Layers: a.layers, Hidden: a.hidden, Heads: a.heads, KVHeads: a.kvHeads,
-		HeadDim: a.headDim, Intermediate: a.intermediate, Vocab: a.vocab, Tied: a.tied,
-		Gated: !a.plainMLP, Norm: estimate.RMSNorm, NormsPerLayer: 2, FinalNorm: true,
-	}
-	if m.KVHeads == 0 {
-		m.KVHeads = m.Heads
-	}
-	if m.HeadDim == 0 {
-		if m.Hidden%m.Heads != 0 {
-			return nil, fmt.Errorf("--arch flags: --heads %d does not divide --hidden %d; give --head-dim", m.Heads, m.Hidden)
-		}
-		m.HeadDim = m.Hidden / m.Heads
-	}
-	return m, nil
-}
-
-// parseCount reads a parameter count: 6738415616, 6.7e9, 7B, 350M.
-func parseCount(s string) (int64, error) {
-	t := strings.TrimSpace(strings.ToUpper(s))
-	mult := 1.0
-	switch {
-	case strings.HasSuffix(t, "B"):
-		mult, t = 1e9, strings.TrimSuffix(t, "B")
-	case strings.HasSuffix(t, "M"):
-		mult, t = 1e6, strings.TrimSuffix(t, "M")
-	case strings.HasSuffix(t, "K"):
-		mult, t = 1e3, strings.TrimSuffix(t, "K")
-	}
-	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f <= 0 || f*mult > 1e15 {
-		return 0, fmt.Errorf("--params %q: want a count such as 6738415616, 6.7e9 or 7B", s)
-	}
-	return int64(f*mult + 0.5), nil
+func registerArch(a *estimate.Arch, fs *flag.FlagSet) {
+	fs.IntVar(&a.Layers, "layers", 0, "arch: transformer blocks")
+	fs.IntVar(&a.Hidden, "hidden", 0, "arch: hidden size")
+	fs.IntVar(&a.Heads, "heads", 0, "arch: attention heads")
+	fs.IntVar(&a.KVHeads, "kv-heads", 0, "arch: key/value heads (default: --heads; 1 = multi-query)")
+	fs.IntVar(&a.HeadDim, "head-dim", 0, "arch: head dimension (default: hidden / heads)")
+	fs.IntVar(&a.Intermediate, "intermediate", 0, "arch: MLP width")
+	fs.IntVar(&a.Vocab, "vocab", 0, "arch: vocabulary size")
+	fs.BoolVar(&a.Tied, "tied", false, "arch: the LM head shares the embedding")
+	fs.BoolVar(&a.PlainMLP, "plain-mlp", false, "arch: two-matrix MLP (GELU) instead of gated (SwiGLU)")
 }
 
 func runEstimate(env *Env, args []string) error {
-	fs := newFlagSet(env, "estimate", "(--config config.json | --layers ... | --params N) [flags]", estimateAbout)
+	fs := newFlagSet(env, "estimate", "(--config config.json | --layers ... | --params N) [flags]", help.About("estimate"))
 	configPath := fs.String("config", "", "Hugging Face `config.json` of the model")
-	var arch archFlags
-	arch.register(fs)
+	var arch estimate.Arch
+	registerArch(&arch, fs)
 	params := fs.String("params", "", "parameter count when no architecture is given (7B, 6.7e9)")
 	o := estimate.Options{}
 	fs.StringVar(&o.Dtype, "dtype", "bf16", "fp32, bf16 or fp16: weights, gradients, activations")
@@ -170,7 +89,7 @@ func runEstimate(env *Env, args []string) error {
 	o.FSDP = *fsdp
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if err := flagCombinations(&o, set, *qlora); err != nil {
+	if err := estimate.FlagCombinations(&o, set, *qlora); err != nil {
 		return usageError(fs, env.Stderr, err.Error())
 	}
 	// Every mistake in a flag's value is a usage mistake (exit 2); only the
@@ -180,7 +99,7 @@ func runEstimate(env *Env, args []string) error {
 		return flagError(fmt.Errorf("--cuda-context: %v", err))
 	}
 
-	sources := boolInt(*configPath != "") + boolInt(arch.given()) + boolInt(*params != "") + boolInt(*useDemo)
+	sources := boolInt(*configPath != "") + boolInt(arch.Given()) + boolInt(*params != "") + boolInt(*useDemo)
 	switch {
 	case sources == 0:
 		return usageError(fs, env.Stderr, "no model: give --config, --arch flags (--layers ...) or --params")
@@ -194,16 +113,16 @@ func runEstimate(env *Env, args []string) error {
 		if o.Model, err = estimate.ParseConfig(data); err != nil {
 			return fmt.Errorf("%s: %v", *configPath, err)
 		}
-	case arch.given():
-		if o.Model, err = arch.model(); err != nil {
+	case arch.Given():
+		if o.Model, err = arch.Model(); err != nil {
 			return flagError(err)
 		}
 	case *params != "":
-		if o.Params, err = parseCount(*params); err != nil {
+		if o.Params, err = estimate.ParseCount(*params); err != nil {
 			return flagError(err)
 		}
 	case *useDemo:
-		demoOptions(&o, fs)
+		estimate.DemoOptions(&o, set)
 	}
 	if *baseModel {
 		if o.Model == nil {
@@ -240,7 +159,7 @@ func runEstimate(env *Env, args []string) error {
 	}
 	var verdict *estimate.Verdict
 	if *gpuName != "" {
-		gpu, err := parseGPU(*gpuName)
+		gpu, err := estimate.ParseGPU(*gpuName)
 		if err != nil {
 			return flagError(err)
 		}
@@ -262,77 +181,13 @@ func runEstimate(env *Env, args []string) error {
 	return writeStdout(env, func(bw io.Writer) error {
 		switch {
 		case *maxBatch && !*asJSON:
-			fmt.Fprintln(bw, verdict.MaxBatch)
+			_, err := fmt.Fprintln(bw, verdict.MaxBatch)
+			return err
 		case *asJSON:
-			j := res.ToJSON(verdict)
-			var v any = j
-			if chk != nil {
-				v = struct {
-					estimate.JSON
-					Check *estimate.CheckJSON `json:"check"`
-				}{j, chk.ToJSON()}
-			}
-			enc := json.NewEncoder(bw)
-			enc.SetIndent("", "  ")
-			return enc.Encode(v)
-		default:
-			if err := res.Write(bw, verdict); err != nil {
-				return err
-			}
-			if chk != nil {
-				fmt.Fprintln(bw)
-				return chk.Write(bw)
-			}
+			return res.WriteJSON(bw, verdict, chk)
 		}
-		return nil
+		return res.WriteText(bw, verdict, chk)
 	})
-}
-
-// flagCombinations applies --qlora's preset to the flags the user left
-// unset and rejects the flags that contradict each other or would change
-// nothing (the ones only the command line can see: which were given).
-func flagCombinations(o *estimate.Options, set map[string]bool, qlora bool) error {
-	if set["precision"] && set["dtype"] {
-		return fmt.Errorf("--precision replaces --dtype: give one")
-	}
-	if o.Inference {
-		for _, f := range []string{"optimizer", "logits-fp32", "no-dropout", "qlora"} {
-			if set[f] {
-				return fmt.Errorf("--inference with --%s: that flag describes training", f)
-			}
-		}
-	}
-	if set["nodes"] && o.Nodes > 1 && o.ZeRO == 0 && !o.FSDP {
-		return fmt.Errorf("--nodes %d without --zero or --fsdp changes nothing per GPU: data parallelism keeps a whole replica on each", o.Nodes)
-	}
-	if !qlora {
-		return nil
-	}
-	if set["weights"] && o.Weights != "nf4" && o.Weights != "fp4" {
-		return fmt.Errorf("--qlora quantizes the base to 4 bits; --weights %s contradicts it", o.Weights)
-	}
-	if set["precision"] && strings.HasPrefix(o.Precision, "fp32") {
-		return fmt.Errorf("--qlora trains bf16 adapters; --precision fp32 contradicts it")
-	}
-	if o.Weights == "" {
-		o.Weights = "nf4"
-	}
-	if !set["double-quant"] {
-		o.DoubleQuant = true
-	}
-	if !set["lora-rank"] {
-		o.LoRARank = 64
-	}
-	if !set["optimizer"] {
-		o.Optimizer = "paged-adamw-8bit"
-	}
-	if !set["precision"] && !set["dtype"] {
-		o.Precision = "bf16"
-	}
-	if !set["grad-checkpointing"] {
-		o.GradCheckpointing = true
-	}
-	return nil
 }
 
 // readConfig reads at most estimate.MaxConfigBytes + 1 bytes of a
@@ -385,37 +240,11 @@ func calibrationRuns(env *Env, paths []string, batch, seq []int, device int) ([]
 		if err != nil {
 			return nil, err
 		}
-		m := measureSnapshot(s, dev)
-		m.Source = baseName(p)
+		m := estimate.Measure(s, dev)
+		m.Source = report.BaseName(p)
 		obs = append(obs, estimate.Observation{Batch: b, Seq: l, Measured: m})
 	}
 	return obs, nil
-}
-
-// demoOptions sets the model and run of the embedded demo snapshot (a
-// GPT-style block: LayerNorm, fused qkv and 4x GELU MLP with biases, untied
-// head, flash attention, fp32, AdamW) for the flags the user left unset.
-func demoOptions(o *estimate.Options, fs *flag.FlagSet) {
-	w := demo.Workload
-	o.Model = &estimate.Model{
-		Family: "demo", Layers: w.Layers, Hidden: w.DModel, Heads: w.Heads, KVHeads: w.Heads,
-		HeadDim: w.DModel / w.Heads, Intermediate: 4 * w.DModel, Vocab: w.Vocab,
-		QKVBias: true, OutBias: true, MLPBias: true, Norm: estimate.LayerNorm, NormsPerLayer: 2, FinalNorm: true,
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if !set["dtype"] {
-		o.Dtype = "fp32"
-	}
-	if !set["batch"] {
-		o.Batch = w.Batch
-	}
-	if !set["seq"] {
-		o.Seq = w.Seq
-	}
-	if !set["flash-attention"] {
-		o.FlashAttention = true
-	}
 }
 
 // checkSnapshot measures the snapshot of the run (the demo's with --demo
@@ -432,84 +261,10 @@ func checkSnapshot(env *Env, res *estimate.Result, path string, useDemo bool, de
 	if device, err = oneDevice(s, device); err != nil {
 		return nil, err
 	}
-	m := measureSnapshot(s, device)
+	m := estimate.Measure(s, device)
 	m.Source = "demo"
 	if path != "" {
-		m.Source = baseName(path)
+		m.Source = report.BaseName(path)
 	}
 	return estimate.Compare(res, m), nil
-}
-
-// measureSnapshot measures one device of a snapshot: the peaks of the
-// Active Memory and Active Cached Segment timelines, each category's
-// largest live total over the trace (categories from internal/analysis),
-// and the categories live at the allocated peak.
-func measureSnapshot(s *snapshot.Snapshot, device int) estimate.Measured {
-	d := analysis.NewDevice(s, device)
-	lt := d.Active
-	// Sweep the actions once, keeping every category's maximum.
-	sweep := d.NewCategorySweep()
-	cur := &sweep.Live
-	var most, atPeak analysis.Totals
-	most = *cur
-	if lt.PeakAction < 0 {
-		atPeak = *cur
-	}
-	for k := range lt.Events {
-		sweep.Apply(k)
-		for c := range cur {
-			most[c] = max(most[c], cur[c])
-		}
-		if k == lt.PeakAction {
-			atPeak = *cur
-		}
-	}
-	// The Active Cached Segment Timeline's peak is the one replay.Peaks
-	// reports; d replayed it already.
-	reserved := d.Segments.PeakBytes
-	m := estimate.Measured{
-		Peak:           int64(lt.PeakBytes),
-		PeakReserved:   int64(reserved),
-		Parameters:     int64(most[analysis.Parameter]),
-		Gradients:      int64(most[analysis.Gradient]),
-		OptimizerState: int64(most[analysis.OptimizerState]),
-		Activations:    int64(most[analysis.Activation]),
-		Categories:     "internal/analysis, each category's largest live total",
-	}
-	// Without a trace or stacks the categories are unknown, not zero.
-	if unknown := atPeak[analysis.Unknown]; unknown > 0 && unknown >= lt.PeakBytes/2 {
-		m.Categories = fmt.Sprintf("internal/analysis could not categorise %s of the %s peak (no trace or no stacks)",
-			estimate.Size(int64(unknown)), estimate.Size(int64(lt.PeakBytes)))
-		for _, v := range []*int64{&m.Parameters, &m.Gradients, &m.OptimizerState, &m.Activations} {
-			if *v == 0 {
-				*v = -1
-			}
-		}
-	}
-	for _, c := range analysis.Categories() {
-		if atPeak[c] > 0 {
-			m.AtPeak = append(m.AtPeak, estimate.Amount{Name: c.String(), Bytes: int64(atPeak[c])})
-		}
-	}
-	return m
-}
-
-// parseGPU reads --gpu: a GPU of analysis's table (H100, A100-40GB, ...)
-// or a size (80GiB).
-func parseGPU(s string) (estimate.GPU, error) {
-	g, err := analysis.LookupGPU(s)
-	if err == nil {
-		return estimate.GPU{Name: g.Name, Bytes: int64(g.Bytes)}, nil
-	}
-	if a := (*analysis.AmbiguousGPUError)(nil); errors.As(err, &a) {
-		return estimate.GPU{}, fmt.Errorf("--gpu %w", err)
-	}
-	if b, err := estimate.ParseSize(s); err == nil && b > 0 {
-		return estimate.GPU{Name: s, Bytes: b}, nil
-	}
-	names := make([]string, len(analysis.GPUs))
-	for i, g := range analysis.GPUs {
-		names[i] = g.Name
-	}
-	return estimate.GPU{}, fmt.Errorf("--gpu %q: not a known GPU (%s) or a size such as 80GiB", s, strings.Join(names, ", "))
 }

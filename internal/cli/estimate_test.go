@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/corpus"
+	"github.com/gpumem/gpumem/internal/estimate"
 )
 
 func estimateConfig(name string) string {
@@ -192,12 +193,12 @@ func TestEstimateGPU(t *testing.T) {
 	}{
 		{"H100", 81559 << 20}, {"a100-40gb", 40960 << 20}, {"80GiB", 80 << 30}, {"24GB", 24 << 30}, {"16000MiB", 16000 << 20},
 	} {
-		g, err := parseGPU(tc.in)
+		g, err := estimate.ParseGPU(tc.in)
 		if err != nil || g.Bytes != tc.want {
 			t.Errorf("%s: %v %v, want %d", tc.in, g, err, tc.want)
 		}
 	}
-	if _, err := parseGPU("B200-ish"); err == nil || !strings.Contains(err.Error(), "not a known GPU") {
+	if _, err := estimate.ParseGPU("B200-ish"); err == nil || !strings.Contains(err.Error(), "not a known GPU") {
 		t.Errorf("unknown GPU: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/atomicfile"
 	"github.com/gpumem/gpumem/internal/export"
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/units"
 )
 
@@ -19,29 +20,8 @@ func init() {
 	})
 }
 
-const exportAbout = `
-Writes the snapshot in another tool's format:
-  perfetto  Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing:
-            per device counter tracks of allocated, reserved, active and
-            requested bytes and per memory category, allocations of at least
-            --min-slice as slices on per-stream lanes (the rest in one
-            counter), instants for OOMs, snapshot events and annotations;
-            time from time_us.
-  json      the normalised model (segments, blocks, events, frames and
-            stacks interned) of any snapshot generation; schema in README.
-  pprof     a gzipped pprof profile of one device (go tool pprof reads it):
-            inuse_space/objects (live at the dump), alloc_space/objects
-            (every alloc of the trace), peak_space/objects (live at the
-            Active Memory Timeline's peak). The allocator's internal C++
-            frames are left out of the stacks (--keep-internal-frames keeps
-            them); blocks allocated before recording whose trace holds only
-            the stack that freed them are one frame, "<allocated before
-            recording>", with that stack as the label freed_at.
-Without -o the output goes to standard output; with -o it is written
-atomically (temporary file, then rename).`
-
 func runExport(env *Env, args []string) error {
-	fs := newFlagSet(env, "export", "perfetto|json|pprof [-o OUT] [--device N] [--demo] FILE", exportAbout)
+	fs := newFlagSet(env, "export", "perfetto|json|pprof [-o OUT] [--device N] [--demo] FILE", help.About("export"))
 	out := fs.String("o", "", "write to `FILE` (default standard output)")
 	device := deviceFlag(fs, "export only device")
 	minSlice := fs.String("min-slice", "1MiB", "perfetto: least `SIZE` of an allocation drawn as its own slice")

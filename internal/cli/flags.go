@@ -169,7 +169,7 @@ func oneDevice(s *snapshot.Snapshot, dev int) (int, error) {
 		return s.DefaultDevice(), nil
 	}
 	if !slices.Contains(s.Devices(), dev) {
-		return 0, fmt.Errorf("%s: no device %d (devices: %s)", s.Source.Name, dev, joinInts(s.Devices()))
+		return 0, fmt.Errorf("%s: no device %d (devices: %s)", s.Source.Name, dev, units.List(s.Devices()))
 	}
 	return dev, nil
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/export"
-	"github.com/gpumem/gpumem/internal/units"
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -18,26 +18,8 @@ func init() {
 	})
 }
 
-const flameAbout = `
-Draws a flamegraph of memory by call stack as one self-contained SVG (hover
-for bytes, click to zoom, Search or Ctrl-F to highlight, Reset Zoom or Esc;
-no network), or with --collapsed the folded stacks ("frame;frame;... BYTES")
-that flamegraph.pl, inferno and speedscope read.
-  memory FILE     every block of the dump by stream, state and stack, as
-                  _memory_viz.py memory (requested bytes; the rest <gaps>)
-  segments FILE   the same under each segment, as _memory_viz.py segments
-  peak FILE       allocations live at the Active Memory Timeline's peak (or
-                  --at), by category and stack
-  diff A B        live at each run's peak (or --at) by category and stack:
-                  widths are B's bytes, red grew, blue shrank; --collapsed
-                  writes "stack A_BYTES B_BYTES" lines (difffolded.pl's)
-The allocator's internal C++ frames (caching allocator, stack capture,
-tensor factories, dispatcher) are left out of the stacks unless
---keep-internal-frames; a C++ frame of an unknown file is its function
-alone.`
-
 func runFlame(env *Env, args []string) error {
-	fs := newFlagSet(env, "flame", "memory|segments|peak|diff [-o OUT.svg] [--collapsed] [--device N] [--at MOMENT] [--demo] FILE [FILE]", flameAbout)
+	fs := newFlagSet(env, "flame", "memory|segments|peak|diff [-o OUT.svg] [--collapsed] [--device N] [--at MOMENT] [--demo] FILE [FILE]", help.About("flame"))
 	out := fs.String("o", "", "write to `FILE` (default standard output)")
 	collapsed := fs.Bool("collapsed", false, "write folded stacks instead of SVG")
 	asJSON := fs.Bool("json", false, `write the tree as JSON {"name", "value", "children"} instead of SVG`)
@@ -74,7 +56,7 @@ func runFlame(env *Env, args []string) error {
 	dev := *device
 	stacks := export.StackOptions{KeepInternalFrames: *keepInternal}
 	var f *export.Flame
-	var title, sub string
+	var fo export.FlameOptions
 	switch kind {
 	case "memory", "segments":
 		s, err := loadDemoOr(env, files[0])
@@ -92,16 +74,14 @@ func runFlame(env *Env, args []string) error {
 		} else {
 			f = export.SegmentsFlame(s, dev, stacks)
 		}
-		title = fmt.Sprintf("%s: %s by stack at the dump", baseName(s.Source.Name), kind)
-		sub = fmt.Sprintf("%s reserved on %s", units.Human(uint64(f.Root.Value)), devicesText(dev))
+		fo = export.DumpFlameTitles(s, kind, dev, f)
 	case "peak":
 		lv, err := liveProfile(env, files[0], dev, *at)
 		if err != nil {
 			return err
 		}
-		f = export.ProfileFlame(lv.prof, stacks)
-		title = fmt.Sprintf("%s: live at %s", baseName(lv.s.Source.Name), lv.at)
-		sub = fmt.Sprintf("%s in %d allocations on %s (requested bytes, by category and stack)", units.Human(lv.prof.Bytes), lv.prof.Count, lv.s.DeviceName(lv.device))
+		f = export.ProfileFlame(lv.Profile, stacks)
+		fo = export.PeakFlameTitles(lv)
 	case "diff":
 		a, err := liveProfile(env, files[0], dev, *at)
 		if err != nil {
@@ -111,9 +91,8 @@ func runFlame(env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		f = export.DiffFlame(a.prof, b.prof, stacks)
-		title = fmt.Sprintf("%s → %s: live at %s", baseName(a.s.Source.Name), baseName(b.s.Source.Name), *at)
-		sub = fmt.Sprintf("widths: B (%s); red grew, blue shrank (A: %s; change %s)", units.Human(b.prof.Bytes), units.Human(a.prof.Bytes), units.HumanSigned(int64(b.prof.Bytes)-int64(a.prof.Bytes)))
+		f = export.DiffFlame(a.Profile, b.Profile, stacks)
+		fo = export.DiffFlameTitles(a, b, *at)
 	default:
 		return usageError(fs, env.Stderr, fmt.Sprintf("unknown kind %q: want memory, segments, peak or diff", kind))
 	}
@@ -124,7 +103,8 @@ func runFlame(env *Env, args []string) error {
 		case *asJSON:
 			return export.WriteFlameJSON(w, f)
 		}
-		return export.WriteFlameSVG(w, f, export.FlameOptions{Title: title, Subtitle: sub, Width: *width})
+		fo.Width = *width
+		return export.WriteFlameSVG(w, f, fo)
 	})
 }
 
@@ -143,45 +123,19 @@ func loadDemoOr(env *Env, path string) (*snapshot.Snapshot, error) {
 	return LoadFile(env, path)
 }
 
-func devicesText(d int) string {
-	if d < 0 {
-		return "all devices together"
-	}
-	return fmt.Sprintf("cuda:%d", d)
-}
-
-// live is what was live on one device of one snapshot at a moment.
-type live struct {
-	s      *snapshot.Snapshot
-	dv     *analysis.Device
-	device int
-	at     string
-	m      analysis.Moment
-	prof   *analysis.Profile
-}
-
 // liveProfile loads path and profiles what is live at the moment spec on
 // device dev (-1: the snapshot's DefaultDevice).
-func liveProfile(env *Env, path string, dev int, spec string, rules ...*analysis.UserRules) (*live, error) {
+func liveProfile(env *Env, path string, dev int, spec string, rules ...*analysis.UserRules) (analysis.DiffRun, error) {
 	s, err := loadDemoOr(env, path)
 	if err != nil {
-		return nil, err
+		return analysis.DiffRun{}, err
 	}
-	dev, err = oneDevice(s, dev)
-	if err != nil {
-		return nil, err
+	if dev, err = oneDevice(s, dev); err != nil {
+		return analysis.DiffRun{}, err
 	}
 	dv := analysis.NewDevice(s, dev)
 	for _, r := range rules {
 		dv.SetUserRules(r) // diff --categories
 	}
-	m, err := dv.Resolve(spec)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", s.Source.Name, err)
-	}
-	at := m.Spec
-	if m.Event >= 0 {
-		at += fmt.Sprintf(" (event %d)", m.Event)
-	}
-	return &live{s: s, dv: dv, device: dev, at: at, m: m, prof: dv.LiveProfile(m)}, nil
+	return dv.RunAt(spec)
 }

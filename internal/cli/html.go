@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/web"
 )
 
@@ -16,19 +17,12 @@ func init() {
 	})
 }
 
-const htmlAbout = `
-Writes a single HTML file with the viewer's script, style and the
-snapshot's precomputed views inside it: open it from disk, with no server
-and no network. Timelines are precomputed at a fixed resolution (zooming
-re-scales them); the state history replays the embedded trace in the page.
-Without --view every view is embedded.`
-
 // maxHTMLWidth is the most pixel columns the viewer's timeline window
 // computes (internal/web clamps wider requests to it).
 const maxHTMLWidth = 16384
 
 func runHTML(env *Env, args []string) error {
-	fs := newFlagSet(env, "html", "[flags] FILE -o OUT.html", htmlAbout)
+	fs := newFlagSet(env, "html", "[flags] FILE -o OUT.html", help.About("html"))
 	out := fs.String("o", "", "output `file` (required)")
 	view := fs.String("view", "", "view to embed and open: active|timeline, private, segments, state, settings (default: all)")
 	device := deviceFlag(fs, "show device")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/internal/report"
 )
@@ -17,17 +18,8 @@ func init() {
 	})
 }
 
-const infoAbout = `
-Describes each snapshot: file encoding and format generation (with the
-PyTorch versions that write it), devices with their memory at dump time
-(reserved, allocated, active, requested), the peaks of memory_viz's Active
-Memory and Active Cached Segment timelines, segments and blocks per pool,
-trace entries per action and the time they span, CUDA streams, allocator
-settings, annotations, and warnings such as a trace that starts mid-run.
---json prints the same as JSON (an array when several files are given).`
-
 func runInfo(env *Env, args []string) error {
-	fs := newFlagSet(env, "info", "[--json] [--device N] [--demo] FILE...", infoAbout)
+	fs := newFlagSet(env, "info", "[--json] [--device N] [--demo] FILE...", help.About("info"))
 	asJSON := fs.Bool("json", false, "print JSON")
 	device := deviceFlag(fs, "describe only device")
 	useDemo := fs.Bool("demo", false, "include the embedded demo snapshot")

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/gpumem/gpumem/internal/demo"
+	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
+	"golang.org/x/term"
 )
 
 // progressMinBytes is the file size from which LoadFile draws a progress
@@ -34,7 +34,7 @@ func LoadFile(env *Env, path string) (*snapshot.Snapshot, error) {
 			return nil, err
 		}
 		if isTerminal(env.Stderr) && fi.Mode().IsRegular() && fi.Size() >= progressMinBytes {
-			bar = &progressBar{w: env.Stderr, name: baseName(path)}
+			bar = &progressBar{w: env.Stderr, name: report.BaseName(path)}
 			opt.Progress = bar.update
 		}
 	}
@@ -155,13 +155,6 @@ type noSuchFile struct {
 
 func (e *noSuchFile) Error() string { return e.path + ": no such file" }
 func (e *noSuchFile) Unwrap() error { return e.err }
-
-func baseName(path string) string {
-	if i := strings.LastIndexAny(path, `/\`); i >= 0 && i+1 < len(path) {
-		return path[i+1:]
-	}
-	return path
-}
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)

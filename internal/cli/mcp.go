@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/mcp"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/internal/version"
@@ -21,24 +22,6 @@ func init() {
 	})
 }
 
-const mcpAbout = `
-Serves gpumem to an MCP client (an LLM agent such as Claude Desktop, Claude
-Code or an IDE) over standard input and output. Tools: info, peak, oom,
-diff, steps, ranks, sim, estimate and check, each taking the flags of the
-subcommand of its name as JSON arguments; a tool's structured output is
-that subcommand's --json (an array as {"results": [...]}), with a short
-text summary.
-
-The tools read only files under the --root directories (default: the
-working directory; symbolic links are followed and must stay inside),
-write nothing and use no network. Calls run one at a time, each reading
-snapshots of at most --max-bytes decoded bytes. A call that fails (a bad
-argument, a file outside the roots, a file that is not a snapshot) is an
-error result and the server goes on.
-
-Register it with a client as
-{"command": "gpumem", "args": ["mcp", "--root", "/runs"]}; see docs/mcp.md.`
-
 // rootList is --root DIR, repeatable.
 type rootList []string
 
@@ -46,7 +29,7 @@ func (r *rootList) String() string     { return "" }
 func (r *rootList) Set(s string) error { *r = append(*r, s); return nil }
 
 func runMCP(env *Env, args []string) error {
-	fs := newFlagSet(env, "mcp", "[--root DIR]... [--max-bytes SIZE]", mcpAbout)
+	fs := newFlagSet(env, "mcp", "[--root DIR]... [--max-bytes SIZE]", help.About("mcp"))
 	var roots rootList
 	fs.Var(&roots, "root", "a `DIR` whose files the tools may read (repeatable; default: the working directory)")
 	maxBytes := fs.String("max-bytes", "8GiB", "the largest decoded snapshot a call reads (`SIZE`), bounding its memory")

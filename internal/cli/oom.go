@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/internal/units"
 )
@@ -17,35 +18,6 @@ func init() {
 		Run:     runOOM,
 	})
 }
-
-const oomAbout = `
-For each out-of-memory the trace records: the request as the allocator
-rounded it, the free device memory CUDA reported, the reserved-but-unallocated
-bytes, the largest free block of the request's stream and pool, and a
-verdict with its arithmetic: shortage (all cached free memory plus CUDA's
-free memory could not hold the request), fragmentation (the total could, no
-block or device range was big enough) or outside_allocator (with a known
-capacity: memory neither reserved by PyTorch nor free made the difference);
-no_oom when there is none (then the headroom at the peak). Then what was
-live by category and site, and suggestions with amounts; allocator settings
-are suggested only when a replay through gpumem's allocator model at the
-capacity the OOM implies (reserved + CUDA free) avoids the OOM.
-
-A snapshot dumped by an OOM observer may hold no oom entry: recorded
-without a trace, or by PyTorch 2.0, which kept one trace entry by default
-(the dump's own took its place). Then --at-dump answers for an OOM at the
-moment of the dump, with the request and CUDA's free memory that the
-observer's arguments or the error message give ("Tried to allocate 2.00
-GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.10 GiB is free"):
---request 2GiB --device-free 1.1GiB --capacity 79.15GiB (--request alone
-implies --at-dump; without --device-free CUDA's free memory is taken as
-capacity − reserved, or 0). There are no settings replays then (the trace
-lacks the request). A snapshot without any trace (history off) answers
-request_unknown: its state is the OOM's moment, with the largest free
-block of every stream and pool, but the failed request is not recorded.
-
-Devices without an OOM get one line each: no_oom with the peaks (and the
-headroom with a capacity); peak answers what was live.`
 
 // parseCapacity reads --capacity SIZE or --gpu NAME (0: neither given).
 func parseCapacity(env *Env, fs *flag.FlagSet, capFlag, gpu string) (uint64, error) {
@@ -69,7 +41,7 @@ func parseCapacity(env *Env, fs *flag.FlagSet, capFlag, gpu string) (uint64, err
 }
 
 func runOOM(env *Env, args []string) error {
-	fs := newFlagSet(env, "oom", "[--capacity SIZE | --gpu NAME] [--no-replay] [[--at-dump] --request SIZE [--device-free SIZE] [--stream N]] [--categories RULES.json] [--depth K] [--top N] [--device N] [--json] [--demo] FILE...", oomAbout)
+	fs := newFlagSet(env, "oom", "[--capacity SIZE | --gpu NAME] [--no-replay] [[--at-dump] --request SIZE [--device-free SIZE] [--stream N]] [--categories RULES.json] [--depth K] [--top N] [--device N] [--json] [--demo] FILE...", help.About("oom"))
 	var f answerFlags
 	f.register(fs)
 	capFlag := fs.String("capacity", "", "the device's total memory (`SIZE`, e.g. 80GiB)")
@@ -106,7 +78,7 @@ func runOOM(env *Env, args []string) error {
 	}
 	return runAnswers(env, &f, files, func(name string, d *analysis.Device) (any, func(io.Writer) error, error) {
 		if dump != nil && f.device < 0 && len(d.S.Devices()) > 1 {
-			return nil, nil, fmt.Errorf("--at-dump: the snapshot has devices %s; say which one ran out with --device", joinInts(d.S.Devices()))
+			return nil, nil, fmt.Errorf("--at-dump: the snapshot has devices %s; say which one ran out with --device", units.List(d.S.Devices()))
 		}
 		a, err := d.OOMAnswer(analysis.OOMOptions{Capacity: capacity, Depth: f.depth, Top: f.top, NoReplay: *noReplay, AtDump: dump})
 		if err != nil {

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"strings"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/demo"
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
+	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -22,20 +23,6 @@ func init() {
 		Run:     runPeak,
 	})
 }
-
-const peakAbout = `
-Answers "what is live at the peak and who allocated it": the moment of the
-Active Memory Timeline's peak (the number info prints), the allocations live
-then grouped by allocation site (their innermost user frames), by category
-(parameter, optimizer_state, gradient, activation, temporary, input,
-autograd_detail, unknown) and by size class, and how fragmented the cache is.
---at picks another moment: peak, reserved-peak (the Active Cached Segment
-Timeline's peak), end (the dump), eN (after trace event N, 0-based) or a
-time from the first event such as 12.5ms, 800us or 2s. Every site says
-which rule set its category (category_reason; docs/categories.md). With
---capacity or --gpu, the trace is also replayed with the allocations that
-scale with the batch scaled by 0.75, 0.5 and 0.25 (batch_whatif), under
-the recorded settings on a device of that capacity.`
 
 // answerFlags are the flags peak and oom share.
 type answerFlags struct {
@@ -51,8 +38,8 @@ func (f *answerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.useDemo, "demo", false, "include the embedded demo snapshot")
 	f.device = -1
 	fs.Var(deviceValue{&f.device}, "device", "only device `N` (a device number 0, 1, ...; default: every device)")
-	fs.IntVar(&f.depth, "depth", 3, "user frames that identify a site (`K`)")
-	fs.IntVar(&f.top, "top", 20, "sites listed (`N`; 0 = all)")
+	fs.IntVar(&f.depth, "depth", analysis.DefaultDepth, "user frames that identify a site (`K`)")
+	fs.IntVar(&f.top, "top", analysis.DefaultTop, "sites listed (`N`; 0 = all)")
 	categoriesFlag(fs, &f.categories)
 }
 
@@ -77,7 +64,7 @@ func loadCategories(path string) (*analysis.UserRules, error) {
 }
 
 func runPeak(env *Env, args []string) error {
-	fs := newFlagSet(env, "peak", "[--at peak|reserved-peak|end|eN|TIME] [--capacity SIZE | --gpu NAME] [--categories RULES.json] [--depth K] [--top N] [--device N] [--json] [--demo] FILE...", peakAbout)
+	fs := newFlagSet(env, "peak", "[--at peak|reserved-peak|end|eN|TIME] [--capacity SIZE | --gpu NAME] [--categories RULES.json] [--depth K] [--top N] [--device N] [--json] [--demo] FILE...", help.About("peak"))
 	var f answerFlags
 	f.register(fs)
 	at := fs.String("at", "peak", "the `moment`: peak, reserved-peak, end, eN or a time such as 12.5ms")
@@ -170,7 +157,7 @@ func eachDevice(env *Env, files []string, f *answerFlags, fn func(name string, s
 				found = found || d == f.device
 			}
 			if !found {
-				return fmt.Errorf("%s: no device %d (devices: %s)", name, f.device, joinInts(devs))
+				return fmt.Errorf("%s: no device %d (devices: %s)", name, f.device, units.List(devs))
 			}
 			devs = []int{f.device}
 		}
@@ -206,14 +193,6 @@ func eachDevice(env *Env, files []string, f *answerFlags, fn func(name string, s
 		}
 	}
 	return nil
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = fmt.Sprint(x)
-	}
-	return strings.Join(s, ", ")
 }
 
 // writeSeparated writes one text answer, after a blank line when another

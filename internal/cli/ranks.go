@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 
 	"github.com/gpumem/gpumem/internal/analysis"
-	"github.com/gpumem/gpumem/internal/units"
+	"github.com/gpumem/gpumem/internal/help"
+	"github.com/gpumem/gpumem/internal/report"
 )
 
 func init() {
@@ -22,35 +21,12 @@ func init() {
 	})
 }
 
-const ranksAbout = `
-Compares the snapshots of the ranks of one distributed job (one file per
-rank, e.g. snapshot_rank3.pickle): per file its rank (from "rank N" in the
-name, else its position), peak active (Active Memory Timeline) and peak
-reserved (Active Cached Segment Timeline), when the peak happens (from the
-trace's first event), the fragmentation of the cache at the peak
-(1 - largest free block / free cached bytes) and the site holding the most
-memory at the peak; then the spread of the peaks across ranks and the
-rank furthest from the median when it is more than 5% away. Files are read
--j at a time (default 2), each dropped once its row is made, so memory
-stays that of -j snapshots. A file that cannot be read (or whose
-reading fails) is named on standard error and the others are still
-answered, with exit status 1. A FILE may also be a rank's "gpumem info
---json" summary or its monitor file (gpumem record --monitor): see
-docs/record.md.`
-
-// The rows and the summary are analysis's (one computation for the
-// CLI and the viewer's /api/ranks).
-type (
-	rankRow     = analysis.RankRow
-	ranksResult = analysis.Ranks
-)
-
 // ranksInFlight and ranksMaxInFlight count snapshots being decoded or
 // analysed at once (read by the test of bounded memory).
 var ranksInFlight, ranksMaxInFlight atomic.Int32
 
 func runRanks(env *Env, args []string) error {
-	fs := newFlagSet(env, "ranks", "[--json] [-j N] [--device N] FILE...", ranksAbout)
+	fs := newFlagSet(env, "ranks", "[--json] [-j N] [--device N] FILE...", help.About("ranks"))
 	asJSON := fs.Bool("json", false, "print JSON")
 	jobs := fs.Int("j", 2, "files decoded at once")
 	device := deviceFlag(fs, "device of every file (default each file's DefaultDevice)")
@@ -71,7 +47,7 @@ func runRanks(env *Env, args []string) error {
 	if *jobs < 1 {
 		return usageError(fs, env.Stderr, "-j wants at least 1")
 	}
-	rows := make([]rankRow, len(files))
+	rows := make([]analysis.RankRow, len(files))
 	errs := make([]error, len(files))
 	sem := make(chan struct{}, min(*jobs, runtime.GOMAXPROCS(0)*2, len(files)))
 	var wg sync.WaitGroup
@@ -106,7 +82,7 @@ func runRanks(env *Env, args []string) error {
 	// A file that cannot be read costs its row, not the table: the others
 	// are printed, each failure is one line on standard error, and the
 	// command exits 1.
-	var good []rankRow
+	var good []analysis.RankRow
 	failed := 0
 	for i, err := range errs {
 		if err == nil {
@@ -122,14 +98,16 @@ func runRanks(env *Env, args []string) error {
 		return fmt.Errorf("none of the %d files could be read", len(files))
 	}
 	r := analysis.SummarizeRanks(good)
-	warnSameRank(env, r.Ranks)
+	for _, w := range report.SameRankWarnings(r.Ranks) {
+		fmt.Fprintf(env.Stderr, "gpumem ranks: %s\n", w)
+	}
 	err = writeStdout(env, func(w io.Writer) error {
 		if *asJSON {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
 			return enc.Encode(r)
 		}
-		return writeRanksText(w, r)
+		return report.Ranks(w, r)
 	})
 	if err == nil && failed > 0 {
 		err = fmt.Errorf("%d of %d files could not be read (above); the table has the other %d", failed, len(files), len(good))
@@ -147,80 +125,14 @@ var ranksWorkerHook func(path string)
 
 // rankOf decodes one file and makes its row; the snapshot is garbage once
 // it returns.
-func rankOf(env *Env, path string, pos, device int) (rankRow, error) {
+func rankOf(env *Env, path string, pos, device int) (analysis.RankRow, error) {
 	s, err := loadDemoOr(env, path)
 	if err != nil {
-		return rankRow{}, err
+		return analysis.RankRow{}, err
 	}
 	dev, err := oneDevice(s, device)
 	if err != nil {
-		return rankRow{}, err
+		return analysis.RankRow{}, err
 	}
 	return analysis.RankOf(s, pos, dev)
-}
-
-func writeRanksText(w io.Writer, r *ranksResult) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "rank\tpeak active\tpeak reserved\tpeak at\tfragmentation\ttop site at peak\tfile\n")
-	for _, row := range r.Ranks {
-		at := peakAtText(row)
-		site := "-"
-		if row.TopSite != "" {
-			site = units.Human(row.TopSiteBytes) + " " + row.TopSite
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", row.Rank, units.Human(row.PeakAllocatedBytes), units.Human(row.PeakReservedBytes),
-			at, fragText(row), site, baseName(row.File))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\npeak active: median %s, spread %s (%.1f%% of the median)\n", units.Human(r.MedianPeakBytes), units.Human(r.SpreadBytes), r.SpreadPercent)
-	switch {
-	case len(r.Ranks) < 3:
-		fmt.Fprintf(w, "outlier: needs at least 3 ranks\n")
-	case r.Outlier == nil:
-		fmt.Fprintf(w, "outlier: none (every rank within 5%% of the median)\n")
-	default:
-		fmt.Fprintf(w, "outlier: rank %d (%s), %s from the median (%+.1f%%)\n", r.Outlier.Rank, baseName(r.Outlier.File),
-			units.HumanSigned(r.Outlier.FromMedian), r.Outlier.PercentOfMed)
-	}
-	writeRankNotes(w, r)
-	return nil
-}
-
-// peakAtText is when a rank's peak happens: the time from the trace's first
-// event, else the event, else "before trace" (the state the trace starts
-// from) or "dump" (a file without a trace: the peak is the dump's state).
-func peakAtText(row rankRow) string {
-	switch {
-	case row.RankInput != nil:
-		return row.PeakAt
-	case row.PeakTimeUS != nil:
-		return analysis.FormatDurationUS(*row.PeakTimeUS)
-	case row.PeakEvent != nil:
-		return fmt.Sprintf("event %d", *row.PeakEvent)
-	case row.HasTrace:
-		return "before trace"
-	}
-	return "dump"
-}
-
-// warnSameRank warns on standard error when files give the same rank
-// number (rows sorted by rank): the same file twice, or names without
-// "rank N" mixed with ones that have it.
-func warnSameRank(env *Env, rows []rankRow) {
-	for i := 0; i < len(rows); {
-		j := i + 1
-		for j < len(rows) && rows[j].Rank == rows[i].Rank {
-			j++
-		}
-		if j-i > 1 {
-			names := make([]string, 0, j-i)
-			for _, row := range rows[i:j] {
-				names = append(names, baseName(row.File))
-			}
-			fmt.Fprintf(env.Stderr, "gpumem ranks: warning: %d files give rank %d: %s\n", j-i, rows[i].Rank, strings.Join(names, ", "))
-		}
-		i = j
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/demo"
 )
 
@@ -48,7 +49,7 @@ func TestRanksMemoryBoundedByJobs(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var r ranksResult
+	var r analysis.Ranks
 	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Ranks) != 500 {
 		t.Fatalf("%d rows (%v)", len(r.Ranks), err)
 	}
@@ -84,7 +85,7 @@ func TestRanksCorruptFileAmongMany(t *testing.T) {
 	}
 	// JSON too: the good rows, then the error.
 	code, out, _ = runCLI(append([]string{"ranks", "--json"}, paths...)...)
-	var r ranksResult
+	var r analysis.Ranks
 	if code != 1 || json.Unmarshal([]byte(out), &r) != nil || len(r.Ranks) != 199 {
 		t.Errorf("--json: exit %d, %d rows", code, len(r.Ranks))
 	}

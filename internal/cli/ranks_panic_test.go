@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/corpus"
 )
 
@@ -29,7 +30,7 @@ func TestRanksWorkerPanic(t *testing.T) {
 	if code != 1 || !strings.HasPrefix(stderr, want) || strings.Count(stderr, "\n") != 2 {
 		t.Fatalf("exit %d, stderr %q; want 1 and %q", code, stderr, want)
 	}
-	var r ranksResult
+	var r analysis.Ranks
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v: %q", err, out)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
@@ -34,7 +35,7 @@ func TestRanks(t *testing.T) {
 	if m := ranksMaxInFlight.Load(); m < 1 || m > 2 {
 		t.Errorf("%d files were decoded at once, want at most -j 2", m)
 	}
-	var r ranksResult
+	var r analysis.Ranks
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/record"
 )
 
@@ -19,29 +20,8 @@ func init() {
 	})
 }
 
-const recordAbout = `
-Runs CMD unchanged (its input and output pass through, its exit status is
-gpumem's, SIGINT/SIGTERM/SIGHUP are forwarded) with PyTorch's CUDA memory
-history switched on in every Python process of the job that uses CUDA:
-python train.py, torchrun --nproc-per-node 8 train.py, accelerate launch,
-deepspeed, python -m pkg. A sitecustomize written to a private temporary
-directory put first on PYTHONPATH (it runs any sitecustomize it hides)
-waits for "import torch" and turns history on when the process makes its
-CUDA context, before the model is built; processes that never use CUDA
-(the launcher, DataLoader workers) are left alone.
-
-Files go to DIR, one per rank and moment, never overwritten (NAME.1.pickle
-when NAME exists), written atomically: rankR-stepN.pickle after optimizer
-step N (steps counted by PyTorch's global optimizer step hook, PyTorch >=
-2.0), rankR-oom.pickle from the allocator's OOM observer before the error
-propagates, rankR-exit.pickle at exit, rankR-steps.jsonl with --monitor.
-R is RANK, else LOCAL_RANK, else 0. A failure inside the job prints one
-"gpumem:" line and the job goes on. At the end gpumem prints what each
-rank wrote and the commands to look at it. docs/record.md has the details,
-the monitor and the Python module (import gpumem).`
-
 func runRecord(env *Env, args []string) error {
-	fs := newFlagSet(env, "record", "[flags] [--] CMD [ARGS...]", recordAbout)
+	fs := newFlagSet(env, "record", "[flags] [--] CMD [ARGS...]", help.About("record"))
 	o := record.Options{OnOOM: true}
 	fs.StringVar(&o.Dir, "dir", "gpumem-snapshots", "write the files to `DIR`")
 	fs.Var(commaInts{&o.Steps, 1}, "step", "dump after optimizer steps `N[,M,...]` (1 is the first step)")

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gpumem/gpumem/internal/analysis"
 )
 
 func TestRecordUsage(t *testing.T) {
@@ -122,13 +124,13 @@ $`)
 			summaries = append(summaries, s)
 		}
 	}
-	ranksOf := func(files ...string) ranksResult {
+	ranksOf := func(files ...string) analysis.Ranks {
 		t.Helper()
 		code, out, stderr := runCLI(append([]string{"ranks", "--json"}, files...)...)
 		if code != 0 {
 			t.Fatalf("ranks %q: %s", files, stderr)
 		}
-		var r ranksResult
+		var r analysis.Ranks
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +172,7 @@ func TestRanksThousandSummaries(t *testing.T) {
 	if code != 0 {
 		t.Fatal(stderr)
 	}
-	var r ranksResult
+	var r analysis.Ranks
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -233,25 +235,6 @@ func TestRanksBadSummary(t *testing.T) {
 			t.Errorf("%s: exit %d %q, want %q", name, code, stderr, tc.want)
 		}
 	}
-}
-
-// FuzzInputKind: whatever the first bytes, telling summaries, monitor
-// files and snapshots apart never panics, and a summary row is made or
-// refused with an error.
-func FuzzInputKind(f *testing.F) {
-	f.Add([]byte(`{"file": "x.pickle", "generation": "D3", "devices": [{"device": 0, "trace_entries": 3}]}`))
-	f.Add([]byte(`[{"decoded_bytes": 1}]`))
-	f.Add([]byte(`{"segments": []}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if summaryOrSnapshot(data) != kindSummary {
-			return
-		}
-		p := filepath.Join(t.TempDir(), "s.json")
-		os.WriteFile(p, data, 0o644)
-		if row, err := rankOfSummary(p, 0, -1); err == nil && row.RankInput == nil {
-			t.Fatal("a summary row without its source")
-		}
-	})
 }
 
 // TestRecordRealTorchWithoutCUDA runs a CPU training step under gpumem

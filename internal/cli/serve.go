@@ -2,20 +2,18 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/gpumem/gpumem/internal/demo"
+	"github.com/gpumem/gpumem/internal/help"
+	"github.com/gpumem/gpumem/internal/loopback"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/internal/web"
 	"github.com/gpumem/gpumem/snapshot"
@@ -28,15 +26,6 @@ func init() {
 		Run:     runServe,
 	})
 }
-
-const serveAbout = `
-Loads the snapshots and serves the viewer on a local HTTP port, prints its
-URL and opens it in the browser. Views: Active Memory Timeline, Allocated
-Memory (incl. Private Pools), Allocator State History, Active Cached Segment
-Timeline and Allocator Settings, as in PyTorch's memory_viz, plus total
-allocated/reserved/active curves and OOM/snapshot/annotation markers.
-Drop another snapshot file onto the page to open it. Press ? in the page for
-the keys. Stop with Ctrl-C.`
 
 // serveArgs is serve's command line.
 type serveArgs struct {
@@ -51,7 +40,7 @@ type serveArgs struct {
 
 func parseServeArgs(env *Env, args []string) (*serveArgs, error) {
 	a := &serveArgs{}
-	fs := newFlagSet(env, "serve", "[flags] [--demo] FILE...", serveAbout)
+	fs := newFlagSet(env, "serve", "[flags] [--demo] FILE...", help.About("serve"))
 	fs.StringVar(&a.addr, "http", "127.0.0.1:0", "`host:port` to listen on (port 0 picks a free port)")
 	fs.BoolVar(&a.noBrowser, "no-browser", false, "do not open a browser")
 	fs.BoolVar(&a.demo, "demo", false, "also open the embedded demo snapshot")
@@ -71,7 +60,7 @@ func parseServeArgs(env *Env, args []string) (*serveArgs, error) {
 			a.allowHost = append(a.allowHost, h)
 		}
 	}
-	if beyondLoopback(a.addr) && len(a.allowHost) == 0 {
+	if loopback.Beyond(a.addr) && len(a.allowHost) == 0 {
 		return nil, usageError(fs, env.Stderr, fmt.Sprintf("-http %s listens beyond loopback: name the host names clients will use with --allow-host (e.g. --allow-host %s)", a.addr, exampleHost()))
 	}
 	return a, nil
@@ -149,7 +138,7 @@ func runServe(env *Env, args []string) error {
 	}
 	bound := ln.Addr().String()
 	srv.SetAddr(bound)
-	if !isLoopbackAddr(ln.Addr()) {
+	if !loopback.Addr(ln.Addr()) {
 		if len(a.allowHost) == 0 { // a host name that is not loopback's
 			ln.Close()
 			return fmt.Errorf("-http %s listens on %s, beyond loopback: name the host names clients will use with --allow-host", a.addr, bound)
@@ -157,7 +146,7 @@ func runServe(env *Env, args []string) error {
 		warnBeyondLoopback(env, "gpumem serve", bound)
 	}
 	url := "http://" + bound + "/"
-	if len(a.allowHost) > 0 && !isLoopbackAddr(ln.Addr()) {
+	if len(a.allowHost) > 0 && !loopback.Addr(ln.Addr()) {
 		_, port, _ := net.SplitHostPort(bound)
 		url = "http://" + net.JoinHostPort(a.allowHost[0], port) + "/"
 	}
@@ -180,65 +169,16 @@ func runServe(env *Env, args []string) error {
 		// decoded: a file that fails ends the command with its error.
 		fmt.Fprintf(env.Stdout, "gpumem: loading %d snapshot(s); the viewer is at %s (Ctrl-C to stop)\n", len(loads), url)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	if !a.noBrowser {
 		openBrowser(env, url)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	// A file given on the command line that fails to decode ends the
-	// command with its error, as in every other subcommand.
-	var loadErr error
-	var errMu sync.Mutex
-	loadCtx, failed := context.WithCancel(ctx)
-	defer failed()
-	go func() {
-		for _, done := range loads {
-			select {
-			case err := <-done:
-				if err != nil {
-					errMu.Lock()
-					loadErr = err
-					errMu.Unlock()
-					failed()
-					return
-				}
-			case <-loadCtx.Done():
-				return
-			}
-		}
+	return srv.Serve(ctx, ln, loads, func() {
 		if len(loads) > 0 {
 			fmt.Fprint(env.Stdout, serving)
 		}
-	}()
-	go func() {
-		<-loadCtx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(sctx)
-	}()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	errMu.Lock()
-	defer errMu.Unlock()
-	return loadErr
-}
-
-// beyondLoopback reports whether a listen address reaches past this
-// machine: an empty host or 0.0.0.0/:: (every interface), or an address
-// or name that is not loopback's.
-func beyondLoopback(addr string) bool {
-	h, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false // net.Listen will say what is wrong
-	}
-	if h = strings.Trim(h, "[]"); h == "" {
-		return true // every interface
-	}
-	ip := net.ParseIP(h)
-	// A name is judged once bound (runServe checks the address).
-	return ip != nil && !ip.IsLoopback()
+	})
 }
 
 // exampleHost is this machine's name for the --allow-host hint.

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/gpumem/gpumem/internal/alloc"
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/internal/units"
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 func init() {
@@ -23,50 +23,10 @@ func init() {
 	})
 }
 
-const simAbout = `
-Runs a faithful model of PyTorch's CUDA caching allocator.
-
-  gpumem sim --script FILE [--config STR] [--capacity SIZE] [--json]
-      Run a script (one command a line, # comments):
-        alloc NAME SIZE [stream=N]     free NAME     empty_cache     set CONFIG
-        free_requested NAME / free_completed NAME   (record_stream-style frees)
-      SIZE is bytes or a number with B, KiB, MiB, GiB (KB, MB, GB = same),
-      e.g. 4096, 3MiB or 1.5 GiB.
-
-  gpumem sim FILE [--device N] [--json]
-      Replay a snapshot's trace with its own allocator settings and report
-      how exactly the model predicts it (a validation).
-
-  gpumem sim FILE --config STR [--capacity SIZE] [--json]
-      What-if: replay the recorded requests under other settings.
-
-  gpumem sim FILE --sweep [--capacity SIZE] [--json]
-      Compare common settings, best first by peak reserved memory.
-
-  gpumem sim FILE --capacity oom [--config STR | --sweep] [--json]
-      Take the capacity the recorded OOM implies (reserved + CUDA free at
-      the OOM) and tell, for each setting, whether that OOM still happens.
-
-  gpumem sim FILE --batch-scale S [--capacity SIZE|oom] [--json]
-      Batch what-if: replay the trace with every allocation that scales
-      with the batch (activations, temporaries and autograd buffers of the
-      forward and backward passes, inputs: their categories' rules) scaled
-      by S, under the recorded settings, from an empty allocator, at the
-      capacity the recorded OOM implies (else --capacity, else unlimited);
-      prints the new peaks and whether the recorded OOM still happens.
-
-  --from-empty replays from an empty allocator: the blocks live at trace
-  start are allocated first, in address order, under the setting. A sweep
-  does so by default when the trace starts with segments already reserved
-  (--from-empty=false keeps the recorded layout).
-
-CONFIG uses PYTORCH_CUDA_ALLOC_CONF syntax, e.g.
-"expandable_segments:True,max_split_size_mb:128".`
-
 // simFlagSet makes sim's flag set and the flags it fills in.
 func simFlagSet(env *Env) (*simFlags, *flag.FlagSet) {
 	f := &simFlags{}
-	fs := newFlagSet(env, "sim", "[--script FILE | FILE | --demo] [flags]", simAbout)
+	fs := newFlagSet(env, "sim", "[--script FILE | FILE | --demo] [flags]", help.About("sim"))
 	fs.StringVar(&f.script, "script", "", "run a script `FILE` (- for stdin)")
 	fs.StringVar(&f.config, "config", "", "allocator settings `STR` (PYTORCH_CUDA_ALLOC_CONF syntax)")
 	fs.StringVar(&f.capacity, "capacity", "", "device memory `SIZE` (e.g. 80GiB), or oom for what the recorded OOM implies; default unlimited")
@@ -166,18 +126,6 @@ func simConfig(s string) (alloc.Config, error) {
 
 // ---- scripts ----
 
-type scriptStepJSON struct {
-	Line        int              `json:"line"`
-	Op          string           `json:"op"`
-	Addr        string           `json:"addr,omitempty"`
-	Error       string           `json:"error,omitempty"`
-	NewSegment  bool             `json:"new_segment,omitempty"`
-	SegmentSize uint64           `json:"segment_size,omitempty"`
-	MappedBytes uint64           `json:"mapped_bytes,omitempty"`
-	Pool        string           `json:"pool,omitempty"`
-	Stats       map[string]int64 `json:"stats"`
-}
-
 func simScript(env *Env, f *simFlags, capacity uint64) error {
 	var r io.Reader
 	name := f.script
@@ -211,24 +159,7 @@ func simScript(env *Env, f *simFlags, capacity uint64) error {
 		runErr = fmt.Errorf("%s: %w", name, runErr)
 	}
 	if f.json {
-		out := struct {
-			Config string           `json:"config"`
-			Steps  []scriptStepJSON `json:"steps"`
-		}{Config: cfg.String(), Steps: []scriptStepJSON{}}
-		for i := range steps {
-			st := &steps[i]
-			j := scriptStepJSON{Line: st.Line, Op: st.Op, Error: st.Error, NewSegment: st.NewSegment,
-				SegmentSize: st.SegmentSize, MappedBytes: st.MappedBytes, Stats: st.Stats.Map()}
-			if strings.HasPrefix(st.Op, "alloc") {
-				if st.Addr != 0 {
-					j.Addr = fmt.Sprintf("%#x", st.Addr)
-				}
-				if st.NewSegment || st.MappedBytes > 0 {
-					j.Pool = report.PoolName(st.Small)
-				}
-			}
-			out.Steps = append(out.Steps, j)
-		}
+		out := report.NewSimScriptJSON(cfg, steps)
 		if err := writeJSON(env.Stdout, out); err != nil {
 			return err
 		}
@@ -246,14 +177,19 @@ func writeJSON(w io.Writer, v any) error {
 
 // ---- snapshots ----
 
-func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
+// loadSimSnapshot loads sim's one snapshot and names it as the answers do.
+func loadSimSnapshot(env *Env, f *simFlags, files []string) (*snapshot.Snapshot, string, error) {
 	s, err := loadOne(env, files, f.demo)
+	if len(files) == 1 {
+		return s, files[0], err
+	}
+	return s, "demo", err
+}
+
+func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
+	s, path, err := loadSimSnapshot(env, f, files)
 	if err != nil {
 		return err
-	}
-	path := "demo"
-	if len(files) == 1 {
-		path = files[0]
 	}
 	if err := needSegments(s, "sim"); err != nil {
 		return err
@@ -282,25 +218,6 @@ func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
 	if f.json {
 		return writeJSON(env.Stdout, r)
 	}
-	for _, dj := range r.Devices {
-		d := dj.Device
-		if dj.WhatIf && dj.Start.Segments > 0 {
-			fmt.Fprintf(env.Stdout, "%s device %d: the trace starts with %s reserved in %d segments made before recording; under the recorded layout no setting can change them.\n",
-				filepath.Base(path), d, units.Human(dj.Start.ReservedBytes), dj.Start.Segments)
-			if dj.FromEmpty {
-				fmt.Fprintf(env.Stdout, "  Replaying from an empty allocator: the %d blocks live at trace start are allocated first, in address order, under the setting.\n", dj.Start.LiveBlocks)
-			} else {
-				fmt.Fprintf(env.Stdout, "  Add --from-empty to allocate the %d blocks live at trace start into an empty allocator under the setting first.\n", dj.Start.LiveBlocks)
-			}
-		}
-		switch {
-		case dj.SweepRows != nil:
-			report.SimSweep(env.Stdout, filepath.Base(path), d, dj.SweepRows, dj.FromEmpty)
-		case dj.OOMOutcomes != nil:
-			report.SimOOMWhatIf(env.Stdout, filepath.Base(path), d, s, *dj.OOMCapacity, dj.OOMOutcomes)
-		default:
-			report.SimReplay(env.Stdout, filepath.Base(path), s, dj.Replay, dj.Capacity)
-		}
-	}
+	report.SimSnapshot(env.Stdout, path, s, r)
 	return nil
 }

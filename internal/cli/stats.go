@@ -4,6 +4,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -16,15 +17,8 @@ func init() {
 	})
 }
 
-const statsAbout = `
-Prints PyTorch's "_memory_viz stats" report byte for byte: one line per
-segment of at least 20 MiB with a map of its 20 MiB pages (a-z: a page
-holding one block, 0-9: a page shared by several blocks and that many tenths
-full, *: full, space: free), the segment's size ("allocated" means reserved,
-as in PyTorch) and its free memory, then totals over all segments.`
-
 func runStats(env *Env, args []string) error {
-	fs := newFlagSet(env, "stats", "[--device N] [--demo] FILE", statsAbout)
+	fs := newFlagSet(env, "stats", "[--device N] [--demo] FILE", help.About("stats"))
 	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")
 	device := deviceFlag(fs, "summarize only the segments of device")
 	files, err := parseOneSnapshot(env, fs, args, useDemo)

@@ -2,10 +2,9 @@ package cli
 
 import (
 	"fmt"
-	"io"
-	"strconv"
 
 	"github.com/gpumem/gpumem/internal/alloc"
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/synth"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
@@ -19,31 +18,6 @@ func init() {
 	})
 }
 
-const synthAbout = `
-Writes the snapshot torch.cuda.memory._dump_snapshot() would give after a
-synthetic training run: the model's training loop (forward, backward, AdamW
-with lazily created states, zero_grad(set_to_none)) runs through gpumem's
-model of PyTorch's caching allocator, so segments, blocks and the trace are
-what the allocator would produce. Python stacks on every entry, time_us,
-one ProfilerStep#N annotation per step, allocator_settings for --config.
-Output is deterministic for the same flags and --seed. A shape or count
-flag left out or given as 0 takes the default shown beside it.
-
-Examples:
-  gpumem synth --model transformer --layers 4 --d-model 1024 --batch 8 --seq 512 --steps 3 -o run.pickle
-  gpumem synth --model mlp --layers 8 --hidden 8192 --dtype bf16 --capacity 24GiB -o oom.pickle
-  gpumem synth --config expandable_segments:True --json -o run.json
-  gpumem synth --target-mb 250 -o big.pickle
-  gpumem synth --model mlp --inference -o infer.pickle
-  gpumem synth --model mlp --lora --quant 4bit --dtype bf16 -o qlora.pickle
-  gpumem synth --model mlp --oom-unwind --batch 2048 --hidden 1024 --capacity 48MiB -o oom.pickle
-
-Patterns (--model mlp; each records every allocation's true category for
-gpumem's tests): --inference, --lora [--quant 4bit], --oom-unwind,
---no-annotations, --checkpointing, --ddp, --mixed-precision, --fsdp,
---compile, --kept-grads.
-Without --device the run is recorded as device 0.`
-
 // synthArgs is synth's command line, read into a workload.
 type synthArgs struct {
 	workload synth.Workload
@@ -54,7 +28,7 @@ type synthArgs struct {
 }
 
 func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
-	fs := newFlagSet(env, "synth", "[flags] -o OUT.pickle", synthAbout)
+	fs := newFlagSet(env, "synth", "[flags] -o OUT.pickle", help.About("synth"))
 	model := fs.String("model", "transformer", "workload: mlp or transformer")
 	layers := fs.Int("layers", 0, "layers (default 4)")
 	hidden := fs.Int("hidden", 0, "mlp width (default 4096)")
@@ -168,29 +142,6 @@ func runSynth(env *Env, args []string) error {
 	if a.out == "-" {
 		report = env.Stderr
 	}
-	printSynthSummary(report, a.out, n, a.json, res)
+	res.WriteSummary(report, a.out, n, a.json)
 	return nil
-}
-
-// printSynthSummary says what was written and what the run did.
-func printSynthSummary(w io.Writer, out string, n int64, asJSON bool, res *synth.Result) {
-	enc := "pickle (protocol 4)"
-	if asJSON {
-		enc = "JSON"
-	}
-	fmt.Fprintf(w, "wrote %s: %s, %s bytes (%.1f MB)\n", out, enc, strconv.FormatInt(n, 10), float64(n)/1e6)
-	fmt.Fprintf(w, "workload: %s\n", res.Workload)
-	st := res.Stats
-	fmt.Fprintf(w, "steps completed: %d of %d; trace entries: %d; cudaMalloc calls: %d\n",
-		res.StepsDone, res.Workload.Steps, res.Events, st.NumDeviceAlloc)
-	fmt.Fprintf(w, "peak allocated: %s; peak reserved: %s; at dump: %s allocated, %s reserved\n",
-		units.PythonBytes(uint64(st.AllocatedBytes[0].Peak)), units.PythonBytes(uint64(st.ReservedBytes[0].Peak)),
-		units.PythonBytes(uint64(st.AllocatedBytes[0].Current)), units.PythonBytes(uint64(st.ReservedBytes[0].Current)))
-	if res.OOM != nil {
-		where := "recorded as the last trace entry"
-		if res.Workload.OOMUnwind {
-			where = "recorded, then the exception freed the forward pass's tensors"
-		}
-		fmt.Fprintf(w, "stopped at OOM (%s): %s\n", where, res.OOM.Error())
-	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"io"
 
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
 )
 
@@ -14,24 +15,8 @@ func init() {
 	})
 }
 
-const traceAbout = `
-Lists every trace entry as a line of pseudo-Python, device by device, like
-PyTorch's "_memory_viz trace":
-  a = cudaMalloc(ADDR, SIZE)     segment_alloc: a new segment named a
-  b = a[OFFSET:SIZE]             alloc of SIZE requested bytes at OFFSET in a
-  del b # SIZE                   free_requested
-  # free completed for b SIZE    free_completed
-  cudaFree(a) # SIZE             segment_free
-  c = cuMemMap(ADDR, SIZE)       segment_map (expandable segments)
-  cuMemUnmap(ADDR, SIZE)         segment_unmap
-  raise OutOfMemoryError # ...   oom
-Names are never reused. An allocation outside the trace's segments is shown
-in seg_I (the I-th segment of the dump) or MEM (absolute address). Frees of
-memory allocated before the trace began show the raw address. TOTAL MEM is
-the memory allocated on the device at dump time.`
-
 func runTrace(env *Env, args []string) error {
-	fs := newFlagSet(env, "trace", "[--device N] [--demo] FILE", traceAbout)
+	fs := newFlagSet(env, "trace", "[--device N] [--demo] FILE", help.About("trace"))
 	device := deviceFlag(fs, "list only device")
 	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot")
 	files, err := parseOneSnapshot(env, fs, args, useDemo)

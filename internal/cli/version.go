@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/version"
 )
 
@@ -15,15 +16,8 @@ func init() {
 	})
 }
 
-const versionAbout = `
-Prints the release version, the commit it was built from (+dirty when the
-tree had uncommitted changes), the commit's date, the Go toolchain and the
-platform. Release builds (scripts/release.sh) stamp these in; a binary from
-"go install" or "go build" shows what the Go toolchain recorded, and
-"devel"/"unknown" for what it did not. --json prints the same as JSON.`
-
 func runVersion(env *Env, args []string) error {
-	fs := newFlagSet(env, "version", "[--json]", versionAbout)
+	fs := newFlagSet(env, "version", "[--json]", help.About("version"))
 	asJSON := fs.Bool("json", false, "print JSON")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -195,43 +194,6 @@ func TestWatchBackendError(t *testing.T) {
 	}
 }
 
-func TestWatchPrometheusEndpoint(t *testing.T) {
-	f := &fakeBackend{used: fakeRun}
-	st := &watchState{}
-	st.last, _ = f.Sample()
-	var errOut strings.Builder
-	stop, err := servePrometheus(&Env{Stderr: &errOut}, "127.0.0.1:0", st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	url := strings.TrimSpace(strings.TrimPrefix(errOut.String(), "gpumem watch: Prometheus metrics at "))
-	if !strings.HasPrefix(url, "http://127.0.0.1:") {
-		t.Fatalf("stderr %q", errOut.String())
-	}
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-fake-0",device="nvidia0",modelName="Fake H100",Hostname=`) ||
-		!strings.Contains(string(body), "} 10240\n") {
-		t.Errorf("status %d body:\n%s", resp.StatusCode, body)
-	}
-	// A loopback listener refuses other Host names (DNS rebinding).
-	req, _ := http.NewRequest("GET", url, nil)
-	req.Host = "attacker.example:80"
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("foreign Host: status %d", resp.StatusCode)
-	}
-}
-
 func TestWatchJSON(t *testing.T) {
 	useFake(t, &fakeBackend{used: fakeRun})
 	code, out, errOut := runMain(t, nil, "watch", "--json", "--interval", "50ms", "--report", "200ms", "--count", "4")
@@ -276,22 +238,6 @@ func TestServeFindsWatchLogs(t *testing.T) {
 	}
 }
 
-// TestWatchScreenKeepsEveryAlert: when two GPUs cross --alert, the terminal
-// table shows both warnings (it kept only the last one), each device's
-// latest, in device order.
-func TestWatchScreenKeepsEveryAlert(t *testing.T) {
-	s := newScreen(nil, "fake", watchOptions{})
-	s.setAlert("000001", "warning: GPU 1 at 31%")
-	s.setAlert("000000", "warning: GPU 0 at 32%")
-	s.setAlert("000001", "warning: GPU 1 at 35%")
-	got := s.lines(gpumon.Sample{}, nil)
-	if n := len(got); n < 3 || got[n-3] != "" || got[n-2] != "warning: GPU 0 at 32%" || got[n-1] != "warning: GPU 1 at 35%" {
-		t.Errorf("screen ends %q", got[max(0, len(got)-4):])
-	}
-}
-
-// closeCheckBackend is fakeBackend that fails the test when a Sample
-// runs, or starts, after Close.
 type closeCheckBackend struct {
 	fakeBackend
 	t                *testing.T

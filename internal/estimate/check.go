@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -300,6 +301,34 @@ func (c *Check) Write(w io.Writer) error {
 	}
 	for _, n := range c.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	return nil
+}
+
+// WriteJSON writes "gpumem estimate --json": the estimate, with the
+// verdict on a GPU and the check against a snapshot when there are any.
+func (r *Result) WriteJSON(w io.Writer, v *Verdict, chk *Check) error {
+	j := r.ToJSON(v)
+	var out any = j
+	if chk != nil {
+		out = struct {
+			JSON
+			Check *CheckJSON `json:"check"`
+		}{j, chk.ToJSON()}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// WriteText writes "gpumem estimate": the estimate, then the check.
+func (r *Result) WriteText(w io.Writer, v *Verdict, chk *Check) error {
+	if err := r.Write(w, v); err != nil {
+		return err
+	}
+	if chk != nil {
+		fmt.Fprintln(w)
+		return chk.Write(w)
 	}
 	return nil
 }

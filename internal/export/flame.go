@@ -9,6 +9,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gpumem/gpumem/internal/pickle"
+	"github.com/gpumem/gpumem/internal/units"
 )
 
 // Flame is a tree of stack frames weighted by bytes, the input of the
@@ -113,7 +116,7 @@ func WriteFlameJSON(w io.Writer, f *Flame) error {
 	var buf []byte
 	var walk func(n *FlameNode)
 	walk = func(n *FlameNode) {
-		buf = appendJSONString(buf[:0], n.Name)
+		buf = pickle.AppendJSONString(buf[:0], n.Name)
 		bw.WriteString(`{"name":`)
 		bw.Write(buf)
 		bw.WriteString(`,"value":` + strconv.FormatInt(n.Value, 10))
@@ -240,7 +243,7 @@ text { font-family: Verdana, sans-serif; font-size: 12px; fill: #000; }
 	walk(&f.Root, 0, 0)
 	bw.WriteString("</g>\n<script><![CDATA[\n")
 	fmt.Fprintf(bw, "var W = %d, PAD = %d;\n", o.Width, flamePad)
-	bw.WriteString(flameSizeScript)
+	bw.WriteString(units.ScriptJS())
 	bw.WriteString(flameScript)
 	bw.WriteString("]]></script>\n</svg>\n")
 	return bw.Flush()
@@ -325,27 +328,6 @@ func xmlEscape(s string) string {
 	return b.String()
 }
 
-// flameSizeScript is units.Human and units.HumanSigned in JavaScript, so
-// that the hover and search lines print sizes as the subtitle does
-// ("4.28 GiB"). toFixed rounds an exact tie (x.xx5, i.e. an odd multiple
-// of 1/8) up where Go's FormatFloat rounds it to even, so ties are rounded
-// here.
-const flameSizeScript = `
-function fixed2(v) {
-  if (Number.isInteger(v * 8) && (v * 8) % 2 === 1) {
-    var f = Math.floor(v * 100);
-    return ((f % 2 === 0 ? f : f + 1) / 100).toFixed(2);
-  }
-  return v.toFixed(2);
-}
-function fmt(n) {
-  var u = n < 1048576 ? ['KiB', 1024] : n < 1073741824 ? ['MiB', 1048576] : ['GiB', 1073741824];
-  if (n < 10240) return n + ' B';
-  return fixed2(n / u[1]).replace(/0+$/, '').replace(/\.$/, '') + ' ' + u[0];
-}
-function fmtSigned(d) { return d > 0 ? '+' + fmt(d) : d < 0 ? '-' + fmt(-d) : '0'; }
-`
-
 // flameScript lays frames out for the current zoom and handles hover,
 // click-to-zoom, search and reset. Frames are <g class="f"> in depth-first
 // order with data-o (byte offset), data-v (bytes) and data-d (depth).
@@ -357,8 +339,8 @@ var searchBtn = document.getElementById('search'), matched = document.getElement
 var zoomed = null, query = null;
 function info(g) {
   var v = +g.getAttribute('data-v'), name = g.querySelector('title').textContent;
-  var s = name + ' (' + fmt(v) + ', ' + v + ' bytes, ' + (TOTAL ? (100 * v / TOTAL).toFixed(2) : '0') + '%';
-  if (DIFF) { var a = +g.getAttribute('data-a'); s += '; before ' + fmt(a) + ', change ' + fmtSigned(v - a); }
+  var s = name + ' (' + human(v) + ', ' + v + ' bytes, ' + (TOTAL ? (100 * v / TOTAL).toFixed(2) : '0') + '%';
+  if (DIFF) { var a = +g.getAttribute('data-a'); s += '; before ' + human(a) + ', change ' + humanSigned(v - a); }
   return s + ')';
 }
 function layout() {
@@ -395,7 +377,7 @@ function search(re) {
     for (var i = 0; i < seen.length; i++) if (o >= seen[i][0] && o + v <= seen[i][1]) return;
     seen.push([o, o + v]); bytes += v;
   });
-  matched.textContent = query ? 'Matched: ' + fmt(bytes) + ' (' + (TOTAL ? (100 * bytes / TOTAL).toFixed(1) : '0') + '%)' : '';
+  matched.textContent = query ? 'Matched: ' + human(bytes) + ' (' + (TOTAL ? (100 * bytes / TOTAL).toFixed(1) : '0') + '%)' : '';
   searchBtn.textContent = query ? 'Reset Search' : 'Search';
   return bytes;
 }

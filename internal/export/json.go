@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/gpumem/gpumem/internal/pickle"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -118,7 +119,7 @@ type jsonWriter struct {
 func (j *jsonWriter) raw(s string) { j.w.WriteString(s) }
 
 func (j *jsonWriter) str(s string) {
-	j.buf = appendJSONString(j.buf[:0], s)
+	j.buf = pickle.AppendJSONString(j.buf[:0], s)
 	j.w.Write(j.buf)
 }
 

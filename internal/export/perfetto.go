@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/pickle"
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
@@ -117,7 +118,7 @@ func (p *perfettoWriter) event(ph string, pid int, ts int64) {
 }
 
 func (p *perfettoWriter) str(v string) {
-	p.buf = appendJSONString(p.buf[:0], v)
+	p.buf = pickle.AppendJSONString(p.buf[:0], v)
 	p.w.Write(p.buf)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/corpus"
 	"github.com/gpumem/gpumem/internal/demo"
+	"github.com/gpumem/gpumem/internal/pickle"
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -190,7 +191,7 @@ func TestPerfettoNoTime(t *testing.T) {
 
 func TestJSONQuote(t *testing.T) {
 	for _, in := range []string{"", "plain", `q"b\`, "tab\tnl\n\x01", "héllo", "bad\xffutf8"} {
-		got := appendJSONString(nil, in)
+		got := pickle.AppendJSONString(nil, in)
 		var back string
 		if err := json.Unmarshal(got, &back); err != nil {
 			t.Fatalf("%q -> %s: %v", in, got, err)

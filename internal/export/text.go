@@ -3,41 +3,10 @@ package export
 import (
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
 )
-
-// appendJSONString appends v as a JSON string literal (invalid UTF-8
-// becomes U+FFFD, as encoding/json does).
-func appendJSONString(b []byte, v string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(v); {
-		c := v[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(v[i:])
-		if r == utf8.RuneError && n == 1 {
-			b = append(b, `\ufffd`...)
-		} else {
-			b = append(b, v[i:i+n]...)
-		}
-		i += n
-	}
-	return append(b, '"')
-}
 
 // frameLabel is "func (file.py:LINE)".
 func frameLabel(f *snapshot.Frame) string {

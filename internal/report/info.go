@@ -271,11 +271,11 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 			p.Segments++
 			p.ReservedBytes += seg.TotalSize
 			di.ReservedBytes += seg.TotalSize
-			di.RequestedBytes += seg.RequestedSize
 			blocks := s.SegmentBlocks(i)
 			p.Blocks += len(blocks)
 			di.Blocks += len(blocks)
-			for _, b := range blocks {
+			for k := range blocks {
+				b := &blocks[k]
 				var st *StateCount
 				switch b.State {
 				case snapshot.BlockActiveAllocated:
@@ -290,6 +290,7 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 				if b.State != snapshot.BlockInactive {
 					di.ActiveBytes += b.Size
 					p.ActiveBytes += b.Size
+					di.RequestedBytes += s.Requested(b)
 				}
 				st.Blocks++
 				st.Bytes += b.Size

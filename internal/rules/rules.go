@@ -79,3 +79,38 @@ func Fragmentation(largestFree, free uint64) float64 {
 	}
 	return 1 - float64(largestFree)/float64(free)
 }
+
+// The caching allocator's pool and segment sizes (CUDACachingAllocator.cpp,
+// top of the file).
+const (
+	// SmallSize is kSmallSize: requests of at most 1 MiB (rounded) go to
+	// the small pool.
+	SmallSize = 1 << 20
+	// SmallBuffer is kSmallBuffer: the size of a small-pool segment.
+	SmallBuffer = 2 << 20
+	// LargeBuffer is kLargeBuffer: the default large-pool segment size for
+	// requests below MinLargeAlloc (large_segment_size_mb's default).
+	LargeBuffer = 20 << 20
+	// MinLargeAlloc is kMinLargeAlloc: requests from it up get a segment of
+	// their own.
+	MinLargeAlloc = 10 << 20
+	// RoundLarge is kRoundLarge: such segments are rounded up to 2 MiB.
+	RoundLarge = 2 << 20
+)
+
+// SmallPool is get_pool's test: a rounded request of size bytes is served
+// from the small pool.
+func SmallPool(size uint64) bool { return size <= SmallSize }
+
+// AllocationSize is get_allocation_size: the cudaMalloc size for a rounded
+// request, given the large-pool segment size (LargeBuffer unless
+// large_segment_size_mb says otherwise).
+func AllocationSize(size, largeSegment uint64) uint64 {
+	switch {
+	case SmallPool(size):
+		return SmallBuffer
+	case size < MinLargeAlloc:
+		return largeSegment
+	}
+	return RoundLarge * ((size + RoundLarge - 1) / RoundLarge)
+}

@@ -65,3 +65,17 @@ func TestFragmentation(t *testing.T) {
 		}
 	}
 }
+
+func TestAllocationSize(t *testing.T) {
+	const MiB = 1 << 20
+	for _, tt := range []struct{ size, large, want uint64 }{
+		{512, LargeBuffer, 2 * MiB}, {MiB, LargeBuffer, 2 * MiB}, // small pool
+		{MiB + 512, LargeBuffer, 20 * MiB}, {10*MiB - 512, LargeBuffer, 20 * MiB},
+		{MiB + 512, 64 * MiB, 64 * MiB}, // large_segment_size_mb:64
+		{10 * MiB, LargeBuffer, 10 * MiB}, {10*MiB + 512, LargeBuffer, 12 * MiB},
+	} {
+		if got := AllocationSize(tt.size, tt.large); got != tt.want {
+			t.Errorf("AllocationSize(%d, %d) = %d, want %d", tt.size, tt.large, got, tt.want)
+		}
+	}
+}

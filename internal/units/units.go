@@ -231,3 +231,12 @@ func Thousands(n int64) string {
 	}
 	return b.String()
 }
+
+// List writes device or rank numbers as the messages name them: "0, 1, 3".
+func List(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
+}

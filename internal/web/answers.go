@@ -79,7 +79,7 @@ func (s *Server) handlePeak(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := newQuery(r)
-	x, depth, top := q.float("x", 0), q.int("depth", 3, 0, maxDepth), q.int("top", 20, 0, maxTop)
+	x, depth, top := q.float("x", 0), q.int("depth", analysis.DefaultDepth, 0, maxDepth), q.int("top", analysis.DefaultTop, 0, maxTop)
 	if q.bad(w) {
 		return
 	}
@@ -114,7 +114,7 @@ func (s *Server) handleOOM(w http.ResponseWriter, r *http.Request) {
 			q.fail("capacity", "a size in bytes")
 		}
 	}
-	top := q.int("top", 10, 0, maxTop)
+	top := q.int("top", analysis.DefaultTop, 0, maxTop)
 	if q.bad(w) {
 		return
 	}

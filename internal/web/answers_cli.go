@@ -96,7 +96,7 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	qp := newQuery(r)
-	depth := qp.int("depth", 2, 1, 64)
+	depth := qp.int("depth", analysis.DefaultDiffDepth, 1, 64)
 	if qp.bad(w) {
 		return
 	}
@@ -114,12 +114,12 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 		if dv == nil {
 			return
 		}
-		m, err := dv.Resolve(at)
+		run, err := dv.RunAt(at)
 		if err != nil {
-			writeErr(w, http.StatusBadRequest, "%s: %v", f.Snap.Source.Name, err)
+			writeErr(w, http.StatusBadRequest, "%v", err)
 			return
 		}
-		runs[i] = analysis.DiffRun{Device: dv, Moment: m}
+		runs[i] = run
 	}
 	writeCLIJSON(w, analysis.NewDiff(runs[0], runs[1], depth))
 }

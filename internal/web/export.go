@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -213,7 +214,10 @@ func page(name string, data []byte) (string, error) {
 		out = strings.Replace(out, `<title>gpumem</title>`, `<title>gpumem: `+htmlEscape(name)+`</title>`, 1)
 	}
 	out = strings.Replace(out, `<link rel="stylesheet" href="style.css">`, "<style>\n"+string(css)+"</style>", 1)
-	script := "<script type=\"module\">\n" + string(js) + "</script>"
+	// The size formats (internal/units' sizes.js) first, as a classic
+	// script: the module uses its formatSize, and an offline page can
+	// import nothing.
+	script := "<script>\n" + units.ScriptJS() + "</script>\n<script type=\"module\">\n" + string(js) + "</script>"
 	if data != nil {
 		// The bundle travels gzipped in base64 (the page inflates it with
 		// the browser's DecompressionStream): its JSON numbers, texts and

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/gpumem/gpumem/internal/analysis"
 	"io"
 	"io/fs"
 	"math"
@@ -22,7 +21,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/loopback"
 	"github.com/gpumem/gpumem/internal/replay"
+	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -104,6 +106,10 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	sub, _ := fs.Sub(staticFS, "static")
 	mux.Handle("GET /", http.FileServerFS(sub))
+	mux.HandleFunc("GET /sizes.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		io.WriteString(w, units.SizesJS)
+	})
 	// The page itself comes with its style and script inlined: two fewer
 	// requests for the browser to make while it competes with the decoder
 	// for the CPU (10 ms sooner to the first paint of an 80 MB file).
@@ -188,21 +194,7 @@ func (s *Server) hostCheck(h http.Handler) http.Handler {
 // boundBeyondLoopback reports whether the server listens on an address
 // other machines can reach (0.0.0.0, a LAN address).
 func (s *Server) boundBeyondLoopback() bool {
-	h, _, err := net.SplitHostPort(s.opt.Addr)
-	if err != nil || s.opt.Addr == "" {
-		return false
-	}
-	ip := net.ParseIP(strings.Trim(h, "[]"))
-	return ip != nil && !ip.IsLoopback()
-}
-
-func isLoopbackRemote(remote string) bool {
-	h, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		h = remote
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
+	return s.opt.Addr != "" && loopback.Beyond(s.opt.Addr)
 }
 
 func (s *Server) allowedHost(host, remote string) bool {
@@ -220,7 +212,7 @@ func (s *Server) allowedHost(host, remote string) bool {
 	switch {
 	case h == "localhost" || h == "127.0.0.1" || h == "::1":
 		// A client elsewhere naming localhost is not on this machine.
-		if s.boundBeyondLoopback() && !isLoopbackRemote(remote) {
+		if s.boundBeyondLoopback() && !loopback.Host(remote) {
 			return false
 		}
 	case slices.ContainsFunc(s.opt.AllowHosts, func(a string) bool { return strings.EqualFold(strings.Trim(a, "[]"), h) }):
@@ -329,7 +321,7 @@ func (s *Server) paramsWhen(w http.ResponseWriter, r *http.Request, versions boo
 		// As the command line says it; and nothing is built or kept for
 		// a device the file does not have.
 		if devs := fileDevices(f.Snap); !slices.Contains(devs, p.device) {
-			writeErr(w, http.StatusBadRequest, "bad device %q: %s has no device %d (devices: %s)", v, f.Name, p.device, joinInts(devs))
+			writeErr(w, http.StatusBadRequest, "bad device %q: %s has no device %d (devices: %s)", v, f.Name, p.device, units.List(devs))
 			return nil, false
 		}
 	} else {
@@ -773,12 +765,4 @@ func fileDevices(s *snapshot.Snapshot) []int {
 		return devs
 	}
 	return []int{0}
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, n := range v {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ", ")
 }

@@ -391,8 +391,8 @@ func TestWriteHTML(t *testing.T) {
 			t.Errorf("page still references %q", bad)
 		}
 	}
-	if !strings.Contains(page, `id="gpumem-data"`) || strings.Count(page, "</script>") != 2 {
-		t.Errorf("page does not embed data and script once each")
+	if !strings.Contains(page, `id="gpumem-data"`) || strings.Count(page, "</script>") != 3 {
+		t.Errorf("page does not embed data, the size formats and script once each")
 	}
 	if err := WriteHTML(&b, "x", tinySnapshot(), HTMLOptions{View: "nope"}); err == nil {
 		t.Errorf("unknown view accepted")

@@ -20,18 +20,8 @@ function formatCount(n) {
   return String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
-// formatSize is memory_viz's formatSize; it mirrors internal/units.Viz
-// exactly (browsertests TestFormatSizeMirrorsUnits checks it).
-function formatSize(num, showBytes = true) {
-  const orig = num;
-  for (const unit of ['', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei', 'Zi']) {
-    if (Math.abs(num) < 1024) {
-      return showBytes ? `${num.toFixed(1)}${unit}B (${orig} bytes)` : `${num.toFixed(1)}${unit}B`;
-    }
-    num /= 1024;
-  }
-  return `${num.toFixed(1)}YiB`;
-}
+// formatSize (memory_viz's) comes from internal/units' sizes.js, which the
+// page loads as a classic script before this module.
 
 // niceTicks returns round tick values for [lo, hi]; bytes use powers of 1024.
 function niceTicks(lo, hi, n, bytes, integer = false) {

@@ -1,36 +1,8 @@
 // Shared by the views loaded on demand (compare, what-if, steps, ranks):
 // sizes as the CLI prints them and small page helpers.
 
-// human is internal/units.Human: "512 B" below 10 KiB, else two decimals
-// of KiB, MiB or GiB with trailing zeros dropped ("1.5 GiB"). Go's
-// FormatFloat rounds an exact tie to even where toFixed rounds it up, so
-// ties are decided here (browsertests TestHumanMirrorsUnits).
-export function human(n) {
-  const KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
-  if (n < 10 * KiB) return `${n} B`;
-  if (n < MiB) return trimmed(n / KiB, 'KiB');
-  if (n < GiB) return trimmed(n / MiB, 'MiB');
-  return trimmed(n / GiB, 'GiB');
-}
-
-function trimmed(v, unit) {
-  let s = v.toFixed(2);
-  const t = v * 1000;
-  if (Number.isInteger(t) && t % 10 === 5) { // an exact tie: half to even
-    let q = Math.floor(t / 10);
-    if (q % 2 === 1) q++;
-    s = (q / 100).toFixed(2);
-  }
-  s = s.replace(/0+$/, '').replace(/\.$/, '');
-  return `${s} ${unit}`;
-}
-
-// humanSigned is units.HumanSigned: "+20 MiB", "-512 B", "0".
-export function humanSigned(d) {
-  if (d > 0) return '+' + human(d);
-  if (d < 0) return '-' + human(-d);
-  return '0';
-}
+// The size formats are internal/units' sizes.js (served as /sizes.js).
+export { human, humanSigned, python } from './sizes.js';
 
 export function escapeHTML(s) {
   return String(s).replace(/[&<>"']/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));

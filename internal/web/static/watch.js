@@ -2,17 +2,9 @@
 // the device's total, each report period's peak and the alerts; under it,
 // each process's memory. Data: GET /api/watch?log=N (see watchlog.go).
 
-const COLORS = ['#1f6feb', '#d1242f', '#1a7f37', '#8250df', '#bf8700', '#0a7ea4', '#cf222e', '#6e7781'];
+import { python as fmtBytes } from './sizes.js'; // PyTorch's _format_size ("42.0GiB"), as the rest of gpumem
 
-// fmtBytes is PyTorch's _format_size ("42.0GiB"), as the rest of gpumem.
-function fmtBytes(n) {
-  const units = ['', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi'];
-  for (const u of units) {
-    if (Math.abs(n) < 1024) return n.toFixed(1) + u + 'B';
-    n /= 1024;
-  }
-  return n.toFixed(1) + 'EiB';
-}
+const COLORS = ['#1f6feb', '#d1242f', '#1a7f37', '#8250df', '#bf8700', '#0a7ea4', '#cf222e', '#6e7781'];
 
 function fmtTime(start, s) {
   const d = new Date(Date.parse(start) + s * 1000);

@@ -1,4 +1,4 @@
-package cli
+package gpumon
 
 import (
 	"fmt"
@@ -9,28 +9,27 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gpumem/gpumem/internal/gpumon"
 	"github.com/gpumem/gpumem/internal/units"
-	"golang.org/x/term"
 )
 
 // screen is watch's refreshing terminal table. It redraws in place (cursor
 // home, each line cleared to its end) so the table does not flicker.
 type screen struct {
 	f       *os.File
+	width   func() int // the terminal's columns
 	backend string
-	o       watchOptions
+	o       WatchOptions
 	hist    map[string][]uint64 // used bytes per device, the last sparkWidth samples
-	report  []gpumon.Interval   // the last completed report
+	report  []Interval          // the last completed report
 	alerts  map[string]string   // the latest warning of each device, by its sort key
 	drawn   time.Time
-	last    gpumon.Sample     // the latest sample and interval so far, drawn by stop
-	cur     []gpumon.Interval // if the throttle skipped them
+	last    Sample     // the latest sample and interval so far, drawn by stop
+	cur     []Interval // if the throttle skipped them
 }
 
 const sparkWidth = 40
 
-func newScreen(f *os.File, backend string, o watchOptions) *screen {
+func newScreen(f *os.File, backend string, o WatchOptions) *screen {
 	return &screen{f: f, backend: backend, o: o, hist: map[string][]uint64{}}
 }
 
@@ -45,7 +44,7 @@ func (s *screen) stop() {
 	fmt.Fprint(s.f, "\x1b[?25h")
 }
 
-func (s *screen) setReport(ivs []gpumon.Interval) { s.report = ivs }
+func (s *screen) setReport(ivs []Interval) { s.report = ivs }
 
 // setAlert keeps line as device dev's latest warning; every device's is
 // shown, so two GPUs crossing in one sample both stay on the screen.
@@ -57,9 +56,9 @@ func (s *screen) setAlert(dev, line string) {
 }
 
 // update records a sample and redraws, at most ten times a second.
-func (s *screen) update(smp gpumon.Sample, cur []gpumon.Interval) {
+func (s *screen) update(smp Sample, cur []Interval) {
 	for _, d := range smp.Devices {
-		k := gpumon.DeviceKey(d)
+		k := DeviceKey(d)
 		h := append(s.hist[k], d.Used)
 		if len(h) > sparkWidth {
 			h = h[len(h)-sparkWidth:]
@@ -75,8 +74,10 @@ func (s *screen) update(smp gpumon.Sample, cur []gpumon.Interval) {
 func (s *screen) draw() {
 	s.drawn = time.Now()
 	width := 120
-	if w, _, err := term.GetSize(int(s.f.Fd())); err == nil && w > 20 {
-		width = w
+	if s.width != nil {
+		if w := s.width(); w > 20 {
+			width = w
+		}
 	}
 	var b strings.Builder
 	b.WriteString("\x1b[H")
@@ -91,9 +92,9 @@ func (s *screen) draw() {
 	_, _ = s.f.WriteString(b.String())
 }
 
-func (s *screen) lines(smp gpumon.Sample, cur []gpumon.Interval) []string {
+func (s *screen) lines(smp Sample, cur []Interval) []string {
 	out := []string{
-		fmt.Sprintf("gpumem watch  %s  every %s  report every %s  %s   Ctrl-C to stop", s.backend, s.o.interval, s.o.report, smp.Time.Format("15:04:05")),
+		fmt.Sprintf("gpumem watch  %s  every %s  report every %s  %s   Ctrl-C to stop", s.backend, s.o.Interval, s.o.Report, smp.Time.Format("15:04:05")),
 		"",
 		fmt.Sprintf("%-5s %-24s %9s %9s %9s %5s  %-*s", "GPU", "NAME", "USED", "FREE", "TOTAL", "UTIL", sparkWidth, "USED, LAST "+fmt.Sprint(sparkWidth)+" SAMPLES"),
 	}
@@ -108,12 +109,12 @@ func (s *screen) lines(smp gpumon.Sample, cur []gpumon.Interval) []string {
 			util = fmt.Sprintf("%d%%", d.Util)
 		}
 		out = append(out, fmt.Sprintf("%-5s %-24s %9s %9s %9s %5s  %s", id, clip(d.Name, 24), units.PythonU(d.Used), units.PythonU(d.Free),
-			units.PythonU(d.Total), util, sparkline(s.hist[gpumon.DeviceKey(d)], d.Total)))
+			units.PythonU(d.Total), util, sparkline(s.hist[DeviceKey(d)], d.Total)))
 	}
 	out = append(out, "", fmt.Sprintf("%-5s %9s %9s %9s %9s   %s", "GPU", "PEAK", "MIN", "MEAN", "NOW PEAK", "PEAK SINCE THE LAST REPORT"))
-	last := map[string]gpumon.Interval{}
+	last := map[string]Interval{}
 	for _, iv := range s.report {
-		last[gpumon.DeviceKey(iv.Device)] = iv
+		last[DeviceKey(iv.Device)] = iv
 	}
 	for _, c := range cur {
 		id := fmt.Sprintf("%d%s", c.Device.Index, migName(c.Device.MIG))
@@ -121,11 +122,11 @@ func (s *screen) lines(smp gpumon.Sample, cur []gpumon.Interval) []string {
 		if c.Samples > 0 {
 			now = units.PythonU(c.Peak)
 		}
-		if iv, ok := last[gpumon.DeviceKey(c.Device)]; ok && iv.Samples > 0 {
+		if iv, ok := last[DeviceKey(c.Device)]; ok && iv.Samples > 0 {
 			out = append(out, fmt.Sprintf("%-5s %9s %9s %9s %9s   %s-%s, peak at %s", id, units.PythonU(iv.Peak), units.PythonU(iv.Min), units.PythonU(iv.Mean), now,
 				iv.Start.Format("15:04:05"), iv.End.Format("15:04:05"), iv.PeakTime.Format("15:04:05.0")))
 		} else {
-			out = append(out, fmt.Sprintf("%-5s %9s %9s %9s %9s   first report at %s", id, "-", "-", "-", now, c.Start.Add(s.o.report).Format("15:04:05")))
+			out = append(out, fmt.Sprintf("%-5s %9s %9s %9s %9s   first report at %s", id, "-", "-", "-", now, c.Start.Add(s.o.Report).Format("15:04:05")))
 		}
 	}
 	out = append(out, "", fmt.Sprintf("%-5s %-8s %9s %9s  %s", "GPU", "PID", "USED", "NOW PEAK", "COMMAND"))
