@@ -333,7 +333,7 @@ func (t *Timeline) prefixAt(x float64, limit int32) *stackPrefix {
 	sp.cut, sp.part = sp.cut[:0], sp.part[:0]
 	a := &t.aliveTree
 	sp.x = x
-	// The blocks are built after the buckets, on another goroutine.
+	// The blocks are built before the buckets, on another goroutine.
 	if !t.blocksReady() || len(t.blockSize) == 0 || a.size < prefixBlock {
 		t.stack(x, int(limit), func(id int32, w float64) {
 			sp.pos = append(sp.pos, t.pos[id])

@@ -553,8 +553,8 @@ func TestWholeTraceWithoutBuckets(t *testing.T) {
 // TestWindowBeforeIndex checks that any window asked for while the
 // buckets are being built (answered from scans of the elements, a size
 // class at a time) is the window the buckets answer: the same polygons,
-// bottom edges and summary, bit for bit. The stack's blocks are built
-// after the buckets, so neither answer has them.
+// bottom edges and summary, bit for bit, with the stack's blocks built
+// (they are built first) and without them (before they are).
 func TestWindowBeforeIndex(t *testing.T) {
 	r := rand.New(rand.NewSource(11))
 	scanned := 0
@@ -562,7 +562,7 @@ func TestWindowBeforeIndex(t *testing.T) {
 		t.Helper()
 		tl.waitBuckets()
 		<-tl.blocksBuilt
-		tl.blocksBuilt = make(chan struct{}) // as before the buckets
+		blocks := tl.blocksBuilt
 		T, P := float64(tl.Timesteps()), float64(tl.PeakBytes())
 		for q := 0; q < queries; q++ {
 			t0 := r.Float64() * T * 0.9
@@ -574,6 +574,10 @@ func TestWindowBeforeIndex(t *testing.T) {
 				y0, y1 = 0, P*1.04
 			case 1: // the whole trace, zoomed in bytes
 				t0, t1 = 0, T
+			}
+			tl.blocksBuilt = blocks
+			if q%2 == 1 {
+				tl.blocksBuilt = make(chan struct{}) // not built yet
 			}
 			detail := []int{-1, 0, 1, 5, 40, 300, 15000}[r.Intn(7)]
 			w, h := 50+r.Intn(400), 50+r.Intn(300)
@@ -750,7 +754,7 @@ func TestPrefixBlocksMatchWalk(t *testing.T) {
 		}
 		tl := NewTimeline(s, 0, KindActive)
 		tl.waitBuckets()
-		<-tl.blocksBuilt // built after the buckets
+		<-tl.blocksBuilt
 		for q := 0; q < 20; q++ {
 			x := r.Float64() * float64(tl.Timesteps())
 			if q%4 == 0 {
