@@ -172,32 +172,3 @@ func TestFedTimelineDefersIndexes(t *testing.T) {
 		}
 	}
 }
-
-// TestIndexesBuiltWith checks that BuildIndexesWith's spawn runs the
-// indexes' build, the blocks before the buckets, and that a narrower
-// window asked for before it ran is answered meanwhile.
-func TestIndexesBuiltWith(t *testing.T) {
-	s := trainingTrace(20_000, 4)
-	want := NewTimeline(s, 0, KindActive)
-	want.waitBuckets()
-	<-want.blocksBuilt
-	want.blocksBuilt = make(chan struct{}) // as tl's before its build
-	tl := NewTimelineFed(s, 0, KindActive, nil)
-	var build func()
-	tl.BuildIndexesWith(func(f func()) { build = f })
-	T, P := float64(tl.Timesteps()), float64(tl.PeakBytes())
-	got := tl.QueryWith(T/3, T/2, 600, 200, P/4, P/2, QueryOptions{Detail: 300})
-	if build == nil {
-		t.Fatal("a narrower window did not start the indexes' build")
-	}
-	if tl.blocksReady() || tl.bucketsReady() {
-		t.Fatal("indexes built before spawn's function ran")
-	}
-	if !reflect.DeepEqual(got, want.QueryWith(T/3, T/2, 600, 200, P/4, P/2, QueryOptions{Detail: 300})) {
-		t.Fatal("window before the indexes differs from NewTimeline's")
-	}
-	build()
-	if !tl.blocksReady() || !tl.bucketsReady() {
-		t.Fatal("indexes not built by spawn's function")
-	}
-}

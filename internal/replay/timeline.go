@@ -73,9 +73,6 @@ type Timeline struct {
 	// that build once.
 	bucketsBuilt chan struct{}
 	startBuckets func()
-	// spawn runs the indexes' build (nil: a goroutine); see
-	// BuildIndexesWith.
-	spawn func(func())
 
 	// Materialized polygons, used for KindActiveWithPools when the device
 	// has private pools: items are the elements, then one envelope per pool.
@@ -139,11 +136,7 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	built, blocks := make(chan struct{}), make(chan struct{})
 	t.bucketsBuilt, t.blocksBuilt = built, blocks
 	t.startBuckets = sync.OnceFunc(func() {
-		spawn := t.spawn
-		if spawn == nil {
-			spawn = func(f func()) { go f() }
-		}
-		spawn(func() {
+		go func() {
 			// The blocks first: a window asked for before the buckets
 			// are built is answered without them (scanClasses), and its
 			// stack walks are most of its time without the blocks.
@@ -151,7 +144,7 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 			close(blocks)
 			t.buildBuckets(t.byPos)
 			close(built)
-		})
+		}()
 	})
 	t.aliveTree = newMaxTree(eff)
 	t.finishRuns()
@@ -190,13 +183,6 @@ func stackBlocks(t *Timeline) {
 		t.blockSize[b] = sum
 	}
 }
-
-// BuildIndexesWith has the indexes built by spawn(build) instead of on a
-// goroutine of their own: the viewer runs them at a low CPU priority, so
-// that on a machine with few cores the build takes only the CPU its
-// requests leave (a window asked for meanwhile is answered without the
-// indexes). Call it before the indexes are started.
-func (t *Timeline) BuildIndexesWith(spawn func(func())) { t.spawn = spawn }
 
 // StartIndexes starts building, on another goroutine, the indexes that
 // windows narrower than the whole trace need, if they are not being built

@@ -99,10 +99,6 @@ func (wp *workerPool) work() {
 	}
 }
 
-// spawnSoon runs f in the background at priority soon without waiting,
-// for the timelines' window indexes.
-func spawnSoon(f func()) { go inBackground(soon, f) }
-
 // spawnLater runs f in the background at priority later without waiting,
 // for replay's background builds.
 func spawnLater(f func()) { go inBackground(later, f) }

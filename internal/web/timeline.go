@@ -62,11 +62,7 @@ type timeline struct {
 // with replay.NewTimelineFed and fed (which may be nil).
 func newTimeline(s *snapshot.Snapshot, device int, view string, build timelineBuilder, fed *replay.FedLayout) *timeline {
 	if build == nil {
-		tl := replay.NewTimelineFed(s, device, kindOf(view), fed)
-		// The windows' indexes are built at a low priority: a window
-		// asked for meanwhile is answered without them.
-		tl.BuildIndexesWith(spawnSoon)
-		return &timeline{snap: s, device: device, view: view, tl: tl}
+		return &timeline{snap: s, device: device, view: view, tl: replay.NewTimelineFed(s, device, kindOf(view), fed)}
 	}
 	return &timeline{snap: s, device: device, view: view, tl: build(s, device, kindOf(view))}
 }
