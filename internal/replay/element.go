@@ -56,8 +56,9 @@ func (t *Timeline) elementNoFrames(i int) ElementInfo {
 		e := &s.Traces[t.device].Events[src.ref]
 		info.Address, info.Version, info.Stream, info.Stack = e.Addr, e.Version, e.Stream, e.Stack
 		info.TimeUS, info.HasTime = e.TimeUS, e.Flags&snapshot.FlagHasTime != 0
-		info.CompileContext = s.Text(e.CompileContext)
-		info.UserMetadata = s.Text(e.UserMetadata)
+		em := s.EventMeta(e)
+		info.CompileContext = s.Text(em.CompileContext)
+		info.UserMetadata = s.Text(em.UserMetadata)
 		if src.kind == srcAlloc {
 			info.AllocEvent = int(src.ref)
 		} else {
