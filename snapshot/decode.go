@@ -448,6 +448,7 @@ func (b *builder) kindName(v pickle.Value) string {
 func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 	d := b.d
 	var e Event
+	var meta EventMeta
 	var extra KeyValues
 	for i := 0; i+1 < len(kv); i += 2 {
 		key, val := uint32(kv[i].X), kv[i+1]
@@ -549,14 +550,14 @@ func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 			if err != nil {
 				return val, err
 			}
-			e.CompileContext = id
+			meta.CompileContext = id
 			b.sawCompile = true
 		case kwUserMetadata:
 			id, err := b.stringValue(val, "user_metadata")
 			if err != nil {
 				return val, err
 			}
-			e.UserMetadata = id
+			meta.UserMetadata = id
 			b.sawUserMeta = true
 		default:
 			kvj, err := b.keyValue(kv[i], val)
@@ -567,8 +568,9 @@ func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 		}
 	}
 	if extra != nil {
-		e.Extra = b.addExtra(extra)
+		meta.Extra = b.addExtra(extra)
 	}
+	e.Meta = b.s.AddMeta(meta)
 	return b.appendEvent(&e), nil
 }
 

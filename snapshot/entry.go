@@ -275,18 +275,20 @@ func (b *builder) commitEntry(d *pickle.Decoder, e *Event, seen uint16, stream i
 	if seen&(1<<kwTimeUS) != 0 {
 		b.sawTime = true
 	}
+	var meta EventMeta
 	if seen&(1<<kwUserMetadata) != 0 && umFirst {
-		e.UserMetadata, _ = b.stringValue(um, "user_metadata")
+		meta.UserMetadata, _ = b.stringValue(um, "user_metadata")
 		b.sawUserMeta = true
 	}
 	if seen&(1<<kwCompileContext) != 0 {
-		e.CompileContext, _ = b.stringValue(cc, "compile_context")
+		meta.CompileContext, _ = b.stringValue(cc, "compile_context")
 		b.sawCompile = true
 	}
 	if seen&(1<<kwUserMetadata) != 0 && !umFirst {
-		e.UserMetadata, _ = b.stringValue(um, "user_metadata")
+		meta.UserMetadata, _ = b.stringValue(um, "user_metadata")
 		b.sawUserMeta = true
 	}
+	e.Meta = b.s.AddMeta(meta)
 	return b.appendEvent(e), end, true
 }
 

@@ -92,7 +92,7 @@ type FrameID int32
 // StreamID is memory_viz's name for a CUDA stream: raw stream 0 is 0, other
 // raw cudaStream_t values are numbered 1, 2, ... in first-seen order (device
 // traces 0..n first, then segments). Snapshot.Streams maps it back to the raw
-// value. It is 16 bits to keep Event at 48 bytes; decoding fails on a
+// value. It is 16 bits to keep Event at 40 bytes; decoding fails on a
 // snapshot with more than MaxStreams streams.
 type StreamID int16
 
@@ -143,6 +143,9 @@ type Snapshot struct {
 	Strings []string    // Strings[0] == ""
 	Streams []int64     // StreamID -> raw cudaStream_t value; Streams[0] == 0
 	Extras  []KeyValues // ExtraID -> unknown keys kept verbatim; Extras[0] is nil
+	// Metas holds the trace entries' EventMeta (MetaID ->); Metas[0] is
+	// the zero EventMeta.
+	Metas []EventMeta
 
 	// AllocatorSettings is nil when the snapshot has none (before 2.4).
 	AllocatorSettings *AllocatorSettings
@@ -161,6 +164,9 @@ type Snapshot struct {
 	// pending is what the decode's versioner counted, until annotate
 	// takes it (nil once a decode returns).
 	pending *versionState
+	// AddMeta's index of Metas and the id it returned last.
+	metaIndex map[EventMeta]MetaID
+	metaLast  MetaID
 }
 
 // Source describes the file a snapshot came from.
@@ -276,18 +282,67 @@ type Event struct {
 	Addr uint64 // addr; for oom the device_free value
 	Size uint64
 	// TimeUS is time_us (µs since the Unix epoch), when FlagHasTime is set.
-	TimeUS         int64
-	Stack          StackID
-	CompileContext StringID
-	UserMetadata   StringID
+	TimeUS int64
+	Stack  StackID
 	// Version is memory_viz's address version for this event (block
 	// versions for alloc/free events, segment versions for segment events).
 	Version int32
-	Extra   ExtraID
-	// Stream sits beside the one-byte fields so that Event is 48 bytes.
+	// Meta is the entry's compile context, user metadata and unknown
+	// keys (Snapshot.EventMeta): one id for the three, which are the same
+	// for long runs of entries (compile_context "N/A" in every entry of
+	// most files), keeps Event at 40 bytes (48 with three ids: a sixth
+	// of a decoded trace's memory).
+	Meta MetaID
+	// Stream sits beside the one-byte fields so that Event is 40 bytes.
 	Stream StreamID
 	Action Action
 	Flags  EventFlag
+}
+
+// MetaID indexes Snapshot.Metas. 0 is no compile context, user metadata
+// or unknown keys.
+type MetaID int32
+
+// EventMeta is what a trace entry has besides the allocator's facts.
+type EventMeta struct {
+	CompileContext StringID
+	UserMetadata   StringID
+	Extra          ExtraID
+}
+
+// EventMeta returns e's compile context, user metadata and unknown keys.
+func (s *Snapshot) EventMeta(e *Event) EventMeta {
+	if e.Meta <= 0 || int(e.Meta) >= len(s.Metas) {
+		return EventMeta{}
+	}
+	return s.Metas[e.Meta]
+}
+
+// AddMeta returns the id of m in Metas, adding it if it is new.
+func (s *Snapshot) AddMeta(m EventMeta) MetaID {
+	if m == (EventMeta{}) {
+		return 0
+	}
+	if s.metaLast > 0 && int(s.metaLast) < len(s.Metas) && s.Metas[s.metaLast] == m {
+		return s.metaLast // consecutive entries mostly share theirs
+	}
+	if len(s.Metas) == 0 {
+		s.Metas = []EventMeta{{}}
+	}
+	if s.metaIndex == nil {
+		s.metaIndex = make(map[EventMeta]MetaID, len(s.Metas))
+		for i, m := range s.Metas[1:] {
+			s.metaIndex[m] = MetaID(i + 1)
+		}
+	}
+	id, ok := s.metaIndex[m]
+	if !ok {
+		id = MetaID(len(s.Metas))
+		s.Metas = append(s.Metas, m)
+		s.metaIndex[m] = id
+	}
+	s.metaLast = id
+	return id
 }
 
 // VizAction is the action memory_viz shows for this event: ActionFree for a

@@ -81,10 +81,11 @@ var timelineCategories = [...]string{"parameter", "optimizer_state", "input", "t
 // ProfilerCategory is the torch.profiler category of an event (of a
 // memory timeline export), ok false when the event has none.
 func (s *Snapshot) ProfilerCategory(e *Event) (string, bool) {
-	if s.Profiler == nil || !s.Profiler.Categories || e.Extra <= 0 || int(e.Extra) >= len(s.Extras) {
+	x := s.EventMeta(e).Extra
+	if s.Profiler == nil || !s.Profiler.Categories || x <= 0 || int(x) >= len(s.Extras) {
 		return "", false
 	}
-	for _, kv := range s.Extras[e.Extra] {
+	for _, kv := range s.Extras[x] {
 		if kv.Key == profilerCategoryKey {
 			v, err := strconv.Unquote(kv.JSON)
 			return v, err == nil
@@ -231,7 +232,7 @@ func (b *profBuild) device(d int) *[]Event {
 // emit writes an allocation (size > 0) or a free of one, at addr.
 func (b *profBuild) emit(d int, alloc bool, addr, size uint64, timeUS int64, st StackID, extra ExtraID) {
 	tr := b.device(d)
-	e := Event{Addr: addr, Size: size, TimeUS: timeUS, Stack: st, Extra: extra, Flags: FlagHasTime | FlagHasFrames}
+	e := Event{Addr: addr, Size: size, TimeUS: timeUS, Stack: st, Meta: b.s.AddMeta(EventMeta{Extra: extra}), Flags: FlagHasTime | FlagHasFrames}
 	if alloc {
 		e.Action = ActionAlloc
 		*tr = append(*tr, e)

@@ -257,7 +257,8 @@ func walkSegments(s *Snapshot, e emitter, legacy bool) {
 }
 
 func walkEvent(s *Snapshot, e emitter, ev *Event, ctx, meta bool) {
-	extra := extraOf(s, ev.Extra)
+	em := s.EventMeta(ev)
+	extra := extraOf(s, em.Extra)
 	action, hasAction := "", false
 	if ev.Action == ActionUnknown {
 		action, hasAction = lookup(extra, "action")
@@ -289,11 +290,11 @@ func walkEvent(s *Snapshot, e emitter, ev *Event, ctx, meta bool) {
 	}
 	if ctx {
 		e.key("compile_context")
-		e.str(s.Text(ev.CompileContext))
+		e.str(s.Text(em.CompileContext))
 	}
 	if meta {
 		e.key("user_metadata")
-		e.str(s.Text(ev.UserMetadata))
+		e.str(s.Text(em.UserMetadata))
 	}
 	if ev.Flags&FlagHasFrames != 0 {
 		e.key("frames")

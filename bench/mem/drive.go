@@ -15,8 +15,11 @@ import (
 // window, curves and markers, 24 zoom and pan windows (8× "+", 8× "→",
 // 8× "-", as browsertests/bench presses them, 1600×600 pixels), the
 // state view and five steps back and, with answers, the answers the page
-// loads when idle. It prints each window's and step's time.
-func drive(base string, answers bool) error {
+// loads when idle. It prints each window's and step's time. With atOnce
+// the zooms start right after the first window, the curves and markers
+// asked for beside them (a user quick on the keys, before the window
+// index is built).
+func drive(base string, answers, atOnce bool) error {
 	client := &http.Client{Timeout: 10 * time.Minute}
 	get := func(path string) ([]byte, time.Duration, error) {
 		t0 := time.Now()
@@ -68,12 +71,22 @@ func drive(base string, answers bool) error {
 		return err
 	}
 	fmt.Printf("first window: %v\n", d.Round(time.Millisecond))
-	for _, u := range []string{fmt.Sprintf("/api/curves?%s&x0=0&x1=%.0f&w=1600", p, T), "/api/markers?" + p} {
-		if _, _, err := get(u); err != nil {
+	side := make(chan error, 1)
+	go func() {
+		for _, u := range []string{fmt.Sprintf("/api/curves?%s&x0=0&x1=%.0f&w=1600", p, T), "/api/markers?" + p} {
+			if _, _, err := get(u); err != nil {
+				side <- err
+				return
+			}
+		}
+		side <- nil
+	}()
+	if !atOnce {
+		if err := <-side; err != nil {
 			return err
 		}
+		time.Sleep(time.Second)
 	}
-	time.Sleep(time.Second)
 	x0, x1, y0, y1 := 0.0, T, 0.0, P
 	var ms []string
 	for k := range 24 {
@@ -99,6 +112,11 @@ func drive(base string, answers bool) error {
 		ms = append(ms, fmt.Sprint(d.Milliseconds()))
 	}
 	fmt.Printf("zoom/pan windows (ms, in order): %s\n", strings.Join(ms, " "))
+	if atOnce {
+		if err := <-side; err != nil {
+			return err
+		}
+	}
 	time.Sleep(time.Second)
 	sp := strings.Replace(p, "view=active", "view=state", 1)
 	ms = ms[:0]

@@ -69,6 +69,7 @@ func main() {
 	quiet := flag.Bool("q", true, "discard the command's standard output")
 	runFor := flag.Duration("for", 0, "report after this long and exit, the command still running (for serve, driven from outside meanwhile)")
 	driveURL := flag.String("drive", "", "with -for: ask the server at this `URL` (http://127.0.0.1:PORT) what the viewer bench's page asks (see drive)")
+	atOnce := flag.Bool("at-once", false, "with -drive: zoom right after the first window, the curves and markers asked for meanwhile")
 	answers := flag.Bool("answers", false, "with -drive: also ask for the peak, classes and fragmentation answers")
 	gc := flag.Bool("gc", false, "collect before each profile, so that it shows the live heap of that moment (a profile otherwise shows the heap at the last collection)")
 	flag.Parse()
@@ -130,7 +131,7 @@ func main() {
 	if *runFor > 0 {
 		go cli.Main(flag.Args(), os.Stdin, out, os.Stderr)
 		if *driveURL != "" {
-			if err := drive(strings.TrimSuffix(*driveURL, "/"), *answers); err != nil {
+			if err := drive(strings.TrimSuffix(*driveURL, "/"), *answers, *atOnce); err != nil {
 				fmt.Fprintln(os.Stderr, "drive:", err)
 			}
 		}

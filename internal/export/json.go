@@ -181,11 +181,12 @@ func (j *jsonWriter) event(s *snapshot.Snapshot, e *snapshot.Event) {
 		j.raw("null")
 	}
 	j.raw(`,"stack":` + itoa(int64(e.Stack)))
-	if cc := s.Text(e.CompileContext); cc != "" {
+	em := s.EventMeta(e)
+	if cc := s.Text(em.CompileContext); cc != "" {
 		j.raw(`,"compile_context":`)
 		j.str(cc)
 	}
-	if um := s.Text(e.UserMetadata); um != "" {
+	if um := s.Text(em.UserMetadata); um != "" {
 		j.raw(`,"user_metadata":`)
 		j.str(um)
 	}

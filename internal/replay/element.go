@@ -40,7 +40,7 @@ func (t *Timeline) elementNoFrames(i int) ElementInfo {
 		Index:      i,
 		Size:       src.size,
 		AllocEvent: -1,
-		FreeEvent:  int(src.free),
+		FreeEvent:  int(src.freeEvent()),
 		Start:      int(t.start[i]),
 		End:        int(t.end[i]),
 	}
@@ -51,14 +51,15 @@ func (t *Timeline) elementNoFrames(i int) ElementInfo {
 	}
 	segmentView := t.kind == KindSegments
 	poolSeg := int32(-1)
-	switch src.kind {
+	switch src.kind() {
 	case srcAlloc, srcFree:
 		e := &s.Traces[t.device].Events[src.ref]
 		info.Address, info.Version, info.Stream, info.Stack = e.Addr, e.Version, e.Stream, e.Stack
 		info.TimeUS, info.HasTime = e.TimeUS, e.Flags&snapshot.FlagHasTime != 0
-		info.CompileContext = s.Text(e.CompileContext)
-		info.UserMetadata = s.Text(e.UserMetadata)
-		if src.kind == srcAlloc {
+		em := s.EventMeta(e)
+		info.CompileContext = s.Text(em.CompileContext)
+		info.UserMetadata = s.Text(em.UserMetadata)
+		if src.kind() == srcAlloc {
 			info.AllocEvent = int(src.ref)
 		} else {
 			info.PreTraceFree = true
@@ -254,7 +255,7 @@ func matches(head, frames, q string) bool {
 // elementStack is the stack shown for element i.
 func (t *Timeline) elementStack(i int) snapshot.StackID {
 	src := &t.src[i]
-	switch src.kind {
+	switch src.kind() {
 	case srcAlloc, srcFree:
 		return t.s.Traces[t.device].Events[src.ref].Stack
 	case srcGhostBlock:

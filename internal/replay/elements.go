@@ -16,15 +16,42 @@ const (
 	srcDumpSeg                 // a dump segment (segment timeline)
 )
 
-// elemSrc is one process_alloc_data element before stacking.
+// elemSrc is one process_alloc_data element before stacking. It is 16
+// bytes: its source (kind) is told by free, not kept in a byte that
+// padded it to 24 (a fifth of a big timeline's columns).
 type elemSrc struct {
 	size uint64
 	// ref is the raw trace event index (srcAlloc, srcFree), the block index
 	// into Snapshot.Blocks (srcGhostBlock) or segment index (srcDumpSeg).
-	ref  int32
-	free int32 // raw index of the matching free event, -1 if none
-	kind uint8
+	ref int32
+	// free is the raw index of the matching free event (ref itself for
+	// srcFree), freeNone for an alloc not freed in the trace, or
+	// freeGhost or freeDumpSeg.
+	free int32
 }
+
+// elemSrc.free's values other than event indices.
+const (
+	freeNone    int32 = -1
+	freeGhost   int32 = -2 // srcGhostBlock
+	freeDumpSeg int32 = -3 // srcDumpSeg
+)
+
+// kind is where e's details come from (srcAlloc, ...).
+func (e *elemSrc) kind() uint8 {
+	switch {
+	case e.free == freeGhost:
+		return srcGhostBlock
+	case e.free == freeDumpSeg:
+		return srcDumpSeg
+	case e.free == e.ref: // a free's own event: an alloc's free comes after it
+		return srcFree
+	}
+	return srcAlloc
+}
+
+// freeEvent is the raw index of e's free event, -1 if none.
+func (e *elemSrc) freeEvent() int32 { return max(e.free, -1) }
 
 // elementList is process_alloc_data's first two phases: elements, the
 // order of actions and the initial stack.
@@ -193,7 +220,7 @@ func sizedPairing(s *snapshot.Snapshot, device int, events []snapshot.Event, viz
 func (p *pairing) add(e *snapshot.Event, a snapshot.Action, raw int32) {
 	switch a {
 	case p.allocAct:
-		p.elems = append(p.elems, elemSrc{size: e.Size, ref: raw, free: -1, kind: srcAlloc})
+		p.elems = append(p.elems, elemSrc{size: e.Size, ref: raw, free: freeNone})
 		id := int32(len(p.elems) - 1)
 		p.live.put(e.Addr, id)
 		p.actions = append(p.actions, id)
@@ -202,7 +229,7 @@ func (p *pairing) add(e *snapshot.Event, a snapshot.Action, raw int32) {
 			p.actions = append(p.actions, id)
 			p.elems[id].free = raw
 		} else {
-			p.elems = append(p.elems, elemSrc{size: e.Size, ref: raw, free: raw, kind: srcFree})
+			p.elems = append(p.elems, elemSrc{size: e.Size, ref: raw, free: raw})
 			id := int32(len(p.elems) - 1)
 			p.unseen = append(p.unseen, id)
 			p.actions = append(p.actions, id)
@@ -239,7 +266,7 @@ func buildElements(s *snapshot.Snapshot, device int, segmentsView bool, pre *pai
 		}
 		if segmentsView {
 			if _, ok := addrToAlloc.get(seg.Address); !ok {
-				l.elems = append(l.elems, elemSrc{size: seg.TotalSize, ref: int32(si), free: -1, kind: srcDumpSeg})
+				l.elems = append(l.elems, elemSrc{size: seg.TotalSize, ref: int32(si), free: freeDumpSeg})
 				initial = append(initial, int32(len(l.elems)-1))
 			}
 			continue
@@ -252,7 +279,7 @@ func buildElements(s *snapshot.Snapshot, device int, segmentsView bool, pre *pai
 			if _, ok := addrToAlloc.get(b.Addr); ok {
 				continue
 			}
-			l.elems = append(l.elems, elemSrc{size: s.Requested(b), ref: bi, free: -1, kind: srcGhostBlock})
+			l.elems = append(l.elems, elemSrc{size: s.Requested(b), ref: bi, free: freeGhost})
 			initial = append(initial, int32(len(l.elems)-1))
 		}
 	}

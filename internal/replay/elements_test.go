@@ -4,6 +4,7 @@ import (
 	"math/rand"
 	"sort"
 	"testing"
+	"unsafe"
 )
 
 // TestDrawSetMatchesStableSort compares drawSet with memory_viz's rule
@@ -80,5 +81,30 @@ func TestLiveStackMatchesScan(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestElemSrcKind checks that an element's source is told from its free
+// field for each way one is made, and that elemSrc stays 16 bytes.
+func TestElemSrcKind(t *testing.T) {
+	if n := unsafe.Sizeof(elemSrc{}); n != 16 {
+		t.Fatalf("elemSrc is %d bytes, want 16", n)
+	}
+	for _, c := range []struct {
+		e    elemSrc
+		kind uint8
+		free int32
+	}{
+		{elemSrc{ref: 7, free: freeNone}, srcAlloc, -1},
+		{elemSrc{ref: 0, free: freeNone}, srcAlloc, -1},
+		{elemSrc{ref: 7, free: 9}, srcAlloc, 9},
+		{elemSrc{ref: 9, free: 9}, srcFree, 9},
+		{elemSrc{ref: 0, free: 0}, srcFree, 0},
+		{elemSrc{ref: 3, free: freeGhost}, srcGhostBlock, -1},
+		{elemSrc{ref: 0, free: freeDumpSeg}, srcDumpSeg, -1},
+	} {
+		if k, f := c.e.kind(), c.e.freeEvent(); k != c.kind || f != c.free {
+			t.Errorf("%+v: kind %d free %d, want %d %d", c.e, k, f, c.kind, c.free)
+		}
 	}
 }

@@ -876,7 +876,7 @@ func (h *History) event(i int) EventInfo {
 		Addr:   formatAddr(a.IsSegmentAction(), e.Addr, e.Version),
 		Size:   e.Size,
 		Stream: e.Stream, TimeUS: e.TimeUS, HasTime: e.Flags&snapshot.FlagHasTime != 0,
-		UserMetadata: h.s.Text(e.UserMetadata),
+		UserMetadata: h.s.Text(h.s.EventMeta(e).UserMetadata),
 		Stack:        e.Stack,
 		Frames:       formatFrames(h.s, e.Stack),
 	}

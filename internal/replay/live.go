@@ -90,8 +90,8 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 	for i := range l.elems {
 		pauseAt(pause, i)
 		e := &l.elems[i]
-		it := Lifetime{Size: e.size, Alloc: -1, Free: e.free, Dump: -1, Born: -1, Died: int32(n)}
-		switch e.kind {
+		it := Lifetime{Size: e.size, Alloc: -1, Free: e.freeEvent(), Dump: -1, Born: -1, Died: int32(n)}
+		switch e.kind() {
 		case srcAlloc:
 			it.Alloc = e.ref
 		case srcGhostBlock, srcDumpSeg:
@@ -130,7 +130,7 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 		}
 		// a free
 		it.Died = int32(k)
-		lt.Events[k] = l.elems[id].free
+		lt.Events[k] = l.elems[id].freeEvent()
 		timestep++
 		if live.free(pos[id] - 1) {
 			timestep += 3

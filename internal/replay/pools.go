@@ -101,7 +101,7 @@ func runPoolReplay(s *snapshot.Snapshot, device int, maxEntries int, record bool
 		seg := int32(-1)
 		var stream snapshot.StreamID
 		var addr uint64
-		switch e.kind {
+		switch e.kind() {
 		case srcAlloc, srcFree:
 			ev := &events[e.ref]
 			addr, stream = ev.Addr, ev.Stream

@@ -85,30 +85,26 @@ func (t *Timeline) selectWindow(f *Frame, t0, t1, y0, y1 float64, detail int) ([
 		w.classify(slices.Clone(vis)) // only for the bottom edges
 		return vis, w.baseOf
 	}
-	t.waitBuckets()
-	ti := 0
-	nextClass := func() []int32 {
-		var cand []int32
-		sc := t.buckets[t.bySize[ti]].sizeClass
-		for ; ti < len(t.bySize) && t.buckets[t.bySize[ti]].sizeClass == sc; ti++ {
-			cand = t.overlapping(cand, t.bySize[ti], t0, t1)
-		}
-		return cand
+	// The candidates come a size class at a time, largest first: from the
+	// buckets, or, while they are being built, from scans of the elements
+	// (a user's first zoom does not wait for the index; the answer is the
+	// same, TestWindowBeforeIndex).
+	var cls classSource = &bucketClasses{t: t, t0: t0, t1: t1}
+	if !t.bucketsReady() {
+		t.StartIndexes()
+		cls = newScanClasses(t, t0, t1)
 	}
-	for ti < len(t.bySize) && len(w.in) < detail {
-		classify(nextClass())
+	for cls.more() && len(w.in) < detail {
+		classify(cls.next(detail - len(w.in)))
 	}
 	// The rest only count: exactly for the whole height or when they are
 	// few, else as an upper bound.
-	rest := 0
-	for _, bi := range t.bySize[ti:] {
-		rest += t.countOverlapping(bi, t0, t1)
-	}
+	rest := cls.rest()
 	if fullY {
 		f.Summarized += rest
 	} else if rest <= classifyLimit {
-		for ti < len(t.bySize) {
-			classify(nextClass())
+		for cls.more() {
+			classify(cls.next(rest))
 		}
 	} else {
 		f.Summarized += rest
@@ -132,6 +128,124 @@ func (t *Timeline) selectWindow(f *Frame, t0, t1, y0, y1 float64, detail int) ([
 	f.Truncated = f.Summarized > 0
 	return vis, w.baseOf
 }
+
+// classSource lists the elements overlapping a window in time, one size
+// class at a time, largest first.
+type classSource interface {
+	more() bool
+	// next returns the next class's elements; want is about how many
+	// more elements the caller expects to look at (a hint).
+	next(want int) []int32
+	// rest counts the elements of the classes not returned yet.
+	rest() int
+}
+
+// bucketClasses takes the classes from the buckets.
+type bucketClasses struct {
+	t      *Timeline
+	t0, t1 float64
+	ti     int
+}
+
+func (b *bucketClasses) more() bool { return b.ti < len(b.t.bySize) }
+
+func (b *bucketClasses) next(int) []int32 {
+	t := b.t
+	var cand []int32
+	sc := t.buckets[t.bySize[b.ti]].sizeClass
+	for ; b.ti < len(t.bySize) && t.buckets[t.bySize[b.ti]].sizeClass == sc; b.ti++ {
+		cand = t.overlapping(cand, t.bySize[b.ti], b.t0, b.t1)
+	}
+	return cand
+}
+
+func (b *bucketClasses) rest() int {
+	n := 0
+	for _, bi := range b.t.bySize[b.ti:] {
+		n += b.t.countOverlapping(bi, b.t0, b.t1)
+	}
+	return n
+}
+
+// scanClasses takes the classes from passes over every element, for
+// windows asked for before the buckets are built: one pass counts the
+// elements of each class, and each later one collects as many classes
+// (largest first) as the caller expects to need, so that a window takes
+// two or three passes (about 10 ms each per million elements) and never
+// holds more than it classifies.
+type scanClasses struct {
+	t        *Timeline
+	t0, t1   float64
+	fe       int32
+	perClass [65]int
+	class    int       // the largest class not collected yet
+	pending  [][]int32 // collected, largest first, not yet returned
+	left     int       // elements in classes not returned yet
+}
+
+func newScanClasses(t *Timeline, t0, t1 float64) *scanClasses {
+	s := &scanClasses{t: t, t0: t0, t1: t1, fe: floorEnd(t0), class: 64}
+	for id := range t.src {
+		if s.in(id) {
+			s.perClass[bits.Len64(t.src[id].size)]++
+			s.left++
+		}
+	}
+	s.skipEmpty()
+	return s
+}
+
+func (s *scanClasses) in(id int) bool {
+	return float64(s.t.start[id]) < s.t1 && s.t.end[id] > s.fe
+}
+
+func (s *scanClasses) skipEmpty() {
+	for s.class >= 0 && s.perClass[s.class] == 0 {
+		s.class--
+	}
+}
+
+func (s *scanClasses) more() bool { return len(s.pending) > 0 || s.class >= 0 }
+
+func (s *scanClasses) next(want int) []int32 {
+	if len(s.pending) == 0 {
+		// Collect classes from s.class down until they hold want
+		// elements (at least one class), in one pass.
+		hi, n := s.class, 0
+		for s.class >= 0 && (n == 0 || n < want) {
+			n += s.perClass[s.class]
+			s.class--
+			s.skipEmpty()
+		}
+		lo := s.class + 1
+		ids := make([]int32, n)
+		at := [65]int{}
+		a := 0
+		for c := hi; c >= lo; c-- {
+			at[c] = a
+			a += s.perClass[c]
+		}
+		for id := range s.t.src {
+			if c := bits.Len64(s.t.src[id].size); c >= lo && c <= hi && s.in(id) {
+				ids[at[c]] = int32(id)
+				at[c]++
+			}
+		}
+		a = 0
+		for c := hi; c >= lo; c-- {
+			if k := s.perClass[c]; k > 0 {
+				s.pending = append(s.pending, ids[a:a+k:a+k])
+				a += k
+			}
+		}
+	}
+	cand := s.pending[0]
+	s.pending = s.pending[1:]
+	s.left -= len(cand)
+	return cand
+}
+
+func (s *scanClasses) rest() int { return s.left }
 
 // largestOverlapping returns the largest detail elements that overlap
 // (t0, t1) in time, largest first, without the buckets, and counts the
@@ -219,7 +333,7 @@ func (t *Timeline) prefixAt(x float64, limit int32) *stackPrefix {
 	sp.cut, sp.part = sp.cut[:0], sp.part[:0]
 	a := &t.aliveTree
 	sp.x = x
-	// The blocks are built after the buckets, on another goroutine.
+	// The blocks are built before the buckets, on another goroutine.
 	if !t.blocksReady() || len(t.blockSize) == 0 || a.size < prefixBlock {
 		t.stack(x, int(limit), func(id int32, w float64) {
 			sp.pos = append(sp.pos, t.pos[id])

@@ -92,7 +92,7 @@ func (st *stacker) take(elems []elemSrc, actions []int32) {
 	for _, id := range actions[st.seen:] {
 		st.grow(id)
 		e := &elems[id]
-		if e.kind != srcFree && st.pos[id] < 0 {
+		if e.kind() != srcFree && st.pos[id] < 0 {
 			st.push(elems, id)
 			st.advance(id, runPush, 1)
 			continue
@@ -104,7 +104,7 @@ func (st *stacker) take(elems []elemSrc, actions []int32) {
 		// alloc in the trace), everything above it is pushed or freed
 		// already (the initial stack lists such frees from the top down).
 		var slides bool
-		if e.kind == srcFree {
+		if e.kind() == srcFree {
 			slides = st.live.top() >= 0
 		} else {
 			slides = st.live.free(st.pos[id])

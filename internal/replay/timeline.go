@@ -49,7 +49,7 @@ type Timeline struct {
 	blkBelow  []float64
 	blkOff    []uint8
 	blockSize []float64
-	// blocksBuilt is closed once the blocks are built, after the
+	// blocksBuilt is closed once the blocks are built, before the
 	// buckets (a window does not wait for them: it walks without).
 	blocksBuilt chan struct{}
 	// Slid frees sorted by end: the times offsets change.
@@ -137,10 +137,13 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	t.bucketsBuilt, t.blocksBuilt = built, blocks
 	t.startBuckets = sync.OnceFunc(func() {
 		go func() {
-			t.buildBuckets(t.byPos)
-			close(built)
+			// The blocks first: a window asked for before the buckets
+			// are built is answered without them (scanClasses), and its
+			// stack walks are most of its time without the blocks.
 			stackBlocks(t)
 			close(blocks)
+			t.buildBuckets(t.byPos)
+			close(built)
 		}()
 	})
 	t.aliveTree = newMaxTree(eff)

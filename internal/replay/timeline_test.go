@@ -550,6 +550,67 @@ func TestWholeTraceWithoutBuckets(t *testing.T) {
 	}
 }
 
+// TestWindowBeforeIndex checks that any window asked for while the
+// buckets are being built (answered from scans of the elements, a size
+// class at a time) is the window the buckets answer: the same polygons,
+// bottom edges and summary, bit for bit, with the stack's blocks built
+// (they are built first) and without them (before they are).
+func TestWindowBeforeIndex(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	scanned := 0
+	check := func(name string, tl *Timeline, queries int) {
+		t.Helper()
+		tl.waitBuckets()
+		<-tl.blocksBuilt
+		blocks := tl.blocksBuilt
+		T, P := float64(tl.Timesteps()), float64(tl.PeakBytes())
+		for q := 0; q < queries; q++ {
+			t0 := r.Float64() * T * 0.9
+			t1 := t0 + (T-t0)*math.Pow(r.Float64(), 2)
+			y0 := r.Float64() * P * 0.7
+			y1 := y0 + (P-y0)*r.Float64()
+			switch q % 5 {
+			case 0: // the whole height
+				y0, y1 = 0, P*1.04
+			case 1: // the whole trace, zoomed in bytes
+				t0, t1 = 0, T
+			}
+			tl.blocksBuilt = blocks
+			if q%2 == 1 {
+				tl.blocksBuilt = make(chan struct{}) // not built yet
+			}
+			detail := []int{-1, 0, 1, 5, 40, 300, 15000}[r.Intn(7)]
+			w, h := 50+r.Intn(400), 50+r.Intn(300)
+			want := tl.QueryWith(t0, t1, w, h, y0, y1, QueryOptions{Detail: detail})
+			built := tl.bucketsBuilt
+			tl.bucketsBuilt = make(chan struct{}) // not built yet
+			got := tl.QueryWith(t0, t1, w, h, y0, y1, QueryOptions{Detail: detail})
+			tl.bucketsBuilt = built
+			scanned++
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s, Detail %d, window [%v,%v]x[%v,%v]: before the buckets %d polygons, %d summarised (exact %v); with them %d, %d (exact %v)",
+					name, detail, t0, t1, y0, y1, len(got.IDs), got.Summarized, got.SummaryExact, len(want.IDs), want.Summarized, want.SummaryExact)
+			}
+		}
+	}
+	for iter := 0; iter < 30; iter++ {
+		s := randomSnapshot(r, 100+r.Intn(2000))
+		if iter%3 == 1 {
+			s = layeredSnapshot(r)
+		}
+		check(fmt.Sprintf("random trace %d", iter), NewTimeline(s, 0, KindActive), 30)
+	}
+	check("training trace", NewTimeline(trainingTrace(30_000, 5), 0, KindActive), 40)
+	for name, s := range corpusSnapshots(t, 6) {
+		for _, d := range s.Devices() {
+			if tl := NewTimeline(s, d, KindActive); tl.Timesteps() > 0 {
+				check(fmt.Sprintf("%s device %d", name, d), tl, 15)
+			}
+		}
+	}
+	t.Logf("%d windows answered before and after the buckets", scanned)
+}
+
 // TestSlidFrees checks the slid frees' index (recorded as the stack
 // takes the actions, positions of the initial stack resolved at its end)
 // against the elements: each entry's position holds an element that
@@ -693,7 +754,7 @@ func TestPrefixBlocksMatchWalk(t *testing.T) {
 		}
 		tl := NewTimeline(s, 0, KindActive)
 		tl.waitBuckets()
-		<-tl.blocksBuilt // built after the buckets
+		<-tl.blocksBuilt
 		for q := 0; q < 20; q++ {
 			x := r.Float64() * float64(tl.Timesteps())
 			if q%4 == 0 {

@@ -340,10 +340,11 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 						allocsWithStack++
 					}
 				}
-				if c := s.Text(e.CompileContext); c != "" && c != "N/A" {
+				em := s.EventMeta(e)
+				if c := s.Text(em.CompileContext); c != "" && c != "N/A" {
 					compile[c]++
 				}
-				if m := s.Text(e.UserMetadata); m != "" {
+				if m := s.Text(em.UserMetadata); m != "" {
 					meta[m]++
 				}
 			}

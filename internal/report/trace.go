@@ -294,8 +294,8 @@ func (iv *intervals) removeRange(addr, size uint64) {
 // unknownAction returns the action string of an entry whose action gpumem
 // does not know, which the decoder keeps among the entry's extra keys.
 func unknownAction(s *snapshot.Snapshot, e *snapshot.Event) string {
-	if e.Extra > 0 && int(e.Extra) < len(s.Extras) {
-		for _, kv := range s.Extras[e.Extra] {
+	if x := s.EventMeta(e).Extra; x > 0 && int(x) < len(s.Extras) {
+		for _, kv := range s.Extras[x] {
 			if kv.Key == "action" {
 				return kv.JSON
 			}

@@ -166,6 +166,9 @@ func (s *allocSink) truth() *Truth {
 // compileContextNA is the StringID of "N/A" in the snapshot's Strings.
 const compileContextNA snapshot.StringID = 1
 
+// metaNA is the MetaID of compile context "N/A" in the snapshot's Metas.
+const metaNA snapshot.MetaID = 1
+
 // collect turns the simulator's new trace entries into events that happened
 // at time ts with stack st (context="all": frees carry the freeing stack).
 func (s *allocSink) collect(from int, st snapshot.StackID, ts int64) {
@@ -177,7 +180,7 @@ func (s *allocSink) collect(from int, st snapshot.StackID, ts int64) {
 		}
 		s.events = append(s.events, snapshot.Event{
 			Addr: e.Addr, Size: e.Size, TimeUS: ts, Stack: st,
-			CompileContext: compileContextNA, Action: e.Action,
+			Meta: metaNA, Action: e.Action,
 			Flags: snapshot.FlagHasTime | snapshot.FlagHasFrames,
 		})
 		switch e.Action {
@@ -251,6 +254,7 @@ func (s *allocSink) snapshot(st *stackTable, device int, cfg alloc.Config) *snap
 		Frames:            st.frames,
 		Stacks:            st.table,
 		Strings:           []string{"", "N/A"},
+		Metas:             []snapshot.EventMeta{{}, {CompileContext: compileContextNA}},
 		Streams:           []int64{0},
 		Extras:            []snapshot.KeyValues{nil},
 		Traces:            make([]snapshot.Trace, device+1),

@@ -34,8 +34,8 @@ func TestGenerateTraceBalance(t *testing.T) {
 						t.Fatalf("event %d: time_us goes back", i)
 					}
 					last = e.TimeUS
-					if e.Stack == snapshot.NoStack || e.Flags&snapshot.FlagHasTime == 0 || s.Text(e.CompileContext) != "N/A" {
-						t.Fatalf("event %d (%v): stack %d flags %b compile_context %q", i, e.Action, e.Stack, e.Flags, s.Text(e.CompileContext))
+					if cc := s.Text(s.EventMeta(&e).CompileContext); e.Stack == snapshot.NoStack || e.Flags&snapshot.FlagHasTime == 0 || cc != "N/A" {
+						t.Fatalf("event %d (%v): stack %d flags %b compile_context %q", i, e.Action, e.Stack, e.Flags, cc)
 					}
 					switch e.Action {
 					case snapshot.ActionAlloc:
