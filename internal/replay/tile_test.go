@@ -174,9 +174,10 @@ func timelineBytes(t *Timeline) map[string]int {
 	return m
 }
 
-// TestTileZoomPan times the server's side of the viewer bench's zoom and
+// BenchmarkTileZoomPan times the server's side of the viewer bench's zoom and
 // pan on a large snapshot file: GPUMEM_TILE=../../bench/data/baseline-1000mb.pickle
-// go test -run TileZoomPan -v ./internal/replay. The page's keys, as
+// go test -run '^$' -bench TileZoomPan -v ./internal/replay
+// (a benchmark that prints its figures once, whatever b.N, as BenchmarkTile). The page's keys, as
 // browsertests/bench presses them: 8× "+" (each 1/1.5 of the span in
 // both axes, around the centre), 8× "→" (a fifth of the span) and 8×
 // "-", each one window query at 1600×600 pixels and Detail 15,000 (the
@@ -184,14 +185,14 @@ func timelineBytes(t *Timeline) map[string]int {
 // first answer, as the server starts the window index then: its first
 // queries wait for the index. The second pass is the same keys again with
 // the index built.
-func TestTileZoomPan(t *testing.T) {
+func BenchmarkTileZoomPan(b *testing.B) {
 	path := os.Getenv("GPUMEM_TILE")
 	if path == "" {
-		t.Skip("set GPUMEM_TILE=FILE to time zoom and pan on a large snapshot")
+		b.Skip("set GPUMEM_TILE=FILE to time zoom and pan on a large snapshot")
 	}
 	s, err := snapshot.Open(path, nil)
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	dev := s.DefaultDevice()
 	// Each query runs on this goroutine: on its own thread, the thread's
@@ -202,11 +203,11 @@ func TestTileZoomPan(t *testing.T) {
 	cpu := threadCPU
 	start := time.Now()
 	tl := newTimeline(s, dev, KindActive, nil)
-	t.Logf("%s: device %d, timeline of %d elements in %v", path, dev, tl.Len(), time.Since(start))
+	b.Logf("%s: device %d, timeline of %d elements in %v", path, dev, tl.Len(), time.Since(start))
 	T, P := float64(tl.Timesteps()), float64(tl.PeakBytes())
 	start = time.Now()
 	f := tl.QueryWith(0, T, 1600, 600, 0, P, QueryOptions{Detail: 15000})
-	t.Logf("first window (whole trace, no index): %v, %d polygons", time.Since(start), len(f.IDs))
+	b.Logf("first window (whole trace, no index): %v, %d polygons", time.Since(start), len(f.IDs))
 	indexStart := time.Now()
 	tl.StartIndexes()
 	for pass, name := range []string{"while the index is built", "with the index built"} {
@@ -234,15 +235,15 @@ func TestTileZoomPan(t *testing.T) {
 			times = append(times, time.Since(q))
 			cpus = append(cpus, cpu()-c)
 			if k == 0 && pass == 0 {
-				t.Logf("first zoom answered %v after the index build began", time.Since(indexStart))
+				b.Logf("first zoom answered %v after the index build began", time.Since(indexStart))
 			}
 			if testing.Verbose() {
-				t.Logf("pass %d key %d [%.0f,%.0f]x[%.3g,%.3g]: %v (CPU %v), %d polygons, %d summarised", pass, k, x0, x1, y0, y1, times[k], cpus[k], len(f.IDs), f.Summarized)
+				b.Logf("pass %d key %d [%.0f,%.0f]x[%.3g,%.3g]: %v (CPU %v), %d polygons, %d summarised", pass, k, x0, x1, y0, y1, times[k], cpus[k], len(f.IDs), f.Summarized)
 			}
 		}
 		slices.Sort(times)
 		slices.Sort(cpus)
-		t.Logf("%s: 24 windows, wall median %v, max %v; the query thread's CPU median %v, max %v", name, times[12], times[23], cpus[12], cpus[23])
+		b.Logf("%s: 24 windows, wall median %v, max %v; the query thread's CPU median %v, max %v", name, times[12], times[23], cpus[12], cpus[23])
 	}
 	runtime.KeepAlive(tl)
 }
