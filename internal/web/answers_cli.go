@@ -51,6 +51,17 @@ func (s *Server) readyFile(w http.ResponseWriter, r *http.Request, name string) 
 	return f
 }
 
+// readyDevice is readyFile's file ?file and its device ?device (the
+// file's default when absent); on a mistake it answers the request and
+// returns ok false.
+func (s *Server) readyDevice(w http.ResponseWriter, r *http.Request) (f *file, device int, ok bool) {
+	if f = s.readyFile(w, r, "file"); f == nil {
+		return nil, 0, false
+	}
+	device, ok = deviceOf(w, r, f, "device", f.Snap.DefaultDevice())
+	return f, device, ok
+}
+
 // deviceOf reads the device parameter name for f: absent, def; else one
 // of the file's devices.
 func deviceOf(w http.ResponseWriter, r *http.Request, f *file, name string, def int) (int, bool) {
@@ -175,11 +186,7 @@ func (s *Server) handleSim(w http.ResponseWriter, r *http.Request) {
 
 // handleSteps answers /api/steps?file=ID[&device=N]: gpumem steps --json.
 func (s *Server) handleSteps(w http.ResponseWriter, r *http.Request) {
-	f := s.readyFile(w, r, "file")
-	if f == nil {
-		return
-	}
-	d, ok := deviceOf(w, r, f, "device", f.Snap.DefaultDevice())
+	f, d, ok := s.readyDevice(w, r)
 	if !ok {
 		return
 	}
@@ -250,11 +257,7 @@ type momentJSON struct {
 // each moment (peak, end, eN, a time) lies on the Active Memory
 // Timeline's timestep axis, for the Steps view's zoom to a step.
 func (s *Server) handleMoment(w http.ResponseWriter, r *http.Request) {
-	f := s.readyFile(w, r, "file")
-	if f == nil {
-		return
-	}
-	d, ok := deviceOf(w, r, f, "device", f.Snap.DefaultDevice())
+	f, d, ok := s.readyDevice(w, r)
 	if !ok {
 		return
 	}

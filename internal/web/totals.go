@@ -22,11 +22,7 @@ type totalsJSON struct {
 // handleTotals answers /api/totals?file&device[&n=N]: the device's totals
 // curves (replay.Curves, as the timeline's) in at most n buckets (300).
 func (s *Server) handleTotals(w http.ResponseWriter, r *http.Request) {
-	f := s.readyFile(w, r, "file")
-	if f == nil {
-		return
-	}
-	d, ok := deviceOf(w, r, f, "device", f.Snap.DefaultDevice())
+	f, d, ok := s.readyDevice(w, r)
 	if !ok {
 		return
 	}
