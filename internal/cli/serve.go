@@ -5,16 +5,13 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/loopback"
-	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/internal/web"
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -52,7 +49,7 @@ func parseServeArgs(env *Env, args []string) (*serveArgs, error) {
 		return nil, err
 	}
 	a.files = files
-	if a.maxUpload, err = parseMaxUpload(*maxUpload); err != nil {
+	if a.maxUpload, err = web.ParseMaxUpload(*maxUpload); err != nil {
 		return nil, usageError(fs, env.Stderr, "-max-upload: "+err.Error())
 	}
 	for _, h := range strings.Split(*allowHost, ",") {
@@ -61,7 +58,7 @@ func parseServeArgs(env *Env, args []string) (*serveArgs, error) {
 		}
 	}
 	if loopback.Beyond(a.addr) && len(a.allowHost) == 0 {
-		return nil, usageError(fs, env.Stderr, fmt.Sprintf("-http %s listens beyond loopback: name the host names clients will use with --allow-host (e.g. --allow-host %s)", a.addr, exampleHost()))
+		return nil, usageError(fs, env.Stderr, fmt.Sprintf("-http %s listens beyond loopback: name the host names clients will use with --allow-host (e.g. --allow-host %s)", a.addr, loopback.ExampleHost()))
 	}
 	return a, nil
 }
@@ -143,7 +140,7 @@ func runServe(env *Env, args []string) error {
 			ln.Close()
 			return fmt.Errorf("-http %s listens on %s, beyond loopback: name the host names clients will use with --allow-host", a.addr, bound)
 		}
-		warnBeyondLoopback(env, "gpumem serve", bound)
+		fmt.Fprintln(env.Stderr, loopback.Warning("gpumem serve", bound))
 	}
 	url := "http://" + bound + "/"
 	if len(a.allowHost) > 0 && !loopback.Addr(ln.Addr()) {
@@ -170,7 +167,7 @@ func runServe(env *Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "gpumem: loading %d snapshot(s); the viewer is at %s (Ctrl-C to stop)\n", len(loads), url)
 	}
 	if !a.noBrowser {
-		openBrowser(env, url)
+		web.OpenBrowser(env.Stderr, url)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -179,53 +176,4 @@ func runServe(env *Env, args []string) error {
 			fmt.Fprint(env.Stdout, serving)
 		}
 	})
-}
-
-// exampleHost is this machine's name for the --allow-host hint.
-func exampleHost() string {
-	if h, err := os.Hostname(); err == nil && h != "" {
-		return h
-	}
-	return "myhost.lan"
-}
-
-// warnBeyondLoopback is the one line serve and watch --prom print when
-// they listen where other machines can connect.
-func warnBeyondLoopback(env *Env, what, addr string) {
-	fmt.Fprintf(env.Stderr, "gpumem: warning: %s listens on %s, beyond loopback: other machines can connect and read what it serves\n", what, addr)
-}
-
-// openBrowser starts the platform's URL opener; failing is not an error
-// because the URL is printed anyway.
-func openBrowser(env *Env, url string) {
-	var cmd *exec.Cmd
-	switch runtime.GOOS {
-	case "darwin":
-		cmd = exec.Command("open", url)
-	case "windows":
-		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
-	default:
-		if _, err := exec.LookPath("xdg-open"); err != nil {
-			fmt.Fprintln(env.Stderr, "gpumem: no xdg-open; open the URL above in a browser")
-			return
-		}
-		cmd = exec.Command("xdg-open", url)
-	}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(env.Stderr, "gpumem: could not open a browser: %v\n", err)
-		return
-	}
-	go func() { _ = cmd.Wait() }()
-}
-
-// parseMaxUpload reads --max-upload: a positive size of at most 1 TiB.
-func parseMaxUpload(s string) (int64, error) {
-	n, err := units.Parse(s)
-	if err != nil {
-		return 0, err
-	}
-	if n == 0 || n > units.TiB {
-		return 0, fmt.Errorf("size %q out of range (want 1 byte to 1TiB)", s)
-	}
-	return int64(n), nil
 }
