@@ -94,7 +94,7 @@ func runServe(env *Env, args []string) error {
 		},
 	})
 	// gpumem watch logs are drawn by a page of their own.
-	files, nlogs, err := addWatchLogs(srv, files)
+	files, nlogs, err := srv.AddWatchLogs(files)
 	if err != nil {
 		return err
 	}

@@ -6,14 +6,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/gpumem/gpumem/internal/gpumon"
 	"github.com/gpumem/gpumem/internal/help"
-	"github.com/gpumem/gpumem/internal/web"
 	"golang.org/x/term"
 )
 
@@ -106,27 +104,4 @@ func replayWatch(env *Env, path string, o gpumon.WatchOptions) error {
 		return err
 	}
 	return gpumon.WriteReplay(env.Stdout, lg, path, o.Device, o.JSON)
-}
-
-// addWatchLogs reads the gpumem watch logs among paths (named *.jsonl, or
-// starting with a watch record) into srv and returns the other paths.
-func addWatchLogs(srv *web.Server, paths []string) (rest []string, n int, err error) {
-	for _, path := range paths {
-		if path == "-" || !gpumon.IsLogFile(path) {
-			rest = append(rest, path)
-			continue
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, 0, err
-		}
-		lg, err := gpumon.ReadLog(f, path)
-		f.Close()
-		if err != nil {
-			return nil, 0, err
-		}
-		srv.AddWatchLog(filepath.Base(path), lg)
-		n++
-	}
-	return rest, n, nil
 }
