@@ -81,9 +81,7 @@ func runDiff(env *Env, args []string) error {
 	r := analysis.NewDiff(a, b, *depth)
 	return writeStdout(env, func(w io.Writer) error {
 		if *asJSON {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(r)
+			return writeJSON(w, r)
 		}
 		return report.DiffText(w, r, *top)
 	})

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -82,9 +81,7 @@ func runRanks(env *Env, args []string) error {
 	}
 	err = writeStdout(env, func(w io.Writer) error {
 		if *asJSON {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(r)
+			return writeJSON(w, r)
 		}
 		return report.Ranks(w, r)
 	})

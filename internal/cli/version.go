@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/gpumem/gpumem/internal/help"
@@ -28,9 +27,7 @@ func runVersion(env *Env, args []string) error {
 	}
 	in := version.Get()
 	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(in)
+		return writeJSON(env.Stdout, in)
 	}
 	_, err = fmt.Fprint(env.Stdout, in.String())
 	return err
