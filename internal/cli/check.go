@@ -148,7 +148,7 @@ func runChecks(env *Env, files []string, useDemo bool, device int, bf *check.Fil
 		rank := analysis.RankFromNames(pos, name)
 		devs := s.Devices()
 		if device >= 0 {
-			if _, err := oneDevice(s, device); err != nil {
+			if _, err := analysis.OneDevice(s, device); err != nil {
 				return nil, err
 			}
 			devs = []int{device}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/estimate"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
@@ -204,7 +205,7 @@ func measureSnapshot(env *Env, path string, device int) (estimate.Measured, erro
 	if err != nil {
 		return estimate.Measured{}, err
 	}
-	if device, err = oneDevice(s, device); err != nil {
+	if device, err = analysis.OneDevice(s, device); err != nil {
 		return estimate.Measured{}, err
 	}
 	m := estimate.Measure(s, device)
@@ -223,7 +224,7 @@ func checkSnapshot(env *Env, res *estimate.Result, path string, useDemo bool, de
 	if err != nil {
 		return nil, err
 	}
-	if device, err = oneDevice(s, device); err != nil {
+	if device, err = analysis.OneDevice(s, device); err != nil {
 		return nil, err
 	}
 	m := estimate.Measure(s, device)

@@ -66,7 +66,7 @@ func runFlame(env *Env, args []string) error {
 		if err := needSegments(s, "flame "+kind); err != nil {
 			return err
 		}
-		if _, err := oneDevice(s, dev); err != nil { // a device the file lacks is an error, not an empty flamegraph
+		if _, err := analysis.OneDevice(s, dev); err != nil { // a device the file lacks is an error, not an empty flamegraph
 			return err
 		}
 		if kind == "memory" {
@@ -130,7 +130,7 @@ func liveProfile(env *Env, path string, dev int, spec string, rules ...*analysis
 	if err != nil {
 		return analysis.DiffRun{}, err
 	}
-	if dev, err = oneDevice(s, dev); err != nil {
+	if dev, err = analysis.OneDevice(s, dev); err != nil {
 		return analysis.DiffRun{}, err
 	}
 	dv := analysis.NewDevice(s, dev)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/web"
 )
@@ -53,7 +54,7 @@ func runHTML(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := oneDevice(s, *device); err != nil { // named by the input, not the output file
+	if _, err := analysis.OneDevice(s, *device); err != nil { // named by the input, not the output file
 		return err
 	}
 	name := "demo"

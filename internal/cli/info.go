@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/internal/report"
@@ -37,7 +38,7 @@ func runInfo(env *Env, args []string) error {
 	infos := make([]*report.Info, len(snaps))
 	for i, s := range snaps {
 		if *device >= 0 {
-			if _, err := oneDevice(s, *device); err != nil {
+			if _, err := analysis.OneDevice(s, *device); err != nil {
 				return err
 			}
 		}

@@ -12,7 +12,6 @@ import (
 	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
-	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -150,16 +149,9 @@ func runAnswers(env *Env, f *answerFlags, files []string, one func(name string, 
 // line of text (nothing in JSON).
 func eachDevice(env *Env, files []string, f *answerFlags, fn func(name string, s *snapshot.Snapshot, d *analysis.Device) error) error {
 	do := func(name string, s *snapshot.Snapshot) error {
-		devs := s.Devices()
-		if f.device >= 0 {
-			found := false
-			for _, d := range devs {
-				found = found || d == f.device
-			}
-			if !found {
-				return fmt.Errorf("%s: no device %d (devices: %s)", name, f.device, units.List(devs))
-			}
-			devs = []int{f.device}
+		devs, err := analysis.AnswerDevices(s, name, f.device)
+		if err != nil {
+			return err
 		}
 		if len(devs) == 0 && !f.asJSON {
 			_, err := fmt.Fprintf(env.Stdout, "%s: the snapshot holds no segments and no trace events\n", name)

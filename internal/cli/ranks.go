@@ -106,7 +106,7 @@ func rankOf(env *Env, path string, pos, device int) (analysis.RankRow, error) {
 	if err != nil {
 		return analysis.RankRow{}, err
 	}
-	dev, err := oneDevice(s, device)
+	dev, err := analysis.OneDevice(s, device)
 	if err != nil {
 		return analysis.RankRow{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/gpumem/gpumem/internal/alloc"
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/snapshot"
@@ -162,7 +163,7 @@ func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
 		return err
 	}
 	if f.device >= 0 {
-		if _, err := oneDevice(s, f.device); err != nil {
+		if _, err := analysis.OneDevice(s, f.device); err != nil {
 			return err // every command's "no device N (devices: ...)"
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/snapshot"
@@ -33,7 +34,7 @@ func runStats(env *Env, args []string) error {
 		return err
 	}
 	if *device >= 0 {
-		if _, err := oneDevice(s, *device); err != nil {
+		if _, err := analysis.OneDevice(s, *device); err != nil {
 			return err
 		}
 		// The same snapshot but for the other devices' segments (their

@@ -33,7 +33,7 @@ func runSteps(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	dev, err := oneDevice(s, *device)
+	dev, err := analysis.OneDevice(s, *device)
 	if err != nil {
 		return err
 	}
