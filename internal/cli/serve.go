@@ -142,38 +142,22 @@ func runServe(env *Env, args []string) error {
 		}
 		fmt.Fprintln(env.Stderr, loopback.Warning("gpumem serve", bound))
 	}
-	url := "http://" + bound + "/"
-	if len(a.allowHost) > 0 && !loopback.Addr(ln.Addr()) {
-		_, port, _ := net.SplitHostPort(bound)
-		url = "http://" + net.JoinHostPort(a.allowHost[0], port) + "/"
-	}
-	serving := ""
-	if nlogs > 0 && len(files) == 0 && !a.demo {
-		url += "watch.html"
-		serving = fmt.Sprintf("gpumem: serving %d watch log(s) at %s (Ctrl-C to stop)\n", nlogs, url)
-	} else {
-		logs := "" // logs given beside snapshots are on their own page
-		if nlogs > 0 {
-			logs = fmt.Sprintf(", %d watch log(s) at %swatch.html", nlogs, url)
-		}
-		serving = fmt.Sprintf("gpumem: serving %d snapshot(s) at %s%s (Ctrl-C to stop)\n", len(files)+boolInt(a.demo), url, logs)
-	}
+	ann := web.Announce(bound, a.allowHost, loopback.Addr(ln.Addr()), len(files)+boolInt(a.demo), nlogs)
 	if len(loads) == 0 {
-		fmt.Fprint(env.Stdout, serving)
+		fmt.Fprint(env.Stdout, ann.Serving)
 	} else {
-		// The page opens while the files decode (it shows their
-		// progress), but serve says it serves them only once they have
-		// decoded: a file that fails ends the command with its error.
-		fmt.Fprintf(env.Stdout, "gpumem: loading %d snapshot(s); the viewer is at %s (Ctrl-C to stop)\n", len(loads), url)
+		// A file that fails ends the command with its error: serve says
+		// it serves the files only once they have decoded.
+		fmt.Fprint(env.Stdout, ann.Loading(len(loads)))
 	}
 	if !a.noBrowser {
-		web.OpenBrowser(env.Stderr, url)
+		web.OpenBrowser(env.Stderr, ann.URL)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	return srv.Serve(ctx, ln, loads, func() {
 		if len(loads) > 0 {
-			fmt.Fprint(env.Stdout, serving)
+			fmt.Fprint(env.Stdout, ann.Serving)
 		}
 	})
 }
