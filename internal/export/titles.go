@@ -72,3 +72,19 @@ func pyList(v []uint64) string {
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
+
+// MinFlameWidth is the narrowest SVG flame accepts: room for the margins,
+// the title and the controls.
+const MinFlameWidth = 200
+
+// DumpFlame is flame memory or segments (kind) of device dev (-1: all)
+// of s, with its titles.
+func DumpFlame(s *snapshot.Snapshot, kind string, dev int, stacks StackOptions) (*Flame, FlameOptions) {
+	var f *Flame
+	if kind == "memory" {
+		f = MemoryFlame(s, dev, stacks)
+	} else {
+		f = SegmentsFlame(s, dev, stacks)
+	}
+	return f, DumpFlameTitles(s, kind, dev, f)
+}
