@@ -150,24 +150,24 @@ func runEstimate(env *Env, args []string) error {
 	}
 	var verdict *estimate.Verdict
 	if *gpuName != "" {
-		gpu, err := estimate.ParseGPU(*gpuName)
-		if err != nil {
+		if verdict, err = estimate.VerdictOn(o, res, *gpuName); err != nil {
 			return flagError(err)
 		}
-		mb, err := estimate.MaxBatch(o, gpu.Bytes)
-		if err != nil {
-			return flagError(err)
-		}
-		verdict = &estimate.Verdict{GPU: gpu, Fits: res.Fits(gpu.Bytes), MaxBatch: mb}
 	} else if *maxBatch {
 		return usageError(fs, env.Stderr, "--max-batch needs --gpu")
 	}
 
 	var chk *estimate.Check
 	if *checkPath != "" || *useDemo {
-		if chk, err = checkSnapshot(env, res, *checkPath, *useDemo, *device); err != nil {
+		path := *checkPath
+		if path == "" {
+			path = demoArg
+		}
+		m, err := measureSnapshot(env, path, *device)
+		if err != nil {
 			return err
 		}
+		chk = estimate.Compare(res, m)
 	}
 	return writeStdout(env, func(bw io.Writer) error {
 		switch {
@@ -199,38 +199,20 @@ func (l *intList) Set(v string) error {
 	return nil
 }
 
-// measureSnapshot measures one --calibrate snapshot.
+// measureSnapshot measures a --calibrate or --check snapshot (the demo's
+// for demoArg).
 func measureSnapshot(env *Env, path string, device int) (estimate.Measured, error) {
-	s, err := loadOne(env, []string{path}, false)
+	s, err := loadDemoOr(env, path)
 	if err != nil {
 		return estimate.Measured{}, err
 	}
 	if device, err = analysis.OneDevice(s, device); err != nil {
 		return estimate.Measured{}, err
-	}
-	m := estimate.Measure(s, device)
-	m.Source = report.BaseName(path)
-	return m, nil
-}
-
-// checkSnapshot measures the snapshot of the run (the demo's with --demo
-// and no file) and sets the estimate beside it.
-func checkSnapshot(env *Env, res *estimate.Result, path string, useDemo bool, device int) (*estimate.Check, error) {
-	var files []string
-	if path != "" {
-		files, useDemo = []string{path}, false
-	}
-	s, err := loadOne(env, files, useDemo)
-	if err != nil {
-		return nil, err
-	}
-	if device, err = analysis.OneDevice(s, device); err != nil {
-		return nil, err
 	}
 	m := estimate.Measure(s, device)
 	m.Source = "demo"
-	if path != "" {
+	if path != demoArg {
 		m.Source = report.BaseName(path)
 	}
-	return estimate.Compare(res, m), nil
+	return m, nil
 }
