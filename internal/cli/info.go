@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
-	"slices"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/help"
@@ -43,9 +42,7 @@ func runInfo(env *Env, args []string) error {
 			}
 		}
 		infos[i] = report.BuildInfo(s, replay.Peaks)
-		if *device >= 0 {
-			infos[i].Devices = slices.DeleteFunc(infos[i].Devices, func(d report.DeviceInfo) bool { return d.Device != *device })
-		}
+		infos[i].KeepDevice(*device)
 	}
 	w := bufio.NewWriter(env.Stdout)
 	if *asJSON {

@@ -2,12 +2,10 @@ package cli
 
 import (
 	"io"
-	"slices"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
-	"github.com/gpumem/gpumem/snapshot"
 )
 
 func init() {
@@ -37,11 +35,6 @@ func runStats(env *Env, args []string) error {
 		if _, err := analysis.OneDevice(s, *device); err != nil {
 			return err
 		}
-		// The same snapshot but for the other devices' segments (their
-		// blocks stay where the kept segments find theirs).
-		only := *s
-		only.Segments = slices.DeleteFunc(slices.Clone(s.Segments), func(sg snapshot.Segment) bool { return int(sg.Device) != *device })
-		s = &only
 	}
-	return writeStdout(env, func(w io.Writer) error { return report.Stats(w, s) })
+	return writeStdout(env, func(w io.Writer) error { return report.Stats(w, report.OnlyDevice(s, *device)) })
 }
