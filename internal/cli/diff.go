@@ -77,7 +77,7 @@ func runDiff(env *Env, args []string) error {
 	r := analysis.NewDiff(a, b, *depth)
 	return writeStdout(env, func(w io.Writer) error {
 		if *asJSON {
-			return writeJSON(w, r)
+			return report.WriteJSON(w, r)
 		}
 		return report.DiffText(w, r, *top)
 	})

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"encoding/json"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/help"
@@ -46,13 +45,11 @@ func runInfo(env *Env, args []string) error {
 	}
 	w := bufio.NewWriter(env.Stdout)
 	if *asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		var v any = infos
-		if len(infos) == 1 {
-			v = infos[0]
+		out := make([]any, len(infos))
+		for i, in := range infos {
+			out[i] = in
 		}
-		if err := enc.Encode(v); err != nil {
+		if err := report.WriteJSONAnswers(w, out); err != nil {
 			return err
 		}
 		return w.Flush()

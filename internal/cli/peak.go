@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -141,7 +140,10 @@ func runAnswers(env *Env, f *answerFlags, files []string, one func(name string, 
 	if err != nil {
 		return err
 	}
-	return writeJSONAnswers(env, f, out)
+	if !f.asJSON {
+		return nil
+	}
+	return writeStdout(env, func(w io.Writer) error { return report.WriteJSONAnswers(w, out) })
 }
 
 // eachDevice loads each snapshot in turn (the demo first) and calls fn for
@@ -196,23 +198,4 @@ func writeSeparated(w io.Writer, after bool, write func(io.Writer) error) error 
 		}
 	}
 	return write(w)
-}
-
-// writeJSONAnswers prints the collected answers: one object, or an array
-// when there are several (files or devices).
-func writeJSONAnswers(env *Env, f *answerFlags, out []any) error {
-	if !f.asJSON {
-		return nil
-	}
-	return writeStdout(env, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if len(out) == 1 {
-			return enc.Encode(out[0])
-		}
-		if out == nil {
-			out = []any{} // no device in any file
-		}
-		return enc.Encode(out)
-	})
 }

@@ -81,7 +81,7 @@ func runRanks(env *Env, args []string) error {
 	}
 	err = writeStdout(env, func(w io.Writer) error {
 		if *asJSON {
-			return writeJSON(w, r)
+			return report.WriteJSON(w, r)
 		}
 		return report.Ranks(w, r)
 	})

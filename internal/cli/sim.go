@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -128,19 +127,13 @@ func simScript(env *Env, f *simFlags, capacity uint64) error {
 	}
 	if f.json {
 		out := report.NewSimScriptJSON(cfg, steps)
-		if err := writeJSON(env.Stdout, out); err != nil {
+		if err := report.WriteJSON(env.Stdout, out); err != nil {
 			return err
 		}
 		return runErr
 	}
 	report.SimScript(env.Stdout, cfg, capacity, steps, a.Stats())
 	return runErr
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // ---- snapshots ----
@@ -184,7 +177,7 @@ func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
 		return err
 	}
 	if f.json {
-		return writeJSON(env.Stdout, r)
+		return report.WriteJSON(env.Stdout, r)
 	}
 	report.SimSnapshot(env.Stdout, path, s, r)
 	return nil

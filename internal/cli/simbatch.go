@@ -38,8 +38,5 @@ func simBatch(env *Env, f *simFlags, files []string, capacity uint64) error {
 	if !f.json {
 		return nil
 	}
-	if len(out) == 1 {
-		return writeJSON(env.Stdout, out[0])
-	}
-	return writeJSON(env.Stdout, out)
+	return report.WriteJSONAnswers(env.Stdout, out)
 }

@@ -43,7 +43,7 @@ func runSteps(env *Env, args []string) error {
 	}
 	return writeStdout(env, func(w io.Writer) error {
 		if *asJSON {
-			return writeJSON(w, out)
+			return report.WriteJSON(w, out)
 		}
 		return report.Steps(w, report.BaseName(s.Source.Name), out.Report, out.Steps)
 	})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gpumem/gpumem/internal/help"
+	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/internal/version"
 )
 
@@ -27,7 +28,7 @@ func runVersion(env *Env, args []string) error {
 	}
 	in := version.Get()
 	if *asJSON {
-		return writeJSON(env.Stdout, in)
+		return report.WriteJSON(env.Stdout, in)
 	}
 	_, err = fmt.Fprint(env.Stdout, in.String())
 	return err
