@@ -49,15 +49,35 @@ func LoadFile(env *Env, path string) (*snapshot.Snapshot, error) {
 
 // checkPath fails, with the file name, for a path that is missing or a
 // directory.
-func checkPath(path string) (os.FileInfo, error) {
+func checkPath(path string) (os.FileInfo, error) { return statInput(path, "snapshot file") }
+
+// statInput is checkPath for an input that should be a what.
+func statInput(path, what string) (os.FileInfo, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, prefixError(path, err)
 	}
 	if fi.IsDir() {
-		return nil, fmt.Errorf("%s: is a directory, not a snapshot file", path)
+		return nil, fmt.Errorf("%s: is a directory, not a %s", path, what)
 	}
 	return fi, nil
+}
+
+// openInput opens the input path ("-": standard input) that should be a
+// what, with the loader's one-line messages for a missing path or a
+// directory.
+func openInput(env *Env, path, what string) (io.ReadCloser, error) {
+	if path == "-" {
+		return io.NopCloser(env.Stdin), nil
+	}
+	if _, err := statInput(path, what); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, prefixError(path, err)
+	}
+	return f, nil
 }
 
 // decodePath decodes the file at path, or standard input for "-"; errors

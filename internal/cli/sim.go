@@ -4,8 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/gpumem/gpumem/internal/alloc"
 	"github.com/gpumem/gpumem/internal/analysis"
@@ -94,25 +92,12 @@ func runSim(env *Env, args []string) error {
 // ---- scripts ----
 
 func simScript(env *Env, f *simFlags, capacity uint64) error {
-	var r io.Reader
 	name := f.Script
-	if f.Script == "-" {
-		r = env.Stdin
-	} else {
-		fi, err := os.Stat(f.Script)
-		if err != nil {
-			return prefixError(f.Script, err) // "PATH: no such file", as every command
-		}
-		if fi.IsDir() {
-			return fmt.Errorf("%s: is a directory, not a script", f.Script)
-		}
-		fh, err := os.Open(f.Script)
-		if err != nil {
-			return prefixError(f.Script, err)
-		}
-		defer fh.Close()
-		r = fh
+	r, err := openInput(env, f.Script, "script")
+	if err != nil {
+		return err
 	}
+	defer r.Close()
 	cmds, err := alloc.ParseScript(r)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)

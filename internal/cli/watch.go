@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strconv"
@@ -81,24 +79,12 @@ func watch(ctx context.Context, env *Env, b gpumon.Backend, o gpumon.WatchOption
 
 // replayWatch prints the reports of a log as watch printed them.
 func replayWatch(env *Env, path string, o gpumon.WatchOptions) error {
-	// "-" reads standard input, as every command's FILE does; a missing
-	// file or a directory gets the loader's one-line messages.
-	var r io.Reader = env.Stdin
-	if path != "-" {
-		fi, err := os.Stat(path)
-		if err != nil {
-			return prefixError(path, err)
-		}
-		if fi.IsDir() {
-			return fmt.Errorf("%s: is a directory, not a watch log", path)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return prefixError(path, err)
-		}
-		defer f.Close()
-		r = f
+	// "-" reads standard input, as every command's FILE does.
+	r, err := openInput(env, path, "watch log")
+	if err != nil {
+		return err
 	}
+	defer r.Close()
 	lg, err := gpumon.ReadLog(r, path)
 	if err != nil {
 		return err
