@@ -27,9 +27,8 @@ type SimRequest struct {
 
 // Validate checks the request's values and how they combine.
 func (r *SimRequest) Validate() error {
-	if r.Capacity == "oom" {
-		r.CapacityOOM = true
-	} else if r.Capacity != "" {
+	r.CapacityOOM, r.CapacityBytes = r.Capacity == "oom", 0
+	if r.Capacity != "" && !r.CapacityOOM {
 		c, err := units.Parse(r.Capacity)
 		if err != nil {
 			return errors.New("--capacity: " + err.Error())
@@ -56,6 +55,25 @@ func (r *SimRequest) Validate() error {
 		return fmt.Errorf("--batch-scale replays under the recorded settings: it does not combine with --sweep, --config or --fraction")
 	}
 	return nil
+}
+
+// Options is the replay of a snapshot the request asks for, on device
+// (-1: every device with alloc events); fromEmptySet tells whether
+// fromEmpty was given at all (a sweep chooses by itself otherwise).
+func (r *SimRequest) Options(device int, fromEmpty, fromEmptySet bool) (SimOptions, error) {
+	o := SimOptions{Device: device, Capacity: r.CapacityBytes, CapacityOOM: r.CapacityOOM, Sweep: r.Sweep,
+		FromEmpty: fromEmpty, FromEmptySet: fromEmptySet}
+	if r.Config != "" {
+		c, err := ConfigOrDefault(r.Config)
+		if err != nil {
+			return o, err
+		}
+		if r.Fraction > 0 {
+			c.MemoryFraction = r.Fraction
+		}
+		o.Config = &c
+	}
+	return o, nil
 }
 
 // ConfigOrDefault parses allocator settings; "" and "default" are

@@ -83,7 +83,7 @@ func runSim(env *Env, args []string) error {
 	case len(pos)+boolInt(f.demo) == 1 && f.BatchScale > 0:
 		return simBatch(env, f, pos, capacity)
 	case len(pos)+boolInt(f.demo) == 1:
-		return simSnapshot(env, f, pos, capacity)
+		return simSnapshot(env, f, pos)
 	default:
 		return usageError(env.flags, env.Stderr, "need --script FILE or one snapshot FILE (or --demo)")
 	}
@@ -132,7 +132,7 @@ func loadSimSnapshot(env *Env, f *simFlags, files []string) (*snapshot.Snapshot,
 	return s, "demo", err
 }
 
-func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
+func simSnapshot(env *Env, f *simFlags, files []string) error {
 	s, path, err := loadSimSnapshot(env, f, files)
 	if err != nil {
 		return err
@@ -145,17 +145,9 @@ func simSnapshot(env *Env, f *simFlags, files []string, capacity uint64) error {
 			return err // every command's "no device N (devices: ...)"
 		}
 	}
-	o := alloc.SimOptions{Device: f.device, Capacity: capacity, CapacityOOM: f.CapacityOOM, Sweep: f.Sweep,
-		FromEmpty: f.fromEmpty, FromEmptySet: f.fromEmptySet}
-	if f.Config != "" {
-		c, err := alloc.ConfigOrDefault(f.Config)
-		if err != nil {
-			return err
-		}
-		if f.Fraction > 0 {
-			c.MemoryFraction = f.Fraction
-		}
-		o.Config = &c
+	o, err := f.Options(f.device, f.fromEmpty, f.fromEmptySet)
+	if err != nil {
+		return err
 	}
 	r, err := alloc.SimSnapshot(s, path, o)
 	if err != nil {
