@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/check"
@@ -127,50 +128,18 @@ func readBudgets(env *Env, path string) (*check.File, error) {
 	return f, nil
 }
 
-// runChecks loads each snapshot in turn and checks its devices: the
-// budgets file's budgets for the device and rank, overridden by the flags'.
-// Baselines are loaded once each.
+// runChecks checks each snapshot (the demo first) with check.EvaluateFiles.
 func runChecks(env *Env, files []string, useDemo bool, device int, bf *check.File, fb *check.Budgets, o check.Options) ([]check.Check, error) {
-	baselines := map[string]*snapshot.Snapshot{}
 	if useDemo {
 		files = append([]string{demoArg}, files...)
 	}
-	var out []check.Check
-	for pos, path := range files {
-		s, err := loadDemoOr(env, path)
-		if err != nil {
-			return nil, err
+	names := slices.Clone(files)
+	for i, f := range names {
+		if f == demoArg {
+			names[i] = "demo"
 		}
-		name := path
-		if path == demoArg {
-			name = "demo"
-		}
-		rank := analysis.RankFromNames(pos, name)
-		devs := s.Devices()
-		if device >= 0 {
-			if _, err := analysis.OneDevice(s, device); err != nil {
-				return nil, err
-			}
-			devs = []int{device}
-		}
-		if len(devs) == 0 {
-			return nil, fmt.Errorf("%s: the snapshot holds no segments and no trace events: nothing to check", name)
-		}
-		load := func(path string) (*snapshot.Snapshot, error) {
-			if baselines[path] == nil {
-				bs, err := LoadFile(env, path)
-				if err != nil {
-					return nil, fmt.Errorf("baseline: %w", err)
-				}
-				baselines[path] = bs
-			}
-			return baselines[path], nil
-		}
-		cs, err := check.EvaluateSnapshot(name, rank, s, devs, bf, fb, o, load)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, cs...)
 	}
-	return out, nil
+	open := func(pos int) (*snapshot.Snapshot, error) { return loadDemoOr(env, files[pos]) }
+	baseline := func(path string) (*snapshot.Snapshot, error) { return LoadFile(env, path) }
+	return check.EvaluateFiles(names, open, baseline, device, bf, fb, o)
 }
