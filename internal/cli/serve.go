@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/loopback"
 	"github.com/gpumem/gpumem/internal/web"
@@ -99,15 +98,9 @@ func runServe(env *Env, args []string) error {
 		return err
 	}
 	if a.demo {
-		s, err := demo.Open()
-		if err != nil {
-			return fmt.Errorf("demo: %w", err)
+		if err := srv.AddDemo(); err != nil {
+			return err
 		}
-		name := s.Source.Name
-		if name == "" {
-			name = "demo"
-		}
-		srv.Add(name, s)
 	}
 	var loads []<-chan error
 	for _, path := range files {

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/gpumem/gpumem/internal/demo"
 )
 
 // Serve serves the viewer on ln until ctx ends or one of loads (the files
@@ -82,4 +84,19 @@ func Announce(bound string, allowHosts []string, onLoopback bool, snapshots, log
 // they have decoded.
 func (a Announcement) Loading(n int) string {
 	return fmt.Sprintf("gpumem: loading %d snapshot(s); the viewer is at %s (Ctrl-C to stop)\n", n, a.URL)
+}
+
+// AddDemo adds the embedded demo snapshot, under the name it gives itself
+// ("demo" when it gives none).
+func (s *Server) AddDemo() error {
+	snap, err := demo.Open()
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	name := snap.Source.Name
+	if name == "" {
+		name = "demo"
+	}
+	s.Add(name, snap)
+	return nil
 }
