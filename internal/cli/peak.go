@@ -80,18 +80,11 @@ func runPeak(env *Env, args []string) error {
 		return usageError(fs, env.Stderr, err.Error())
 	}
 	return runAnswers(env, &f, files, func(name string, d *analysis.Device) (any, func(io.Writer) error, error) {
-		m, err := d.Resolve(*at)
+		a, err := d.PeakAnswer(analysis.PeakOptions{At: *at, LiveOptions: analysis.LiveOptions{Depth: f.depth, Top: f.top}, Capacity: capacity})
 		if err != nil {
 			return nil, nil, err
 		}
-		a := d.LiveAnswer(m, analysis.LiveOptions{Depth: f.depth, Top: f.top})
 		a.File = name
-		if capacity > 0 {
-			if a.BatchWhatIf, err = d.BatchWhatIf(analysis.BatchScales, capacity); err != nil {
-				return nil, nil, err
-			}
-			a.BatchCapacity = capacity
-		}
 		t0, ok := d.TraceStartUS()
 		return a, func(w io.Writer) error { return report.WriteLive(w, name, a, t0, ok) }, nil
 	})
