@@ -111,6 +111,31 @@ type LiveOptions struct {
 	Items bool
 }
 
+// PeakOptions are gpumem peak's question: the moment (a MomentSpec), the
+// sites, and a capacity (0: none) to replay the batch what-if against.
+type PeakOptions struct {
+	At string
+	LiveOptions
+	Capacity uint64
+}
+
+// PeakAnswer answers `gpumem peak` for the device: what is live at the
+// moment o.At and, with a capacity, the batch what-if against it.
+func (d *Device) PeakAnswer(o PeakOptions) (*Live, error) {
+	m, err := d.Resolve(o.At)
+	if err != nil {
+		return nil, err
+	}
+	a := d.LiveAnswer(m, o.LiveOptions)
+	if o.Capacity > 0 {
+		if a.BatchWhatIf, err = d.BatchWhatIf(BatchScales, o.Capacity); err != nil {
+			return nil, err
+		}
+		a.BatchCapacity = o.Capacity
+	}
+	return a, nil
+}
+
 // LiveAnswer answers `gpumem peak` for moment m of the device.
 func (d *Device) LiveAnswer(m Moment, o LiveOptions) *Live {
 	if o.Depth <= 0 {

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/gpumem/gpumem/internal/monitor"
-	"github.com/gpumem/gpumem/internal/units"
 )
 
 // Inputs that are not snapshots but that steps and ranks read: the
@@ -119,7 +118,7 @@ func RankOfSummary(b []byte, path string, pos, device int) (RankRow, error) {
 		for _, d := range s.Devices {
 			have = append(have, d.Device)
 		}
-		return RankRow{}, fmt.Errorf("%s: no device %d (devices: %s)", path, device, units.List(have))
+		return RankRow{}, noDevice(path, device, have)
 	}
 	d := s.Devices[best]
 	row := RankRow{Rank: RankFromNames(pos, path, s.File), File: path, Device: d.Device,

@@ -330,6 +330,45 @@ func (c *Check) exact(v float64, signed bool) string {
 	return s
 }
 
+// EvaluateFiles checks each snapshot in turn, names[pos] read with
+// open(pos): every device of it with data, or only device (>= 0), against
+// the budgets file's budgets for the device and rank (bf) overridden by
+// the flags' (fb). Baselines are read with openBaseline, once each.
+func EvaluateFiles(names []string, open func(pos int) (*snapshot.Snapshot, error), openBaseline func(path string) (*snapshot.Snapshot, error),
+	device int, bf *File, fb *Budgets, o Options) ([]Check, error) {
+	baselines := map[string]*snapshot.Snapshot{}
+	load := func(path string) (*snapshot.Snapshot, error) {
+		if baselines[path] == nil {
+			bs, err := openBaseline(path)
+			if err != nil {
+				return nil, fmt.Errorf("baseline: %w", err)
+			}
+			baselines[path] = bs
+		}
+		return baselines[path], nil
+	}
+	var out []Check
+	for pos, name := range names {
+		s, err := open(pos)
+		if err != nil {
+			return nil, err
+		}
+		devs, err := analysis.AnswerDevices(s, s.Source.Name, device)
+		if err != nil {
+			return nil, err
+		}
+		if len(devs) == 0 {
+			return nil, fmt.Errorf("%s: the snapshot holds no segments and no trace events: nothing to check", name)
+		}
+		cs, err := EvaluateSnapshot(name, analysis.RankFromNames(pos, name), s, devs, bf, fb, o, load)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
+	}
+	return out, nil
+}
+
 // EvaluateSnapshot checks devices devs of s (file name, rank rank): each
 // against the file's budgets for it (bf), overridden by the flags' (fb);
 // a baseline is read with load (which may keep it for the next device or

@@ -2,7 +2,9 @@ package check
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/gpumem/gpumem/internal/units"
@@ -24,6 +26,58 @@ func (c CategoryLimits) Set(s string) error {
 	}
 	c[strings.TrimSpace(name)] = Size(v)
 	return nil
+}
+
+// FlagValues are gpumem check's budget flags as typed ("" : not given).
+type FlagValues struct {
+	MaxPeak, MaxReserved, MinHeadroom, Capacity, MaxGrowthPerStep string
+	MaxCategory                                                   CategoryLimits
+	MaxFragmentation, GPU, Baseline, MaxIncrease                  string
+}
+
+// Budgets reads the flags' values into budgets. It checks each value, and
+// with alone (no budgets file to complete them) the flags together too;
+// with a file, only what the flags say alone is checked here. Every
+// error is a mistake on the command line.
+func (v *FlagValues) Budgets(alone bool) (Budgets, error) {
+	var b Budgets
+	sizes := []string{v.MaxPeak, v.MaxReserved, v.MinHeadroom, v.Capacity, v.MaxGrowthPerStep}
+	for i, dst := range []**Size{&b.MaxPeak, &b.MaxReserved, &b.MinHeadroom, &b.Capacity, &b.MaxGrowthPerStep} {
+		if sizes[i] == "" {
+			continue
+		}
+		n, err := units.Parse(sizes[i])
+		if err != nil {
+			return b, err
+		}
+		sz := Size(n)
+		*dst = &sz
+	}
+	if len(v.MaxCategory) > 0 {
+		b.MaxCategory = v.MaxCategory
+	}
+	if v.MaxFragmentation != "" {
+		f, err := strconv.ParseFloat(v.MaxFragmentation, 64)
+		if err != nil {
+			return b, fmt.Errorf("--max-fragmentation %q: want a fraction from 0 to 1", v.MaxFragmentation)
+		}
+		b.MaxFragmentation = &f
+	}
+	b.GPU, b.Baseline = v.GPU, v.Baseline
+	if v.MaxIncrease != "" {
+		in, err := ParseIncrease(v.MaxIncrease)
+		if err != nil {
+			return b, err
+		}
+		b.MaxIncrease = &in
+	}
+	if alone {
+		return b, ValidateFlags(&b)
+	}
+	// The file may complete the flags (a baseline for --max-increase).
+	part := b
+	part.MinHeadroom, part.Baseline, part.MaxIncrease = nil, "", nil
+	return b, ValidateFlags(&part)
 }
 
 // ValidateFlags checks budgets given as gpumem check's flags: Validate,

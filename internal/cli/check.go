@@ -5,12 +5,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/check"
 	"github.com/gpumem/gpumem/internal/help"
-	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -24,18 +23,18 @@ func init() {
 
 func runCheck(env *Env, args []string) error {
 	fs := newFlagSet(env, "check", "[budgets] [--budgets FILE.json] [--json] [--junit FILE.xml] [--device N] FILE...", help.About("check"))
-	var sizes [5]string
-	fs.StringVar(&sizes[0], "max-peak", "", "largest peak active `SIZE`")
-	fs.StringVar(&sizes[1], "max-reserved", "", "largest peak reserved `SIZE`")
-	fs.StringVar(&sizes[2], "min-headroom", "", "least capacity - peak reserved (`SIZE`; needs --gpu or --capacity)")
-	fs.StringVar(&sizes[3], "capacity", "", "the device's total memory (`SIZE`) for --min-headroom")
-	fs.StringVar(&sizes[4], "max-growth-per-step", "", "largest growth of live memory per step (`SIZE`)")
-	cats := check.CategoryLimits{}
-	fs.Var(cats, "max-category", "largest bytes of a category at the peak (`NAME=SIZE`, repeatable)")
-	frag := fs.String("max-fragmentation", "", "largest fragmentation at the peak (`F`, 0..1)")
-	gpu := fs.String("gpu", "", "the capacity of a known GPU (`NAME`, e.g. H100) for --min-headroom")
-	baseline := fs.String("baseline", "", "an earlier run's snapshot (`OLD`) for --max-increase")
-	increase := fs.String("max-increase", "", "largest growth over --baseline of the peak and each category (`SIZE` or PCT%)")
+	var fv check.FlagValues
+	fs.StringVar(&fv.MaxPeak, "max-peak", "", "largest peak active `SIZE`")
+	fs.StringVar(&fv.MaxReserved, "max-reserved", "", "largest peak reserved `SIZE`")
+	fs.StringVar(&fv.MinHeadroom, "min-headroom", "", "least capacity - peak reserved (`SIZE`; needs --gpu or --capacity)")
+	fs.StringVar(&fv.Capacity, "capacity", "", "the device's total memory (`SIZE`) for --min-headroom")
+	fs.StringVar(&fv.MaxGrowthPerStep, "max-growth-per-step", "", "largest growth of live memory per step (`SIZE`)")
+	fv.MaxCategory = check.CategoryLimits{}
+	fs.Var(fv.MaxCategory, "max-category", "largest bytes of a category at the peak (`NAME=SIZE`, repeatable)")
+	fs.StringVar(&fv.MaxFragmentation, "max-fragmentation", "", "largest fragmentation at the peak (`F`, 0..1)")
+	fs.StringVar(&fv.GPU, "gpu", "", "the capacity of a known GPU (`NAME`, e.g. H100) for --min-headroom")
+	fs.StringVar(&fv.Baseline, "baseline", "", "an earlier run's snapshot (`OLD`) for --max-increase")
+	fs.StringVar(&fv.MaxIncrease, "max-increase", "", "largest growth over --baseline of the peak and each category (`SIZE` or PCT%)")
 	budgetsFile := fs.String("budgets", "", "budgets `FILE.json` (- for stdin)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	junit := fs.String("junit", "", "also write the verdicts as JUnit XML to `FILE`")
@@ -55,51 +54,15 @@ func runCheck(env *Env, args []string) error {
 	if err := stdinOnce(env, fs, append(files, *budgetsFile)); err != nil {
 		return err
 	}
-	// The flags' budgets.
-	var fb check.Budgets
-	for i, dst := range []**check.Size{&fb.MaxPeak, &fb.MaxReserved, &fb.MinHeadroom, &fb.Capacity, &fb.MaxGrowthPerStep} {
-		if sizes[i] == "" {
-			continue
-		}
-		v, err := units.Parse(sizes[i])
-		if err != nil {
-			return usageError(fs, env.Stderr, err.Error())
-		}
-		sz := check.Size(v)
-		*dst = &sz
-	}
-	if len(cats) > 0 {
-		fb.MaxCategory = cats
-	}
-	if *frag != "" {
-		f, err := strconv.ParseFloat(*frag, 64)
-		if err != nil {
-			return usageError(fs, env.Stderr, fmt.Sprintf("--max-fragmentation %q: want a fraction from 0 to 1", *frag))
-		}
-		fb.MaxFragmentation = &f
-	}
-	fb.GPU, fb.Baseline = *gpu, *baseline
-	if *increase != "" {
-		in, err := check.ParseIncrease(*increase)
-		if err != nil {
-			return usageError(fs, env.Stderr, err.Error())
-		}
-		fb.MaxIncrease = &in
+	fb, err := fv.Budgets(*budgetsFile == "")
+	if err != nil {
+		return usageError(fs, env.Stderr, err.Error())
 	}
 	bf := &check.File{}
 	if *budgetsFile != "" {
-		// The file may complete the flags (a baseline for --max-increase):
-		// only what the flags say alone is checked here.
-		alone := fb
-		alone.MinHeadroom, alone.Baseline, alone.MaxIncrease = nil, "", nil
-		if err := check.ValidateFlags(&alone); err != nil {
-			return usageError(fs, env.Stderr, err.Error())
-		}
 		if bf, err = readBudgets(env, *budgetsFile); err != nil {
 			return err
 		}
-	} else if err := check.ValidateFlags(&fb); err != nil {
-		return usageError(fs, env.Stderr, err.Error())
 	}
 	if fb.Empty() && bf.Empty() && len(bf.Devices) == 0 && len(bf.Ranks) == 0 {
 		return usageError(fs, env.Stderr, "no budget given (--max-peak, --max-reserved, --max-category, ... or --budgets)")
@@ -165,50 +128,18 @@ func readBudgets(env *Env, path string) (*check.File, error) {
 	return f, nil
 }
 
-// runChecks loads each snapshot in turn and checks its devices: the
-// budgets file's budgets for the device and rank, overridden by the flags'.
-// Baselines are loaded once each.
+// runChecks checks each snapshot (the demo first) with check.EvaluateFiles.
 func runChecks(env *Env, files []string, useDemo bool, device int, bf *check.File, fb *check.Budgets, o check.Options) ([]check.Check, error) {
-	baselines := map[string]*snapshot.Snapshot{}
 	if useDemo {
 		files = append([]string{demoArg}, files...)
 	}
-	var out []check.Check
-	for pos, path := range files {
-		s, err := loadDemoOr(env, path)
-		if err != nil {
-			return nil, err
+	names := slices.Clone(files)
+	for i, f := range names {
+		if f == demoArg {
+			names[i] = "demo"
 		}
-		name := path
-		if path == demoArg {
-			name = "demo"
-		}
-		rank := analysis.RankFromNames(pos, name)
-		devs := s.Devices()
-		if device >= 0 {
-			if _, err := oneDevice(s, device); err != nil {
-				return nil, err
-			}
-			devs = []int{device}
-		}
-		if len(devs) == 0 {
-			return nil, fmt.Errorf("%s: the snapshot holds no segments and no trace events: nothing to check", name)
-		}
-		load := func(path string) (*snapshot.Snapshot, error) {
-			if baselines[path] == nil {
-				bs, err := LoadFile(env, path)
-				if err != nil {
-					return nil, fmt.Errorf("baseline: %w", err)
-				}
-				baselines[path] = bs
-			}
-			return baselines[path], nil
-		}
-		cs, err := check.EvaluateSnapshot(name, rank, s, devs, bf, fb, o, load)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, cs...)
 	}
-	return out, nil
+	open := func(pos int) (*snapshot.Snapshot, error) { return loadDemoOr(env, files[pos]) }
+	baseline := func(path string) (*snapshot.Snapshot, error) { return LoadFile(env, path) }
+	return check.EvaluateFiles(names, open, baseline, device, bf, fb, o)
 }

@@ -1,16 +1,12 @@
 package cli
 
 import (
-	"encoding/json"
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/export"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
-	"github.com/gpumem/gpumem/internal/units"
 )
 
 func init() {
@@ -81,9 +77,7 @@ func runDiff(env *Env, args []string) error {
 	r := analysis.NewDiff(a, b, *depth)
 	return writeStdout(env, func(w io.Writer) error {
 		if *asJSON {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(r)
+			return report.WriteJSON(w, r)
 		}
 		return report.DiffText(w, r, *top)
 	})
@@ -101,30 +95,12 @@ func runCompareSegments(env *Env, files []string, da, db int, out string, collap
 	}
 	c := export.CompareSegments(a, da, b, db)
 	if out == "" { // with -o only the file is written, as flame -o
-		return writeStdout(env, func(w io.Writer) error {
-			if asJSON {
-				return json.NewEncoder(w).Encode(map[string][]uint64{"only_before": c.OnlyBefore, "only_after": c.OnlyAfter})
-			}
-			_, err := fmt.Fprintf(w, "only_before = %s\nonly_after = %s\n", pyList(c.OnlyBefore), pyList(c.OnlyAfter))
-			return err
-		})
+		return writeStdout(env, func(w io.Writer) error { return c.WriteText(w, asJSON) })
 	}
 	return writeOutput(env, out, func(w io.Writer) error {
 		if collapsed {
 			return export.WriteFolded(w, c.Flame)
 		}
-		return export.WriteFlameSVG(w, c.Flame, export.FlameOptions{
-			Title:    fmt.Sprintf("segments only in %s / only in %s", report.BaseName(a.Source.Name), report.BaseName(b.Source.Name)),
-			Subtitle: fmt.Sprintf("%d only before, %d only after; %s", len(c.OnlyBefore), len(c.OnlyAfter), units.Human(uint64(c.Flame.Root.Value))),
-		})
+		return export.WriteFlameSVG(w, c.Flame, export.CompareFlameTitles(a, b, c))
 	})
-}
-
-// pyList prints addresses as Python prints a list of ints.
-func pyList(v []uint64) string {
-	parts := make([]string, len(v))
-	for i, x := range v {
-		parts[i] = fmt.Sprint(x)
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
 }

@@ -4,10 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/estimate"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
@@ -72,11 +72,10 @@ func runEstimate(env *Env, args []string) error {
 	fs.Float64Var(&o.CacheOverhead, "allocator-overhead", estimate.DefaultCacheOverhead, "reserved-but-free memory as a fraction of the peak")
 	asJSON := fs.Bool("json", false, "print JSON")
 	checkPath := fs.String("check", "", "compare with what the snapshot `FILE` of the same run measured")
-	var calPaths stringList
-	var calBatch, calSeq intList
-	fs.Var(&calPaths, "calibrate", "a snapshot `FILE` of a small real run of the same job (repeatable: two lengths measure the L² part)")
-	fs.Var(&calBatch, "calibrate-batch", "per-GPU batch of each --calibrate run (once for all, or once each)")
-	fs.Var(&calSeq, "calibrate-seq", "sequence length of each --calibrate run (once for all, or once each)")
+	var cal estimate.CalibrationFlags
+	fs.Var((*stringList)(&cal.Paths), "calibrate", "a snapshot `FILE` of a small real run of the same job (repeatable: two lengths measure the L² part)")
+	fs.Var((*intList)(&cal.Batch), "calibrate-batch", "per-GPU batch of each --calibrate run (once for all, or once each)")
+	fs.Var((*intList)(&cal.Seq), "calibrate-seq", "sequence length of each --calibrate run (once for all, or once each)")
 	device := deviceFlag(fs, "with --check: measure device")
 	useDemo := fs.Bool("demo", false, "estimate the embedded demo's model (with --check: against the demo snapshot)")
 	rest, err := parseInterspersed(fs, args)
@@ -106,7 +105,7 @@ func runEstimate(env *Env, args []string) error {
 	case sources > 1:
 		return usageError(fs, env.Stderr, "give only one of --config, --arch flags, --params and --demo")
 	case *configPath != "":
-		data, err := readConfig(*configPath)
+		data, err := estimate.ReadConfigFile(*configPath)
 		if err != nil {
 			return prefixError(*configPath, err)
 		}
@@ -131,19 +130,11 @@ func runEstimate(env *Env, args []string) error {
 		o.Model = o.Model.Bare()
 	}
 
-	if len(calPaths) > 0 || len(calBatch) > 0 || len(calSeq) > 0 {
-		if len(calPaths) == 0 {
-			return usageError(fs, env.Stderr, "--calibrate-batch and --calibrate-seq need --calibrate SNAPSHOT")
+	if cal.Given() {
+		if err := cal.Validate(); err != nil {
+			return usageError(fs, env.Stderr, err.Error())
 		}
-		for _, l := range []struct {
-			name string
-			n    int
-		}{{"calibrate-batch", len(calBatch)}, {"calibrate-seq", len(calSeq)}} {
-			if l.n != 1 && l.n != len(calPaths) {
-				return usageError(fs, env.Stderr, fmt.Sprintf("--%s given %d times for %d --calibrate snapshots (give it once, or once each)", l.name, l.n, len(calPaths)))
-			}
-		}
-		obs, err := calibrationRuns(env, calPaths, calBatch, calSeq, *device)
+		obs, err := cal.Observations(func(p string) (estimate.Measured, error) { return measureSnapshot(env, p, *device) })
 		if err != nil {
 			return err
 		}
@@ -159,24 +150,24 @@ func runEstimate(env *Env, args []string) error {
 	}
 	var verdict *estimate.Verdict
 	if *gpuName != "" {
-		gpu, err := estimate.ParseGPU(*gpuName)
-		if err != nil {
+		if verdict, err = estimate.VerdictOn(o, res, *gpuName); err != nil {
 			return flagError(err)
 		}
-		mb, err := estimate.MaxBatch(o, gpu.Bytes)
-		if err != nil {
-			return flagError(err)
-		}
-		verdict = &estimate.Verdict{GPU: gpu, Fits: res.Fits(gpu.Bytes), MaxBatch: mb}
 	} else if *maxBatch {
 		return usageError(fs, env.Stderr, "--max-batch needs --gpu")
 	}
 
 	var chk *estimate.Check
 	if *checkPath != "" || *useDemo {
-		if chk, err = checkSnapshot(env, res, *checkPath, *useDemo, *device); err != nil {
+		path := *checkPath
+		if path == "" {
+			path = demoArg
+		}
+		m, err := measureSnapshot(env, path, *device)
+		if err != nil {
 			return err
 		}
+		chk = estimate.Compare(res, m)
 	}
 	return writeStdout(env, func(bw io.Writer) error {
 		switch {
@@ -188,18 +179,6 @@ func runEstimate(env *Env, args []string) error {
 		}
 		return res.WriteText(bw, verdict, chk)
 	})
-}
-
-// readConfig reads at most estimate.MaxConfigBytes + 1 bytes of a
-// config.json, so that a hostile or mistaken file (a checkpoint given as
-// the config) costs bounded memory; ParseConfig refuses the oversize.
-func readConfig(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, estimate.MaxConfigBytes+1))
 }
 
 // stringList and intList are repeatable flags.
@@ -220,51 +199,20 @@ func (l *intList) Set(v string) error {
 	return nil
 }
 
-// calibrationRuns measures each --calibrate snapshot with its batch and
-// sequence length.
-func calibrationRuns(env *Env, paths []string, batch, seq []int, device int) ([]estimate.Observation, error) {
-	pick := func(list []int, i int) int {
-		if len(list) == 1 {
-			return list[0]
-		}
-		return list[i]
-	}
-	var obs []estimate.Observation
-	for i, p := range paths {
-		b, l := pick(batch, i), pick(seq, i)
-		s, err := loadOne(env, []string{p}, false)
-		if err != nil {
-			return nil, err
-		}
-		dev, err := oneDevice(s, device)
-		if err != nil {
-			return nil, err
-		}
-		m := estimate.Measure(s, dev)
-		m.Source = report.BaseName(p)
-		obs = append(obs, estimate.Observation{Batch: b, Seq: l, Measured: m})
-	}
-	return obs, nil
-}
-
-// checkSnapshot measures the snapshot of the run (the demo's with --demo
-// and no file) and sets the estimate beside it.
-func checkSnapshot(env *Env, res *estimate.Result, path string, useDemo bool, device int) (*estimate.Check, error) {
-	var files []string
-	if path != "" {
-		files, useDemo = []string{path}, false
-	}
-	s, err := loadOne(env, files, useDemo)
+// measureSnapshot measures a --calibrate or --check snapshot (the demo's
+// for demoArg).
+func measureSnapshot(env *Env, path string, device int) (estimate.Measured, error) {
+	s, err := loadDemoOr(env, path)
 	if err != nil {
-		return nil, err
+		return estimate.Measured{}, err
 	}
-	if device, err = oneDevice(s, device); err != nil {
-		return nil, err
+	if device, err = analysis.OneDevice(s, device); err != nil {
+		return estimate.Measured{}, err
 	}
 	m := estimate.Measure(s, device)
 	m.Source = "demo"
-	if path != "" {
+	if path != demoArg {
 		m.Source = report.BaseName(path)
 	}
-	return estimate.Compare(res, m), nil
+	return m, nil
 }

@@ -44,7 +44,7 @@ func runExport(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := oneDevice(s, dev); err != nil { // a device the file lacks is an error, not an empty export
+	if _, err := analysis.OneDevice(s, dev); err != nil { // a device the file lacks is an error, not an empty export
 		return err
 	}
 	switch format {
@@ -59,7 +59,7 @@ func runExport(env *Env, args []string) error {
 	case "json":
 		write = func(w io.Writer) error { return export.WriteJSON(w, s, dev) }
 	case "pprof":
-		dev, err := oneDevice(s, dev)
+		dev, err := analysis.OneDevice(s, dev)
 		if err != nil {
 			return err
 		}

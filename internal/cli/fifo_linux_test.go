@@ -52,7 +52,7 @@ func TestServeDoesNotProbeFIFO(t *testing.T) {
 	p := fifoWith(t, demo.Bytes())
 	done := make(chan error, 1)
 	go func() {
-		rest, n, err := addWatchLogs(web.New(web.Options{}), []string{p})
+		rest, n, err := web.New(web.Options{}).AddWatchLogs([]string{p})
 		if err != nil || n != 0 || len(rest) != 1 {
 			done <- err
 			return

@@ -5,12 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gpumem/gpumem/internal/units"
-	"github.com/gpumem/gpumem/snapshot"
 )
 
 // parseInterspersed parses args with fs, allowing flags after positional
@@ -159,19 +157,6 @@ func (v deviceValue) Set(s string) error {
 	}
 	*v.n = n
 	return nil
-}
-
-// oneDevice is the device a one-device command shows: dev from --device,
-// or the snapshot's DefaultDevice when it was not given. A device the
-// snapshot does not have is an error naming the ones it has.
-func oneDevice(s *snapshot.Snapshot, dev int) (int, error) {
-	if dev < 0 {
-		return s.DefaultDevice(), nil
-	}
-	if !slices.Contains(s.Devices(), dev) {
-		return 0, fmt.Errorf("%s: no device %d (devices: %s)", s.Source.Name, dev, units.List(s.Devices()))
-	}
-	return dev, nil
 }
 
 // stdinOnce is a usage error when files name standard input ("-") more

@@ -47,8 +47,8 @@ func runFlame(env *Env, args []string) error {
 	if err := stdinOnce(env, fs, files); err != nil {
 		return err
 	}
-	if *width < minFlameWidth {
-		return usageError(fs, env.Stderr, fmt.Sprintf("--width must be at least %d pixels", minFlameWidth))
+	if *width < export.MinFlameWidth {
+		return usageError(fs, env.Stderr, fmt.Sprintf("--width must be at least %d pixels", export.MinFlameWidth))
 	}
 	if err := analysis.CheckMomentSpec(*at); err != nil { // malformed, before any file is read
 		return usageError(fs, env.Stderr, err.Error())
@@ -66,15 +66,10 @@ func runFlame(env *Env, args []string) error {
 		if err := needSegments(s, "flame "+kind); err != nil {
 			return err
 		}
-		if _, err := oneDevice(s, dev); err != nil { // a device the file lacks is an error, not an empty flamegraph
+		if _, err := analysis.OneDevice(s, dev); err != nil { // a device the file lacks is an error, not an empty flamegraph
 			return err
 		}
-		if kind == "memory" {
-			f = export.MemoryFlame(s, dev, stacks)
-		} else {
-			f = export.SegmentsFlame(s, dev, stacks)
-		}
-		fo = export.DumpFlameTitles(s, kind, dev, f)
+		f, fo = export.DumpFlame(s, kind, dev, stacks)
 	case "peak":
 		lv, err := liveProfile(env, files[0], dev, *at)
 		if err != nil {
@@ -108,10 +103,6 @@ func runFlame(env *Env, args []string) error {
 	})
 }
 
-// minFlameWidth is the narrowest SVG flame accepts: room for the margins,
-// the title and the controls.
-const minFlameWidth = 200
-
 // demoArg stands for the embedded demo in a file list.
 const demoArg = "\x00demo"
 
@@ -130,7 +121,7 @@ func liveProfile(env *Env, path string, dev int, spec string, rules ...*analysis
 	if err != nil {
 		return analysis.DiffRun{}, err
 	}
-	if dev, err = oneDevice(s, dev); err != nil {
+	if dev, err = analysis.OneDevice(s, dev); err != nil {
 		return analysis.DiffRun{}, err
 	}
 	dv := analysis.NewDevice(s, dev)

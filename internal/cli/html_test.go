@@ -50,24 +50,6 @@ func TestHTMLCommand(t *testing.T) {
 	}
 }
 
-func TestParseMaxUpload(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-	}{
-		{"4GiB", 4 << 30}, {"512MiB", 512 << 20}, {"100MB", 100 << 20}, {"1048576", 1 << 20}, {"1.5 GiB", 3 << 29}, {"2K", 2048},
-	} {
-		if got, err := parseMaxUpload(tc.in); err != nil || got != tc.want {
-			t.Errorf("parseMaxUpload(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
-		}
-	}
-	for _, bad := range []string{"", "x", "-1GiB", "0", "GiB", "2TiB"} {
-		if _, err := parseMaxUpload(bad); err == nil {
-			t.Errorf("parseMaxUpload(%q) succeeded", bad)
-		}
-	}
-}
-
 func TestServeBadFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

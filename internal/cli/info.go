@@ -2,9 +2,8 @@ package cli
 
 import (
 	"bufio"
-	"encoding/json"
-	"slices"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/internal/report"
@@ -37,24 +36,20 @@ func runInfo(env *Env, args []string) error {
 	infos := make([]*report.Info, len(snaps))
 	for i, s := range snaps {
 		if *device >= 0 {
-			if _, err := oneDevice(s, *device); err != nil {
+			if _, err := analysis.OneDevice(s, *device); err != nil {
 				return err
 			}
 		}
 		infos[i] = report.BuildInfo(s, replay.Peaks)
-		if *device >= 0 {
-			infos[i].Devices = slices.DeleteFunc(infos[i].Devices, func(d report.DeviceInfo) bool { return d.Device != *device })
-		}
+		infos[i].KeepDevice(*device)
 	}
 	w := bufio.NewWriter(env.Stdout)
 	if *asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		var v any = infos
-		if len(infos) == 1 {
-			v = infos[0]
+		out := make([]any, len(infos))
+		for i, in := range infos {
+			out[i] = in
 		}
-		if err := enc.Encode(v); err != nil {
+		if err := report.WriteJSONAnswers(w, out); err != nil {
 			return err
 		}
 		return w.Flush()

@@ -7,12 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strings"
-	"time"
 
 	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/report"
-	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 	"golang.org/x/term"
 )
@@ -27,20 +24,20 @@ const progressMinBytes = 20 << 20
 // name.
 func LoadFile(env *Env, path string) (*snapshot.Snapshot, error) {
 	opt := &snapshot.Options{MaxBytes: env.MaxBytes}
-	var bar *progressBar
+	var bar *report.ProgressBar
 	if path != "-" {
 		fi, err := checkPath(path)
 		if err != nil {
 			return nil, err
 		}
 		if isTerminal(env.Stderr) && fi.Mode().IsRegular() && fi.Size() >= progressMinBytes {
-			bar = &progressBar{w: env.Stderr, name: report.BaseName(path)}
-			opt.Progress = bar.update
+			bar = &report.ProgressBar{W: env.Stderr, Name: report.BaseName(path)}
+			opt.Progress = bar.Update
 		}
 	}
 	s, err := decodePath(env, path, opt)
 	if bar != nil {
-		bar.clear()
+		bar.Clear()
 	}
 	if err == nil {
 		// The command's answers follow and the process ends with them:
@@ -52,15 +49,35 @@ func LoadFile(env *Env, path string) (*snapshot.Snapshot, error) {
 
 // checkPath fails, with the file name, for a path that is missing or a
 // directory.
-func checkPath(path string) (os.FileInfo, error) {
+func checkPath(path string) (os.FileInfo, error) { return statInput(path, "snapshot file") }
+
+// statInput is checkPath for an input that should be a what.
+func statInput(path, what string) (os.FileInfo, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, prefixError(path, err)
 	}
 	if fi.IsDir() {
-		return nil, fmt.Errorf("%s: is a directory, not a snapshot file", path)
+		return nil, fmt.Errorf("%s: is a directory, not a %s", path, what)
 	}
 	return fi, nil
+}
+
+// openInput opens the input path ("-": standard input) that should be a
+// what, with the loader's one-line messages for a missing path or a
+// directory.
+func openInput(env *Env, path, what string) (io.ReadCloser, error) {
+	if path == "-" {
+		return io.NopCloser(env.Stdin), nil
+	}
+	if _, err := statInput(path, what); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, prefixError(path, err)
+	}
+	return f, nil
 }
 
 // decodePath decodes the file at path, or standard input for "-"; errors
@@ -159,36 +176,4 @@ func (e *noSuchFile) Unwrap() error { return e.err }
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// progressBar draws "loading NAME: 123.4MiB of 1.0GiB (12%)" in place.
-type progressBar struct {
-	w     io.Writer
-	name  string
-	last  time.Time
-	width int // length of the last line drawn, to clear it
-}
-
-func (p *progressBar) update(done, total int64) {
-	now := time.Now()
-	if now.Sub(p.last) < 100*time.Millisecond && done < total {
-		return
-	}
-	p.last = now
-	line := "loading " + p.name + ": " + units.Progress(done)
-	if total > 0 {
-		line += fmt.Sprintf(" of %s (%d%%)", units.Progress(total), done*100/total)
-	}
-	pad := ""
-	if n := p.width - len(line); n > 0 {
-		pad = strings.Repeat(" ", n)
-	}
-	fmt.Fprint(p.w, "\r"+line+pad)
-	p.width = len(line)
-}
-
-func (p *progressBar) clear() {
-	if p.width > 0 {
-		fmt.Fprint(p.w, "\r"+strings.Repeat(" ", p.width)+"\r")
-	}
 }

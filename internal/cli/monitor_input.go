@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"io"
 	"os"
 
@@ -46,12 +45,10 @@ func runMonitorSteps(env *Env, path string, asJSON bool) error {
 	}
 	return writeStdout(env, func(w io.Writer) error {
 		if asJSON {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
 			if s.Jumps == nil {
 				s.Jumps = []monitor.Jump{} // [] not null
 			}
-			return enc.Encode(s)
+			return report.WriteJSON(w, s)
 		}
 		return report.MonitorSteps(w, s)
 	})

@@ -21,23 +21,11 @@ func init() {
 
 // parseCapacity reads --capacity SIZE or --gpu NAME (0: neither given).
 func parseCapacity(env *Env, fs *flag.FlagSet, capFlag, gpu string) (uint64, error) {
-	switch {
-	case capFlag != "" && gpu != "":
-		return 0, usageError(fs, env.Stderr, "give --capacity or --gpu, not both")
-	case capFlag != "":
-		c, err := units.Parse(capFlag)
-		if err != nil || c == 0 {
-			return 0, usageError(fs, env.Stderr, fmt.Sprintf("--capacity %q: want a size such as 80GiB", capFlag))
-		}
-		return c, nil
-	case gpu != "":
-		g, err := analysis.LookupGPU(gpu)
-		if err != nil {
-			return 0, usageError(fs, env.Stderr, err.Error())
-		}
-		return g.Bytes, nil
+	c, err := analysis.ParseCapacity(capFlag, gpu)
+	if err != nil {
+		return 0, usageError(fs, env.Stderr, err.Error())
 	}
-	return 0, nil
+	return c, nil
 }
 
 func runOOM(env *Env, args []string) error {
@@ -47,30 +35,18 @@ func runOOM(env *Env, args []string) error {
 	capFlag := fs.String("capacity", "", "the device's total memory (`SIZE`, e.g. 80GiB)")
 	gpu := fs.String("gpu", "", "take the capacity from a known GPU (`NAME`, e.g. H100, A100-40GB, T4)")
 	noReplay := fs.Bool("no-replay", false, "skip the allocator-settings replays")
-	atDump := fs.Bool("at-dump", false, "the trace records no OOM: answer for one at the moment of the dump (needs --request; --request alone implies it)")
-	request := fs.String("request", "", "the failed request at the dump (`SIZE`, \"Tried to allocate …\"), for a trace without the OOM")
-	deviceFree := fs.String("device-free", "", "with --request: CUDA's free memory at the OOM (`SIZE`, \"… of which … is free\")")
-	stream := fs.Int64("stream", 0, "with --request: the request's stream (`N`, PyTorch's number; 0 is the default stream)")
+	var df analysis.DumpFlags
+	fs.BoolVar(&df.AtDump, "at-dump", false, "the trace records no OOM: answer for one at the moment of the dump (needs --request; --request alone implies it)")
+	fs.StringVar(&df.Request, "request", "", "the failed request at the dump (`SIZE`, \"Tried to allocate …\"), for a trace without the OOM")
+	fs.StringVar(&df.DeviceFree, "device-free", "", "with --request: CUDA's free memory at the OOM (`SIZE`, \"… of which … is free\")")
+	fs.Int64Var(&df.Stream, "stream", 0, "with --request: the request's stream (`N`, PyTorch's number; 0 is the default stream)")
 	files, err := f.parse(env, fs, args)
 	if err != nil {
 		return err
 	}
-	var dump *analysis.DumpOOM
-	if *atDump || *request != "" {
-		if *request == "" {
-			return usageError(fs, env.Stderr, "--at-dump needs --request SIZE (the error message's \"Tried to allocate …\"), and --device-free SIZE when known")
-		}
-		dump = &analysis.DumpOOM{Stream: *stream, DeviceFreeUnknown: *deviceFree == ""}
-		if dump.RequestedBytes, err = units.Parse(*request); err != nil || dump.RequestedBytes == 0 {
-			return usageError(fs, env.Stderr, fmt.Sprintf("--request %q: want a size such as 2GiB", *request))
-		}
-		if *deviceFree != "" {
-			if dump.DeviceFreeBytes, err = units.Parse(*deviceFree); err != nil {
-				return usageError(fs, env.Stderr, fmt.Sprintf("--device-free %q: want a size such as 1.1GiB", *deviceFree))
-			}
-		}
-	} else if *deviceFree != "" || *stream != 0 {
-		return usageError(fs, env.Stderr, "--device-free and --stream go with --request")
+	dump, err := df.DumpOOM()
+	if err != nil {
+		return usageError(fs, env.Stderr, err.Error())
 	}
 	capacity, err := parseCapacity(env, fs, *capFlag, *gpu)
 	if err != nil {

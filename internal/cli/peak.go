@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
-	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -82,18 +80,11 @@ func runPeak(env *Env, args []string) error {
 		return usageError(fs, env.Stderr, err.Error())
 	}
 	return runAnswers(env, &f, files, func(name string, d *analysis.Device) (any, func(io.Writer) error, error) {
-		m, err := d.Resolve(*at)
+		a, err := d.PeakAnswer(analysis.PeakOptions{At: *at, LiveOptions: analysis.LiveOptions{Depth: f.depth, Top: f.top}, Capacity: capacity})
 		if err != nil {
 			return nil, nil, err
 		}
-		a := d.LiveAnswer(m, analysis.LiveOptions{Depth: f.depth, Top: f.top})
 		a.File = name
-		if capacity > 0 {
-			if a.BatchWhatIf, err = d.BatchWhatIf(analysis.BatchScales, capacity); err != nil {
-				return nil, nil, err
-			}
-			a.BatchCapacity = capacity
-		}
 		t0, ok := d.TraceStartUS()
 		return a, func(w io.Writer) error { return report.WriteLive(w, name, a, t0, ok) }, nil
 	})
@@ -142,7 +133,10 @@ func runAnswers(env *Env, f *answerFlags, files []string, one func(name string, 
 	if err != nil {
 		return err
 	}
-	return writeJSONAnswers(env, f, out)
+	if !f.asJSON {
+		return nil
+	}
+	return writeStdout(env, func(w io.Writer) error { return report.WriteJSONAnswers(w, out) })
 }
 
 // eachDevice loads each snapshot in turn (the demo first) and calls fn for
@@ -150,16 +144,9 @@ func runAnswers(env *Env, f *answerFlags, files []string, one func(name string, 
 // line of text (nothing in JSON).
 func eachDevice(env *Env, files []string, f *answerFlags, fn func(name string, s *snapshot.Snapshot, d *analysis.Device) error) error {
 	do := func(name string, s *snapshot.Snapshot) error {
-		devs := s.Devices()
-		if f.device >= 0 {
-			found := false
-			for _, d := range devs {
-				found = found || d == f.device
-			}
-			if !found {
-				return fmt.Errorf("%s: no device %d (devices: %s)", name, f.device, units.List(devs))
-			}
-			devs = []int{f.device}
+		devs, err := analysis.AnswerDevices(s, name, f.device)
+		if err != nil {
+			return err
 		}
 		if len(devs) == 0 && !f.asJSON {
 			_, err := fmt.Fprintf(env.Stdout, "%s: the snapshot holds no segments and no trace events\n", name)
@@ -204,23 +191,4 @@ func writeSeparated(w io.Writer, after bool, write func(io.Writer) error) error 
 		}
 	}
 	return write(w)
-}
-
-// writeJSONAnswers prints the collected answers: one object, or an array
-// when there are several (files or devices).
-func writeJSONAnswers(env *Env, f *answerFlags, out []any) error {
-	if !f.asJSON {
-		return nil
-	}
-	return writeStdout(env, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if len(out) == 1 {
-			return enc.Encode(out[0])
-		}
-		if out == nil {
-			out = []any{} // no device in any file
-		}
-		return enc.Encode(out)
-	})
 }

@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"runtime"
-	"sync"
 	"sync/atomic"
 
 	"github.com/gpumem/gpumem/internal/analysis"
@@ -47,35 +44,16 @@ func runRanks(env *Env, args []string) error {
 	if *jobs < 1 {
 		return usageError(fs, env.Stderr, "-j wants at least 1")
 	}
-	rows := make([]analysis.RankRow, len(files))
-	errs := make([]error, len(files))
-	sem := make(chan struct{}, min(*jobs, runtime.GOMAXPROCS(0)*2, len(files)))
-	var wg sync.WaitGroup
-	for i, f := range files {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			n := ranksInFlight.Add(1)
-			for m := ranksMaxInFlight.Load(); n > m && !ranksMaxInFlight.CompareAndSwap(m, n); m = ranksMaxInFlight.Load() {
-			}
-			defer ranksInFlight.Add(-1)
-			// A bug in one file's worker is that file's error: the other
-			// ranks are still answered (run's recover cannot catch a
-			// panic on another goroutine; it would end the process).
-			defer func() {
-				if p := recover(); p != nil {
-					errs[i] = fmt.Errorf("%s: internal error: %v (please report this with the input file)", f, p)
-				}
-			}()
-			if ranksWorkerHook != nil {
-				ranksWorkerHook(f)
-			}
-			rows[i], errs[i] = rankOfAny(env, f, i, *device)
-		}()
-	}
-	wg.Wait()
+	rows, errs := analysis.RankRows(files, *jobs, func(i int, f string) (analysis.RankRow, error) {
+		n := ranksInFlight.Add(1)
+		for m := ranksMaxInFlight.Load(); n > m && !ranksMaxInFlight.CompareAndSwap(m, n); m = ranksMaxInFlight.Load() {
+		}
+		defer ranksInFlight.Add(-1)
+		if ranksWorkerHook != nil {
+			ranksWorkerHook(f)
+		}
+		return rankOfAny(env, f, i, *device)
+	})
 	if ranksRowsMade != nil {
 		ranksRowsMade()
 	}
@@ -103,9 +81,7 @@ func runRanks(env *Env, args []string) error {
 	}
 	err = writeStdout(env, func(w io.Writer) error {
 		if *asJSON {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(r)
+			return report.WriteJSON(w, r)
 		}
 		return report.Ranks(w, r)
 	})
@@ -130,7 +106,7 @@ func rankOf(env *Env, path string, pos, device int) (analysis.RankRow, error) {
 	if err != nil {
 		return analysis.RankRow{}, err
 	}
-	dev, err := oneDevice(s, device)
+	dev, err := analysis.OneDevice(s, device)
 	if err != nil {
 		return analysis.RankRow{}, err
 	}

@@ -43,15 +43,8 @@ func runRecord(env *Env, args []string) error {
 	if len(argv) == 0 {
 		return usageError(fs, env.Stderr, "no command given (gpumem record [flags] -- CMD [ARGS...])")
 	}
-	switch {
-	case o.Every < 0:
-		return usageError(fs, env.Stderr, "--every wants a number of steps >= 1")
-	case o.MaxEntries < 1:
-		return usageError(fs, env.Stderr, "--max-entries wants at least 1")
-	case o.Stacks != "python" && o.Stacks != "all":
-		return usageError(fs, env.Stderr, fmt.Sprintf("--stacks wants python or all, not %q", o.Stacks))
-	case o.Dir == "":
-		return usageError(fs, env.Stderr, "--dir wants a directory")
+	if err := o.Validate(); err != nil {
+		return usageError(fs, env.Stderr, err.Error())
 	}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "ranks" {

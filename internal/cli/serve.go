@@ -5,16 +5,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 
-	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/loopback"
-	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/internal/web"
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -52,7 +48,7 @@ func parseServeArgs(env *Env, args []string) (*serveArgs, error) {
 		return nil, err
 	}
 	a.files = files
-	if a.maxUpload, err = parseMaxUpload(*maxUpload); err != nil {
+	if a.maxUpload, err = web.ParseMaxUpload(*maxUpload); err != nil {
 		return nil, usageError(fs, env.Stderr, "-max-upload: "+err.Error())
 	}
 	for _, h := range strings.Split(*allowHost, ",") {
@@ -61,7 +57,7 @@ func parseServeArgs(env *Env, args []string) (*serveArgs, error) {
 		}
 	}
 	if loopback.Beyond(a.addr) && len(a.allowHost) == 0 {
-		return nil, usageError(fs, env.Stderr, fmt.Sprintf("-http %s listens beyond loopback: name the host names clients will use with --allow-host (e.g. --allow-host %s)", a.addr, exampleHost()))
+		return nil, usageError(fs, env.Stderr, fmt.Sprintf("-http %s listens beyond loopback: name the host names clients will use with --allow-host (e.g. --allow-host %s)", a.addr, loopback.ExampleHost()))
 	}
 	return a, nil
 }
@@ -97,20 +93,14 @@ func runServe(env *Env, args []string) error {
 		},
 	})
 	// gpumem watch logs are drawn by a page of their own.
-	files, nlogs, err := addWatchLogs(srv, files)
+	files, nlogs, err := srv.AddWatchLogs(files)
 	if err != nil {
 		return err
 	}
 	if a.demo {
-		s, err := demo.Open()
-		if err != nil {
-			return fmt.Errorf("demo: %w", err)
+		if err := srv.AddDemo(); err != nil {
+			return err
 		}
-		name := s.Source.Name
-		if name == "" {
-			name = "demo"
-		}
-		srv.Add(name, s)
 	}
 	var loads []<-chan error
 	for _, path := range files {
@@ -143,89 +133,24 @@ func runServe(env *Env, args []string) error {
 			ln.Close()
 			return fmt.Errorf("-http %s listens on %s, beyond loopback: name the host names clients will use with --allow-host", a.addr, bound)
 		}
-		warnBeyondLoopback(env, "gpumem serve", bound)
+		fmt.Fprintln(env.Stderr, loopback.Warning("gpumem serve", bound))
 	}
-	url := "http://" + bound + "/"
-	if len(a.allowHost) > 0 && !loopback.Addr(ln.Addr()) {
-		_, port, _ := net.SplitHostPort(bound)
-		url = "http://" + net.JoinHostPort(a.allowHost[0], port) + "/"
-	}
-	serving := ""
-	if nlogs > 0 && len(files) == 0 && !a.demo {
-		url += "watch.html"
-		serving = fmt.Sprintf("gpumem: serving %d watch log(s) at %s (Ctrl-C to stop)\n", nlogs, url)
-	} else {
-		logs := "" // logs given beside snapshots are on their own page
-		if nlogs > 0 {
-			logs = fmt.Sprintf(", %d watch log(s) at %swatch.html", nlogs, url)
-		}
-		serving = fmt.Sprintf("gpumem: serving %d snapshot(s) at %s%s (Ctrl-C to stop)\n", len(files)+boolInt(a.demo), url, logs)
-	}
+	ann := web.Announce(bound, a.allowHost, loopback.Addr(ln.Addr()), len(files)+boolInt(a.demo), nlogs)
 	if len(loads) == 0 {
-		fmt.Fprint(env.Stdout, serving)
+		fmt.Fprint(env.Stdout, ann.Serving)
 	} else {
-		// The page opens while the files decode (it shows their
-		// progress), but serve says it serves them only once they have
-		// decoded: a file that fails ends the command with its error.
-		fmt.Fprintf(env.Stdout, "gpumem: loading %d snapshot(s); the viewer is at %s (Ctrl-C to stop)\n", len(loads), url)
+		// A file that fails ends the command with its error: serve says
+		// it serves the files only once they have decoded.
+		fmt.Fprint(env.Stdout, ann.Loading(len(loads)))
 	}
 	if !a.noBrowser {
-		openBrowser(env, url)
+		web.OpenBrowser(env.Stderr, ann.URL)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	return srv.Serve(ctx, ln, loads, func() {
 		if len(loads) > 0 {
-			fmt.Fprint(env.Stdout, serving)
+			fmt.Fprint(env.Stdout, ann.Serving)
 		}
 	})
-}
-
-// exampleHost is this machine's name for the --allow-host hint.
-func exampleHost() string {
-	if h, err := os.Hostname(); err == nil && h != "" {
-		return h
-	}
-	return "myhost.lan"
-}
-
-// warnBeyondLoopback is the one line serve and watch --prom print when
-// they listen where other machines can connect.
-func warnBeyondLoopback(env *Env, what, addr string) {
-	fmt.Fprintf(env.Stderr, "gpumem: warning: %s listens on %s, beyond loopback: other machines can connect and read what it serves\n", what, addr)
-}
-
-// openBrowser starts the platform's URL opener; failing is not an error
-// because the URL is printed anyway.
-func openBrowser(env *Env, url string) {
-	var cmd *exec.Cmd
-	switch runtime.GOOS {
-	case "darwin":
-		cmd = exec.Command("open", url)
-	case "windows":
-		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
-	default:
-		if _, err := exec.LookPath("xdg-open"); err != nil {
-			fmt.Fprintln(env.Stderr, "gpumem: no xdg-open; open the URL above in a browser")
-			return
-		}
-		cmd = exec.Command("xdg-open", url)
-	}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(env.Stderr, "gpumem: could not open a browser: %v\n", err)
-		return
-	}
-	go func() { _ = cmd.Wait() }()
-}
-
-// parseMaxUpload reads --max-upload: a positive size of at most 1 TiB.
-func parseMaxUpload(s string) (int64, error) {
-	n, err := units.Parse(s)
-	if err != nil {
-		return 0, err
-	}
-	if n == 0 || n > units.TiB {
-		return 0, fmt.Errorf("size %q out of range (want 1 byte to 1TiB)", s)
-	}
-	return int64(n), nil
 }

@@ -31,7 +31,7 @@ func TestSizeStrings(t *testing.T) {
 			errs["serve --max-upload"] = true
 		}
 		if f, _, err := parseSimArgs(env, []string{"--capacity", tc.in, "x.pickle"}); err == nil {
-			got["sim --capacity"] = f.capacityBytes
+			got["sim --capacity"] = f.CapacityBytes
 		} else {
 			errs["sim --capacity"] = true
 		}

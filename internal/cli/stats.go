@@ -2,11 +2,10 @@ package cli
 
 import (
 	"io"
-	"slices"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
-	"github.com/gpumem/gpumem/snapshot"
 )
 
 func init() {
@@ -33,14 +32,9 @@ func runStats(env *Env, args []string) error {
 		return err
 	}
 	if *device >= 0 {
-		if _, err := oneDevice(s, *device); err != nil {
+		if _, err := analysis.OneDevice(s, *device); err != nil {
 			return err
 		}
-		// The same snapshot but for the other devices' segments (their
-		// blocks stay where the kept segments find theirs).
-		only := *s
-		only.Segments = slices.DeleteFunc(slices.Clone(s.Segments), func(sg snapshot.Segment) bool { return int(sg.Device) != *device })
-		s = &only
 	}
-	return writeStdout(env, func(w io.Writer) error { return report.Stats(w, s) })
+	return writeStdout(env, func(w io.Writer) error { return report.Stats(w, report.OnlyDevice(s, *device)) })
 }

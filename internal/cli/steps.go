@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"io"
 
 	"github.com/gpumem/gpumem/internal/analysis"
@@ -34,7 +33,7 @@ func runSteps(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	dev, err := oneDevice(s, *device)
+	dev, err := analysis.OneDevice(s, *device)
 	if err != nil {
 		return err
 	}
@@ -44,9 +43,7 @@ func runSteps(env *Env, args []string) error {
 	}
 	return writeStdout(env, func(w io.Writer) error {
 		if *asJSON {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(out)
+			return report.WriteJSON(w, out)
 		}
 		return report.Steps(w, report.BaseName(s.Source.Name), out.Report, out.Steps)
 	})

@@ -3,10 +3,8 @@ package cli
 import (
 	"fmt"
 
-	"github.com/gpumem/gpumem/internal/alloc"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/synth"
-	"github.com/gpumem/gpumem/internal/units"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -29,22 +27,23 @@ type synthArgs struct {
 
 func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
 	fs := newFlagSet(env, "synth", "[flags] -o OUT.pickle", help.About("synth"))
-	model := fs.String("model", "transformer", "workload: mlp or transformer")
-	layers := fs.Int("layers", 0, "layers (default 4)")
-	hidden := fs.Int("hidden", 0, "mlp width (default 4096)")
-	dModel := fs.Int("d-model", 0, "transformer width (default 1024)")
-	heads := fs.Int("heads", 0, "attention heads (default 16)")
-	seq := fs.Int("seq", 0, "sequence length (default 512)")
-	vocab := fs.Int("vocab", 0, "vocabulary size (default 32000)")
-	batch := fs.Int("batch", 0, "batch size (default 8 for transformer, 64 for mlp)")
-	steps := fs.Int("steps", 0, "training steps (default 3)")
-	dtype := fs.String("dtype", "fp32", "parameter and activation dtype: fp32 or bf16")
-	seed := fs.Int64("seed", 0, "seed for timing jitter")
-	config := fs.String("config", "", "PYTORCH_CUDA_ALLOC_CONF for the allocator model, e.g. expandable_segments:True")
-	capacity := fs.String("capacity", "", "device memory, e.g. 24GiB (default unlimited); the run stops at the first OOM and records it")
+	var f synth.Flags
+	pw := &f.Workload
+	fs.StringVar(&pw.Model, "model", "transformer", "workload: mlp or transformer")
+	fs.IntVar(&pw.Layers, "layers", 0, "layers (default 4)")
+	fs.IntVar(&pw.Hidden, "hidden", 0, "mlp width (default 4096)")
+	fs.IntVar(&pw.DModel, "d-model", 0, "transformer width (default 1024)")
+	fs.IntVar(&pw.Heads, "heads", 0, "attention heads (default 16)")
+	fs.IntVar(&pw.Seq, "seq", 0, "sequence length (default 512)")
+	fs.IntVar(&pw.Vocab, "vocab", 0, "vocabulary size (default 32000)")
+	fs.IntVar(&pw.Batch, "batch", 0, "batch size (default 8 for transformer, 64 for mlp)")
+	fs.IntVar(&pw.Steps, "steps", 0, "training steps (default 3)")
+	fs.StringVar(&f.DType, "dtype", "fp32", "parameter and activation dtype: fp32 or bf16")
+	fs.Int64Var(&pw.Seed, "seed", 0, "seed for timing jitter")
+	fs.StringVar(&f.Config, "config", "", "PYTORCH_CUDA_ALLOC_CONF for the allocator model, e.g. expandable_segments:True")
+	fs.StringVar(&f.Capacity, "capacity", "", "device memory, e.g. 24GiB (default unlimited); the run stops at the first OOM and records it")
 	device := deviceFlag(fs, "record the run as device")
-	leak := fs.String("leak", "", "keep a tensor of `SIZE` every step and never free it (a leak for gpumem steps to find), e.g. 64MiB")
-	var pw synth.Workload
+	fs.StringVar(&f.Leak, "leak", "", "keep a tensor of `SIZE` every step and never free it (a leak for gpumem steps to find), e.g. 64MiB")
 	fs.BoolVar(&pw.Inference, "inference", false, "pattern: weights loaded before recording, forward passes under no_grad (--model mlp)")
 	fs.BoolVar(&pw.LoRA, "lora", false, "pattern: a frozen base loaded before recording and trained rank-8 adapters (--model mlp)")
 	fs.StringVar(&pw.Quant, "quant", "", "with --lora: 4bit quantizes the frozen base as bitsandbytes does")
@@ -58,7 +57,7 @@ func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
 	fs.BoolVar(&pw.KeptGrads, "kept-grads", false, "pattern: gradients made before recording, kept by zero_grad(set_to_none=False) and added into in place (--model mlp)")
 	a := &synthArgs{}
 	fs.BoolVar(&a.json, "json", false, "write JSON (which memory_viz also reads) instead of a pickle")
-	fs.Float64Var(&a.targetMB, "target-mb", 0, "choose --steps so the file is about this many MB (10^6 bytes)")
+	fs.Float64Var(&f.TargetMB, "target-mb", 0, "choose --steps so the file is about this many MB (10^6 bytes)")
 	fs.StringVar(&a.out, "o", "", "output file (- for stdout)")
 	fs.StringVar(&a.out, "output", "", "same as -o")
 	pos, err := parseInterspersed(fs, args)
@@ -71,50 +70,11 @@ func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
 	if a.out == "" {
 		return nil, usageError(fs, env.Stderr, "-o OUT is required")
 	}
-	dt, err := synth.ParseDType(*dtype)
-	if err != nil {
-		return nil, usageError(fs, env.Stderr, "--dtype: "+err.Error())
-	}
-	if *model != "mlp" && *model != "transformer" {
-		return nil, usageError(fs, env.Stderr, fmt.Sprintf("--model %q: want mlp or transformer", *model))
-	}
-	for _, n := range []struct {
-		name string
-		v    int
-	}{{"layers", *layers}, {"hidden", *hidden}, {"d-model", *dModel}, {"heads", *heads}, {"seq", *seq}, {"vocab", *vocab}, {"batch", *batch}, {"steps", *steps}} {
-		if n.v < 0 {
-			return nil, usageError(fs, env.Stderr, fmt.Sprintf("--%s %d: want a positive number (0: the default)", n.name, n.v))
-		}
-	}
-	if a.targetMB < 0 || a.targetMB > 1e6 {
-		return nil, usageError(fs, env.Stderr, fmt.Sprintf("--target-mb %g: want a size between 0 and 10^6 MB", a.targetMB))
-	}
-	if _, err := alloc.ParseConfig(*config); err != nil {
-		return nil, usageError(fs, env.Stderr, "--config: "+err.Error())
-	}
-	var capBytes uint64
-	if *capacity != "" {
-		if capBytes, err = units.Parse(*capacity); err != nil {
-			return nil, usageError(fs, env.Stderr, "--capacity: "+err.Error())
-		}
-	}
-	var leakBytes uint64
-	if *leak != "" {
-		if leakBytes, err = units.Parse(*leak); err != nil {
-			return nil, usageError(fs, env.Stderr, "--leak: "+err.Error())
-		}
-	}
-	a.workload = synth.Workload{Model: *model, Layers: *layers, Hidden: *hidden, DModel: *dModel, Heads: *heads,
-		Seq: *seq, Vocab: *vocab, Batch: *batch, Steps: *steps, DType: dt, Seed: *seed, Leak: leakBytes,
-		Inference: pw.Inference, LoRA: pw.LoRA, Quant: pw.Quant, OOMUnwind: pw.OOMUnwind, NoAnnotations: pw.NoAnnotations,
-		Checkpointing: pw.Checkpointing, DDP: pw.DDP, MixedPrecision: pw.MixedPrecision, FSDP: pw.FSDP, Compile: pw.Compile, KeptGrads: pw.KeptGrads}
-	if pw.OOMUnwind && *capacity == "" {
-		return nil, usageError(fs, env.Stderr, "--oom-unwind needs --capacity (the OOM it unwinds)")
-	}
-	if _, err := a.workload.Validate(); err != nil {
+	f.Device = *device
+	if a.opt, err = f.Check(); err != nil {
 		return nil, usageError(fs, env.Stderr, err.Error())
 	}
-	a.opt = synth.Options{Config: *config, Capacity: capBytes, Device: max(*device, 0)}
+	a.workload, a.targetMB = f.Workload, f.TargetMB
 	return a, nil
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"io"
 
+	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
 )
@@ -28,7 +29,7 @@ func runTrace(env *Env, args []string) error {
 		return err
 	}
 	if s.Traces != nil { // a bare segment list says it has no trace, whatever the device
-		if _, err := oneDevice(s, *device); err != nil {
+		if _, err := analysis.OneDevice(s, *device); err != nil {
 			return err
 		}
 	}

@@ -1,10 +1,10 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/gpumem/gpumem/internal/help"
+	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/internal/version"
 )
 
@@ -28,9 +28,7 @@ func runVersion(env *Env, args []string) error {
 	}
 	in := version.Get()
 	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(in)
+		return report.WriteJSON(env.Stdout, in)
 	}
 	_, err = fmt.Fprint(env.Stdout, in.String())
 	return err

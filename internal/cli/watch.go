@@ -2,18 +2,14 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/gpumem/gpumem/internal/gpumon"
 	"github.com/gpumem/gpumem/internal/help"
-	"github.com/gpumem/gpumem/internal/web"
 	"golang.org/x/term"
 )
 
@@ -83,50 +79,15 @@ func watch(ctx context.Context, env *Env, b gpumon.Backend, o gpumon.WatchOption
 
 // replayWatch prints the reports of a log as watch printed them.
 func replayWatch(env *Env, path string, o gpumon.WatchOptions) error {
-	// "-" reads standard input, as every command's FILE does; a missing
-	// file or a directory gets the loader's one-line messages.
-	var r io.Reader = env.Stdin
-	if path != "-" {
-		fi, err := os.Stat(path)
-		if err != nil {
-			return prefixError(path, err)
-		}
-		if fi.IsDir() {
-			return fmt.Errorf("%s: is a directory, not a watch log", path)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return prefixError(path, err)
-		}
-		defer f.Close()
-		r = f
+	// "-" reads standard input, as every command's FILE does.
+	r, err := openInput(env, path, "watch log")
+	if err != nil {
+		return err
 	}
+	defer r.Close()
 	lg, err := gpumon.ReadLog(r, path)
 	if err != nil {
 		return err
 	}
 	return gpumon.WriteReplay(env.Stdout, lg, path, o.Device, o.JSON)
-}
-
-// addWatchLogs reads the gpumem watch logs among paths (named *.jsonl, or
-// starting with a watch record) into srv and returns the other paths.
-func addWatchLogs(srv *web.Server, paths []string) (rest []string, n int, err error) {
-	for _, path := range paths {
-		if path == "-" || !gpumon.IsLogFile(path) {
-			rest = append(rest, path)
-			continue
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, 0, err
-		}
-		lg, err := gpumon.ReadLog(f, path)
-		f.Close()
-		if err != nil {
-			return nil, 0, err
-		}
-		srv.AddWatchLog(filepath.Base(path), lg)
-		n++
-	}
-	return rest, n, nil
 }

@@ -225,7 +225,7 @@ func TestServeFindsWatchLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := web.New(web.Options{})
-	rest, n, err := addWatchLogs(srv, []string{named, snap, unnamed, "-"})
+	rest, n, err := srv.AddWatchLogs([]string{named, snap, unnamed, "-"})
 	if err != nil || n != 2 || strings.Join(rest, ",") != snap+",-" {
 		t.Errorf("logs %d, rest %v, err %v", n, rest, err)
 	}
@@ -233,7 +233,7 @@ func TestServeFindsWatchLogs(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("{\"type\":\"start\"}\n{\"type\":\"x\"}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := addWatchLogs(srv, []string{bad}); err == nil || !strings.Contains(err.Error(), "bad.jsonl: line 2 (byte 17)") {
+	if _, _, err := srv.AddWatchLogs([]string{bad}); err == nil || !strings.Contains(err.Error(), "bad.jsonl: line 2 (byte 17)") {
 		t.Errorf("bad log: %v", err)
 	}
 }

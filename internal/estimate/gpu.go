@@ -74,3 +74,18 @@ func MaxBatch(o Options, capacity int64) (int, error) {
 	}
 	return lo, nil
 }
+
+// VerdictOn says whether the estimated job (o, estimated as res) fits on
+// gpu (a GPU's name or a total memory, as ParseGPU reads it), and the
+// largest batch that does.
+func VerdictOn(o Options, res *Result, gpu string) (*Verdict, error) {
+	g, err := ParseGPU(gpu)
+	if err != nil {
+		return nil, err
+	}
+	mb, err := MaxBatch(o, g.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	return &Verdict{GPU: g, Fits: res.Fits(g.Bytes), MaxBatch: mb}, nil
+}

@@ -1,7 +1,10 @@
 package export
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/report"
@@ -40,4 +43,48 @@ func DiffFlameTitles(a, b analysis.DiffRun, at string) FlameOptions {
 		Subtitle: fmt.Sprintf("widths: B (%s); red grew, blue shrank (A: %s; change %s)", units.Human(b.Profile.Bytes),
 			units.Human(a.Profile.Bytes), units.HumanSigned(int64(b.Profile.Bytes)-int64(a.Profile.Bytes))),
 	}
+}
+
+// CompareFlameTitles are the title and subtitle of diff --segments's
+// flamegraph of the segments only in a / only in b.
+func CompareFlameTitles(a, b *snapshot.Snapshot, c *SegmentCompare) FlameOptions {
+	return FlameOptions{
+		Title:    fmt.Sprintf("segments only in %s / only in %s", report.BaseName(a.Source.Name), report.BaseName(b.Source.Name)),
+		Subtitle: fmt.Sprintf("%d only before, %d only after; %s", len(c.OnlyBefore), len(c.OnlyAfter), units.Human(uint64(c.Flame.Root.Value))),
+	}
+}
+
+// WriteText writes the comparison as _memory_viz.py compare prints it:
+// the addresses as Python lists, or as JSON.
+func (c *SegmentCompare) WriteText(w io.Writer, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(map[string][]uint64{"only_before": c.OnlyBefore, "only_after": c.OnlyAfter})
+	}
+	_, err := fmt.Fprintf(w, "only_before = %s\nonly_after = %s\n", pyList(c.OnlyBefore), pyList(c.OnlyAfter))
+	return err
+}
+
+// pyList prints addresses as Python prints a list of ints.
+func pyList(v []uint64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprint(x)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// MinFlameWidth is the narrowest SVG flame accepts: room for the margins,
+// the title and the controls.
+const MinFlameWidth = 200
+
+// DumpFlame is flame memory or segments (kind) of device dev (-1: all)
+// of s, with its titles.
+func DumpFlame(s *snapshot.Snapshot, kind string, dev int, stacks StackOptions) (*Flame, FlameOptions) {
+	var f *Flame
+	if kind == "memory" {
+		f = MemoryFlame(s, dev, stacks)
+	} else {
+		f = SegmentsFlame(s, dev, stacks)
+	}
+	return f, DumpFlameTitles(s, kind, dev, f)
 }

@@ -27,7 +27,7 @@ func servePrometheus(stderr io.Writer, addr string, st *watchState) (func(), err
 	if !onLoopback {
 		// Prometheus scrapes from elsewhere name this machine as they
 		// please: any Host is answered, but the user is told.
-		fmt.Fprintf(stderr, "gpumem: warning: gpumem watch --prom listens on %s, beyond loopback: other machines can connect and read what it serves\n", ln.Addr())
+		fmt.Fprintln(stderr, loopback.Warning("gpumem watch --prom", ln.Addr().String()))
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {

@@ -4,7 +4,9 @@
 package loopback
 
 import (
+	"fmt"
 	"net"
+	"os"
 	"strings"
 )
 
@@ -43,4 +45,18 @@ func Beyond(addr string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && !ip.IsLoopback()
+}
+
+// ExampleHost is this machine's name, for the --allow-host hint.
+func ExampleHost() string {
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "myhost.lan"
+}
+
+// Warning is the one line serve and watch --prom print when what listens
+// on addr, where other machines can connect.
+func Warning(what, addr string) string {
+	return fmt.Sprintf("gpumem: warning: %s listens on %s, beyond loopback: other machines can connect and read what it serves", what, addr)
 }

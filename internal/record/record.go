@@ -42,6 +42,22 @@ type Options struct {
 	State      string `json:"state"`       // private: where processes report what they did
 }
 
+// Validate checks the settings a command line gives; the messages name
+// gpumem record's flags.
+func (o *Options) Validate() error {
+	switch {
+	case o.Every < 0:
+		return errors.New("--every wants a number of steps >= 1")
+	case o.MaxEntries < 1:
+		return errors.New("--max-entries wants at least 1")
+	case o.Stacks != "python" && o.Stacks != "all":
+		return fmt.Errorf("--stacks wants python or all, not %q", o.Stacks)
+	case o.Dir == "":
+		return errors.New("--dir wants a directory")
+	}
+	return nil
+}
+
 // Env is the variable that carries Options to the recorder.
 const Env = "GPUMEM_RECORD"
 

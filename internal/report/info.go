@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -197,6 +198,13 @@ var generations = map[snapshot.Generation]genInfo{
 }
 
 var numberSuffix = regexp.MustCompile(`[0-9]+$`)
+
+// KeepDevice keeps only device dev's description (dev < 0: all).
+func (in *Info) KeepDevice(dev int) {
+	if dev >= 0 {
+		in.Devices = slices.DeleteFunc(in.Devices, func(d DeviceInfo) bool { return d.Device != dev })
+	}
+}
 
 // BuildInfo gathers Info for a snapshot; peaks may be nil, leaving the
 // timeline peaks 0.

@@ -3,6 +3,7 @@ package report
 import (
 	"bufio"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -34,6 +35,17 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
+}
+
+// OnlyDevice is s with only device dev's segments (dev < 0: s itself):
+// their blocks stay where the kept segments find theirs.
+func OnlyDevice(s *snapshot.Snapshot, dev int) *snapshot.Snapshot {
+	if dev < 0 {
+		return s
+	}
+	only := *s
+	only.Segments = slices.DeleteFunc(slices.Clone(s.Segments), func(sg snapshot.Segment) bool { return int(sg.Device) != dev })
+	return &only
 }
 
 // Stats writes, byte for byte, what "python -m torch.cuda._memory_viz stats"

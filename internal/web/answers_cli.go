@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpumem/gpumem/internal/alloc"
 	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/internal/steps"
 	"github.com/gpumem/gpumem/internal/units"
 )
@@ -25,9 +26,7 @@ import (
 func writeCLIJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	_ = report.WriteJSON(w, v)
 }
 
 // readyFile is file ?name (an id) once decoded; on a mistake it answers

@@ -103,7 +103,7 @@ func (d *deviceData) totals() (*replay.Curves, error) {
 // each bucket), as little-endian Float32: n, then x - x0 [n], allocated
 // [n], reserved [n], active [n]. The first point is the value at x0.
 func (d *deviceData) curvesWindow(tl *timeline, x0, x1 float64, w int, mode string) ([]byte, error) {
-	w = min(max(w, 1), 16384)
+	w = min(max(w, 1), MaxWidth)
 	c, err := d.totals()
 	if err != nil {
 		return nil, err

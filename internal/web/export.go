@@ -28,6 +28,27 @@ type HTMLOptions struct {
 	Width int
 }
 
+// MaxWidth is the most pixel columns (and rows) the viewer computes for
+// a timeline or curve: wider requests are clamped to it.
+const MaxWidth = 16384
+
+// Validate checks options a command line gives: the page treats 0 as
+// "the default" and the viewer draws at most MaxWidth columns, so values
+// outside would be silently replaced. The messages name html's flags.
+func (o *HTMLOptions) Validate() error {
+	if o.Width < 1 || o.Width > MaxWidth {
+		return fmt.Errorf("--width must be between 1 and %d pixel columns, got %d", MaxWidth, o.Width)
+	}
+	if o.Detail < 1 {
+		return fmt.Errorf("--detail must be at least 1 polygon, got %d", o.Detail)
+	}
+	switch o.View {
+	case "", "active", "timeline", "private", "segments", "state", "settings":
+		return nil
+	}
+	return fmt.Errorf("unknown --view %q (want active, private, segments, state or settings)", o.View)
+}
+
 // WriteHTML writes one HTML page that shows snap with no server and no
 // network: the UI's script and style inline, and each view precomputed at
 // a fixed resolution.

@@ -3,6 +3,8 @@ package web
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -28,6 +30,30 @@ type watchLogs struct {
 type watchLogEntry struct {
 	name string
 	log  *gpumon.Log
+}
+
+// AddWatchLogs reads the gpumem watch logs among paths (named *.jsonl, or
+// starting with a watch record) into s and returns the other paths and
+// how many logs it read.
+func (s *Server) AddWatchLogs(paths []string) (rest []string, n int, err error) {
+	for _, path := range paths {
+		if path == "-" || !gpumon.IsLogFile(path) {
+			rest = append(rest, path)
+			continue
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, 0, err
+		}
+		lg, err := gpumon.ReadLog(f, path)
+		f.Close()
+		if err != nil {
+			return nil, 0, err
+		}
+		s.AddWatchLog(filepath.Base(path), lg)
+		n++
+	}
+	return rest, n, nil
 }
 
 // AddWatchLog registers a gpumem watch log under a display name and

@@ -47,8 +47,8 @@ type windowQuery struct {
 // edge right to left. The summarised allocations lie in the grey band
 // under the per-column highest total.
 func (t *timeline) window(q windowQuery) []byte {
-	q.W = min(max(q.W, 1), 16384)
-	q.H = min(max(q.H, 1), 16384)
+	q.W = min(max(q.W, 1), MaxWidth)
+	q.H = min(max(q.H, 1), MaxWidth)
 	lo, hi := t.xRange(q.Mode)
 	if !(q.X1 > q.X0) || math.IsNaN(q.X0) || math.IsInf(q.X0, 0) || math.IsInf(q.X1, 0) {
 		q.X0, q.X1 = lo, hi
