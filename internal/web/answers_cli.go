@@ -61,6 +61,16 @@ func (s *Server) readyDevice(w http.ResponseWriter, r *http.Request) (f *file, d
 	return f, device, ok
 }
 
+// readyAnalysis is the analysis of readyDevice's file and device; on a
+// mistake it answers the request and returns nil.
+func (s *Server) readyAnalysis(w http.ResponseWriter, r *http.Request) *analysis.Device {
+	f, d, ok := s.readyDevice(w, r)
+	if !ok {
+		return nil
+	}
+	return analysisOf(w, f, d)
+}
+
 // deviceOf reads the device parameter name for f: absent, def; else one
 // of the file's devices.
 func deviceOf(w http.ResponseWriter, r *http.Request, f *file, name string, def int) (int, bool) {
@@ -185,11 +195,7 @@ func (s *Server) handleSim(w http.ResponseWriter, r *http.Request) {
 
 // handleSteps answers /api/steps?file=ID[&device=N]: gpumem steps --json.
 func (s *Server) handleSteps(w http.ResponseWriter, r *http.Request) {
-	f, d, ok := s.readyDevice(w, r)
-	if !ok {
-		return
-	}
-	dv := analysisOf(w, f, d)
+	dv := s.readyAnalysis(w, r)
 	if dv == nil {
 		return
 	}
@@ -256,11 +262,7 @@ type momentJSON struct {
 // each moment (peak, end, eN, a time) lies on the Active Memory
 // Timeline's timestep axis, for the Steps view's zoom to a step.
 func (s *Server) handleMoment(w http.ResponseWriter, r *http.Request) {
-	f, d, ok := s.readyDevice(w, r)
-	if !ok {
-		return
-	}
-	dv := analysisOf(w, f, d)
+	dv := s.readyAnalysis(w, r)
 	if dv == nil {
 		return
 	}
