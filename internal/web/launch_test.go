@@ -1,6 +1,17 @@
 package web
 
-import "testing"
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpumem/gpumem/internal/demo"
+	"github.com/gpumem/gpumem/snapshot"
+)
 
 func TestParseMaxUpload(t *testing.T) {
 	for _, tc := range []struct {
@@ -17,5 +28,86 @@ func TestParseMaxUpload(t *testing.T) {
 		if _, err := ParseMaxUpload(bad); err == nil {
 			t.Errorf("ParseMaxUpload(%q) succeeded", bad)
 		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer written by the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestLaunch: serve's start. The files decode through Open under their
+// base names ("stdin" for -), serve says it loads them and then that it
+// serves them; a file that fails ends the launch with its error.
+func TestLaunch(t *testing.T) {
+	s, err := demo.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := errors.New("bad.pickle: truncated")
+	for _, tc := range []struct {
+		name    string
+		files   []string
+		demo    bool
+		want    error
+		names   []string
+		serving string
+	}{
+		{"two files", []string{"dir/a.pickle", "-"}, false, nil, []string{"a.pickle", "stdin"}, "serving 2 snapshot(s)"},
+		{"demo only", nil, true, nil, []string{"demo"}, "serving 1 snapshot(s)"},
+		{"a file fails", []string{"ok.pickle", "bad.pickle"}, false, failed, []string{"ok.pickle", "bad.pickle"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := New(Options{})
+			var stdout, stderr syncBuffer
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				done <- srv.Launch(ctx, Launch{
+					Files: tc.files, Demo: tc.demo, Addr: "127.0.0.1:0", NoBrowser: true, Stdout: &stdout, Stderr: &stderr,
+					Open: func(path string, opt *snapshot.Options) (*snapshot.Snapshot, error) {
+						if strings.HasPrefix(path, "bad") {
+							return nil, failed
+						}
+						return s, nil
+					},
+				})
+			}()
+			if tc.want == nil {
+				for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stdout.String(), tc.serving); time.Sleep(5 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("no %q line: %q", tc.serving, stdout.String())
+					}
+				}
+				cancel()
+			}
+			if err := <-done; err != tc.want {
+				t.Errorf("Launch: %v, want %v", err, tc.want)
+			}
+			var names []string
+			for _, f := range srv.fileList() {
+				names = append(names, f.Name)
+			}
+			if strings.Join(names, ",") != strings.Join(tc.names, ",") {
+				t.Errorf("files %v, want %v", names, tc.names)
+			}
+			if len(tc.files) > 0 && !strings.Contains(stdout.String(), "gpumem: loading") || stderr.String() != "" {
+				t.Errorf("stdout %q, stderr %q", stdout.String(), stderr.String())
+			}
+		})
 	}
 }
