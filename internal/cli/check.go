@@ -48,8 +48,8 @@ func runCheck(env *Env, args []string) error {
 	if len(files) == 0 && !*useDemo {
 		return usageError(fs, env.Stderr, "no snapshot given")
 	}
-	if *depth < 1 {
-		return usageError(fs, env.Stderr, "--depth must be at least 1")
+	if err := (analysis.LiveOptions{Depth: *depth}).Validate(); err != nil {
+		return usageError(fs, env.Stderr, err.Error())
 	}
 	if err := stdinOnce(env, fs, append(files, *budgetsFile)); err != nil {
 		return err

@@ -25,19 +25,17 @@ func init() {
 // answerFlags are the flags peak and oom share.
 type answerFlags struct {
 	asJSON, useDemo bool
-	device          int
-	depth, top      int
-	categories      string // --categories RULES.json
-	rules           *analysis.UserRules
+	analysis.AnswerOptions
+	categories string // --categories RULES.json
 }
 
 func (f *answerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.asJSON, "json", false, "print JSON")
 	fs.BoolVar(&f.useDemo, "demo", false, "include the embedded demo snapshot")
-	f.device = -1
-	fs.Var(deviceValue{&f.device}, "device", "only device `N` (a device number 0, 1, ...; default: every device)")
-	fs.IntVar(&f.depth, "depth", analysis.DefaultDepth, "user frames that identify a site (`K`)")
-	fs.IntVar(&f.top, "top", analysis.DefaultTop, "sites listed (`N`; 0 = all)")
+	f.Device = -1
+	fs.Var(deviceValue{&f.Device}, "device", "only device `N` (a device number 0, 1, ...; default: every device)")
+	fs.IntVar(&f.Depth, "depth", analysis.DefaultDepth, "user frames that identify a site (`K`)")
+	fs.IntVar(&f.Top, "top", analysis.DefaultTop, "sites listed (`N`; 0 = all)")
 	categoriesFlag(fs, &f.categories)
 }
 
@@ -80,7 +78,7 @@ func runPeak(env *Env, args []string) error {
 		return usageError(fs, env.Stderr, err.Error())
 	}
 	return runAnswers(env, &f, files, func(name string, d *analysis.Device) (any, func(io.Writer) error, error) {
-		a, err := d.PeakAnswer(analysis.PeakOptions{At: *at, LiveOptions: analysis.LiveOptions{Depth: f.depth, Top: f.top}, Capacity: capacity})
+		a, err := d.PeakAnswer(analysis.PeakOptions{At: *at, LiveOptions: f.LiveOptions, Capacity: capacity})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -99,13 +97,10 @@ func (f *answerFlags) parse(env *Env, fs *flag.FlagSet, args []string) ([]string
 	if len(files) == 0 && !f.useDemo {
 		return nil, usageError(fs, env.Stderr, "no snapshot given")
 	}
-	if f.depth < 1 {
-		return nil, usageError(fs, env.Stderr, "--depth must be at least 1")
+	if err := f.Validate(); err != nil {
+		return nil, usageError(fs, env.Stderr, err.Error())
 	}
-	if f.top < 0 {
-		return nil, usageError(fs, env.Stderr, "--top must be at least 0 (0 = all)")
-	}
-	if f.rules, err = loadCategories(f.categories); err != nil {
+	if f.Rules, err = loadCategories(f.categories); err != nil {
 		return nil, err
 	}
 	return files, nil
@@ -144,7 +139,7 @@ func runAnswers(env *Env, f *answerFlags, files []string, one func(name string, 
 // line of text (nothing in JSON).
 func eachDevice(env *Env, files []string, f *answerFlags, fn func(name string, s *snapshot.Snapshot, d *analysis.Device) error) error {
 	do := func(name string, s *snapshot.Snapshot) error {
-		devs, err := analysis.AnswerDevices(s, name, f.device)
+		devs, err := f.Devices(s, name)
 		if err != nil {
 			return err
 		}
@@ -152,9 +147,7 @@ func eachDevice(env *Env, files []string, f *answerFlags, fn func(name string, s
 			_, err := fmt.Fprintf(env.Stdout, "%s: the snapshot holds no segments and no trace events\n", name)
 			return err
 		}
-		for _, d := range devs {
-			dv := analysis.NewDevice(s, d)
-			dv.SetUserRules(f.rules)
+		for _, dv := range devs {
 			if err := fn(name, s, dv); err != nil {
 				return err
 			}
