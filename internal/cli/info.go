@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"io"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/help"
@@ -33,34 +34,22 @@ func runInfo(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	infos := make([]*report.Info, len(snaps))
-	for i, s := range snaps {
+	w := bufio.NewWriter(env.Stdout)
+	out := report.Answers{W: w, JSON: *asJSON}
+	for _, s := range snaps {
 		if *device >= 0 {
 			if _, err := analysis.OneDevice(s, *device); err != nil {
 				return err
 			}
 		}
-		infos[i] = report.BuildInfo(s, replay.Peaks)
-		infos[i].KeepDevice(*device)
-	}
-	w := bufio.NewWriter(env.Stdout)
-	if *asJSON {
-		out := make([]any, len(infos))
-		for i, in := range infos {
-			out[i] = in
-		}
-		if err := report.WriteJSONAnswers(w, out); err != nil {
+		in := report.BuildInfo(s, replay.Peaks)
+		in.KeepDevice(*device)
+		if err := out.Add(in, func(w io.Writer) error { return report.WriteInfo(w, in) }); err != nil {
 			return err
 		}
-		return w.Flush()
 	}
-	for i, in := range infos {
-		if i > 0 {
-			w.WriteString("\n")
-		}
-		if err := report.WriteInfo(w, in); err != nil {
-			return err
-		}
+	if err := out.Flush(); err != nil {
+		return err
 	}
 	return w.Flush()
 }

@@ -107,31 +107,20 @@ func (f *answerFlags) parse(env *Env, fs *flag.FlagSet, args []string) ([]string
 }
 
 // runAnswers prints one answer per device of each snapshot: one computes
-// it (its JSON value and how to write it as text); texts are separated by
-// a blank line, JSON values collected into one document.
+// it (its JSON value and how to write it as text).
 func runAnswers(env *Env, f *answerFlags, files []string, one func(name string, d *analysis.Device) (any, func(io.Writer) error, error)) error {
-	var out []any
+	out := report.Answers{W: env.Stdout, JSON: f.asJSON}
 	err := eachDevice(env, files, f, func(name string, s *snapshot.Snapshot, d *analysis.Device) error {
 		v, text, err := one(name, d)
 		if err != nil {
 			return fmt.Errorf("%s: %v", name, err)
 		}
-		if f.asJSON {
-			out = append(out, v)
-			return nil
-		}
-		return writeSeparated(env.Stdout, len(out) > 0, func(w io.Writer) error {
-			out = append(out, nil)
-			return text(w)
-		})
+		return out.Add(v, text)
 	})
 	if err != nil {
 		return err
 	}
-	if !f.asJSON {
-		return nil
-	}
-	return writeStdout(env, func(w io.Writer) error { return report.WriteJSONAnswers(w, out) })
+	return writeStdout(env, func(w io.Writer) error { out.W = w; return out.Flush() })
 }
 
 // eachDevice loads each snapshot in turn (the demo first) and calls fn for
@@ -173,15 +162,4 @@ func eachDevice(env *Env, files []string, f *answerFlags, fn func(name string, s
 		}
 	}
 	return nil
-}
-
-// writeSeparated writes one text answer, after a blank line when another
-// came before it.
-func writeSeparated(w io.Writer, after bool, write func(io.Writer) error) error {
-	if after {
-		if _, err := io.WriteString(w, "\n"); err != nil {
-			return err
-		}
-	}
-	return write(w)
 }
