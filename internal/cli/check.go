@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/gpumem/gpumem/internal/analysis"
@@ -60,7 +59,12 @@ func runCheck(env *Env, args []string) error {
 	}
 	bf := &check.File{}
 	if *budgetsFile != "" {
-		if bf, err = readBudgets(env, *budgetsFile); err != nil {
+		r, err := openInput(env, *budgetsFile, "budgets file")
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		if bf, err = check.ReadFile(r, *budgetsFile); err != nil {
 			return err
 		}
 	}
@@ -101,31 +105,6 @@ func runCheck(env *Env, args []string) error {
 		return fmt.Errorf("%d of %d budgets failed", r.Failed, r.Budgets)
 	}
 	return nil
-}
-
-// readBudgets reads a budgets file; a baseline it names relative is
-// relative to the file's directory (to the working directory for stdin).
-func readBudgets(env *Env, path string) (*check.File, error) {
-	var (
-		data []byte
-		err  error
-	)
-	if path == "-" {
-		data, err = io.ReadAll(io.LimitReader(env.Stdin, 16<<20))
-	} else {
-		data, err = os.ReadFile(path)
-	}
-	if err != nil {
-		return nil, prefixError(path, err)
-	}
-	f, err := check.ParseFile(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
-	if path != "-" {
-		f.BaselinesFrom(filepath.Dir(path))
-	}
-	return f, nil
 }
 
 // runChecks checks each snapshot (the demo first) with check.EvaluateFiles.
