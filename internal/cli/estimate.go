@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/gpumem/gpumem/internal/estimate"
@@ -74,9 +73,9 @@ func runEstimate(env *Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.StringVar(&q.CheckPath, "check", "", "compare with what the snapshot `FILE` of the same run measured")
 	cal := &q.Calibration
-	fs.Var((*stringList)(&cal.Paths), "calibrate", "a snapshot `FILE` of a small real run of the same job (repeatable: two lengths measure the L² part)")
-	fs.Var((*intList)(&cal.Batch), "calibrate-batch", "per-GPU batch of each --calibrate run (once for all, or once each)")
-	fs.Var((*intList)(&cal.Seq), "calibrate-seq", "sequence length of each --calibrate run (once for all, or once each)")
+	fs.Var(cal.PathsValue(), "calibrate", "a snapshot `FILE` of a small real run of the same job (repeatable: two lengths measure the L² part)")
+	fs.Var(cal.BatchValue(), "calibrate-batch", "per-GPU batch of each --calibrate run (once for all, or once each)")
+	fs.Var(cal.SeqValue(), "calibrate-seq", "sequence length of each --calibrate run (once for all, or once each)")
 	device := deviceFlag(fs, "with --check: measure device")
 	fs.BoolVar(&q.Demo, "demo", false, "estimate the embedded demo's model (with --check: against the demo snapshot)")
 	rest, err := parseInterspersed(fs, args)
@@ -114,22 +113,4 @@ func runEstimate(env *Env, args []string) error {
 		}
 		return a.Result.WriteText(bw, a.Verdict, a.Check)
 	})
-}
-
-// stringList and intList are repeatable flags.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
-
-type intList []int
-
-func (l *intList) String() string { return fmt.Sprint(*l) }
-func (l *intList) Set(v string) error {
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return fmt.Errorf("want a positive integer, got %q", v)
-	}
-	*l = append(*l, n)
-	return nil
 }

@@ -2,8 +2,11 @@ package estimate
 
 import (
 	"errors"
+	"flag"
+	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -107,5 +110,36 @@ func TestRequestDemoCheck(t *testing.T) {
 	failed := errors.New("run.pickle: truncated")
 	if _, err = q.Run(func(string) (*snapshot.Snapshot, string, error) { return nil, "", failed }); err != failed {
 		t.Errorf("error %v, want the opener's as it is", err)
+	}
+}
+
+// TestCalibrationValues: --calibrate repeats; a calibration run's batch
+// and length are positive integers.
+func TestCalibrationValues(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		ok    bool
+		paths []string
+		batch []int
+	}{
+		{[]string{"--calibrate", "a.pickle", "--calibrate", "b.pickle", "--calibrate-batch", "4"}, true, []string{"a.pickle", "b.pickle"}, []int{4}},
+		{[]string{"--calibrate-batch", "0"}, false, nil, nil},
+		{[]string{"--calibrate-seq", "x"}, false, nil, nil},
+		{[]string{"--calibrate-seq", "-3"}, false, nil, nil},
+	} {
+		var c CalibrationFlags
+		fs := flag.NewFlagSet("estimate", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		fs.Var(c.PathsValue(), "calibrate", "")
+		fs.Var(c.BatchValue(), "calibrate-batch", "")
+		fs.Var(c.SeqValue(), "calibrate-seq", "")
+		err := fs.Parse(tc.args)
+		if (err == nil) != tc.ok {
+			t.Errorf("%q: error %v, want ok %v", tc.args, err, tc.ok)
+			continue
+		}
+		if tc.ok && (!slices.Equal(c.Paths, tc.paths) || !slices.Equal(c.Batch, tc.batch)) {
+			t.Errorf("%q: %+v", tc.args, c)
+		}
 	}
 }
