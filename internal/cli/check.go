@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/check"
@@ -112,11 +111,9 @@ func runChecks(env *Env, files []string, useDemo bool, device int, bf *check.Fil
 	if useDemo {
 		files = append([]string{demoArg}, files...)
 	}
-	names := slices.Clone(files)
-	for i, f := range names {
-		if f == demoArg {
-			names[i] = "demo"
-		}
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = demoName(f)
 	}
 	open := func(pos int) (*snapshot.Snapshot, error) { return loadDemoOr(env, files[pos]) }
 	baseline := func(path string) (*snapshot.Snapshot, error) { return LoadFile(env, path) }

@@ -106,6 +106,14 @@ func runFlame(env *Env, args []string) error {
 // demoArg stands for the embedded demo in a file list.
 const demoArg = "\x00demo"
 
+// demoName is how answers name path: "demo" for demoArg.
+func demoName(path string) string {
+	if path == demoArg {
+		return "demo"
+	}
+	return path
+}
+
 // loadDemoOr loads path, or the demo for demoArg.
 func loadDemoOr(env *Env, path string) (*snapshot.Snapshot, error) {
 	if path == demoArg {

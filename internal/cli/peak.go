@@ -8,7 +8,6 @@ import (
 	"io/fs"
 
 	"github.com/gpumem/gpumem/internal/analysis"
-	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
 	"github.com/gpumem/gpumem/snapshot"
@@ -127,38 +126,28 @@ func runAnswers(env *Env, f *answerFlags, files []string, one func(name string, 
 // every device of it, or only --device. A snapshot without devices gets a
 // line of text (nothing in JSON).
 func eachDevice(env *Env, files []string, f *answerFlags, fn func(name string, s *snapshot.Snapshot, d *analysis.Device) error) error {
-	do := func(name string, s *snapshot.Snapshot) error {
+	if f.useDemo {
+		files = append([]string{demoArg}, files...)
+	}
+	for _, p := range files {
+		s, err := loadDemoOr(env, p)
+		if err != nil {
+			return err
+		}
+		name := demoName(p)
 		devs, err := f.Devices(s, name)
 		if err != nil {
 			return err
 		}
 		if len(devs) == 0 && !f.asJSON {
-			_, err := fmt.Fprintf(env.Stdout, "%s: the snapshot holds no segments and no trace events\n", name)
-			return err
+			if _, err := fmt.Fprintf(env.Stdout, "%s: the snapshot holds no segments and no trace events\n", name); err != nil {
+				return err
+			}
 		}
 		for _, dv := range devs {
 			if err := fn(name, s, dv); err != nil {
 				return err
 			}
-		}
-		return nil
-	}
-	if f.useDemo {
-		s, err := demo.Open()
-		if err != nil {
-			return fmt.Errorf("demo: %w", err)
-		}
-		if err := do("demo", s); err != nil {
-			return err
-		}
-	}
-	for _, p := range files {
-		s, err := LoadFile(env, p)
-		if err != nil {
-			return err
-		}
-		if err := do(p, s); err != nil {
-			return err
 		}
 	}
 	return nil
