@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/gpumem/gpumem/internal/alloc"
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/export"
 	"github.com/gpumem/gpumem/internal/help"
@@ -63,7 +64,7 @@ func runFlame(env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := needSegments(s, "flame "+kind); err != nil {
+		if err := alloc.NeedSegments(s, "flame "+kind); err != nil {
 			return err
 		}
 		if _, err := analysis.OneDevice(s, dev); err != nil { // a device the file lacks is an error, not an empty flamegraph

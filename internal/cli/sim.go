@@ -126,7 +126,7 @@ func simSnapshot(env *Env, f *simFlags, files []string) error {
 	if err != nil {
 		return err
 	}
-	if err := needSegments(s, "sim"); err != nil {
+	if err := alloc.NeedSegments(s, "sim"); err != nil {
 		return err
 	}
 	if f.device >= 0 {
