@@ -1,11 +1,9 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,23 +29,11 @@ func TestParseMaxUpload(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer written by the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// lines receives what Launch prints, one Fprint at a time, from its
+// goroutines.
+type lines chan string
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+func (l lines) Write(p []byte) (int, error) { l <- string(p); return len(p), nil }
 
 // TestLaunch: serve's start. The files decode through Open under their
 // base names ("stdin" for -), serve says it loads them and then that it
@@ -72,13 +58,13 @@ func TestLaunch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := New(Options{})
-			var stdout, stderr syncBuffer
+			stdout, stderr := make(lines, 8), make(lines, 8)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)
 			go func() {
 				done <- srv.Launch(ctx, Launch{
-					Files: tc.files, Demo: tc.demo, Addr: "127.0.0.1:0", NoBrowser: true, Stdout: &stdout, Stderr: &stderr,
+					Files: tc.files, Demo: tc.demo, Addr: "127.0.0.1:0", NoBrowser: true, Stdout: stdout, Stderr: stderr,
 					Open: func(path string, opt *snapshot.Options) (*snapshot.Snapshot, error) {
 						if strings.HasPrefix(path, "bad") {
 							return nil, failed
@@ -87,10 +73,14 @@ func TestLaunch(t *testing.T) {
 					},
 				})
 			}()
+			var said []string
 			if tc.want == nil {
-				for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stdout.String(), tc.serving); time.Sleep(5 * time.Millisecond) {
-					if time.Now().After(deadline) {
-						t.Fatalf("no %q line: %q", tc.serving, stdout.String())
+				for !strings.Contains(strings.Join(said, ""), tc.serving) {
+					select {
+					case l := <-stdout:
+						said = append(said, l)
+					case <-time.After(10 * time.Second):
+						t.Fatalf("no %q line: %q", tc.serving, said)
 					}
 				}
 				cancel()
@@ -105,8 +95,11 @@ func TestLaunch(t *testing.T) {
 			if strings.Join(names, ",") != strings.Join(tc.names, ",") {
 				t.Errorf("files %v, want %v", names, tc.names)
 			}
-			if len(tc.files) > 0 && !strings.Contains(stdout.String(), "gpumem: loading") || stderr.String() != "" {
-				t.Errorf("stdout %q, stderr %q", stdout.String(), stderr.String())
+			for len(stdout) > 0 {
+				said = append(said, <-stdout)
+			}
+			if len(tc.files) > 0 && !strings.HasPrefix(strings.Join(said, ""), "gpumem: loading") || len(stderr) > 0 {
+				t.Errorf("stdout %q, stderr has %d lines", said, len(stderr))
 			}
 		})
 	}
