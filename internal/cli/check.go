@@ -39,12 +39,9 @@ func runCheck(env *Env, args []string) error {
 	device := deviceFlag(fs, "check only device")
 	depth := fs.Int("depth", analysis.DefaultDepth, "user frames that identify a site (`K`)")
 	useDemo := fs.Bool("demo", false, "include the embedded demo snapshot")
-	files, err := parseInterspersed(fs, args)
+	files, err := parseSnapshots(env, fs, args, useDemo)
 	if err != nil {
 		return err
-	}
-	if len(files) == 0 && !*useDemo {
-		return usageError(fs, env.Stderr, "no snapshot given")
 	}
 	if err := (analysis.LiveOptions{Depth: *depth}).Validate(); err != nil {
 		return usageError(fs, env.Stderr, err.Error())

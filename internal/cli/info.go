@@ -23,12 +23,9 @@ func runInfo(env *Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	device := deviceFlag(fs, "describe only device")
 	useDemo := fs.Bool("demo", false, "include the embedded demo snapshot")
-	files, err := parseInterspersed(fs, args)
+	files, err := parseSnapshots(env, fs, args, useDemo)
 	if err != nil {
 		return err
-	}
-	if len(files) == 0 && !*useDemo {
-		return usageError(fs, env.Stderr, "no snapshot given")
 	}
 	snaps, err := LoadArgs(env, files, *useDemo)
 	if err != nil {

@@ -89,12 +89,9 @@ func runPeak(env *Env, args []string) error {
 
 // parse reads the arguments (flags anywhere) and checks the shared flags.
 func (f *answerFlags) parse(env *Env, fs *flag.FlagSet, args []string) ([]string, error) {
-	files, err := parseInterspersed(fs, args)
+	files, err := parseSnapshots(env, fs, args, &f.useDemo)
 	if err != nil {
 		return nil, err
-	}
-	if len(files) == 0 && !f.useDemo {
-		return nil, usageError(fs, env.Stderr, "no snapshot given")
 	}
 	if err := f.Validate(); err != nil {
 		return nil, usageError(fs, env.Stderr, err.Error())
