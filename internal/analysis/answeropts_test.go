@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/synth"
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 // TestAnswerOptions: the depth and number of sites an answer accepts, and
@@ -53,6 +54,36 @@ func TestAnswerOptions(t *testing.T) {
 		}
 		if len(got) != len(tc.want) || len(got) > 0 && got[0] != tc.want[0] {
 			t.Errorf("device %d: devices %v, want %v", tc.device, got, tc.want)
+		}
+	}
+}
+
+// TestDumpCheckDevice: an OOM at the dump of a snapshot of several
+// devices must say which device ran out; of one device it need not.
+func TestDumpCheckDevice(t *testing.T) {
+	one := build(t, []seg{{addr: 0x1000, blocks: []blk{{size: 2 << 20, req: 2 << 20, state: "active_allocated"}}}}, nil)
+	two, err := snapshot.Decode(strings.NewReader(`{"segments": [], "device_traces": [
+		[{"action": "alloc", "addr": 4096, "size": 512, "stream": 0, "time_us": 1}],
+		[{"action": "alloc", "addr": 8192, "size": 512, "stream": 0, "time_us": 2}]]}`), "two.json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := &DumpOOM{RequestedBytes: 1 << 30}
+	for _, tc := range []struct {
+		name   string
+		d      *DumpOOM
+		s      *snapshot.Snapshot
+		chosen bool
+		want   string
+	}{
+		{"one device", dump, one, false, ""},
+		{"two devices, chosen", dump, two, true, ""},
+		{"two devices", dump, two, false, "--at-dump: the snapshot has devices 0, 1; say which one ran out with --device"},
+		{"no dump asked", nil, two, false, ""},
+	} {
+		err := tc.d.CheckDevice(tc.s, tc.chosen)
+		if (err == nil) != (tc.want == "") || err != nil && err.Error() != tc.want {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
 }
