@@ -10,7 +10,6 @@ import (
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
-	"github.com/gpumem/gpumem/snapshot"
 )
 
 func init() {
@@ -102,27 +101,11 @@ func (f *answerFlags) parse(env *Env, fs *flag.FlagSet, args []string) ([]string
 	return files, nil
 }
 
-// runAnswers prints one answer per device of each snapshot: one computes
-// it (its JSON value and how to write it as text).
+// runAnswers loads each snapshot in turn (the demo first) and prints one
+// answer for every device of it, or only --device: one computes it (its
+// JSON value and how to write it as text).
 func runAnswers(env *Env, f *answerFlags, files []string, one func(name string, d *analysis.Device) (any, func(io.Writer) error, error)) error {
 	out := report.Answers{W: env.Stdout, JSON: f.asJSON}
-	err := eachDevice(env, files, f, func(name string, s *snapshot.Snapshot, d *analysis.Device) error {
-		v, text, err := one(name, d)
-		if err != nil {
-			return fmt.Errorf("%s: %v", name, err)
-		}
-		return out.Add(v, text)
-	})
-	if err != nil {
-		return err
-	}
-	return writeStdout(env, func(w io.Writer) error { out.W = w; return out.Flush() })
-}
-
-// eachDevice loads each snapshot in turn (the demo first) and calls fn for
-// every device of it, or only --device. A snapshot without devices gets a
-// line of text (nothing in JSON).
-func eachDevice(env *Env, files []string, f *answerFlags, fn func(name string, s *snapshot.Snapshot, d *analysis.Device) error) error {
 	if f.useDemo {
 		files = append([]string{demoArg}, files...)
 	}
@@ -136,16 +119,20 @@ func eachDevice(env *Env, files []string, f *answerFlags, fn func(name string, s
 		if err != nil {
 			return err
 		}
-		if len(devs) == 0 && !f.asJSON {
-			if _, err := fmt.Fprintf(env.Stdout, "%s: the snapshot holds no segments and no trace events\n", name); err != nil {
+		if len(devs) == 0 {
+			if err := out.None(name); err != nil {
 				return err
 			}
 		}
-		for _, dv := range devs {
-			if err := fn(name, s, dv); err != nil {
+		for _, d := range devs {
+			v, text, err := one(name, d)
+			if err != nil {
+				return fmt.Errorf("%s: %v", name, err)
+			}
+			if err := out.Add(v, text); err != nil {
 				return err
 			}
 		}
 	}
-	return nil
+	return writeStdout(env, func(w io.Writer) error { out.W = w; return out.Flush() })
 }

@@ -1,6 +1,9 @@
 package report
 
-import "io"
+import (
+	"fmt"
+	"io"
+)
 
 // Answers writes the answers of a command that answers per file or
 // device as they come: texts separated by a blank line, JSON values kept
@@ -24,6 +27,17 @@ func (a *Answers) Add(v any, text func(io.Writer) error) error {
 		}
 	}
 	return text(a.W)
+}
+
+// None says, as text, that the snapshot name holds nothing to answer for
+// (no segments and no trace events); JSON lists nothing for it. The line
+// is no answer: no blank line sets it apart.
+func (a *Answers) None(name string) error {
+	if a.JSON {
+		return nil
+	}
+	_, err := fmt.Fprintf(a.W, "%s: the snapshot holds no segments and no trace events\n", name)
+	return err
 }
 
 // Flush writes the JSON document of the answers added (none: []); text

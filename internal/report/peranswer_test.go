@@ -36,3 +36,33 @@ func TestAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswersNone: a snapshot with nothing to answer for is one line of
+// text, set apart from no answer, and nothing in JSON.
+func TestAnswersNone(t *testing.T) {
+	text := func(w io.Writer) error { _, err := io.WriteString(w, "answer\n"); return err }
+	for _, tc := range []struct {
+		json bool
+		want string
+	}{
+		{false, "a.pickle: the snapshot holds no segments and no trace events\nanswer\n\nanswer\n"},
+		{true, "[\n  1,\n  2\n]\n"},
+	} {
+		var b strings.Builder
+		a := Answers{W: &b, JSON: tc.json}
+		if err := a.None("a.pickle"); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []int{1, 2} {
+			if err := a.Add(v, text); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := a.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tc.want {
+			t.Errorf("json %v: %q, want %q", tc.json, b.String(), tc.want)
+		}
+	}
+}
