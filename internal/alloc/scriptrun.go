@@ -1,6 +1,7 @@
 package alloc
 
 import (
+	"errors"
 	"fmt"
 	"io"
 )
@@ -12,6 +13,15 @@ type ScriptRun struct {
 	Steps  []Step
 	Final  MemoryStats
 	Err    error
+}
+
+// CheckScript checks the request for a script rather than a snapshot:
+// only a snapshot records an OOM to take the capacity from.
+func (r *SimRequest) CheckScript() error {
+	if r.CapacityOOM {
+		return errors.New("--capacity oom needs a snapshot with a recorded OOM, not a script")
+	}
+	return nil
 }
 
 // RunScriptFrom parses the script name from r and runs it under config

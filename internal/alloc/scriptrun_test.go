@@ -43,3 +43,19 @@ func TestRunScriptFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckScript: a script records no OOM to take the capacity from.
+func TestCheckScript(t *testing.T) {
+	for _, tc := range []struct {
+		capacity string
+		ok       bool
+	}{{"", true}, {"80GiB", true}, {"oom", false}} {
+		r := SimRequest{Capacity: tc.capacity}
+		if err := r.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.CheckScript(); (err == nil) != tc.ok {
+			t.Errorf("--capacity %q: %v", tc.capacity, err)
+		}
+	}
+}

@@ -36,3 +36,25 @@ func TestReadFile(t *testing.T) {
 		}
 	}
 }
+
+// TestResultErr: a result fails when any budget failed or could not be
+// measured, and says how many of how many.
+func TestResultErr(t *testing.T) {
+	for _, tc := range []struct {
+		statuses []Status
+		want     string
+	}{
+		{nil, ""},
+		{[]Status{Pass, Pass}, ""},
+		{[]Status{Pass, Fail, Error}, "2 of 3 budgets failed"},
+	} {
+		var checks []Check
+		for _, s := range tc.statuses {
+			checks = append(checks, Check{Status: s})
+		}
+		err := NewResult(checks).Err()
+		if (err == nil) != (tc.want == "") || err != nil && err.Error() != tc.want {
+			t.Errorf("%v: %v, want %q", tc.statuses, err, tc.want)
+		}
+	}
+}

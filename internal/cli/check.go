@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"io"
 	"os"
 
@@ -97,10 +96,7 @@ func runCheck(env *Env, args []string) error {
 			return err
 		}
 	}
-	if !r.OK {
-		return fmt.Errorf("%d of %d budgets failed", r.Failed, r.Budgets)
-	}
-	return nil
+	return r.Err()
 }
 
 // runChecks checks each snapshot (the demo first) with check.EvaluateFiles.

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"flag"
 
 	"github.com/gpumem/gpumem/internal/alloc"
@@ -75,8 +74,8 @@ func runSim(env *Env, args []string) error {
 		if len(pos) > 0 || f.demo {
 			return usageError(env.flags, env.Stderr, "give either --script FILE or a snapshot FILE, not both")
 		}
-		if f.CapacityOOM {
-			return errors.New("--capacity oom needs a snapshot with a recorded OOM, not a script")
+		if err := f.CheckScript(); err != nil {
+			return err
 		}
 		return simScript(env, f, capacity)
 	case len(pos)+boolInt(f.demo) == 1 && f.BatchScale > 0:
