@@ -56,12 +56,22 @@ func (r *SimResult) MarshalJSON() ([]byte, error) {
 	}{r.File, r.Devices})
 }
 
+// NeedSegments fails, with what is missing and what to record instead,
+// when s has no allocator segments (a torch.profiler output): a replay or
+// a view of segments (what) would otherwise be empty.
+func NeedSegments(s *snapshot.Snapshot, what string) error {
+	if msg := s.Unavailable("segments"); msg != "" {
+		return fmt.Errorf("%s: %s: %s", s.Source.Name, what, msg)
+	}
+	return nil
+}
+
 // SimSnapshot replays the devices of s (named name in messages and the
 // result) under o.
 func SimSnapshot(s *snapshot.Snapshot, name string, o SimOptions) (*SimResult, error) {
 	// Replay validates against the recorded segments and addresses.
-	if msg := s.Unavailable("segments"); msg != "" {
-		return nil, fmt.Errorf("%s: sim: %s", s.Source.Name, msg)
+	if err := NeedSegments(s, "sim"); err != nil {
+		return nil, err
 	}
 	devs := Replayable(s)
 	if len(devs) == 0 {

@@ -74,6 +74,18 @@ func (d *Device) RunAt(spec string) (DiffRun, error) {
 	return DiffRun{Device: d, Moment: m, Profile: d.LiveProfile(m)}, nil
 }
 
+// RunOf is RunAt on device dev of s (-1: its DefaultDevice, OneDevice)
+// with the user's category rules (nil: none).
+func RunOf(s *snapshot.Snapshot, dev int, spec string, rules *UserRules) (DiffRun, error) {
+	dev, err := OneDevice(s, dev)
+	if err != nil {
+		return DiffRun{}, err
+	}
+	d := NewDevice(s, dev)
+	d.SetUserRules(rules)
+	return d.RunAt(spec)
+}
+
 // Label names the run's moment: its spec, and its event when it has one
 // ("peak (event 1234)").
 func (r DiffRun) Label() string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gpumem/gpumem/internal/units"
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 // DumpFlags are gpumem oom's --at-dump, --request, --device-free and
@@ -38,6 +39,16 @@ func (f DumpFlags) DumpOOM() (*DumpOOM, error) {
 		}
 	}
 	return dump, nil
+}
+
+// CheckDevice fails when the OOM at the dump (nil: none asked for) does
+// not say which device ran out: a snapshot of several devices needs the
+// device chosen (--device).
+func (d *DumpOOM) CheckDevice(s *snapshot.Snapshot, chosen bool) error {
+	if d != nil && !chosen && len(s.Devices()) > 1 {
+		return fmt.Errorf("--at-dump: the snapshot has devices %s; say which one ran out with --device", units.List(s.Devices()))
+	}
+	return nil
 }
 
 // ParseCapacity reads --capacity SIZE or --gpu NAME (0: neither given);

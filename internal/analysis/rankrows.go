@@ -36,3 +36,30 @@ func RankRows(files []string, jobs int, row func(pos int, path string) (RankRow,
 	wg.Wait()
 	return rows, errs
 }
+
+// RankTable summarizes the rows of the files RankRows could read (errs:
+// its errors, one per file). A file that cannot be read costs its row,
+// not the table: failed lists the errors of the others, one line each for
+// the user, and err is then the answer's error, which says how many rows
+// are missing. One file that fails has no table and is its own error;
+// neither have files none of which could be read.
+func RankTable(rows []RankRow, errs []error) (r *Ranks, failed []error, err error) {
+	var good []RankRow
+	for i, e := range errs {
+		switch {
+		case e == nil:
+			good = append(good, rows[i])
+		case len(errs) == 1:
+			return nil, nil, e
+		default:
+			failed = append(failed, e)
+		}
+	}
+	if len(good) == 0 {
+		return nil, failed, fmt.Errorf("none of the %d files could be read", len(errs))
+	}
+	if len(failed) > 0 {
+		err = fmt.Errorf("%d of %d files could not be read (above); the table has the other %d", len(failed), len(errs), len(good))
+	}
+	return SummarizeRanks(good), failed, err
+}

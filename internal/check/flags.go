@@ -3,6 +3,7 @@ package check
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -97,6 +98,31 @@ func ValidateFlags(b *Budgets) error {
 		return errors.New(strings.ReplaceAll(err.Error(), "max_fragmentation", "--max-fragmentation"))
 	}
 	return nil
+}
+
+// MaxFileBytes bounds what ReadFile reads: a budgets file is a few
+// kilobytes, and a snapshot given by mistake must not be read whole.
+const MaxFileBytes = 16 << 20
+
+// ReadFile reads the budgets file path from r ("-": standard input); a
+// baseline it names relative is relative to the file's directory (to the
+// working directory for standard input). Errors start with path.
+func ReadFile(r io.Reader, path string) (*File, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%s: larger than %s, not a budgets file", path, units.Human(MaxFileBytes))
+	}
+	f, err := ParseFile(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if path != "-" {
+		f.BaselinesFrom(filepath.Dir(path))
+	}
+	return f, nil
 }
 
 // BaselinesFrom makes the baselines the file names relative to dir (the

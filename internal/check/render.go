@@ -19,6 +19,15 @@ type Result struct {
 	Checks  []Check `json:"checks"`
 }
 
+// Err is the result's error: nil when every budget held, else how many
+// failed (the command's exit 1).
+func (r *Result) Err() error {
+	if r.OK {
+		return nil
+	}
+	return fmt.Errorf("%d of %d budgets failed", r.Failed, r.Budgets)
+}
+
 // NewResult collects checks.
 func NewResult(checks []Check) *Result {
 	r := &Result{Checks: checks, Budgets: len(checks)}

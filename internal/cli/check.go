@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"slices"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/check"
@@ -41,15 +38,12 @@ func runCheck(env *Env, args []string) error {
 	device := deviceFlag(fs, "check only device")
 	depth := fs.Int("depth", analysis.DefaultDepth, "user frames that identify a site (`K`)")
 	useDemo := fs.Bool("demo", false, "include the embedded demo snapshot")
-	files, err := parseInterspersed(fs, args)
+	files, err := parseSnapshots(env, fs, args, useDemo)
 	if err != nil {
 		return err
 	}
-	if len(files) == 0 && !*useDemo {
-		return usageError(fs, env.Stderr, "no snapshot given")
-	}
-	if *depth < 1 {
-		return usageError(fs, env.Stderr, "--depth must be at least 1")
+	if err := (analysis.LiveOptions{Depth: *depth}).Validate(); err != nil {
+		return usageError(fs, env.Stderr, err.Error())
 	}
 	if err := stdinOnce(env, fs, append(files, *budgetsFile)); err != nil {
 		return err
@@ -60,7 +54,12 @@ func runCheck(env *Env, args []string) error {
 	}
 	bf := &check.File{}
 	if *budgetsFile != "" {
-		if bf, err = readBudgets(env, *budgetsFile); err != nil {
+		r, err := openInput(env, *budgetsFile, "budgets file")
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		if bf, err = check.ReadFile(r, *budgetsFile); err != nil {
 			return err
 		}
 	}
@@ -97,35 +96,7 @@ func runCheck(env *Env, args []string) error {
 			return err
 		}
 	}
-	if !r.OK {
-		return fmt.Errorf("%d of %d budgets failed", r.Failed, r.Budgets)
-	}
-	return nil
-}
-
-// readBudgets reads a budgets file; a baseline it names relative is
-// relative to the file's directory (to the working directory for stdin).
-func readBudgets(env *Env, path string) (*check.File, error) {
-	var (
-		data []byte
-		err  error
-	)
-	if path == "-" {
-		data, err = io.ReadAll(io.LimitReader(env.Stdin, 16<<20))
-	} else {
-		data, err = os.ReadFile(path)
-	}
-	if err != nil {
-		return nil, prefixError(path, err)
-	}
-	f, err := check.ParseFile(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
-	if path != "-" {
-		f.BaselinesFrom(filepath.Dir(path))
-	}
-	return f, nil
+	return r.Err()
 }
 
 // runChecks checks each snapshot (the demo first) with check.EvaluateFiles.
@@ -133,11 +104,9 @@ func runChecks(env *Env, files []string, useDemo bool, device int, bf *check.Fil
 	if useDemo {
 		files = append([]string{demoArg}, files...)
 	}
-	names := slices.Clone(files)
-	for i, f := range names {
-		if f == demoArg {
-			names[i] = "demo"
-		}
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = demoName(f)
 	}
 	open := func(pos int) (*snapshot.Snapshot, error) { return loadDemoOr(env, files[pos]) }
 	baseline := func(path string) (*snapshot.Snapshot, error) { return LoadFile(env, path) }

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 
 	"github.com/gpumem/gpumem/internal/completion"
@@ -34,10 +33,6 @@ func runCompletion(env *Env, args []string) error {
 	return nil
 }
 
-// verbsRE is a usage line's first word that lists a command's kinds:
-// "memory|segments|peak|diff".
-var verbsRE = regexp.MustCompile(`^[a-z]+(\|[a-z]+)+$`)
-
 // probe runs c with -h on discarded streams and returns the flag set and
 // usage line that newFlagSet recorded (nil if the command made none).
 // Every command parses its flags before doing anything, so -h does
@@ -56,27 +51,8 @@ func probe(c *Command) (fs *flag.FlagSet, args string) {
 func completionCommands() []completion.Command {
 	var out []completion.Command
 	for _, n := range commandNames() {
-		c := commands[n]
-		cc := completion.Command{Name: n, Summary: c.Summary}
-		fs, args := probe(c)
-		if first, _, _ := strings.Cut(args, " "); verbsRE.MatchString(first) {
-			cc.Verbs = strings.Split(first, "|")
-		}
-		if fs != nil {
-			fs.VisitAll(func(f *flag.Flag) {
-				valueName, usage := flag.UnquoteUsage(f)
-				usage, _, _ = strings.Cut(usage, "\n")
-				bf, isBool := f.Value.(interface{ IsBoolFlag() bool })
-				cf := completion.Flag{Spelt: dashed(f.Name), Bare: f.Name, Usage: usage, Value: !(isBool && bf.IsBoolFlag())}
-				cf.File = cf.Value && (f.Name == "o" || strings.Contains(valueName, "FILE") || strings.Contains(valueName, "OUT") || strings.Contains(valueName, "DIR"))
-				cc.Flags = append(cc.Flags, cf)
-			})
-		}
-		out = append(out, cc)
+		fs, args := probe(commands[n])
+		out = append(out, completion.Describe(n, commands[n].Summary, args, fs, dashed))
 	}
-	help := completion.Command{Name: "help", Summary: "what each command does; help COMMAND: its flags"}
-	for _, c := range out {
-		help.Verbs = append(help.Verbs, c.Name)
-	}
-	return append(out, help)
+	return completion.WithHelp(out)
 }

@@ -1,16 +1,16 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
-	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/estimate"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 func init() {
@@ -35,23 +35,23 @@ func registerArch(a *estimate.Arch, fs *flag.FlagSet) {
 
 func runEstimate(env *Env, args []string) error {
 	fs := newFlagSet(env, "estimate", "(--config config.json | --layers ... | --params N) [flags]", help.About("estimate"))
-	configPath := fs.String("config", "", "Hugging Face `config.json` of the model")
-	var arch estimate.Arch
-	registerArch(&arch, fs)
-	params := fs.String("params", "", "parameter count when no architecture is given (7B, 6.7e9)")
-	o := estimate.Options{}
+	q := estimate.Request{}
+	fs.StringVar(&q.ConfigPath, "config", "", "Hugging Face `config.json` of the model")
+	registerArch(&q.Arch, fs)
+	fs.StringVar(&q.Params, "params", "", "parameter count when no architecture is given (7B, 6.7e9)")
+	o := &q.Options
 	fs.StringVar(&o.Dtype, "dtype", "bf16", "fp32, bf16 or fp16: weights, gradients, activations")
 	fs.BoolVar(&o.MixedPrecision, "mixed-precision", false, "16-bit weights and gradients with fp32 master weights in the optimizer")
 	fs.StringVar(&o.Precision, "precision", "", "instead of --dtype: "+strings.Join(estimate.Precisions(), ", ")+" (amp-bf16: the Trainer's --bf16, fp32 weights and state, bf16 autocast)")
 	fs.StringVar(&o.Weights, "weights", "", "store the frozen base weights as "+strings.Join(estimate.WeightKinds(), ", ")+" (int8, nf4, fp4: bitsandbytes; needs --lora-rank)")
 	fs.BoolVar(&o.DoubleQuant, "double-quant", false, "4-bit weights: quantize the absmax constants too")
-	qlora := fs.Bool("qlora", false, "QLoRA: nf4 double-quantized base, bf16 LoRA r=64 on attention and MLP, paged 8-bit AdamW, checkpointing")
+	fs.BoolVar(&q.QLoRA, "qlora", false, "QLoRA: nf4 double-quantized base, bf16 LoRA r=64 on attention and MLP, paged 8-bit AdamW, checkpointing")
 	fs.StringVar(&o.Optimizer, "optimizer", "adamw", strings.Join(estimate.Optimizers(), ", "))
 	fs.StringVar(&o.OptimizerImpl, "optimizer-impl", "", "foreach (PyTorch's default), fused or loop")
 	fs.BoolVar(&o.OptimizerLoop, "optimizer-loop", false, "the optimizer updates one parameter at a time (foreach=False, or hand-written)")
 	fs.BoolVar(&o.LogitsFP32, "logits-fp32", true, "the loss upcasts the logits to fp32 (Hugging Face's causal-LM loss)")
 	fs.BoolVar(&o.NoDropout, "no-dropout", false, "train without the config's dropout (no masks kept)")
-	baseModel := fs.Bool("base-model", false, "count the bare model AutoModel builds (no LM or task head)")
+	fs.BoolVar(&q.BaseModel, "base-model", false, "count the bare model AutoModel builds (no LM or task head)")
 	fs.BoolVar(&o.FirstStep, "first-step", false, "the first training step: the optimizer state is created in the optimizer step, not live through forward and backward")
 	fs.BoolVar(&o.KeepGrads, "keep-grads", false, "gradients are zeroed in place (zero_grad(set_to_none=False)), so they stay allocated through the forward")
 	fs.IntVar(&o.Batch, "batch", 1, "micro-batch per GPU")
@@ -59,25 +59,25 @@ func runEstimate(env *Env, args []string) error {
 	fs.BoolVar(&o.GradCheckpointing, "grad-checkpointing", false, "recompute each block in backward (keep only block inputs)")
 	fs.BoolVar(&o.FlashAttention, "flash-attention", false, "fused attention: no L×L probabilities kept")
 	fs.IntVar(&o.ZeRO, "zero", 0, "ZeRO stage 0-3 over --gpus (1: optimizer state, 2: + gradients, 3: + parameters)")
-	fsdp := fs.Bool("fsdp", false, "FSDP full sharding over --gpus (same as --zero 3)")
+	fs.BoolVar(&o.FSDP, "fsdp", false, "FSDP full sharding over --gpus (same as --zero 3)")
 	fs.IntVar(&o.GPUs, "gpus", 1, "data-parallel GPUs per node the ZeRO stages shard over")
 	fs.IntVar(&o.Nodes, "nodes", 1, "nodes of --gpus GPUs each")
 	fs.StringVar(&o.Offload, "offload", "", "optimizer, params or both: DeepSpeed's CPU offload (prints the host RAM)")
 	fs.IntVar(&o.LoRARank, "lora-rank", 0, "train only rank-R LoRA adapters on the block projections")
 	fs.StringVar(&o.LoRATargets, "lora-targets", "", "all (attention and MLP projections, the default) or attention")
 	fs.BoolVar(&o.Inference, "inference", false, "inference: weights + KV cache for batch × seq + one forward")
-	gpuName := fs.String("gpu", "", "GPU name (H100, A100-40GB, ...) or total memory (80GiB): does it fit, and the largest batch")
-	maxBatch := fs.Bool("max-batch", false, "print only the largest batch that fits on --gpu")
-	ctx := fs.String("cuda-context", "512MiB", "memory of the CUDA context outside the allocator")
+	fs.StringVar(&q.GPU, "gpu", "", "GPU name (H100, A100-40GB, ...) or total memory (80GiB): does it fit, and the largest batch")
+	fs.BoolVar(&q.MaxBatch, "max-batch", false, "print only the largest batch that fits on --gpu")
+	fs.StringVar(&q.CUDAContext, "cuda-context", "512MiB", "memory of the CUDA context outside the allocator")
 	fs.Float64Var(&o.CacheOverhead, "allocator-overhead", estimate.DefaultCacheOverhead, "reserved-but-free memory as a fraction of the peak")
 	asJSON := fs.Bool("json", false, "print JSON")
-	checkPath := fs.String("check", "", "compare with what the snapshot `FILE` of the same run measured")
-	var cal estimate.CalibrationFlags
-	fs.Var((*stringList)(&cal.Paths), "calibrate", "a snapshot `FILE` of a small real run of the same job (repeatable: two lengths measure the L² part)")
-	fs.Var((*intList)(&cal.Batch), "calibrate-batch", "per-GPU batch of each --calibrate run (once for all, or once each)")
-	fs.Var((*intList)(&cal.Seq), "calibrate-seq", "sequence length of each --calibrate run (once for all, or once each)")
+	fs.StringVar(&q.CheckPath, "check", "", "compare with what the snapshot `FILE` of the same run measured")
+	cal := &q.Calibration
+	fs.Var(cal.PathsValue(), "calibrate", "a snapshot `FILE` of a small real run of the same job (repeatable: two lengths measure the L² part)")
+	fs.Var(cal.BatchValue(), "calibrate-batch", "per-GPU batch of each --calibrate run (once for all, or once each)")
+	fs.Var(cal.SeqValue(), "calibrate-seq", "sequence length of each --calibrate run (once for all, or once each)")
 	device := deviceFlag(fs, "with --check: measure device")
-	useDemo := fs.Bool("demo", false, "estimate the embedded demo's model (with --check: against the demo snapshot)")
+	fs.BoolVar(&q.Demo, "demo", false, "estimate the embedded demo's model (with --check: against the demo snapshot)")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -85,134 +85,32 @@ func runEstimate(env *Env, args []string) error {
 	if len(rest) > 0 {
 		return usageError(fs, env.Stderr, fmt.Sprintf("unexpected argument %q (the model comes from --config, --arch flags or --params)", rest[0]))
 	}
-	o.FSDP = *fsdp
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if err := estimate.FlagCombinations(&o, set, *qlora); err != nil {
-		return usageError(fs, env.Stderr, err.Error())
-	}
+	q.Device, q.Set = *device, map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { q.Set[f.Name] = true })
+	a, err := q.Run(func(p string) (*snapshot.Snapshot, string, error) {
+		s, err := LoadFile(env, p)
+		return s, report.BaseName(p), err
+	})
 	// Every mistake in a flag's value is a usage mistake (exit 2); only the
-	// files (--config, --check) give exit 1.
-	flagError := func(err error) error { return usageError(fs, env.Stderr, err.Error()) }
-	if o.CUDAContext, err = estimate.ParseSize(*ctx); err != nil {
-		return flagError(fmt.Errorf("--cuda-context: %v", err))
-	}
-
-	sources := boolInt(*configPath != "") + boolInt(arch.Given()) + boolInt(*params != "") + boolInt(*useDemo)
+	// files (--config, --check, --calibrate) give exit 1.
+	var usage *estimate.UsageError
+	var fe *estimate.FileError
 	switch {
-	case sources == 0:
-		return usageError(fs, env.Stderr, "no model: give --config, --arch flags (--layers ...) or --params")
-	case sources > 1:
-		return usageError(fs, env.Stderr, "give only one of --config, --arch flags, --params and --demo")
-	case *configPath != "":
-		data, err := estimate.ReadConfigFile(*configPath)
-		if err != nil {
-			return prefixError(*configPath, err)
-		}
-		if o.Model, err = estimate.ParseConfig(data); err != nil {
-			return fmt.Errorf("%s: %v", *configPath, err)
-		}
-	case arch.Given():
-		if o.Model, err = arch.Model(); err != nil {
-			return flagError(err)
-		}
-	case *params != "":
-		if o.Params, err = estimate.ParseCount(*params); err != nil {
-			return flagError(err)
-		}
-	case *useDemo:
-		estimate.DemoOptions(&o, set)
-	}
-	if *baseModel {
-		if o.Model == nil {
-			return usageError(fs, env.Stderr, "--base-model needs the architecture: give --config")
-		}
-		o.Model = o.Model.Bare()
-	}
-
-	if cal.Given() {
-		if err := cal.Validate(); err != nil {
-			return usageError(fs, env.Stderr, err.Error())
-		}
-		obs, err := cal.Observations(func(p string) (estimate.Measured, error) { return measureSnapshot(env, p, *device) })
-		if err != nil {
-			return err
-		}
-		if o.Calibration, err = estimate.Calibrate(obs); err != nil {
-			return err
-		}
-	}
-	// ParseConfig has checked a config file's model, so what Estimate
-	// still rejects comes from the flags.
-	res, err := estimate.Estimate(o)
-	if err != nil {
-		return flagError(err)
-	}
-	var verdict *estimate.Verdict
-	if *gpuName != "" {
-		if verdict, err = estimate.VerdictOn(o, res, *gpuName); err != nil {
-			return flagError(err)
-		}
-	} else if *maxBatch {
-		return usageError(fs, env.Stderr, "--max-batch needs --gpu")
-	}
-
-	var chk *estimate.Check
-	if *checkPath != "" || *useDemo {
-		path := *checkPath
-		if path == "" {
-			path = demoArg
-		}
-		m, err := measureSnapshot(env, path, *device)
-		if err != nil {
-			return err
-		}
-		chk = estimate.Compare(res, m)
+	case errors.As(err, &usage):
+		return usageError(fs, env.Stderr, usage.Error())
+	case errors.As(err, &fe):
+		return prefixError(fe.Path, fe.Err)
+	case err != nil:
+		return err
 	}
 	return writeStdout(env, func(bw io.Writer) error {
 		switch {
-		case *maxBatch && !*asJSON:
-			_, err := fmt.Fprintln(bw, verdict.MaxBatch)
+		case q.MaxBatch && !*asJSON:
+			_, err := fmt.Fprintln(bw, a.Verdict.MaxBatch)
 			return err
 		case *asJSON:
-			return res.WriteJSON(bw, verdict, chk)
+			return a.Result.WriteJSON(bw, a.Verdict, a.Check)
 		}
-		return res.WriteText(bw, verdict, chk)
+		return a.Result.WriteText(bw, a.Verdict, a.Check)
 	})
-}
-
-// stringList and intList are repeatable flags.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
-
-type intList []int
-
-func (l *intList) String() string { return fmt.Sprint(*l) }
-func (l *intList) Set(v string) error {
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return fmt.Errorf("want a positive integer, got %q", v)
-	}
-	*l = append(*l, n)
-	return nil
-}
-
-// measureSnapshot measures a --calibrate or --check snapshot (the demo's
-// for demoArg).
-func measureSnapshot(env *Env, path string, device int) (estimate.Measured, error) {
-	s, err := loadDemoOr(env, path)
-	if err != nil {
-		return estimate.Measured{}, err
-	}
-	if device, err = analysis.OneDevice(s, device); err != nil {
-		return estimate.Measured{}, err
-	}
-	m := estimate.Measure(s, device)
-	m.Source = "demo"
-	if path != demoArg {
-		m.Source = report.BaseName(path)
-	}
-	return m, nil
 }

@@ -36,6 +36,20 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parseSnapshots parses args with fs (see parseInterspersed) for a
+// command that takes snapshots: at least one file, or none with --demo
+// (useDemo, read after parsing).
+func parseSnapshots(env *Env, fs *flag.FlagSet, args []string, useDemo *bool) ([]string, error) {
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 && !*useDemo {
+		return nil, usageError(fs, env.Stderr, "no snapshot given")
+	}
+	return files, nil
+}
+
 // parseOneSnapshot parses args with fs (see parseInterspersed) for a
 // command that takes exactly one snapshot: one file, or none with --demo
 // (useDemo, read after parsing).

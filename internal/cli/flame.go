@@ -24,10 +24,11 @@ func runFlame(env *Env, args []string) error {
 	collapsed := fs.Bool("collapsed", false, "write folded stacks instead of SVG")
 	asJSON := fs.Bool("json", false, `write the tree as JSON {"name", "value", "children"} instead of SVG`)
 	device := deviceFlag(fs, "memory, segments: only device (default all); peak, diff: device")
-	at := fs.String("at", "peak", "peak, diff: the `MOMENT` (peak, reserved-peak, end, eN, or a time such as 12.5ms)")
-	width := fs.Int("width", 1200, "SVG width in `pixels`")
+	var q export.FlameRequest
+	fs.StringVar(&q.At, "at", "peak", "peak, diff: the `MOMENT` (peak, reserved-peak, end, eN, or a time such as 12.5ms)")
+	fs.IntVar(&q.Width, "width", 1200, "SVG width in `pixels`")
 	useDemo := fs.Bool("demo", false, "use the embedded demo snapshot for the missing one (diff: A and/or B)")
-	keepInternal := fs.Bool("keep-internal-frames", false, "keep the allocator's internal C++ frames (caching allocator, stack capture, tensor factories, dispatcher)")
+	fs.BoolVar(&q.Stacks.KeepInternalFrames, "keep-internal-frames", false, "keep the allocator's internal C++ frames (caching allocator, stack capture, tensor factories, dispatcher)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -35,61 +36,21 @@ func runFlame(env *Env, args []string) error {
 	if len(pos) == 0 {
 		return usageError(fs, env.Stderr, "want a kind: memory, segments, peak or diff")
 	}
-	kind, files := pos[0], pos[1:]
-	want := 1
-	if kind == "diff" {
-		want = 2
-	}
-	files, err = withDemo(env, fs, files, *useDemo, want, fmt.Sprintf("flame %s wants %d snapshot(s)", kind, want))
+	q.Kind, q.Device = pos[0], *device
+	want := q.Snapshots()
+	files, err := withDemo(env, fs, pos[1:], *useDemo, want, fmt.Sprintf("flame %s wants %d snapshot(s)", q.Kind, want))
 	if err != nil {
 		return err
 	}
 	if err := stdinOnce(env, fs, files); err != nil {
 		return err
 	}
-	if *width < export.MinFlameWidth {
-		return usageError(fs, env.Stderr, fmt.Sprintf("--width must be at least %d pixels", export.MinFlameWidth))
-	}
-	if err := analysis.CheckMomentSpec(*at); err != nil { // malformed, before any file is read
+	if err := q.Check(); err != nil { // malformed, before any file is read
 		return usageError(fs, env.Stderr, err.Error())
 	}
-	dev := *device
-	stacks := export.StackOptions{KeepInternalFrames: *keepInternal}
-	var f *export.Flame
-	var fo export.FlameOptions
-	switch kind {
-	case "memory", "segments":
-		s, err := loadDemoOr(env, files[0])
-		if err != nil {
-			return err
-		}
-		if err := needSegments(s, "flame "+kind); err != nil {
-			return err
-		}
-		if _, err := analysis.OneDevice(s, dev); err != nil { // a device the file lacks is an error, not an empty flamegraph
-			return err
-		}
-		f, fo = export.DumpFlame(s, kind, dev, stacks)
-	case "peak":
-		lv, err := liveProfile(env, files[0], dev, *at)
-		if err != nil {
-			return err
-		}
-		f = export.ProfileFlame(lv.Profile, stacks)
-		fo = export.PeakFlameTitles(lv)
-	case "diff":
-		a, err := liveProfile(env, files[0], dev, *at)
-		if err != nil {
-			return err
-		}
-		b, err := liveProfile(env, files[1], dev, *at)
-		if err != nil {
-			return err
-		}
-		f = export.DiffFlame(a.Profile, b.Profile, stacks)
-		fo = export.DiffFlameTitles(a, b, *at)
-	default:
-		return usageError(fs, env.Stderr, fmt.Sprintf("unknown kind %q: want memory, segments, peak or diff", kind))
+	f, fo, err := q.Make(func(i int) (*snapshot.Snapshot, error) { return loadDemoOr(env, files[i]) })
+	if err != nil {
+		return err
 	}
 	return writeOutput(env, *out, func(w io.Writer) error {
 		switch {
@@ -98,13 +59,20 @@ func runFlame(env *Env, args []string) error {
 		case *asJSON:
 			return export.WriteFlameJSON(w, f)
 		}
-		fo.Width = *width
 		return export.WriteFlameSVG(w, f, fo)
 	})
 }
 
 // demoArg stands for the embedded demo in a file list.
 const demoArg = "\x00demo"
+
+// demoName is how answers name path: "demo" for demoArg.
+func demoName(path string) string {
+	if path == demoArg {
+		return "demo"
+	}
+	return path
+}
 
 // loadDemoOr loads path, or the demo for demoArg.
 func loadDemoOr(env *Env, path string) (*snapshot.Snapshot, error) {
@@ -121,12 +89,9 @@ func liveProfile(env *Env, path string, dev int, spec string, rules ...*analysis
 	if err != nil {
 		return analysis.DiffRun{}, err
 	}
-	if dev, err = analysis.OneDevice(s, dev); err != nil {
-		return analysis.DiffRun{}, err
+	var r *analysis.UserRules // diff --categories
+	if n := len(rules); n > 0 {
+		r = rules[n-1]
 	}
-	dv := analysis.NewDevice(s, dev)
-	for _, r := range rules {
-		dv.SetUserRules(r) // diff --categories
-	}
-	return dv.RunAt(spec)
+	return analysis.RunOf(s, dev, spec, r)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"io"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/help"
@@ -22,45 +23,30 @@ func runInfo(env *Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	device := deviceFlag(fs, "describe only device")
 	useDemo := fs.Bool("demo", false, "include the embedded demo snapshot")
-	files, err := parseInterspersed(fs, args)
+	files, err := parseSnapshots(env, fs, args, useDemo)
 	if err != nil {
 		return err
-	}
-	if len(files) == 0 && !*useDemo {
-		return usageError(fs, env.Stderr, "no snapshot given")
 	}
 	snaps, err := LoadArgs(env, files, *useDemo)
 	if err != nil {
 		return err
 	}
-	infos := make([]*report.Info, len(snaps))
-	for i, s := range snaps {
+	w := bufio.NewWriter(env.Stdout)
+	out := report.Answers{W: w, JSON: *asJSON}
+	for _, s := range snaps {
 		if *device >= 0 {
 			if _, err := analysis.OneDevice(s, *device); err != nil {
 				return err
 			}
 		}
-		infos[i] = report.BuildInfo(s, replay.Peaks)
-		infos[i].KeepDevice(*device)
-	}
-	w := bufio.NewWriter(env.Stdout)
-	if *asJSON {
-		out := make([]any, len(infos))
-		for i, in := range infos {
-			out[i] = in
-		}
-		if err := report.WriteJSONAnswers(w, out); err != nil {
+		in := report.BuildInfo(s, replay.Peaks)
+		in.KeepDevice(*device)
+		if err := out.Add(in, func(w io.Writer) error { return report.WriteInfo(w, in) }); err != nil {
 			return err
 		}
-		return w.Flush()
 	}
-	for i, in := range infos {
-		if i > 0 {
-			w.WriteString("\n")
-		}
-		if err := report.WriteInfo(w, in); err != nil {
-			return err
-		}
+	if err := out.Flush(); err != nil {
+		return err
 	}
 	return w.Flush()
 }

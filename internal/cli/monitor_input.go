@@ -45,9 +45,6 @@ func runMonitorSteps(env *Env, path string, asJSON bool) error {
 	}
 	return writeStdout(env, func(w io.Writer) error {
 		if asJSON {
-			if s.Jumps == nil {
-				s.Jumps = []monitor.Jump{} // [] not null
-			}
 			return report.WriteJSON(w, s)
 		}
 		return report.MonitorSteps(w, s)

@@ -2,13 +2,11 @@ package cli
 
 import (
 	"flag"
-	"fmt"
 	"io"
 
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
-	"github.com/gpumem/gpumem/internal/units"
 )
 
 func init() {
@@ -53,10 +51,10 @@ func runOOM(env *Env, args []string) error {
 		return err
 	}
 	return runAnswers(env, &f, files, func(name string, d *analysis.Device) (any, func(io.Writer) error, error) {
-		if dump != nil && f.device < 0 && len(d.S.Devices()) > 1 {
-			return nil, nil, fmt.Errorf("--at-dump: the snapshot has devices %s; say which one ran out with --device", units.List(d.S.Devices()))
+		if err := dump.CheckDevice(d.S, f.Device >= 0); err != nil {
+			return nil, nil, err
 		}
-		a, err := d.OOMAnswer(analysis.OOMOptions{Capacity: capacity, Depth: f.depth, Top: f.top, NoReplay: *noReplay, AtDump: dump})
+		a, err := d.OOMAnswer(analysis.OOMOptions{Capacity: capacity, Depth: f.Depth, Top: f.Top, NoReplay: *noReplay, AtDump: dump})
 		if err != nil {
 			return nil, nil, err
 		}

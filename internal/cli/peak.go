@@ -8,10 +8,8 @@ import (
 	"io/fs"
 
 	"github.com/gpumem/gpumem/internal/analysis"
-	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
-	"github.com/gpumem/gpumem/snapshot"
 )
 
 func init() {
@@ -25,19 +23,17 @@ func init() {
 // answerFlags are the flags peak and oom share.
 type answerFlags struct {
 	asJSON, useDemo bool
-	device          int
-	depth, top      int
-	categories      string // --categories RULES.json
-	rules           *analysis.UserRules
+	analysis.AnswerOptions
+	categories string // --categories RULES.json
 }
 
 func (f *answerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.asJSON, "json", false, "print JSON")
 	fs.BoolVar(&f.useDemo, "demo", false, "include the embedded demo snapshot")
-	f.device = -1
-	fs.Var(deviceValue{&f.device}, "device", "only device `N` (a device number 0, 1, ...; default: every device)")
-	fs.IntVar(&f.depth, "depth", analysis.DefaultDepth, "user frames that identify a site (`K`)")
-	fs.IntVar(&f.top, "top", analysis.DefaultTop, "sites listed (`N`; 0 = all)")
+	f.Device = -1
+	fs.Var(deviceValue{&f.Device}, "device", "only device `N` (a device number 0, 1, ...; default: every device)")
+	fs.IntVar(&f.Depth, "depth", analysis.DefaultDepth, "user frames that identify a site (`K`)")
+	fs.IntVar(&f.Top, "top", analysis.DefaultTop, "sites listed (`N`; 0 = all)")
 	categoriesFlag(fs, &f.categories)
 }
 
@@ -80,7 +76,7 @@ func runPeak(env *Env, args []string) error {
 		return usageError(fs, env.Stderr, err.Error())
 	}
 	return runAnswers(env, &f, files, func(name string, d *analysis.Device) (any, func(io.Writer) error, error) {
-		a, err := d.PeakAnswer(analysis.PeakOptions{At: *at, LiveOptions: analysis.LiveOptions{Depth: f.depth, Top: f.top}, Capacity: capacity})
+		a, err := d.PeakAnswer(analysis.PeakOptions{At: *at, LiveOptions: f.LiveOptions, Capacity: capacity})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -92,103 +88,51 @@ func runPeak(env *Env, args []string) error {
 
 // parse reads the arguments (flags anywhere) and checks the shared flags.
 func (f *answerFlags) parse(env *Env, fs *flag.FlagSet, args []string) ([]string, error) {
-	files, err := parseInterspersed(fs, args)
+	files, err := parseSnapshots(env, fs, args, &f.useDemo)
 	if err != nil {
 		return nil, err
 	}
-	if len(files) == 0 && !f.useDemo {
-		return nil, usageError(fs, env.Stderr, "no snapshot given")
+	if err := f.Validate(); err != nil {
+		return nil, usageError(fs, env.Stderr, err.Error())
 	}
-	if f.depth < 1 {
-		return nil, usageError(fs, env.Stderr, "--depth must be at least 1")
-	}
-	if f.top < 0 {
-		return nil, usageError(fs, env.Stderr, "--top must be at least 0 (0 = all)")
-	}
-	if f.rules, err = loadCategories(f.categories); err != nil {
+	if f.Rules, err = loadCategories(f.categories); err != nil {
 		return nil, err
 	}
 	return files, nil
 }
 
-// runAnswers prints one answer per device of each snapshot: one computes
-// it (its JSON value and how to write it as text); texts are separated by
-// a blank line, JSON values collected into one document.
+// runAnswers loads each snapshot in turn (the demo first) and prints one
+// answer for every device of it, or only --device: one computes it (its
+// JSON value and how to write it as text).
 func runAnswers(env *Env, f *answerFlags, files []string, one func(name string, d *analysis.Device) (any, func(io.Writer) error, error)) error {
-	var out []any
-	err := eachDevice(env, files, f, func(name string, s *snapshot.Snapshot, d *analysis.Device) error {
-		v, text, err := one(name, d)
-		if err != nil {
-			return fmt.Errorf("%s: %v", name, err)
-		}
-		if f.asJSON {
-			out = append(out, v)
-			return nil
-		}
-		return writeSeparated(env.Stdout, len(out) > 0, func(w io.Writer) error {
-			out = append(out, nil)
-			return text(w)
-		})
-	})
-	if err != nil {
-		return err
+	out := report.Answers{W: env.Stdout, JSON: f.asJSON}
+	if f.useDemo {
+		files = append([]string{demoArg}, files...)
 	}
-	if !f.asJSON {
-		return nil
-	}
-	return writeStdout(env, func(w io.Writer) error { return report.WriteJSONAnswers(w, out) })
-}
-
-// eachDevice loads each snapshot in turn (the demo first) and calls fn for
-// every device of it, or only --device. A snapshot without devices gets a
-// line of text (nothing in JSON).
-func eachDevice(env *Env, files []string, f *answerFlags, fn func(name string, s *snapshot.Snapshot, d *analysis.Device) error) error {
-	do := func(name string, s *snapshot.Snapshot) error {
-		devs, err := analysis.AnswerDevices(s, name, f.device)
+	for _, p := range files {
+		s, err := loadDemoOr(env, p)
 		if err != nil {
 			return err
 		}
-		if len(devs) == 0 && !f.asJSON {
-			_, err := fmt.Fprintf(env.Stdout, "%s: the snapshot holds no segments and no trace events\n", name)
+		name := demoName(p)
+		devs, err := f.Devices(s, name)
+		if err != nil {
 			return err
 		}
-		for _, d := range devs {
-			dv := analysis.NewDevice(s, d)
-			dv.SetUserRules(f.rules)
-			if err := fn(name, s, dv); err != nil {
+		if len(devs) == 0 {
+			if err := out.None(name); err != nil {
 				return err
 			}
 		}
-		return nil
-	}
-	if f.useDemo {
-		s, err := demo.Open()
-		if err != nil {
-			return fmt.Errorf("demo: %w", err)
-		}
-		if err := do("demo", s); err != nil {
-			return err
-		}
-	}
-	for _, p := range files {
-		s, err := LoadFile(env, p)
-		if err != nil {
-			return err
-		}
-		if err := do(p, s); err != nil {
-			return err
+		for _, d := range devs {
+			v, text, err := one(name, d)
+			if err != nil {
+				return fmt.Errorf("%s: %v", name, err)
+			}
+			if err := out.Add(v, text); err != nil {
+				return err
+			}
 		}
 	}
-	return nil
-}
-
-// writeSeparated writes one text answer, after a blank line when another
-// came before it.
-func writeSeparated(w io.Writer, after bool, write func(io.Writer) error) error {
-	if after {
-		if _, err := io.WriteString(w, "\n"); err != nil {
-			return err
-		}
-	}
-	return write(w)
+	return writeStdout(env, func(w io.Writer) error { out.W = w; return out.Flush() })
 }

@@ -57,25 +57,13 @@ func runRanks(env *Env, args []string) error {
 	if ranksRowsMade != nil {
 		ranksRowsMade()
 	}
-	// A file that cannot be read costs its row, not the table: the others
-	// are printed, each failure is one line on standard error, and the
-	// command exits 1.
-	var good []analysis.RankRow
-	failed := 0
-	for i, err := range errs {
-		if err == nil {
-			good = append(good, rows[i])
-			continue
-		}
-		if failed++; len(files) == 1 {
-			return err
-		}
+	r, failed, tableErr := analysis.RankTable(rows, errs)
+	for _, err := range failed {
 		fmt.Fprintf(env.Stderr, "gpumem ranks: %v\n", err)
 	}
-	if len(good) == 0 {
-		return fmt.Errorf("none of the %d files could be read", len(files))
+	if r == nil {
+		return tableErr
 	}
-	r := analysis.SummarizeRanks(good)
 	for _, w := range report.SameRankWarnings(r.Ranks) {
 		fmt.Fprintf(env.Stderr, "gpumem ranks: %s\n", w)
 	}
@@ -85,8 +73,8 @@ func runRanks(env *Env, args []string) error {
 		}
 		return report.Ranks(w, r)
 	})
-	if err == nil && failed > 0 {
-		err = fmt.Errorf("%d of %d files could not be read (above); the table has the other %d", failed, len(files), len(good))
+	if err == nil {
+		err = tableErr
 	}
 	return err
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/record"
@@ -24,15 +22,14 @@ func runRecord(env *Env, args []string) error {
 	fs := newFlagSet(env, "record", "[flags] [--] CMD [ARGS...]", help.About("record"))
 	o := record.Options{OnOOM: true}
 	fs.StringVar(&o.Dir, "dir", "gpumem-snapshots", "write the files to `DIR`")
-	fs.Var(commaInts{&o.Steps, 1}, "step", "dump after optimizer steps `N[,M,...]` (1 is the first step)")
+	fs.Var(o.StepsValue(), "step", "dump after optimizer steps `N[,M,...]` (1 is the first step)")
 	fs.IntVar(&o.Every, "every", 0, "dump every `K` optimizer steps")
 	fs.BoolVar(&o.OnOOM, "on-oom", true, "dump at the first CUDA out-of-memory error (--on-oom=false: not)")
 	fs.BoolVar(&o.AtExit, "at-exit", false, "dump when each process exits")
 	fs.IntVar(&o.MaxEntries, "max-entries", 100000, "keep the last `N` trace entries (the history's ring)")
 	fs.StringVar(&o.Stacks, "stacks", "python", "stack frames to record: `python` or all (adds C++ frames; deeper, slower, larger)")
-	var ranks []int
-	fs.Var(commaInts{&ranks, 0}, "ranks", "record only ranks `LIST` (0,1,8)")
-	fs.Var(monitorFlag{&o.Monitor}, "monitor", "per-interval monitor: after every optimizer step (--monitor=K: every K) append allocated, interval peak (then reset), reserved and total to DIR/rankR-steps.jsonl")
+	fs.Var(o.RanksValue(), "ranks", "record only ranks `LIST` (0,1,8)")
+	fs.Var(o.MonitorValue(), "monitor", "per-interval monitor: after every optimizer step (--monitor=K: every K) append allocated, interval peak (then reset), reserved and total to DIR/rankR-steps.jsonl")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -46,11 +43,6 @@ func runRecord(env *Env, args []string) error {
 	if err := o.Validate(); err != nil {
 		return usageError(fs, env.Stderr, err.Error())
 	}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "ranks" {
-			o.Ranks = append([]int{}, ranks...) // given: a list, even empty
-		}
-	})
 	shown := o.Dir
 	r, err := record.Run(context.Background(), o, argv, record.Streams{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr})
 	if errors.Is(err, record.ErrNotFound) {
@@ -62,61 +54,4 @@ func runRecord(env *Env, args []string) error {
 	}
 	record.WriteSummary(env.Stderr, r, o, shown)
 	return ExitStatus(r.ExitCode)
-}
-
-// commaInts is a comma-separated list of integers >= min.
-type commaInts struct {
-	v   *[]int
-	min int
-}
-
-func (l commaInts) String() string {
-	if l.v == nil {
-		return ""
-	}
-	s := make([]string, len(*l.v))
-	for i, n := range *l.v {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ",")
-}
-
-func (l commaInts) Set(s string) error {
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < l.min {
-			return fmt.Errorf("want numbers >= %d separated by commas, not %q", l.min, f)
-		}
-		*l.v = append(*l.v, n)
-	}
-	return nil
-}
-
-// monitorFlag is --monitor (every step) or --monitor=K.
-type monitorFlag struct{ n *int }
-
-func (m monitorFlag) IsBoolFlag() bool { return true }
-
-func (m monitorFlag) String() string {
-	if m.n == nil || *m.n == 0 {
-		return ""
-	}
-	return strconv.Itoa(*m.n)
-}
-
-func (m monitorFlag) Set(s string) error {
-	switch s {
-	case "true":
-		*m.n = 1
-		return nil
-	case "false":
-		*m.n = 0
-		return nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		return errors.New("want --monitor or --monitor=K with K >= 1 steps")
-	}
-	*m.n = n
-	return nil
 }

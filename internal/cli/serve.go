@@ -3,10 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 
 	"github.com/gpumem/gpumem/internal/help"
@@ -92,23 +90,12 @@ func runServe(env *Env, args []string) error {
 			return snapshot.DecodeBytes(data, name, &snapshot.Options{MaxBytes: env.maxDecompressed, LimitFlag: "gpumem serve --max-decompressed SIZE", EagerGC: true})
 		},
 	})
-	// gpumem watch logs are drawn by a page of their own.
-	files, nlogs, err := srv.AddWatchLogs(files)
-	if err != nil {
-		return err
-	}
-	if a.demo {
-		if err := srv.AddDemo(); err != nil {
-			return err
-		}
-	}
-	var loads []<-chan error
-	for _, path := range files {
-		name := filepath.Base(path)
-		if path == "-" {
-			name = "stdin"
-		}
-		_, done := srv.Load(name, func(opt *snapshot.Options) (*snapshot.Snapshot, error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return srv.Launch(ctx, web.Launch{
+		Files: files, Demo: a.demo, Addr: a.addr, AllowHosts: a.allowHost, NoBrowser: a.noBrowser,
+		Stdout: env.Stdout, Stderr: env.Stderr,
+		Open: func(path string, opt *snapshot.Options) (*snapshot.Snapshot, error) {
 			s, err := decodePath(env, path, opt)
 			if err == nil {
 				// The viewer's structures (timelines, curves, the state
@@ -118,39 +105,6 @@ func runServe(env *Env, args []string) error {
 				snapshot.HoldEagerGC(s.Source.Size)
 			}
 			return s, err
-		})
-		loads = append(loads, done)
-	}
-	srv.Warm(0) // the page opens the first file
-	ln, err := net.Listen("tcp", a.addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", a.addr, err)
-	}
-	bound := ln.Addr().String()
-	srv.SetAddr(bound)
-	if !loopback.Addr(ln.Addr()) {
-		if len(a.allowHost) == 0 { // a host name that is not loopback's
-			ln.Close()
-			return fmt.Errorf("-http %s listens on %s, beyond loopback: name the host names clients will use with --allow-host", a.addr, bound)
-		}
-		fmt.Fprintln(env.Stderr, loopback.Warning("gpumem serve", bound))
-	}
-	ann := web.Announce(bound, a.allowHost, loopback.Addr(ln.Addr()), len(files)+boolInt(a.demo), nlogs)
-	if len(loads) == 0 {
-		fmt.Fprint(env.Stdout, ann.Serving)
-	} else {
-		// A file that fails ends the command with its error: serve says
-		// it serves the files only once they have decoded.
-		fmt.Fprint(env.Stdout, ann.Loading(len(loads)))
-	}
-	if !a.noBrowser {
-		web.OpenBrowser(env.Stderr, ann.URL)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	return srv.Serve(ctx, ln, loads, func() {
-		if len(loads) > 0 {
-			fmt.Fprint(env.Stdout, ann.Serving)
-		}
+		},
 	})
 }

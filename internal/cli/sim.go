@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"errors"
 	"flag"
-	"fmt"
 
 	"github.com/gpumem/gpumem/internal/alloc"
 	"github.com/gpumem/gpumem/internal/analysis"
@@ -76,8 +74,8 @@ func runSim(env *Env, args []string) error {
 		if len(pos) > 0 || f.demo {
 			return usageError(env.flags, env.Stderr, "give either --script FILE or a snapshot FILE, not both")
 		}
-		if f.CapacityOOM {
-			return errors.New("--capacity oom needs a snapshot with a recorded OOM, not a script")
+		if err := f.CheckScript(); err != nil {
+			return err
 		}
 		return simScript(env, f, capacity)
 	case len(pos)+boolInt(f.demo) == 1 && f.BatchScale > 0:
@@ -92,33 +90,23 @@ func runSim(env *Env, args []string) error {
 // ---- scripts ----
 
 func simScript(env *Env, f *simFlags, capacity uint64) error {
-	name := f.Script
 	r, err := openInput(env, f.Script, "script")
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	cmds, err := alloc.ParseScript(r)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	cfg, err := alloc.ConfigOrDefault(f.Config)
+	run, err := alloc.RunScriptFrom(r, f.Script, f.Config, alloc.Options{Capacity: capacity, MemoryFraction: f.Fraction})
 	if err != nil {
 		return err
 	}
-	steps, a, runErr := alloc.RunScript(cmds, cfg, alloc.Options{Capacity: capacity, MemoryFraction: f.Fraction})
-	if runErr != nil {
-		runErr = fmt.Errorf("%s: %w", name, runErr)
-	}
 	if f.json {
-		out := report.NewSimScriptJSON(cfg, steps)
-		if err := report.WriteJSON(env.Stdout, out); err != nil {
+		if err := report.WriteJSON(env.Stdout, report.NewSimScriptJSON(run.Config, run.Steps)); err != nil {
 			return err
 		}
-		return runErr
+		return run.Err
 	}
-	report.SimScript(env.Stdout, cfg, capacity, steps, a.Stats())
-	return runErr
+	report.SimScript(env.Stdout, run.Config, capacity, run.Steps, run.Final)
+	return run.Err
 }
 
 // ---- snapshots ----
@@ -137,7 +125,7 @@ func simSnapshot(env *Env, f *simFlags, files []string) error {
 	if err != nil {
 		return err
 	}
-	if err := needSegments(s, "sim"); err != nil {
+	if err := alloc.NeedSegments(s, "sim"); err != nil {
 		return err
 	}
 	if f.device >= 0 {

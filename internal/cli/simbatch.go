@@ -18,25 +18,15 @@ func simBatch(env *Env, f *simFlags, files []string, capacity uint64) error {
 	if err != nil {
 		return err
 	}
-	var out []any
+	out := report.Answers{W: env.Stdout, JSON: f.json}
 	for _, dev := range devs {
 		j, err := analysis.BatchAnswerOf(s, path, dev, analysis.BatchOptions{Scale: f.BatchScale, Capacity: capacity, CapacityOOM: f.CapacityOOM})
 		if err != nil {
 			return err
 		}
-		if f.json {
-			out = append(out, j)
-			continue
-		}
-		if err := writeSeparated(env.Stdout, len(out) > 0, func(w io.Writer) error {
-			out = append(out, nil)
-			return report.SimBatch(w, filepath.Base(path), j)
-		}); err != nil {
+		if err := out.Add(j, func(w io.Writer) error { return report.SimBatch(w, filepath.Base(path), j) }); err != nil {
 			return err
 		}
 	}
-	if !f.json {
-		return nil
-	}
-	return report.WriteJSONAnswers(env.Stdout, out)
+	return out.Flush()
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"io"
 
+	"github.com/gpumem/gpumem/internal/alloc"
 	"github.com/gpumem/gpumem/internal/analysis"
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/report"
@@ -28,7 +29,7 @@ func runStats(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := needSegments(s, "stats"); err != nil {
+	if err := alloc.NeedSegments(s, "stats"); err != nil {
 		return err
 	}
 	if *device >= 0 {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/gpumem/gpumem/internal/help"
 	"github.com/gpumem/gpumem/internal/synth"
-	"github.com/gpumem/gpumem/snapshot"
 )
 
 func init() {
@@ -18,16 +17,16 @@ func init() {
 
 // synthArgs is synth's command line, read into a workload.
 type synthArgs struct {
-	workload synth.Workload
-	opt      synth.Options
-	json     bool
-	targetMB float64
-	out      string
+	flags synth.Flags
+	opt   synth.Options
+	json  bool
+	out   string
 }
 
 func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
 	fs := newFlagSet(env, "synth", "[flags] -o OUT.pickle", help.About("synth"))
-	var f synth.Flags
+	a := &synthArgs{}
+	f := &a.flags
 	pw := &f.Workload
 	fs.StringVar(&pw.Model, "model", "transformer", "workload: mlp or transformer")
 	fs.IntVar(&pw.Layers, "layers", 0, "layers (default 4)")
@@ -55,7 +54,6 @@ func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
 	fs.BoolVar(&pw.FSDP, "fsdp", false, "pattern: FSDP on 2 ranks, flat parameter shards and all-gathers (--model mlp)")
 	fs.BoolVar(&pw.Compile, "compile", false, "pattern: torch.compile, Inductor's generated code makes the buffers (--model mlp)")
 	fs.BoolVar(&pw.KeptGrads, "kept-grads", false, "pattern: gradients made before recording, kept by zero_grad(set_to_none=False) and added into in place (--model mlp)")
-	a := &synthArgs{}
 	fs.BoolVar(&a.json, "json", false, "write JSON (which memory_viz also reads) instead of a pickle")
 	fs.Float64Var(&f.TargetMB, "target-mb", 0, "choose --steps so the file is about this many MB (10^6 bytes)")
 	fs.StringVar(&a.out, "o", "", "output file (- for stdout)")
@@ -74,7 +72,6 @@ func parseSynthArgs(env *Env, args []string) (*synthArgs, error) {
 	if a.opt, err = f.Check(); err != nil {
 		return nil, usageError(fs, env.Stderr, err.Error())
 	}
-	a.workload, a.targetMB = f.Workload, f.TargetMB
 	return a, nil
 }
 
@@ -83,14 +80,7 @@ func runSynth(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	w, opt := a.workload, a.opt
-	var snap *snapshot.Snapshot
-	var res *synth.Result
-	if a.targetMB > 0 {
-		snap, res, err = synth.GenerateSize(w, opt, int64(a.targetMB*1e6), a.json)
-	} else {
-		snap, res, err = synth.Generate(w, opt)
-	}
+	snap, res, err := a.flags.Generate(a.opt, a.json)
 	if err != nil {
 		return err
 	}

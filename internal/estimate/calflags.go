@@ -1,9 +1,12 @@
 package estimate
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 )
 
 // CalibrationFlags are estimate's --calibrate snapshots with the
@@ -12,6 +15,32 @@ import (
 type CalibrationFlags struct {
 	Paths      []string
 	Batch, Seq []int
+}
+
+// PathsValue is --calibrate FILE, repeatable.
+func (c *CalibrationFlags) PathsValue() flag.Value { return (*paths)(&c.Paths) }
+
+// BatchValue is --calibrate-batch N, repeatable: a positive batch.
+func (c *CalibrationFlags) BatchValue() flag.Value { return (*positives)(&c.Batch) }
+
+// SeqValue is --calibrate-seq N, repeatable: a positive length.
+func (c *CalibrationFlags) SeqValue() flag.Value { return (*positives)(&c.Seq) }
+
+type paths []string
+
+func (l *paths) String() string     { return strings.Join(*l, ",") }
+func (l *paths) Set(v string) error { *l = append(*l, v); return nil }
+
+type positives []int
+
+func (l *positives) String() string { return fmt.Sprint(*l) }
+func (l *positives) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("want a positive integer, got %q", v)
+	}
+	*l = append(*l, n)
+	return nil
 }
 
 // Given reports whether any calibration flag was given.

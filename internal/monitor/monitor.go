@@ -132,6 +132,7 @@ func Read(r io.Reader, name string) (*Series, error) {
 }
 
 func (s *Series) analyze() {
+	s.Jumps = []Jump{} // none is [] in JSON, not null
 	peaks := make([]uint64, len(s.Reports))
 	for i, r := range s.Reports {
 		peaks[i] = r.Peak

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -90,4 +91,19 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("max %d < median %d or jumps %d > reports %d", s.MaxPeak, s.MedianPeak, len(s.Jumps), len(s.Reports))
 		}
 	})
+}
+
+// TestNoJumpsJSON: a series without jumps lists none, [] rather than null,
+// however few its reports.
+func TestNoJumpsJSON(t *testing.T) {
+	for _, in := range []string{line(0, 1, 1, 1), line(0, 1, 1, mib) + line(0, 2, 1, mib) + line(0, 3, 1, mib)} {
+		s, err := Read(strings.NewReader(in), "m.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(s)
+		if err != nil || !strings.Contains(string(b), `"peak_jumps":[]`) {
+			t.Errorf("%s, %v: want \"peak_jumps\":[]", b, err)
+		}
+	}
 }

@@ -164,3 +164,38 @@ func TestJSONString(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagsGenerate: --target-mb sizes the file (in the format asked
+// for); without it the flags' steps are run.
+func TestFlagsGenerate(t *testing.T) {
+	for _, tc := range []struct {
+		targetMB float64
+		asJSON   bool
+		steps    int
+	}{
+		{0, false, 2},
+		{2, false, -1},
+		{2, true, -1},
+	} {
+		f := Flags{Workload: Workload{Model: "transformer", Layers: 2, DModel: 128, Heads: 4, Seq: 64, Batch: 2, Vocab: 500, Steps: 2}, DType: "fp32", TargetMB: tc.targetMB, Device: -1}
+		opt, err := f.Check()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, res, err := f.Generate(opt, tc.asJSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.steps >= 0 && res.StepsDone != tc.steps {
+			t.Errorf("%+v: %d steps, want %d", tc, res.StepsDone, tc.steps)
+		}
+		if tc.targetMB > 0 {
+			n, _ := encodedSize(s, tc.asJSON)
+			// The file is sized in the format asked for: a JSON file sized
+			// as a pickle would be about 15 times as large.
+			if d := float64(n)/(tc.targetMB*1e6) - 1; d > 0.1 || d < -0.1 {
+				t.Errorf("%+v: %d bytes, off by %.1f%%", tc, n, 100*d)
+			}
+		}
+	}
+}

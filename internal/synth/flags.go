@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpumem/gpumem/internal/alloc"
 	"github.com/gpumem/gpumem/internal/units"
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 // Flags is gpumem synth's command line as typed: the workload's numbers
@@ -62,4 +63,14 @@ func (f *Flags) Check() (Options, error) {
 		return Options{}, err
 	}
 	return Options{Config: f.Config, Capacity: capBytes, Device: max(f.Device, 0)}, nil
+}
+
+// Generate makes the run the flags ask for, with the options Check
+// returned: sized to about TargetMB megabytes of the file (written as
+// JSON when asJSON, else as a pickle) when given, else as the flags say.
+func (f *Flags) Generate(opt Options, asJSON bool) (*snapshot.Snapshot, *Result, error) {
+	if f.TargetMB > 0 {
+		return GenerateSize(f.Workload, opt, int64(f.TargetMB*1e6), asJSON)
+	}
+	return Generate(f.Workload, opt)
 }
