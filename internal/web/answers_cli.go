@@ -145,8 +145,8 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleSim answers /api/sim?file=ID[&device=N][&config=STR | &sweep=1]
-// [&capacity=SIZE|oom][&from_empty=0|1]: gpumem sim --json FILE with the
-// same flags.
+// [&capacity=SIZE|oom][&from_empty=0|1][&curve=N]: gpumem sim --json FILE
+// with the same flags.
 func (s *Server) handleSim(w http.ResponseWriter, r *http.Request) {
 	f := s.readyFile(w, r, "file")
 	if f == nil {
@@ -158,6 +158,11 @@ func (s *Server) handleSim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o := alloc.SimOptions{Device: d, Sweep: q.Get("sweep") == "1" || q.Get("sweep") == "true"}
+	qp := newQuery(r)
+	o.Curve = qp.int("curve", 0, 0, alloc.MaxCurve)
+	if qp.bad(w) {
+		return
+	}
 	if v := q.Get("from_empty"); v != "" {
 		o.FromEmptySet = true
 		o.FromEmpty = v == "1" || v == "true"
