@@ -114,3 +114,23 @@ func AllocationSize(size, largeSegment uint64) uint64 {
 	}
 	return RoundLarge * ((size + RoundLarge - 1) / RoundLarge)
 }
+
+// Buckets splits events [i0, i1) into n buckets of nearly equal size, as
+// every curve over a trace does (the timeline's totals, sim's reserved
+// curves, the Compare view's site curves), so that curves of one trace
+// share their buckets: bucket b holds events [bounds[b], bounds[b+1]),
+// bounds[b] = i0 + b·(i1−i0)/n. n must be at most i1−i0 and above 0.
+func Buckets(i0, i1, n int) []int32 {
+	bounds := make([]int32, n+1)
+	span := uint64(i1 - i0)
+	for b := range bounds {
+		bounds[b] = int32(i0 + int(span*uint64(b)/uint64(n)))
+	}
+	return bounds
+}
+
+// BucketOf is the bucket of Buckets(i0, i1, n) that holds event i
+// (i0 <= i < i1): the last b with b·span/n <= i−i0.
+func BucketOf(i, i0, i1, n int) int {
+	return int((uint64(i-i0+1)*uint64(n) - 1) / uint64(i1-i0))
+}
