@@ -60,6 +60,15 @@ func poll(ctx context.Context, t *testing.T, cond string) {
 	}
 }
 
+// screenshotTall saves the whole view (a viewport tall enough for it).
+func screenshotTall(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	if err := chromedp.Run(ctx, chromedp.EmulateViewport(1400, 1500)); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(ctx, t, name)
+}
+
 func parseSize(t *testing.T, s string) uint64 {
 	t.Helper()
 	v, err := units.Parse(s)
@@ -151,7 +160,7 @@ func TestWhatIfCurvesMatchSim(t *testing.T) {
 	if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(colouredPixels, "wi-curves"), &n)); err != nil || n < 1500 {
 		t.Errorf("the curves: %d coloured pixels (%v)", n, err)
 	}
-	screenshot(ctx, t, "whatif")
+	screenshotTall(ctx, t, "whatif")
 }
 
 // TestWhatIfCurvesOOM: a run that stopped at an OOM on a 3 GiB device
@@ -214,7 +223,7 @@ func TestWhatIfCurvesOOM(t *testing.T) {
   let n = 0; for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - 0xcf) < 40 && Math.abs(d[i+1] - 0x22) < 40 && Math.abs(d[i+2] - 0x2e) < 40) n++; return n; })()`, &n)); err != nil || n < 300 {
 		t.Errorf("the capacity line: %d pixels (%v)", n, err)
 	}
-	screenshot(ctx, t, "whatif-oom")
+	screenshotTall(ctx, t, "whatif-oom")
 }
 
 // TestCompareAlignsSteps: two runs of one model (octree-nca at two
@@ -298,5 +307,5 @@ func TestCompareAlignsSteps(t *testing.T) {
 	if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(colouredPixels, "cmp-curves"), &n)); err != nil || n < 2000 {
 		t.Errorf("aligned by step: %d coloured pixels (%v)", n, err)
 	}
-	screenshot(ctx, t, "compare-steps")
+	screenshotTall(ctx, t, "compare-steps")
 }

@@ -70,7 +70,7 @@ async function render(ctx, a, b, at) {
     <h3>The two Active Memory Timelines (highest requested bytes per <select id="cmp-align"><option value="events">share of the trace's events</option><option value="time">time from the first event</option><option value="steps" disabled>step (finding steps…)</option></select>) and B − A</h3>
     <p class="muted" id="cmp-align-note"></p>
     <canvas id="cmp-curves" width="1000" height="260"></canvas>
-    <div class="muted" id="cmp-curves-legend"><span style="color:#4e79a7">■</span> A &nbsp; <span style="color:#f28e2c">■</span> B &nbsp; <span style="color:#59a14f">■</span> B − A (below; red where negative); dashed: reserved; filled: the site picked below</div>
+    <div class="muted" id="cmp-curves-legend"><span style="color:#4e79a7">■</span> A &nbsp; <span style="color:#f28e2c">■</span> B &nbsp; <span style="color:#59a14f">■</span> B − A (below; red where negative); dashed: reserved; dotted upright: each run's moment; filled: the site picked below, also on its own scale</div>
     <div id="cmp-readout" class="readout">Hover over the curves to read both runs at that point.</div>
     <h3>Sites by change of live bytes (innermost user frames; ${top.length} of ${d.sites.length})</h3>
     <table class="xv" id="cmp-sites"><tr><th class="num">B − A</th><th class="num">A</th><th class="num">B</th><th class="num">allocs A/B</th><th>site</th></tr>
@@ -83,14 +83,14 @@ async function render(ctx, a, b, at) {
     <p id="cmp-settings">${d.settings.length ? d.settings.map(s => `${escapeHTML(s.key)}: ${escapeHTML(s.a)} → ${escapeHTML(s.b)}`).join('<br>') : 'the same'}</p>`;
   const buckets = curveBuckets(body);
   const [ta, tb] = await Promise.all([getJSON(`api/totals?file=${a}&device=${d.a.device}&n=${buckets}`), getJSON(`api/totals?file=${b}&device=${d.b.device}&n=${buckets}`)]);
-  const v = { ta, tb, align: 'events', steps: null, site: null, names: [baseName(d.a.file), baseName(d.b.file)] };
+  const v = { ta, tb, align: 'events', steps: null, site: null, names: [baseName(d.a.file), baseName(d.b.file)], moments: [d.a.event, d.b.event] };
   const canvas = body.querySelector('#cmp-curves'), readout = body.querySelector('#cmp-readout');
   const alignSel = body.querySelector('#cmp-align'), note = body.querySelector('#cmp-align-note');
   if (!ta.time_us_from_start || !tb.time_us_from_start) alignSel.querySelector('option[value="time"]').disabled = true;
   const redraw = () => { v.layout = drawCurves(canvas, v); };
   alignSel.addEventListener('change', () => {
     v.align = alignSel.value;
-    note.textContent = v.align === 'steps' ? stepsNote(v) : '';
+    note.textContent = v.align === 'steps' || (v.steps && !v.steps.k) ? stepsNote(v) : '';
     redraw();
   });
   canvas.addEventListener('mousemove', (e) => {
@@ -249,12 +249,15 @@ function readAt(v, px) {
 function drawCurves(c, v) {
   const { ta, tb } = v;
   const dpr = window.devicePixelRatio || 1;
-  const W = c.clientWidth || 1000, H = 260;
+  // A picked site gets a panel of its own between the totals and B − A,
+  // on its own scale (a site is often a sliver of the totals).
+  const sp = v.site ? { y: 180, h: 70 } : null;
+  const W = c.clientWidth || 1000, H = sp ? 350 : 260;
   c.width = W * dpr; c.height = H * dpr; c.style.height = H + 'px';
   const g = c.getContext('2d');
   g.setTransform(dpr, 0, 0, dpr, 0, 0);
   g.clearRect(0, 0, W, H);
-  const L = 80, R = 10, top = { y: 8, h: 150 }, bot = { y: 180, h: 70 };
+  const L = 80, R = 10, top = { y: 8, h: 150 }, bot = { y: sp ? 270 : 180, h: 70 };
   const ax = axis(v), xOf = ax.xOf;
   const ymax = Math.max(...ta.reserved_max, ...tb.reserved_max, ...ta.requested_max, ...tb.requested_max, 1);
   const X = (u) => L + u * (W - L - R), Y = (val) => top.y + top.h * (1 - val / ymax);
@@ -271,16 +274,35 @@ function drawCurves(c, v) {
       if (k < ax.K && k % every === 0) { g.fillStyle = '#5b6670'; g.fillText(String(k), X(ax.norm(k + 0.5)), top.y + top.h + 12); }
     }
   }
-  const fill = (t, vals, colour) => {
-    g.beginPath(); g.moveTo(X(xOf(t, 0)), Y(0));
+  const fill = (t, vals, colour, y) => {
+    g.beginPath(); g.moveTo(X(xOf(t, 0)), y(0));
     vals.forEach((val, k) => {
       const x0 = X(xOf(t, k)), x1 = k + 1 < vals.length ? X(xOf(t, k + 1)) : X(ax.end(t));
-      g.lineTo(x0, Y(val)); g.lineTo(x1, Y(val));
+      g.lineTo(x0, y(val)); g.lineTo(x1, y(val));
     });
-    g.lineTo(X(ax.end(t)), Y(0)); g.closePath();
+    g.lineTo(X(ax.end(t)), y(0)); g.closePath();
     g.globalAlpha = 0.45; g.fillStyle = colour; g.fill(); g.globalAlpha = 1;
   };
-  if (v.site) { fill(ta, v.site.a.bytes_max, '#4e79a7'); fill(tb, v.site.b.bytes_max, '#f28e2c'); }
+  if (v.site) {
+    fill(ta, v.site.a.bytes_max, '#4e79a7', Y); fill(tb, v.site.b.bytes_max, '#f28e2c', Y);
+    const smax = Math.max(1, ...v.site.a.bytes_max, ...v.site.b.bytes_max);
+    const SY = (val) => sp.y + sp.h * (1 - val / smax);
+    g.strokeStyle = '#d5dae0'; g.strokeRect(L, sp.y, W - L - R, sp.h);
+    fill(ta, v.site.a.bytes_max, '#4e79a7', SY); fill(tb, v.site.b.bytes_max, '#f28e2c', SY);
+    g.fillStyle = '#5b6670'; g.textAlign = 'right';
+    g.fillText(human(smax), L - 4, sp.y + 10); g.fillText('0', L - 4, sp.y + sp.h);
+    g.textAlign = 'left'; g.fillText('the picked site, live', L + 4, sp.y + 12);
+  }
+  // Each run's moment of the diff (peak, end, …): a line in its colour.
+  v.moments.forEach((e, i) => {
+    const t = i ? tb : ta;
+    if (e === null || e === undefined || !t.first_event.length) return;
+    let k = 0;
+    for (let hi = t.first_event.length - 1; k < hi;) { const m = (k + hi + 1) >> 1; if (t.first_event[m] <= e) k = m; else hi = m - 1; }
+    const x = X(xOf(t, k));
+    g.setLineDash([2, 3]); g.strokeStyle = i ? '#f28e2c' : '#4e79a7'; g.lineWidth = 1;
+    g.beginPath(); g.moveTo(x, top.y); g.lineTo(x, top.y + top.h); g.stroke(); g.setLineDash([]);
+  });
   const line = (t, vals, colour, dash) => {
     g.beginPath(); g.setLineDash(dash ? [4, 3] : []); g.strokeStyle = colour; g.lineWidth = 1.5;
     vals.forEach((val, k) => {
