@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +27,14 @@ func TestEndpointsEqualCLI(t *testing.T) {
 	ctx256 := corpus.File(t, "cs336-kkaitlyn111__memory_ctx256_forward.pickle")
 	stepped := corpus.File(t, "cs336-silmont2000__memory_forward_fp32_128.pickle")
 	oom := corpus.File(t, "flexgen-Yiyi__oom_snapshot.pickle")
-	files := []string{ctx128, ctx256, stepped, oom}
+	// A run that stopped at an OOM on a 3 GiB device (no real file has an
+	// OOM in its trace): sim --capacity oom's answer, curves included.
+	synthOOM := filepath.Join(t.TempDir(), "oom.pickle")
+	var serr bytes.Buffer
+	if code := cli.Main([]string{"synth", "--model", "mlp", "--layers", "8", "--hidden", "8192", "--capacity", "3GiB", "-o", synthOOM}, strings.NewReader(""), &bytes.Buffer{}, &serr); code != 0 {
+		t.Fatalf("synth: %s", serr.String())
+	}
+	files := []string{ctx128, ctx256, stepped, oom, synthOOM}
 	srv := web.New(web.Options{Addr: "127.0.0.1:8123"})
 	for _, p := range files {
 		s, err := snapshot.Open(p, nil)
@@ -51,9 +59,11 @@ func TestEndpointsEqualCLI(t *testing.T) {
 		{"/api/sim?file=0&sweep=1&curve=300", []string{"sim", "--json", "--sweep", "--curve", "300", ctx128}},
 		{"/api/sim?file=0&config=max_split_size_mb:128&curve=64", []string{"sim", "--json", "--config", "max_split_size_mb:128", "--curve", "64", ctx128}},
 		{"/api/sim?file=3&capacity=oom&curve=100", []string{"sim", "--json", "--capacity", "oom", "--curve", "100", oom}},
+		{"/api/sim?file=4&capacity=oom&curve=100", []string{"sim", "--json", "--capacity", "oom", "--curve", "100", synthOOM}},
+		{"/api/sim?file=4&capacity=oom&sweep=1&curve=33", []string{"sim", "--json", "--capacity", "oom", "--sweep", "--curve", "33", synthOOM}},
 		{"/api/steps?file=2", []string{"steps", "--json", stepped}},
 		{"/api/steps?file=1", []string{"steps", "--json", ctx256}},
-		{"/api/ranks", []string{"ranks", "--json", ctx128, ctx256, stepped, oom}},
+		{"/api/ranks", []string{"ranks", "--json", ctx128, ctx256, stepped, oom, synthOOM}},
 	} {
 		var out, errb bytes.Buffer
 		code := cli.Main(tc.cli, strings.NewReader(""), &out, &errb)
