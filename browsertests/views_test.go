@@ -322,6 +322,7 @@ func TestStepsViewMatchesSteps(t *testing.T) {
 	if v := text(ctx, t, "#st-leak"); v != leak {
 		t.Errorf("leak check: page %q, cli %q", v, leak)
 	}
+	screenshot(ctx, t, "steps")
 	// A click on step 3 opens the Active Memory Timeline on that step:
 	// its window starts after the event before the step and ends after
 	// its last event.
@@ -375,6 +376,7 @@ func TestRanksViewMatchesRanks(t *testing.T) {
 	if v := text(ctx, t, "#rk-outlier"); v != lines[i+2] || !strings.Contains(v, "rank 3") {
 		t.Errorf("outlier: page %q, cli %q", v, lines[i+2])
 	}
+	screenshot(ctx, t, "ranks")
 	// A click on a row opens that rank's timeline.
 	if err := chromedp.Run(ctx, chromedp.Click(`#rk-table tr[data-row="2"] td`, chromedp.ByQuery),
 		chromedp.Poll(`window.gpumem.S.p.view === 'active' && window.gpumem.S.p.file === 2 && document.body.dataset.ready === '1'`, nil,
