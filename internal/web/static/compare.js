@@ -5,7 +5,7 @@
 // event, time or step (GET /api/steps, gpumem steps of each) with B − A.
 // Clicking a site shows its frames and figures in both runs and fills its
 // live bytes under both curves (GET /api/sitecurve).
-import { human, humanSigned, escapeHTML, getJSON, siteStrings, baseName, fileOptions, durationUS } from './units.js';
+import { human, humanSigned, escapeHTML, getJSON, siteStrings, baseName, fileOptions, durationUS, curveBuckets } from './units.js';
 
 const CATEGORIES = ['parameter', 'optimizer_state', 'gradient', 'activation', 'temporary', 'input', 'autograd_detail', 'unknown'];
 
@@ -141,13 +141,6 @@ async function render(ctx, a, b, at) {
   body.dataset.ready = '1';
 }
 
-// curveBuckets is how many buckets the curves (/api/totals,
-// /api/sitecurve) get: two pixel columns of the plot each (the canvas is
-// at most 1200 pixels wide, 90 of them margins), so that the mouse reads
-// every bucket.
-function curveBuckets(el) {
-  return Math.max(50, Math.floor((Math.min(el.clientWidth || 1000, 1200) - 90) / 2));
-}
 
 // stepCount is how many steps a steps answer found: none when it failed
 // or fell back to the whole trace as one step.

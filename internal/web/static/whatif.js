@@ -3,7 +3,7 @@
 // recorded requests under other allocator settings, or the sweep of common
 // ones, and see each setting's replayed reserved curve over the recorded
 // one, its verdict and its peak reserved against the recorded one.
-import { human, humanSigned, escapeHTML, getJSON, baseName, signedPct } from './units.js';
+import { human, humanSigned, escapeHTML, getJSON, baseName, signedPct, curveBuckets } from './units.js';
 
 export async function open(ctx) {
   const { el } = ctx;
@@ -104,12 +104,6 @@ async function render(ctx, mode, config, capacity) {
   body.dataset.ready = '1';
 }
 
-// curveBuckets is how many buckets the curves get: two pixel columns of
-// the plot each (the canvas is at most 1200 pixels wide, 90 of them
-// margins), so that the mouse reads every bucket.
-function curveBuckets(el) {
-  return Math.max(50, Math.floor((Math.min(el.clientWidth || 1000, 1200) - 90) / 2));
-}
 const COLOURS = ['#4e79a7', '#f28e2c', '#e15759', '#76b7b2', '#59a14f', '#edc949', '#af7aa1', '#ff9da7', '#9c755f', '#17becf', '#bcbd22', '#7f7f7f'];
 
 // curves draws the replayed reserved curves over the recorded one, gives
