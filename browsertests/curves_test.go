@@ -104,6 +104,7 @@ func TestWhatIfCurvesMatchSim(t *testing.T) {
 		t.Fatal(err)
 	}
 	json.Unmarshal([]byte(plotJSON), &plot)
+	t.Logf("%d buckets", plot.Buckets)
 	if plot.Buckets < 100 {
 		t.Fatalf("the curves have %d buckets", plot.Buckets)
 	}
