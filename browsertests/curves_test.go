@@ -44,6 +44,51 @@ func hover(ctx context.Context, t *testing.T, sel, readout string, fracs []float
 	return got
 }
 
+// plotOf reads what canvas id says of its plot (dataset.plot) into v.
+func plotOf(ctx context.Context, t *testing.T, id string, v any) {
+	t.Helper()
+	var js string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(`document.getElementById(%q).dataset.plot`, id), &js)); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(js), v); err != nil {
+		t.Fatalf("%s's plot %q: %v", id, js, err)
+	}
+}
+
+// whatIfReads hovers over every bucket of the What-if view's curves and
+// returns the readouts and, per setting, the highest value its curve
+// reads (as printed).
+func whatIfReads(ctx context.Context, t *testing.T) (reads []string, highest map[string]string) {
+	t.Helper()
+	var plot struct{ Buckets int }
+	plotOf(ctx, t, "wi-curves", &plot)
+	t.Logf("%d buckets", plot.Buckets)
+	if plot.Buckets < 50 {
+		t.Fatalf("the curves have %d buckets", plot.Buckets)
+	}
+	fracs := make([]float64, plot.Buckets)
+	for b := range fracs {
+		fracs[b] = (float64(b) + 0.5) / float64(plot.Buckets)
+	}
+	reads = hover(ctx, t, "#wi-curves", "#wi-readout", fracs)
+	most := map[string]uint64{}
+	highest = map[string]string{}
+	for b, r := range reads {
+		lines := strings.Split(r, "\n")
+		if len(lines) < 2 || !strings.HasPrefix(lines[0], "events ") {
+			t.Fatalf("bucket %d: readout %q", b, r)
+		}
+		for _, l := range lines[1:] {
+			k := strings.LastIndex(l, ": ")
+			if v := parseSize(t, l[k+2:]); v >= most[l[:k]] {
+				most[l[:k]], highest[l[:k]] = v, l[k+2:]
+			}
+		}
+	}
+	return reads, highest
+}
+
 // evalAwait evaluates a promise-valued expression into v.
 func evalAwait(ctx context.Context, t *testing.T, js string, v any) {
 	t.Helper()
@@ -98,32 +143,16 @@ func TestWhatIfCurvesMatchSim(t *testing.T) {
 	if err := json.Unmarshal([]byte(runGpumem(t, "sim", "--sweep", "--json", "--device", "0", paths[0])), &sim); err != nil || len(sim.Sweep) < 5 {
 		t.Fatalf("sim --sweep --json: %v, %d settings", err, len(sim.Sweep))
 	}
-	var plot struct{ Buckets int }
-	var plotJSON string
-	if err := chromedp.Run(ctx, chromedp.Evaluate(`document.getElementById('wi-curves').dataset.plot`, &plotJSON)); err != nil {
-		t.Fatal(err)
-	}
-	json.Unmarshal([]byte(plotJSON), &plot)
-	t.Logf("%d buckets", plot.Buckets)
-	if plot.Buckets < 100 {
-		t.Fatalf("the curves have %d buckets", plot.Buckets)
-	}
-	fracs := make([]float64, plot.Buckets)
-	for b := range fracs {
-		fracs[b] = (float64(b) + 0.5) / float64(plot.Buckets)
-	}
-	reads := hover(ctx, t, "#wi-curves", "#wi-readout", fracs)
+	reads, shown := whatIfReads(ctx, t)
 	var tot struct {
 		First    []int32  `json:"first_event"`
 		Reserved []uint64 `json:"reserved_max"`
 	}
-	evalAwait(ctx, t, fmt.Sprintf(`fetch('api/totals?file=0&device=0&n=%d').then(r => r.json())`, plot.Buckets), &tot)
-	if len(tot.Reserved) != plot.Buckets {
-		t.Fatalf("timeline totals: %d buckets, the view %d", len(tot.Reserved), plot.Buckets)
+	evalAwait(ctx, t, fmt.Sprintf(`fetch('api/totals?file=0&device=0&n=%d').then(r => r.json())`, len(reads)), &tot)
+	if len(tot.Reserved) != len(reads) {
+		t.Fatalf("timeline totals: %d buckets, the view %d", len(tot.Reserved), len(reads))
 	}
 	head := regexp.MustCompile(`^events (\d+)\.\.(\d+): recorded (.+)$`)
-	highest := map[string]uint64{}
-	shown := map[string]string{}
 	for b, r := range reads {
 		lines := strings.Split(r, "\n")
 		m := head.FindStringSubmatch(lines[0])
@@ -134,13 +163,6 @@ func TestWhatIfCurvesMatchSim(t *testing.T) {
 		if m[1] != fmt.Sprint(tot.First[b]) || m[3] != units.Human(tot.Reserved[b]) {
 			t.Errorf("bucket %d: the view reads events %s.. recorded %s; the timeline's bucket: events %d.. reserved %s",
 				b, m[1], m[3], tot.First[b], units.Human(tot.Reserved[b]))
-		}
-		for _, l := range lines[1:] {
-			k := strings.LastIndex(l, ": ")
-			cfg, v := l[:k], parseSize(t, l[k+2:])
-			if v >= highest[cfg] {
-				highest[cfg], shown[cfg] = v, l[k+2:]
-			}
 		}
 	}
 	for _, s := range sim.Sweep {
@@ -191,26 +213,7 @@ func TestWhatIfCurvesOOM(t *testing.T) {
 	}
 	poll(ctx, t, `document.getElementById('wi-body').dataset.ready === '1' && !!document.getElementById('wi-curves')`)
 	rows := tableRows(ctx, t, "#wi-table")
-	var plotJSON string
-	if err := chromedp.Run(ctx, chromedp.Evaluate(`document.getElementById('wi-curves').dataset.plot`, &plotJSON)); err != nil {
-		t.Fatal(err)
-	}
-	var plot struct{ Buckets int }
-	json.Unmarshal([]byte(plotJSON), &plot)
-	fracs := make([]float64, plot.Buckets)
-	for b := range fracs {
-		fracs[b] = (float64(b) + 0.5) / float64(plot.Buckets)
-	}
-	highest := map[string]uint64{}
-	shown := map[string]string{}
-	for _, r := range hover(ctx, t, "#wi-curves", "#wi-readout", fracs) {
-		for _, l := range strings.Split(r, "\n")[1:] {
-			k := strings.LastIndex(l, ": ")
-			if v := parseSize(t, l[k+2:]); v >= highest[l[:k]] {
-				highest[l[:k]], shown[l[:k]] = v, l[k+2:]
-			}
-		}
-	}
+	_, shown := whatIfReads(ctx, t)
 	if len(rows) != 12 {
 		t.Fatalf("%d settings, want the recorded one and the sweep's 11", len(rows))
 	}
@@ -260,13 +263,9 @@ func TestCompareAlignsSteps(t *testing.T) {
 	}
 	// The step axis (from -1 when a run has events before its step 0, to
 	// 41 when one has events after its step 39).
-	var plotJSON string
-	if err := chromedp.Run(ctx, chromedp.Evaluate(`document.getElementById('cmp-curves').dataset.plot`, &plotJSON)); err != nil {
-		t.Fatal(err)
-	}
 	var ax struct{ Lo, Hi float64 }
-	if err := json.Unmarshal([]byte(plotJSON), &ax); err != nil || ax.Hi-ax.Lo < 40 {
-		t.Fatalf("plot %s: %v", plotJSON, err)
+	if plotOf(ctx, t, "cmp-curves", &ax); ax.Hi-ax.Lo < 40 {
+		t.Fatalf("step axis %v..%v", ax.Lo, ax.Hi)
 	}
 	at := func(u float64) float64 { return (u - ax.Lo) / (ax.Hi - ax.Lo) }
 	var fracs []float64
