@@ -184,6 +184,23 @@ func TestWhatIfCurvesMatchSim(t *testing.T) {
 		t.Errorf("the curves: %d coloured pixels (%v)", n, err)
 	}
 	screenshotTall(ctx, t, "whatif")
+	// One setting: its curve's highest point is its replayed peak
+	// reserved, the table's figure.
+	if err := chromedp.Run(ctx, chromedp.SetValue(`#wi-mode`, "config", chromedp.ByQuery),
+		chromedp.SetValue(`#wi-config`, "expandable_segments:True", chromedp.ByQuery), chromedp.Click(`#wi-run`, chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	poll(ctx, t, `document.getElementById('wi-body').dataset.ready === '1' && !!document.getElementById('wi-curves')`)
+	rows := tableRows(ctx, t, "#wi-table")
+	_, one := whatIfReads(ctx, t)
+	if len(one) != 1 || len(rows) == 0 || rows[0][0] != "peak reserved" {
+		t.Fatalf("one setting: curves %v, table %q", one, rows)
+	}
+	for cfg, v := range one {
+		if !strings.Contains(cfg, "expandable_segments:True") || v != rows[0][1] {
+			t.Errorf("one setting: curve %q reaches %s, the table's replayed peak reserved %s", cfg, v, rows[0][1])
+		}
+	}
 }
 
 // TestWhatIfCurvesOOM: a run that stopped at an OOM on a 3 GiB device

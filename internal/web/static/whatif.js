@@ -95,12 +95,18 @@ async function render(ctx, mode, config, capacity) {
     }
   }
   if (r.curve) {
-    html += `<h3>Reserved bytes over the trace: recorded (black, dashed) and replayed under each setting (its row's colour; click a row to pick it)</h3>
+    html += `<h3>Reserved bytes over the trace: recorded (black, dashed) and replayed ${r.predicted && !r.sweep && !r.oom_what_if ? 'under this setting' : "under each setting (its row's colour; click a row to pick it)"}</h3>
       <canvas id="wi-curves" width="1000" height="280"></canvas>
-      <div id="wi-readout" class="readout">Hover over the curves to read them at that point; click a setting's row to pick its curve.</div>`;
+      <div id="wi-readout" class="readout">Hover over the curves to read them at that point.</div>`;
   }
   body.innerHTML = html;
-  if (r.curve) curves(body, r);
+  if (r.curve) {
+    try {
+      curves(body, r);
+    } catch (e) { // the table stands; say what went wrong with the curves
+      body.querySelector('#wi-readout').textContent = `The curves could not be drawn: ${e.message}`;
+    }
+  }
   body.dataset.ready = '1';
 }
 
@@ -114,8 +120,8 @@ function curves(body, r) {
   // The sweep's and the OOM what-if's rows are settings; one replay's
   // table is its figures, and the legend says which curve is which.
   const rows = r.sweep || r.oom_what_if ? [...body.querySelectorAll('#wi-table tr')].filter(tr => tr.querySelector('td')) : [];
-  if (!rows.length) readout.insertAdjacentHTML('beforebegin', `<div class="muted"><span class="swatch" style="background:#24292f"></span>recorded <span class="swatch" style="background:${COLOURS[0]}"></span>replayed under ${escapeHTML(cv.replayed[0].config)}</div>`);
   const cv = r.curve, n = cv.recorded_reserved_max.length;
+  if (!rows.length) readout.insertAdjacentHTML('beforebegin', `<div class="muted"><span class="swatch" style="background:#24292f"></span>recorded <span class="swatch" style="background:${COLOURS[0]}"></span>replayed under ${escapeHTML(cv.replayed[0].config)}</div>`);
   // Row k of the table is curve k (both in the answer's order).
   const v = { picked: -1, layout: null };
   rows.forEach((tr, k) => {
