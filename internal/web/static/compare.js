@@ -82,7 +82,14 @@ async function render(ctx, a, b, at) {
     <h3>Allocator settings</h3>
     <p id="cmp-settings">${d.settings.length ? d.settings.map(s => `${escapeHTML(s.key)}: ${escapeHTML(s.a)} → ${escapeHTML(s.b)}`).join('<br>') : 'the same'}</p>`;
   const buckets = curveBuckets(body);
-  const [ta, tb] = await Promise.all([getJSON(`api/totals?file=${a}&device=${d.a.device}&n=${buckets}`), getJSON(`api/totals?file=${b}&device=${d.b.device}&n=${buckets}`)]);
+  let ta, tb;
+  try {
+    [ta, tb] = await Promise.all([getJSON(`api/totals?file=${a}&device=${d.a.device}&n=${buckets}`), getJSON(`api/totals?file=${b}&device=${d.b.device}&n=${buckets}`)]);
+  } catch (e) { // the tables stand; say why the curves are missing
+    body.querySelector('#cmp-readout').textContent = `The curves could not be drawn: ${e.message}`;
+    body.dataset.ready = '1';
+    return;
+  }
   const v = { ta, tb, align: 'events', steps: null, site: null, names: [baseName(d.a.file), baseName(d.b.file)], moments: [d.a.event, d.b.event] };
   const canvas = body.querySelector('#cmp-curves'), readout = body.querySelector('#cmp-readout');
   const alignSel = body.querySelector('#cmp-align'), note = body.querySelector('#cmp-align-note');
