@@ -256,18 +256,20 @@ func TestCompareAlignsSteps(t *testing.T) {
 	paths, url := serveFiles(t, "octree-nca__my_snapshot__0072096f.pickle", "octree-nca__my_snapshot__1e496ac8.pickle")
 	ctx := newBrowser(t)
 	openView(ctx, t, url+"#view=compare&file=0")
-	// The steps as gpumem steps prints them: name and events.
-	stepRows := func(path string) [][2]int {
+	// The steps as gpumem steps prints them: their cells, and events.
+	var cliRows [2][][]string
+	stepRows := func(i int, path string) [][2]int {
 		var out [][2]int
 		for _, l := range strings.Split(runGpumem(t, "steps", path), "\n") {
 			var k, a, b int
 			if n, _ := fmt.Sscanf(l, "step %d %d..%d", &k, &a, &b); n == 3 && k == len(out) {
 				out = append(out, [2]int{a, b})
+				cliRows[i] = append(cliRows[i], cells(l))
 			}
 		}
 		return out
 	}
-	sa, sb := stepRows(paths[0]), stepRows(paths[1])
+	sa, sb := stepRows(0, paths[0]), stepRows(1, paths[1])
 	if len(sa) != 40 || len(sb) != 40 {
 		t.Fatalf("gpumem steps: %d and %d steps", len(sa), len(sb))
 	}
@@ -277,6 +279,23 @@ func TestCompareAlignsSteps(t *testing.T) {
 	}
 	if note := text(ctx, t, "#cmp-align-note"); !strings.HasPrefix(note, "Aligned by step: step k of A over step k of B for the first 40 steps (A: 40 from repeating allocation pattern; B: 40 from repeating allocation pattern)") {
 		t.Errorf("note: %q", note)
+	}
+	// The step table: each step's name, events and peak in A and in B as
+	// gpumem steps prints them, and B − A of the peaks.
+	rows := tableRows(ctx, t, "#cmp-steps")
+	if len(rows) != 40 {
+		t.Fatalf("the step table has %d rows", len(rows))
+	}
+	for k, row := range rows {
+		a, b := cliRows[0][k], cliRows[1][k]
+		want := []string{a[0], a[1], a[3], b[1], b[3]}
+		if fmt.Sprint(row[:5]) != fmt.Sprint(want) {
+			t.Errorf("step %d: page %q, gpumem steps %q", k, row[:5], want)
+		}
+		pa, pb, d := parseSize(t, a[3]), parseSize(t, b[3]), row[5]
+		if pb > pa && !strings.HasPrefix(d, "+") || pb < pa && !strings.HasPrefix(d, "-") || pa == pb && d != "0" {
+			t.Errorf("step %d: B − A %q for %s and %s", k, d, a[3], b[3])
+		}
 	}
 	// The step axis (from -1 when a run has events before its step 0, to
 	// 41 when one has events after its step 39).

@@ -72,6 +72,7 @@ async function render(ctx, a, b, at) {
     <canvas id="cmp-curves" width="1000" height="260"></canvas>
     <div class="muted" id="cmp-curves-legend"><span style="color:#4e79a7">■</span> A &nbsp; <span style="color:#f28e2c">■</span> B &nbsp; <span style="color:#59a14f">■</span> B − A (below; red where negative); dashed: reserved; dotted upright: each run's moment; filled: the site picked below, also on its own scale</div>
     <div id="cmp-readout" class="readout">Hover over the curves to read both runs at that point.</div>
+    <div id="cmp-steps-wrap" hidden><h3>Step by step (gpumem steps of each run)</h3><table class="xv" id="cmp-steps"></table></div>
     <h3>Sites by change of live bytes (innermost user frames; ${top.length} of ${d.sites.length})</h3>
     <table class="xv" id="cmp-sites"><tr><th class="num">B − A</th><th class="num">A</th><th class="num">B</th><th class="num">allocs A/B</th><th>site</th></tr>
     ${top.map((s, i) => `<tr data-site="${i}"><td class="num delta">${humanSigned(s.delta_bytes)}</td><td class="num">${human(s.a_bytes)}</td><td class="num">${human(s.b_bytes)}</td><td class="num">${s.a_allocations}/${s.b_allocations}</td><td class="site">${escapeHTML(names[i])}</td></tr>`).join('')}
@@ -98,6 +99,7 @@ async function render(ctx, a, b, at) {
   alignSel.addEventListener('change', () => {
     v.align = alignSel.value;
     note.textContent = v.align === 'steps' || (v.steps && !v.steps.k) ? stepsNote(v) : '';
+    stepTable(body.querySelector('#cmp-steps-wrap'), v);
     redraw();
   });
   canvas.addEventListener('mousemove', (e) => {
@@ -166,6 +168,26 @@ function stepsNote(v) {
   return `Aligned by step: step k of A over step k of B for the first ${k} step${k > 1 ? 's' : ''} (A: ${na} from ${a.source}; B: ${nb} from ${b.source})` +
     (na !== nb ? `; ${na > nb ? 'A' : 'B'}'s steps ${k}..${Math.max(na, nb) - 1} are drawn after step ${k - 1}` : '') +
     '; what comes before step 0 or after the last step is drawn at the ends.';
+}
+
+// STEP_ROWS is the most steps the step table lists.
+const STEP_ROWS = 200;
+
+// stepTable fills the table of the aligned steps (shown when aligned by
+// step): each step's events and peak in A and in B, as gpumem steps of
+// each prints them, and B − A of the peaks.
+function stepTable(wrap, v) {
+  wrap.hidden = v.align !== 'steps' || !v.steps || !v.steps.k;
+  if (wrap.hidden) return;
+  const { a, b, k } = v.steps;
+  const rows = [];
+  for (let i = 0; i < Math.min(k, STEP_ROWS); i++) {
+    const x = a.steps[i], y = b.steps[i];
+    rows.push(`<tr><td>${escapeHTML(x.name)}</td><td>${x.first_event}..${x.last_event}</td><td class="num">${human(x.peak_bytes)}</td>` +
+      `<td>${y.first_event}..${y.last_event}</td><td class="num">${human(y.peak_bytes)}</td><td class="num delta">${humanSigned(y.peak_bytes - x.peak_bytes)}</td></tr>`);
+  }
+  wrap.querySelector('table').innerHTML = '<tr><th>step</th><th>A events</th><th class="num">A peak</th><th>B events</th><th class="num">B peak</th><th class="num">B − A</th></tr>' +
+    rows.join('') + (k > STEP_ROWS ? `<tr><td colspan="6" class="muted">… and ${k - STEP_ROWS} more steps</td></tr>` : '');
 }
 
 // stepAnchors maps run t's events onto the step axis: events of step k
