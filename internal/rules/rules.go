@@ -1,6 +1,7 @@
-// Package rules holds PyTorch caching-allocator rules that more than one
-// part of gpumem applies (the block size a request gets, the fragmentation
-// figure), written once; it depends on nothing else in gpumem.
+// Package rules holds the rules that more than one part of gpumem applies
+// (PyTorch caching-allocator rules such as the block size a request gets
+// and the fragmentation figure, and the buckets every curve over a trace
+// is reduced to), written once; it depends on nothing else in gpumem.
 package rules
 
 import "math/bits"
