@@ -178,6 +178,15 @@ func TestCompareViewMatchesDiff(t *testing.T) {
 			t.Errorf("aligned by %s: %d coloured pixels in the curves", align, n)
 		}
 	}
+	// ctx128 has no steps (one step, the whole trace): the alignment by
+	// step is offered no further, and the page says why.
+	var stepsOff bool
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`document.querySelector('#cmp-align option[value="steps"]').disabled`, &stepsOff)); err != nil {
+		t.Fatal(err)
+	}
+	if note := text(ctx, t, "#cmp-align-note"); !stepsOff || !strings.HasPrefix(note, "Alignment by step needs steps in both runs: A (cs336-kkaitlyn111__memory_ctx128_forward.pickle) has no steps (whole trace (no repeating step found)") {
+		t.Errorf("steps alignment offered %v; note %q", !stepsOff, note)
+	}
 	// Clicking a site selects it and shows its frames.
 	var sel string
 	if err := chromedp.Run(ctx, chromedp.Click(`#cmp-sites tr[data-site="2"] td.site`, chromedp.ByQuery),
@@ -187,6 +196,48 @@ func TestCompareViewMatchesDiff(t *testing.T) {
 	if !strings.HasPrefix(sel, wantSites[2][4]) || !strings.Contains(sel, "B − A: "+wantSites[2][0]) {
 		t.Errorf("site details after a click: %q, want %q with %s", sel, wantSites[2][4], wantSites[2][0])
 	}
+	// ... and highlights its allocations in both runs: its live bytes,
+	// filled under each curve, reach at least what the diff gives it at
+	// each run's peak.
+	poll(ctx, t, `document.getElementById('cmp-body').dataset.site === '2'`)
+	// Aligned by events (ctx256 ran 200 times as long: by time, ctx128
+	// is a sliver at the start).
+	if err := chromedp.Run(ctx, chromedp.SetValue(`#cmp-align`, "events", chromedp.ByQuery),
+		chromedp.Evaluate(`document.getElementById('cmp-align').dispatchEvent(new Event('change'))`, nil)); err != nil {
+		t.Fatal(err)
+	}
+	fracs := make([]float64, 400)
+	for i := range fracs {
+		fracs[i] = (float64(i) + 0.5) / 400
+	}
+	var most [2]uint64
+	var shown [2]string
+	siteOf := regexp.MustCompile(`, site (.+)$`)
+	for _, r := range hover(ctx, t, "#cmp-curves", "#cmp-readout", fracs) {
+		for k, l := range strings.Split(r, "\n")[:2] {
+			if strings.HasSuffix(l, ": —") {
+				continue
+			}
+			m := siteOf.FindStringSubmatch(l)
+			if m == nil {
+				t.Fatalf("readout line %q has no site", l)
+			}
+			if v := parseSize(t, m[1]); v >= most[k] {
+				most[k], shown[k] = v, m[1]
+			}
+		}
+	}
+	for k, col := range []int{1, 2} {
+		if want := parseSize(t, wantSites[2][col]); most[k] < want || want > 0 && most[k] == 0 {
+			t.Errorf("run %c: the site's curve reaches %s, the diff gives it %s at the peak", 'A'+k, shown[k], wantSites[2][col])
+		}
+	}
+	// The screenshot: site 0 (softmax), live in both runs, picked.
+	if err := chromedp.Run(ctx, chromedp.Click(`#cmp-sites tr[data-site="0"] td.site`, chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	poll(ctx, t, `document.getElementById('cmp-body').dataset.site === '0'`)
+	screenshotTall(ctx, t, "compare")
 	// Site 0 opens B's timeline with that site's allocations highlighted:
 	// the frame search for its innermost frame matches at least its
 	// allocations in B.
@@ -271,6 +322,7 @@ func TestStepsViewMatchesSteps(t *testing.T) {
 	if v := text(ctx, t, "#st-leak"); v != leak {
 		t.Errorf("leak check: page %q, cli %q", v, leak)
 	}
+	screenshot(ctx, t, "steps")
 	// A click on step 3 opens the Active Memory Timeline on that step:
 	// its window starts after the event before the step and ends after
 	// its last event.
@@ -324,6 +376,7 @@ func TestRanksViewMatchesRanks(t *testing.T) {
 	if v := text(ctx, t, "#rk-outlier"); v != lines[i+2] || !strings.Contains(v, "rank 3") {
 		t.Errorf("outlier: page %q, cli %q", v, lines[i+2])
 	}
+	screenshot(ctx, t, "ranks")
 	// A click on a row opens that rank's timeline.
 	if err := chromedp.Run(ctx, chromedp.Click(`#rk-table tr[data-row="2"] td`, chromedp.ByQuery),
 		chromedp.Poll(`window.gpumem.S.p.view === 'active' && window.gpumem.S.p.file === 2 && document.body.dataset.ready === '1'`, nil,

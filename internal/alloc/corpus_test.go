@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/corpus"
+	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -28,7 +30,7 @@ func TestCorpusReplay(t *testing.T) {
 			continue
 		}
 		for _, d := range Replayable(s) {
-			r, err := Simulate(s, d, ReplayOptions{})
+			r, err := Simulate(s, d, ReplayOptions{Curve: 97})
 			if err != nil {
 				t.Errorf("%s device %d: %v", filepath.Base(f), d, err)
 				continue
@@ -43,6 +45,9 @@ func TestCorpusReplay(t *testing.T) {
 			}
 			fmt.Fprintf(&table, "%-72s %3d %6d %6d/%-6d %5d/%-5d %5v\n", filepath.Base(f), d, r.Events,
 				r.AllocAddrsMatched, r.AllocAddrsTotal, r.SegEventsMatched, r.SegEventsTotal, r.FinalStateMatches)
+			if msg := curveMismatch(s, d, r); msg != "" {
+				t.Errorf("%s device %d: reserved curve: %s", filepath.Base(f), d, msg)
+			}
 			if msg := statsMismatch(s, d, &r.Stats); msg != "" {
 				t.Errorf("%s device %d: model memory_stats differ from the snapshot: %s", filepath.Base(f), d, msg)
 			}
@@ -59,6 +64,26 @@ func TestCorpusReplay(t *testing.T) {
 	if os.Getenv("GPUMEM_PRINT_TABLE") != "" {
 		fmt.Print(table.String())
 	}
+}
+
+// curveMismatch checks a validation's reserved curve: its recorded
+// curve is the timeline's (replay.Curves, computed apart from the model,
+// on the same buckets), and an exact replay's model curve is the
+// recorded one.
+func curveMismatch(s *snapshot.Snapshot, d int, r *ReplayResult) string {
+	c := r.Curve
+	ds := replay.NewCurves(s, d).Downsample(0, r.Events, 97)
+	switch {
+	case !slices.Equal(c.Bounds, ds.Bounds):
+		return fmt.Sprintf("buckets %v, the timeline's %v", c.Bounds, ds.Bounds)
+	case !slices.Equal(c.Recorded, ds.ReservedMax):
+		return fmt.Sprintf("recorded %v, the timeline's %v", c.Recorded, ds.ReservedMax)
+	case exact(r) && !slices.Equal(c.Reserved, c.Recorded):
+		return fmt.Sprintf("an exact replay's %v, recorded %v", c.Reserved, c.Recorded)
+	case len(c.Reserved) > 0 && max(slices.Max(c.Reserved), r.InitialReserved) != r.PeakReserved:
+		return fmt.Sprintf("highest %d (start %d), peak reserved %d", slices.Max(c.Reserved), r.InitialReserved, r.PeakReserved)
+	}
+	return ""
 }
 
 // statsMismatch checks the model's current memory_stats against the values

@@ -84,6 +84,12 @@ type OOMOutcome struct {
 // allocator (see ReplayOptions.FromEmpty). The settings run in parallel.
 // `gpumem sim --capacity oom` and `gpumem oom` use it.
 func WhatIfOOM(s *snapshot.Snapshot, dev int, capacity uint64, oomEvent int, configs []string, fromEmpty bool) ([]OOMOutcome, error) {
+	return whatIfOOM(s, dev, capacity, oomEvent, configs, fromEmpty, 0)
+}
+
+// whatIfOOM is WhatIfOOM keeping each replay's reserved curve in at most
+// curve buckets (ReplayOptions.Curve).
+func whatIfOOM(s *snapshot.Snapshot, dev int, capacity uint64, oomEvent int, configs []string, fromEmpty bool, curve int) ([]OOMOutcome, error) {
 	opts := make([]ReplayOptions, len(configs))
 	for k, name := range configs {
 		var cfg Config
@@ -99,7 +105,7 @@ func WhatIfOOM(s *snapshot.Snapshot, dev int, capacity uint64, oomEvent int, con
 			}
 			cfg = c
 		}
-		opts[k] = ReplayOptions{Config: &cfg, Capacity: capacity, FromEmpty: fromEmpty}
+		opts[k] = ReplayOptions{Config: &cfg, Capacity: capacity, FromEmpty: fromEmpty, Curve: curve}
 	}
 	res, err := replayEach(s, dev, opts)
 	if err != nil {

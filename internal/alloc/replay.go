@@ -36,6 +36,9 @@ type ReplayOptions struct {
 	// address order, under the replay's settings (a what-if even without
 	// Config). Segments made before recording then follow the setting too.
 	FromEmpty bool
+	// Curve, when above 0, keeps the reserved bytes over the trace in
+	// at most that many buckets (ReplayResult.Curve).
+	Curve int
 	// off switches model rules off (ablation tests).
 	off rule
 	// start, when set, is the trace start already rebuilt (replays of
@@ -87,6 +90,9 @@ type ReplayResult struct {
 	InitialReserved uint64
 
 	Stats MemoryStats
+
+	// Curve is the reserved bytes over the trace (ReplayOptions.Curve).
+	Curve *ReplayCurve
 }
 
 // OOMs counts the requests that failed in the model: its own OOMs and
@@ -157,6 +163,9 @@ func Simulate(s *snapshot.Snapshot, dev int, o ReplayOptions) (*ReplayResult, er
 	rp.a.off = o.off
 	rp.a.active = nil // the replay holds its blocks (see run)
 	rp.a.live = make([]*block, 0, 2*len(init.blocks)+256)
+	if o.Curve > 0 {
+		r.Curve = newReplayCurve(len(s.Traces[dev].Events), o.Curve)
+	}
 	if o.FromEmpty {
 		rp.loadFromEmpty(init)
 	} else {
@@ -734,6 +743,7 @@ func (rp *replayer) run(st *initState) {
 		pendingModel[rec] = m
 	}
 	var recSegs []snapshot.Event
+	segFirst := 0 // the event of recSegs[0]
 	recReserved := r.InitialReserved
 	r.RecordedPeakReserved = recReserved
 	peakRes := uint64(a.stats.ReservedBytes[PoolAll].Current)
@@ -776,6 +786,7 @@ func (rp *replayer) run(st *initState) {
 		}
 		return 0, false
 	}
+	marked := 0 // the first event not yet in r.Curve
 	for i := 0; i < len(ev); i++ {
 		if rp.stopAt > 0 && i >= rp.stopAt {
 			break
@@ -790,6 +801,9 @@ func (rp *replayer) run(st *initState) {
 			r.RecordedCudaMallocs++
 			recReserved += e.Size
 			r.RecordedPeakReserved = max(r.RecordedPeakReserved, recReserved)
+			if len(recSegs) == 0 {
+				segFirst = i
+			}
 			recSegs = append(recSegs, *e)
 		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
 			r.RecordedCudaFrees++
@@ -823,9 +837,15 @@ func (rp *replayer) run(st *initState) {
 				if !(retry && a.opt.Capacity > 0) {
 					a.EmptyCache()
 				}
+				if r.Curve != nil { // the recorded releases one by one
+					r.Curve.mark(i, uint64(a.stats.ReservedBytes[PoolAll].Current), recReserved)
+				}
 				for k := i + 1; k <= j; k++ {
 					r.RecordedCudaFrees++
 					recReserved -= min(recReserved, ev[k].Size)
+					if r.Curve != nil {
+						r.Curve.mark(k, uint64(a.stats.ReservedBytes[PoolAll].Current), recReserved)
+					}
 				}
 				i = j
 			}
@@ -847,6 +867,13 @@ func (rp *replayer) run(st *initState) {
 				}
 			}
 			rp.compareSegments(i, e, made, recSegs)
+			if r.Curve != nil && len(made) > 0 && len(recSegs) > 0 {
+				// The trace logs a request's cudaMalloc before its alloc:
+				// the model's, made serving the alloc, is drawn there too.
+				for k := segFirst; k < i; k++ {
+					r.Curve.mark(k, uint64(a.stats.ReservedBytes[PoolAll].Current), 0)
+				}
+			}
 			recSegs = recSegs[:0]
 			if err != nil {
 				r.ModelOOMs = append(r.ModelOOMs, ReplayOOM{Event: i, Size: e.Size, StillOOM: true})
@@ -922,6 +949,13 @@ func (rp *replayer) run(st *initState) {
 		if res := uint64(a.stats.ReservedBytes[PoolAll].Current); res > peakRes {
 			peakRes = res
 			r.UnallocatedAtPeak = unallocated(a)
+		}
+		if r.Curve != nil {
+			// Events this one consumed (a free_completed, releases) share
+			// the values after it.
+			for ; marked <= i; marked++ {
+				r.Curve.mark(marked, uint64(a.stats.ReservedBytes[PoolAll].Current), recReserved)
+			}
 		}
 	}
 }

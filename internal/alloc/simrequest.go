@@ -19,6 +19,7 @@ type SimRequest struct {
 	Fraction   float64 // per-process memory fraction of Capacity
 	Sweep      bool
 	BatchScale float64 // 0: no batch what-if
+	Curve      int     // buckets of the reserved curves (SimOptions.Curve); 0: none
 
 	// Set by Validate from Capacity.
 	CapacityBytes uint64
@@ -45,6 +46,12 @@ func (r *SimRequest) Validate() error {
 		return errors.New("--config: " + err.Error())
 	}
 	switch {
+	case r.Curve < 0 || r.Curve > MaxCurve:
+		return fmt.Errorf("--curve %d: want a number of buckets from 1 to %d", r.Curve, MaxCurve)
+	case r.Curve > 0 && (r.Script != "" || r.BatchScale != 0):
+		return errors.New("--curve draws a snapshot's replay: it does not combine with --script or --batch-scale")
+	}
+	switch {
 	case r.BatchScale == 0:
 		return nil
 	case !(r.BatchScale > 0) || r.BatchScale > 1000:
@@ -62,7 +69,7 @@ func (r *SimRequest) Validate() error {
 // fromEmpty was given at all (a sweep chooses by itself otherwise).
 func (r *SimRequest) Options(device int, fromEmpty, fromEmptySet bool) (SimOptions, error) {
 	o := SimOptions{Device: device, Capacity: r.CapacityBytes, CapacityOOM: r.CapacityOOM, Sweep: r.Sweep,
-		FromEmpty: fromEmpty, FromEmptySet: fromEmptySet}
+		FromEmpty: fromEmpty, FromEmptySet: fromEmptySet, Curve: r.Curve}
 	if r.Config != "" {
 		c, err := ConfigOrDefault(r.Config)
 		if err != nil {

@@ -33,7 +33,14 @@ type SimOptions struct {
 	// FromEmptySet chooses by itself (from empty when the trace starts
 	// with segments already reserved).
 	FromEmpty, FromEmptySet bool
+	// Curve, when above 0, adds each replay's reserved bytes over the
+	// trace, and the recorded ones, in at most that many buckets
+	// (SimDevice.Curve; at most MaxCurve).
+	Curve int
 }
+
+// MaxCurve is the most buckets a sim curve has.
+const MaxCurve = 4096
 
 // SimResult is the replay of a snapshot's devices.
 type SimResult struct {
@@ -117,10 +124,11 @@ func simDevice(s *snapshot.Snapshot, d int, o SimOptions) (SimDevice, error) {
 	if o.Sweep && !o.FromEmptySet {
 		fromEmpty = start.Segments > 0
 	}
+	curve := min(max(o.Curve, 0), MaxCurve)
 	var dj SimDevice
 	switch {
 	case o.Sweep:
-		rows, err := Sweep(s, d, SweepOptions{Capacity: devCap, FromEmpty: fromEmpty})
+		rows, err := Sweep(s, d, SweepOptions{Capacity: devCap, FromEmpty: fromEmpty, Curve: curve})
 		if err != nil {
 			return SimDevice{}, err
 		}
@@ -131,9 +139,12 @@ func simDevice(s *snapshot.Snapshot, d int, o SimOptions) (SimDevice, error) {
 				r.UnallocatedAtPeak, r.CudaMallocs, r.CudaFrees, r.OOMs()})
 		}
 		dj.SweepRows = rows
+		for _, row := range rows {
+			dj.addCurve(row.Name, row.Result)
+		}
 	case oomCap != nil && o.Config == nil:
 		configs := append([]string{"recorded"}, SweepConfigs...)
-		res, err := WhatIfOOM(s, d, oomCap.Capacity, oomCap.Event, configs, fromEmpty)
+		res, err := whatIfOOM(s, d, oomCap.Capacity, oomCap.Event, configs, fromEmpty, curve)
 		if err != nil {
 			return SimDevice{}, err
 		}
@@ -143,13 +154,17 @@ func simDevice(s *snapshot.Snapshot, d int, o SimOptions) (SimDevice, error) {
 				FirstOOMEvent: o.FirstOOM, FirstOOMSize: o.FirstOOMSize, PeakReservedBytes: o.Result.PeakReserved})
 		}
 		dj.OOMOutcomes = res
+		for _, o := range res {
+			dj.addCurve(o.Config, o.Result)
+		}
 	default:
-		r, err := Simulate(s, d, ReplayOptions{Config: o.Config, Capacity: devCap, FromEmpty: fromEmpty})
+		r, err := Simulate(s, d, ReplayOptions{Config: o.Config, Capacity: devCap, FromEmpty: fromEmpty, Curve: curve})
 		if err != nil {
 			return SimDevice{}, err
 		}
 		dj = newSimDevice(r, devCap)
 		dj.Replay = r
+		dj.addCurve(dj.Config, r)
 	}
 	dj.FromEmpty = fromEmpty
 	if oomCap != nil {
@@ -217,6 +232,9 @@ type SimDevice struct {
 	// CapacityOOM is the capacity --capacity oom took from the recorded OOM.
 	CapacityOOM *SimCapacity   `json:"capacity_from_oom,omitempty"`
 	OOMWhatIf   []SimOOMWhatIf `json:"oom_what_if,omitempty"`
+	// Curve is the reserved bytes over the trace, recorded and replayed
+	// (SimOptions.Curve).
+	Curve *SimCurve `json:"curve,omitempty"`
 
 	// What the text renderers read: the replays themselves (one of
 	// SweepRows, OOMOutcomes, Replay is set, as the options chose), the
@@ -227,6 +245,33 @@ type SimDevice struct {
 	OOMCapacity *OOMCapacity  `json:"-"`
 	Capacity    uint64        `json:"-"`
 	WhatIf      bool          `json:"-"`
+}
+
+// SimCurve is the reserved bytes over the trace in buckets of events
+// (ReplayCurve): the recording's and each replay's, in the order of the
+// answer's rows (the sweep's, the OOM what-if's, or the one replay).
+type SimCurve struct {
+	FirstEvent  []int32          `json:"first_event"` // each bucket's first event
+	RecordedMax []uint64         `json:"recorded_reserved_max"`
+	Replayed    []SimCurveReplay `json:"replayed"`
+}
+
+// SimCurveReplay is one replay's curve.
+type SimCurveReplay struct {
+	Config      string   `json:"config"`
+	ReservedMax []uint64 `json:"reserved_max"`
+}
+
+// addCurve adds replay r's curve, named config, when it kept one.
+func (d *SimDevice) addCurve(config string, r *ReplayResult) {
+	c := r.Curve
+	if c == nil {
+		return
+	}
+	if d.Curve == nil {
+		d.Curve = &SimCurve{FirstEvent: c.Bounds[:len(c.Reserved)], RecordedMax: c.Recorded}
+	}
+	d.Curve.Replayed = append(d.Curve.Replayed, SimCurveReplay{config, c.Reserved})
 }
 
 // SimStart is the allocator at trace start (segments made before recording).

@@ -43,6 +43,9 @@ type SweepOptions struct {
 	// FromEmpty replays every row from an empty allocator
 	// (ReplayOptions.FromEmpty).
 	FromEmpty bool
+	// Curve keeps each row's reserved bytes over the trace in at most
+	// that many buckets (ReplayOptions.Curve).
+	Curve int
 }
 
 // Sweep replays device dev of s under each of SweepConfigs (what-if) and
@@ -67,7 +70,7 @@ func Sweep(s *snapshot.Snapshot, dev int, o SweepOptions) ([]SweepRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, err := Simulate(s, dev, ReplayOptions{Config: &cfgs[0], Capacity: o.Capacity, FromEmpty: o.FromEmpty, start: start})
+	base, err := Simulate(s, dev, ReplayOptions{Config: &cfgs[0], Capacity: o.Capacity, FromEmpty: o.FromEmpty, Curve: o.Curve, start: start})
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +89,7 @@ func Sweep(s *snapshot.Snapshot, dev int, o SweepOptions) ([]SweepRow, error) {
 			// Show the fraction as the size it allows.
 			rows[k].Name = fmt.Sprintf("%s (fraction of %s)", strings.TrimSuffix(SweepConfigs[k], ",per_process_memory_fraction:1.0"), units.C10(capacity))
 		}
-		opts[k-1] = ReplayOptions{Config: &cfgs[k], Capacity: capacity, FromEmpty: o.FromEmpty, start: start}
+		opts[k-1] = ReplayOptions{Config: &cfgs[k], Capacity: capacity, FromEmpty: o.FromEmpty, Curve: o.Curve, start: start}
 	}
 	res, err := replayEach(s, dev, opts)
 	if err != nil {

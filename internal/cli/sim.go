@@ -31,6 +31,7 @@ func simFlagSet(env *Env) (*simFlags, *flag.FlagSet) {
 	fs.BoolVar(&f.Sweep, "sweep", false, "compare common settings on the snapshot")
 	fs.BoolVar(&f.fromEmpty, "from-empty", false, "what-if from an empty allocator (blocks live at trace start allocated first)")
 	fs.BoolVar(&f.demo, "demo", false, "use the embedded demo snapshot")
+	fs.IntVar(&f.Curve, "curve", 0, "with --json, add the reserved bytes over the trace, recorded and replayed, in `N` buckets")
 	fs.Float64Var(&f.BatchScale, "batch-scale", 0, "replay with the allocations that scale with the batch multiplied by `S` (e.g. 0.5)")
 	return f, fs
 }
@@ -59,6 +60,9 @@ func parseSimArgs(env *Env, args []string) (*simFlags, []string, error) {
 	f.device = *f.devicePtr
 	if err := f.Validate(); err != nil {
 		return nil, nil, usageError(fs, env.Stderr, err.Error())
+	}
+	if f.Curve > 0 && !f.json {
+		return nil, nil, usageError(fs, env.Stderr, "--curve needs --json")
 	}
 	return f, pos, nil
 }

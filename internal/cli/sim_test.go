@@ -75,6 +75,9 @@ func TestSimErrors(t *testing.T) {
 		{[]string{"sim", "--script", bad, "--capacity", "lots"}, 2, "--capacity"},
 		{[]string{"sim", filepath.Join(dir, "none.pickle")}, 1, "no such file"},
 		{[]string{"sim"}, 2, "need --script FILE or one snapshot FILE"},
+		{[]string{"sim", "--curve", "10", filepath.Join(dir, "none.pickle")}, 2, "--curve needs --json"},
+		{[]string{"sim", "--curve", "10", "--json", "--script", bad}, 2, "--curve draws a snapshot's replay"},
+		{[]string{"sim", "--curve", "9999", "--json", filepath.Join(dir, "none.pickle")}, 2, "--curve 9999: want a number of buckets from 1 to 4096"},
 	}
 	for _, tt := range tests {
 		code, _, errs := runMain(t, nil, tt.args...)

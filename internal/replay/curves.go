@@ -313,16 +313,12 @@ func (c *Curves) downsample(i0, i1, buckets int) *Downsampled {
 	}
 	buckets = min(buckets, i1-i0)
 	out.Buckets = buckets
-	out.Bounds = make([]int32, buckets+1)
+	out.Bounds = rules.Buckets(i0, i1, buckets)
 	series := [4]*[]uint64{&out.AllocatedMin, &out.ReservedMin, &out.ActiveMin, &out.RequestedMin}
 	seriesMax := [4]*[]uint64{&out.AllocatedMax, &out.ReservedMax, &out.ActiveMax, &out.RequestedMax}
 	for k := range series {
 		*series[k] = make([]uint64, buckets)
 		*seriesMax[k] = make([]uint64, buckets)
-	}
-	span := i1 - i0
-	for b := 0; b <= buckets; b++ {
-		out.Bounds[b] = int32(i0 + int(uint64(span)*uint64(b)/uint64(buckets)))
 	}
 	for b := 0; b < buckets; b++ {
 		mn, mx := c.minMax(int(out.Bounds[b]), int(out.Bounds[b+1]))

@@ -1,6 +1,7 @@
-// Package rules holds PyTorch caching-allocator rules that more than one
-// part of gpumem applies (the block size a request gets, the fragmentation
-// figure), written once; it depends on nothing else in gpumem.
+// Package rules holds the rules that more than one part of gpumem applies
+// (PyTorch caching-allocator rules such as the block size a request gets
+// and the fragmentation figure, and the buckets every curve over a trace
+// is reduced to), written once; it depends on nothing else in gpumem.
 package rules
 
 import "math/bits"
@@ -113,4 +114,24 @@ func AllocationSize(size, largeSegment uint64) uint64 {
 		return largeSegment
 	}
 	return RoundLarge * ((size + RoundLarge - 1) / RoundLarge)
+}
+
+// Buckets splits events [i0, i1) into n buckets of nearly equal size, as
+// every curve over a trace does (the timeline's totals, sim's reserved
+// curves, the Compare view's site curves), so that curves of one trace
+// share their buckets: bucket b holds events [bounds[b], bounds[b+1]),
+// bounds[b] = i0 + b·(i1−i0)/n. n must be at most i1−i0 and above 0.
+func Buckets(i0, i1, n int) []int32 {
+	bounds := make([]int32, n+1)
+	span := uint64(i1 - i0)
+	for b := range bounds {
+		bounds[b] = int32(i0 + int(span*uint64(b)/uint64(n)))
+	}
+	return bounds
+}
+
+// BucketOf is the bucket of Buckets(i0, i1, n) that holds event i
+// (i0 <= i < i1): the last b with b·span/n <= i−i0.
+func BucketOf(i, i0, i1, n int) int {
+	return int((uint64(i-i0+1)*uint64(n) - 1) / uint64(i1-i0))
 }

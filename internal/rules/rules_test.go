@@ -79,3 +79,28 @@ func TestAllocationSize(t *testing.T) {
 		}
 	}
 }
+
+// TestBuckets: the buckets cover the range in order, none empty, and
+// BucketOf finds the bucket holding each event.
+func TestBuckets(t *testing.T) {
+	for _, i0 := range []int{0, 7} {
+		for span := 1; span <= 40; span++ {
+			for n := 1; n <= span; n++ {
+				b := Buckets(i0, i0+span, n)
+				if len(b) != n+1 || b[0] != int32(i0) || b[n] != int32(i0+span) {
+					t.Fatalf("Buckets(%d, %d, %d) = %v", i0, i0+span, n, b)
+				}
+				for k := 0; k < n; k++ {
+					if b[k+1] <= b[k] {
+						t.Fatalf("Buckets(%d, %d, %d) = %v: bucket %d empty", i0, i0+span, n, b, k)
+					}
+					for i := b[k]; i < b[k+1]; i++ {
+						if got := BucketOf(int(i), i0, i0+span, n); got != k {
+							t.Fatalf("BucketOf(%d, %d, %d, %d) = %d, want %d (%v)", i, i0, i0+span, n, got, k, b)
+						}
+					}
+				}
+			}
+		}
+	}
+}

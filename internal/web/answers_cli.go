@@ -144,9 +144,33 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	writeCLIJSON(w, analysis.NewDiff(runs[0], runs[1], depth))
 }
 
+// handleSiteCurve answers /api/sitecurve?file=ID[&device=N][&depth=N]
+// [&n=N][&frame=F...]: the bytes live from the diff's site with those
+// frames (innermost first; none: the site without a stack) over the
+// device's trace, in the buckets of /api/totals (analysis.SiteCurve), for
+// the Compare view's highlight of a site in both runs.
+func (s *Server) handleSiteCurve(w http.ResponseWriter, r *http.Request) {
+	qp := newQuery(r)
+	depth := qp.int("depth", analysis.DefaultDiffDepth, 1, 64)
+	n := qp.int("n", 300, 1, MaxWidth)
+	if qp.bad(w) {
+		return
+	}
+	frames := r.URL.Query()["frame"]
+	if len(frames) > depth {
+		writeErr(w, http.StatusBadRequest, "%d frames for a site of at most %d (depth)", len(frames), depth)
+		return
+	}
+	dv := s.readyAnalysis(w, r)
+	if dv == nil {
+		return
+	}
+	writeJSON(w, http.StatusOK, dv.SiteCurve(append([]string{}, frames...), depth, n))
+}
+
 // handleSim answers /api/sim?file=ID[&device=N][&config=STR | &sweep=1]
-// [&capacity=SIZE|oom][&from_empty=0|1]: gpumem sim --json FILE with the
-// same flags.
+// [&capacity=SIZE|oom][&from_empty=0|1][&curve=N]: gpumem sim --json FILE
+// with the same flags.
 func (s *Server) handleSim(w http.ResponseWriter, r *http.Request) {
 	f := s.readyFile(w, r, "file")
 	if f == nil {
@@ -158,6 +182,11 @@ func (s *Server) handleSim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o := alloc.SimOptions{Device: d, Sweep: q.Get("sweep") == "1" || q.Get("sweep") == "true"}
+	qp := newQuery(r)
+	o.Curve = qp.int("curve", 0, 0, alloc.MaxCurve)
+	if qp.bad(w) {
+		return
+	}
 	if v := q.Get("from_empty"); v != "" {
 		o.FromEmptySet = true
 		o.FromEmpty = v == "1" || v == "true"

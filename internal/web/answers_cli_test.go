@@ -3,7 +3,10 @@ package web_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
+	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -24,7 +27,14 @@ func TestEndpointsEqualCLI(t *testing.T) {
 	ctx256 := corpus.File(t, "cs336-kkaitlyn111__memory_ctx256_forward.pickle")
 	stepped := corpus.File(t, "cs336-silmont2000__memory_forward_fp32_128.pickle")
 	oom := corpus.File(t, "flexgen-Yiyi__oom_snapshot.pickle")
-	files := []string{ctx128, ctx256, stepped, oom}
+	// A run that stopped at an OOM on a 3 GiB device (no real file has an
+	// OOM in its trace): sim --capacity oom's answer, curves included.
+	synthOOM := filepath.Join(t.TempDir(), "oom.pickle")
+	var serr bytes.Buffer
+	if code := cli.Main([]string{"synth", "--model", "mlp", "--layers", "8", "--hidden", "8192", "--capacity", "3GiB", "-o", synthOOM}, strings.NewReader(""), &bytes.Buffer{}, &serr); code != 0 {
+		t.Fatalf("synth: %s", serr.String())
+	}
+	files := []string{ctx128, ctx256, stepped, oom, synthOOM}
 	srv := web.New(web.Options{Addr: "127.0.0.1:8123"})
 	for _, p := range files {
 		s, err := snapshot.Open(p, nil)
@@ -46,9 +56,14 @@ func TestEndpointsEqualCLI(t *testing.T) {
 		{"/api/sim?file=0&sweep=1", []string{"sim", "--json", "--sweep", ctx128}},
 		{"/api/sim?file=3&capacity=oom", []string{"sim", "--json", "--capacity", "oom", oom}},
 		{"/api/sim?file=2&sweep=1&from_empty=0&capacity=8GiB", []string{"sim", "--json", "--sweep", "--from-empty=false", "--capacity", "8GiB", stepped}},
+		{"/api/sim?file=0&sweep=1&curve=300", []string{"sim", "--json", "--sweep", "--curve", "300", ctx128}},
+		{"/api/sim?file=0&config=max_split_size_mb:128&curve=64", []string{"sim", "--json", "--config", "max_split_size_mb:128", "--curve", "64", ctx128}},
+		{"/api/sim?file=3&capacity=oom&curve=100", []string{"sim", "--json", "--capacity", "oom", "--curve", "100", oom}},
+		{"/api/sim?file=4&capacity=oom&curve=100", []string{"sim", "--json", "--capacity", "oom", "--curve", "100", synthOOM}},
+		{"/api/sim?file=4&capacity=oom&sweep=1&curve=33", []string{"sim", "--json", "--capacity", "oom", "--sweep", "--curve", "33", synthOOM}},
 		{"/api/steps?file=2", []string{"steps", "--json", stepped}},
 		{"/api/steps?file=1", []string{"steps", "--json", ctx256}},
-		{"/api/ranks", []string{"ranks", "--json", ctx128, ctx256, stepped, oom}},
+		{"/api/ranks", []string{"ranks", "--json", ctx128, ctx256, stepped, oom, synthOOM}},
 	} {
 		var out, errb bytes.Buffer
 		code := cli.Main(tc.cli, strings.NewReader(""), &out, &errb)
@@ -170,6 +185,71 @@ func TestTotalsPeaks(t *testing.T) {
 			!slices.IsSorted(got.First) || !slices.IsSorted(got.TimeUS) || len(got.TimeUS) != len(got.First) {
 			t.Errorf("%s: %d buckets, max requested %d (peak active %d), max reserved %d (%d), times %d",
 				name, len(got.First), slices.Max(got.Requested), active, slices.Max(got.Reserved), reserved, len(got.TimeUS))
+		}
+	}
+}
+
+// TestSiteCurveEndpoint: /api/sitecurve, the Compare view's highlight of
+// a site, lies on /api/totals' buckets, never above the requested total,
+// reaches the bytes the diff gives the site at its moment, and refuses
+// bad parameters.
+func TestSiteCurveEndpoint(t *testing.T) {
+	srv := web.New(web.Options{Addr: "127.0.0.1:8123"})
+	for _, name := range []string{"cs336-kkaitlyn111__memory_ctx128_forward.pickle", "cs336-kkaitlyn111__memory_ctx256_forward.pickle"} {
+		p := corpus.File(t, name)
+		s, err := snapshot.Open(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Add(p, s)
+	}
+	h := srv.Handler()
+	get := func(url string, v any) int {
+		r := httptest.NewRequest("GET", url, nil)
+		r.Host = "127.0.0.1:8123"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if v != nil && w.Code == 200 {
+			if err := json.Unmarshal(w.Body.Bytes(), v); err != nil {
+				t.Fatalf("%s: %v", url, err)
+			}
+		}
+		return w.Code
+	}
+	var diff analysis.Diff
+	if code := get("/api/diff?a=0&b=1", &diff); code != 200 || len(diff.Sites) < 3 {
+		t.Fatalf("diff: %d, %d sites", code, len(diff.Sites))
+	}
+	for _, site := range diff.Sites[:3] {
+		q := ""
+		for _, f := range site.Frames {
+			q += "&frame=" + url.QueryEscape(f)
+		}
+		for file, want := range []uint64{site.ABytes, site.BBytes} {
+			var c analysis.SiteCurve
+			var tot struct {
+				First     []int32  `json:"first_event"`
+				Requested []uint64 `json:"requested_max"`
+			}
+			if code := get(fmt.Sprintf("/api/sitecurve?file=%d&n=120%s", file, q), &c); code != 200 {
+				t.Fatalf("sitecurve: %d", code)
+			}
+			get(fmt.Sprintf("/api/totals?file=%d&n=120", file), &tot)
+			if !slices.Equal(c.FirstEvent, tot.First) || len(c.BytesMax) != len(tot.Requested) || slices.Max(c.BytesMax) < want || want > 0 && c.Allocations == 0 {
+				t.Errorf("file %d site %q: %d buckets from %v (totals' %v), highest %d, the diff's %d, %d allocations",
+					file, site.Frames, len(c.BytesMax), c.FirstEvent[:3], tot.First[:3], slices.Max(c.BytesMax), want, c.Allocations)
+				continue
+			}
+			for b := range c.BytesMax {
+				if c.BytesMax[b] > tot.Requested[b] {
+					t.Errorf("file %d site %q bucket %d: %d above the requested total %d", file, site.Frames, b, c.BytesMax[b], tot.Requested[b])
+				}
+			}
+		}
+	}
+	for _, bad := range []string{"/api/sitecurve?file=0&depth=0", "/api/sitecurve?file=0&n=x", "/api/sitecurve?file=9", "/api/sitecurve?file=0&depth=1&frame=a&frame=b"} {
+		if code := get(bad, nil); code/100 != 4 {
+			t.Errorf("%s: %d", bad, code)
 		}
 	}
 }

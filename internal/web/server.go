@@ -144,6 +144,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/moment", s.handleMoment)
 	mux.HandleFunc("POST /api/sites", s.handleSites)
 	mux.HandleFunc("GET /api/totals", s.handleTotals) // totals.go
+	mux.HandleFunc("GET /api/sitecurve", s.handleSiteCurve)
 	mux.HandleFunc("POST /api/upload", s.handleUpload)
 	mux.HandleFunc("DELETE /api/files/{id}", s.handleRemove)
 	mux.HandleFunc("GET /api/watch", s.handleWatch)

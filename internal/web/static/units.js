@@ -47,3 +47,11 @@ export function signedPct(x) {
   const s = x.toFixed(1);
   return (s.startsWith('-') ? s : '+' + s) + '%';
 }
+
+// curveBuckets is how many buckets of events a view's curves over a trace
+// get (/api/totals, /api/sitecurve, /api/sim's curve): two pixel columns
+// of the plot each (the views' canvases are at most 1200 pixels wide, 90
+// of them margins), so that the mouse reads every bucket.
+export function curveBuckets(el) {
+  return Math.max(50, Math.floor((Math.min(el.clientWidth || 1000, 1200) - 90) / 2));
+}

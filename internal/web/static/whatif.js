@@ -1,8 +1,9 @@
-// The What-if view: gpumem sim on the file shown (GET /api/sim, the same
-// answer as `gpumem sim --json`): replay the recorded requests under
-// other allocator settings, or the sweep of common ones, and see each
-// setting's verdict and replayed peak reserved against the recorded one.
-import { human, humanSigned, escapeHTML, getJSON, baseName, signedPct } from './units.js';
+// The What-if view: gpumem sim on the file shown (GET /api/sim with
+// curve=N, the same answer as `gpumem sim --json --curve N`): replay the
+// recorded requests under other allocator settings, or the sweep of common
+// ones, and see each setting's replayed reserved curve over the recorded
+// one, its verdict and its peak reserved against the recorded one.
+import { human, humanSigned, escapeHTML, getJSON, baseName, signedPct, curveBuckets } from './units.js';
 
 export async function open(ctx) {
   const { el } = ctx;
@@ -25,7 +26,7 @@ async function render(ctx, mode, config, capacity) {
   const body = ctx.el.querySelector('#wi-body');
   body.dataset.ready = '';
   body.innerHTML = '<p class="muted">Replaying…</p>';
-  const q = new URLSearchParams({ file: ctx.file, device: ctx.device });
+  const q = new URLSearchParams({ file: ctx.file, device: ctx.device, curve: curveBuckets(body) });
   if (mode === 'sweep') q.set('sweep', '1');
   if (mode === 'config') q.set('config', config || 'default');
   if (capacity) q.set('capacity', capacity);
@@ -93,8 +94,115 @@ async function render(ctx, mode, config, capacity) {
         `segment releases ${v.segment_releases_matched}/${v.segment_releases_total}; final state ${v.final_state_matches ? 'matches' : 'differs'}.</p>`;
     }
   }
+  if (r.curve) {
+    html += `<h3>Reserved bytes over the trace: recorded (black, dashed) and replayed ${r.predicted && !r.sweep && !r.oom_what_if ? 'under this setting' : "under each setting (its row's colour; click a row to pick it)"}</h3>
+      <canvas id="wi-curves" width="1000" height="280"></canvas>
+      <div id="wi-readout" class="readout">Hover over the curves to read them at that point.</div>`;
+  }
   body.innerHTML = html;
+  if (r.curve) {
+    try {
+      curves(body, r);
+    } catch (e) { // the table stands; say what went wrong with the curves
+      body.querySelector('#wi-readout').textContent = `The curves could not be drawn: ${e.message}`;
+    }
+  }
   body.dataset.ready = '1';
+}
+
+const COLOURS = ['#4e79a7', '#f28e2c', '#e15759', '#76b7b2', '#59a14f', '#edc949', '#af7aa1', '#ff9da7', '#9c755f', '#17becf', '#bcbd22', '#7f7f7f'];
+
+// curves draws the replayed reserved curves over the recorded one, gives
+// each setting's row its colour, and lets a click on a row pick its curve
+// (drawn bold, the others faint) and the mouse read the curves.
+function curves(body, r) {
+  const c = body.querySelector('#wi-curves'), readout = body.querySelector('#wi-readout');
+  // The sweep's and the OOM what-if's rows are settings; one replay's
+  // table is its figures, and the legend says which curve is which.
+  const rows = r.sweep || r.oom_what_if ? [...body.querySelectorAll('#wi-table tr')].filter(tr => tr.querySelector('td')) : [];
+  const cv = r.curve, n = cv.recorded_reserved_max.length;
+  if (!rows.length) readout.insertAdjacentHTML('beforebegin', `<div class="muted"><span class="swatch" style="background:#24292f"></span>recorded <span class="swatch" style="background:${COLOURS[0]}"></span>replayed under ${escapeHTML(cv.replayed[0].config)}</div>`);
+  // Row k of the table is curve k (both in the answer's order).
+  const v = { picked: -1, layout: null };
+  rows.forEach((tr, k) => {
+    if (k >= cv.replayed.length) return;
+    tr.dataset.curve = String(k);
+    tr.cells[0].insertAdjacentHTML('afterbegin', `<span class="swatch" style="background:${COLOURS[k % COLOURS.length]}"></span>`);
+  });
+  const redraw = () => { v.layout = drawSim(c, r, v.picked); };
+  body.querySelector('#wi-table').addEventListener('click', (e) => {
+    const tr = e.target.closest('tr[data-curve]');
+    if (!tr) return;
+    const k = +tr.dataset.curve;
+    v.picked = v.picked === k ? -1 : k;
+    for (const x of rows) x.classList.toggle('sel', x === tr && v.picked === k);
+    redraw();
+  });
+  c.addEventListener('mousemove', (e) => {
+    const lay = v.layout, rect = c.getBoundingClientRect(), px = e.clientX - rect.left;
+    if (!lay || px < lay.L || px > lay.W - lay.R || !n) return;
+    const b = Math.min(n - 1, Math.floor((px - lay.L) / (lay.W - lay.L - lay.R) * n));
+    const e0 = cv.first_event[b], e1 = (b + 1 < n ? cv.first_event[b + 1] : r.events) - 1;
+    const order = v.picked >= 0 ? [v.picked] : cv.replayed.map((_, k) => k);
+    readout.textContent = `events ${e0}..${e1}: recorded ${human(cv.recorded_reserved_max[b])}\n` +
+      order.map(k => `${cv.replayed[k].config}: ${human(cv.replayed[k].reserved_max[b])}`).join('\n');
+  });
+  redraw();
+}
+
+// drawSim draws the recorded reserved curve (black, thick) and each
+// replay's (its row's colour; the picked one bold, the others faint when
+// one is picked), a dot at each replay's peak, and the capacity the
+// replays ran under when there is one. It returns the layout the readout
+// reads.
+function drawSim(c, r, picked) {
+  const cv = r.curve, n = cv.recorded_reserved_max.length;
+  const dpr = window.devicePixelRatio || 1;
+  const W = c.clientWidth || 1000, H = 280, L = 80, R = 10, T = 8, B = 24;
+  c.width = W * dpr; c.height = H * dpr; c.style.height = H + 'px';
+  const g = c.getContext('2d');
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, W, H);
+  const capacity = r.capacity_from_oom ? r.capacity_from_oom.capacity_bytes : 0;
+  // The y axis spans the curves (not from 0: settings differ by a few
+  // percent of what is reserved), its ticks say where it starts.
+  const all = [...cv.recorded_reserved_max, ...cv.replayed.flatMap(x => x.reserved_max)];
+  const hi = Math.max(1, capacity, ...all), lo0 = Math.min(...all, capacity || Infinity);
+  const pad = Math.max((hi - lo0) * 0.06, hi * 0.002), ymin = Math.max(0, lo0 - pad), ymax = hi + pad;
+  const X = (b) => L + (W - L - R) * b / Math.max(n, 1), Y = (val) => T + (H - T - B) * (1 - (val - ymin) / (ymax - ymin));
+  g.font = '11px system-ui, sans-serif'; g.strokeStyle = '#d5dae0'; g.strokeRect(L, T, W - L - R, H - T - B);
+  g.fillStyle = '#5b6670'; g.textAlign = 'right';
+  for (const f of [0, 0.25, 0.5, 0.75, 1]) { const val = ymin + (ymax - ymin) * f; g.fillText(human(Math.round(val)), L - 4, Y(val) + 4); }
+  g.textAlign = 'left'; g.fillText(`event 0 … ${r.events - 1}`, L, H - 6);
+  // Steps: each bucket's value held to the next bucket.
+  const line = (vals, colour, width, alpha, dash) => {
+    g.beginPath(); g.strokeStyle = colour; g.lineWidth = width; g.globalAlpha = alpha; g.setLineDash(dash || []);
+    vals.forEach((val, b) => { if (b === 0) g.moveTo(X(b), Y(val)); else g.lineTo(X(b), Y(vals[b - 1])), g.lineTo(X(b), Y(val)); });
+    if (vals.length) g.lineTo(X(vals.length), Y(vals[vals.length - 1]));
+    g.stroke(); g.globalAlpha = 1; g.setLineDash([]);
+  };
+  if (capacity) {
+    g.setLineDash([6, 4]); g.strokeStyle = '#cf222e'; g.lineWidth = 1;
+    g.beginPath(); g.moveTo(L, Y(capacity)); g.lineTo(W - R, Y(capacity)); g.stroke(); g.setLineDash([]);
+    g.fillStyle = '#cf222e'; g.textAlign = 'right'; g.fillText(`capacity ${human(capacity)}`, W - R - 4, Y(capacity) - 4);
+  }
+  cv.replayed.forEach((x, k) => {
+    if (k === picked) return;
+    line(x.reserved_max, COLOURS[k % COLOURS.length], 1.2, picked >= 0 ? 0.25 : 0.9);
+  });
+  if (picked >= 0) line(cv.replayed[picked].reserved_max, COLOURS[picked % COLOURS.length], 2.5, 1);
+  // The recording on top, dashed, so that a replay that follows it
+  // exactly still shows both.
+  line(cv.recorded_reserved_max, '#24292f', 1.6, 1, [6, 4]);
+  cv.replayed.forEach((x, k) => { // each replay's peak
+    if (picked >= 0 && k !== picked) return;
+    let b = 0;
+    x.reserved_max.forEach((val, j) => { if (val > x.reserved_max[b]) b = j; });
+    g.fillStyle = COLOURS[k % COLOURS.length];
+    g.beginPath(); g.arc(X(b + 0.5), Y(x.reserved_max[b]), 3.5, 0, 2 * Math.PI); g.fill();
+  });
+  c.dataset.plot = JSON.stringify({ left: L, right: W - R, buckets: n }); // where the readout reads (tests hover there)
+  return { L, R, W };
 }
 
 // bars draws a replayed peak (dark) against the recorded one (the line).
