@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"sync"
 )
 
 func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOptions) *Frame {
@@ -65,7 +66,9 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	// slides nothing drawn). The frees' ends and sizes are read in place.
 	top := vpos[nv-1]
 	frSize, frEnd := t.freeSize[f0:f1], t.freeEnd[f0:f1]
-	q := make([]int32, f1-f0)
+	qp := int32s(f1 - f0) // 16 MB for the 1 GB tile's whole trace
+	defer putInt32s(qp)
+	q := *qp
 	// aboveBlk[b] is the first visible index at or above stack position
 	// b*prefixBlock: a free finds the first above it from there in a few
 	// steps, without a binary search (an array per position, 20 MB on the
@@ -309,6 +312,24 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	}
 	return f
 }
+
+// int32Bufs keeps the large per-query arrays between queries: a whole
+// trace's allocated 30 MB each time, and the server's collector, which
+// runs often to keep its resident memory down, charged the query for it.
+var int32Bufs sync.Pool
+
+// int32s returns a buffer of n int32s (not zeroed) from int32Bufs.
+func int32s(n int) *[]int32 {
+	p, _ := int32Bufs.Get().(*[]int32)
+	if p == nil {
+		p = new([]int32)
+	}
+	*p = slices.Grow((*p)[:0], n)[:n]
+	return p
+}
+
+// putInt32s gives a buffer of int32s back.
+func putInt32s(p *[]int32) { int32Bufs.Put(p) }
 
 // simplify drops interior points of horizontal runs from x,y pairs and
 // points at the same x and y as their predecessor.

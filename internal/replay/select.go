@@ -108,7 +108,9 @@ func (t *Timeline) selectWindow(f *Frame, t0, t1, y0, y1 float64, detail int) (v
 	// buckets, or, while they are being built, from scans of the elements
 	// (a user's first zoom does not wait for the index; the answer is the
 	// same, TestWindowBeforeIndex).
-	var cls classSource = &bucketClasses{t: t, t0: t0, t1: t1, r: w.r}
+	bc := &bucketClasses{t: t, t0: t0, t1: t1, r: w.r, buf: int32s(0)}
+	defer putInt32s(bc.buf)
+	var cls classSource = bc
 	if !t.bucketsReady() {
 		t.StartIndexes()
 		cls = newScanClasses(t, t0, t1, w.r)
@@ -165,17 +167,21 @@ type bucketClasses struct {
 	t0, t1 float64
 	r      posRange
 	ti     int
+	// buf holds the class next returns, reused by the next call: the
+	// caller copies what it keeps.
+	buf *[]int32
 }
 
 func (b *bucketClasses) more() bool { return b.ti < len(b.t.bySize) }
 
 func (b *bucketClasses) next(int) []int32 {
 	t := b.t
-	var cand []int32
+	cand := (*b.buf)[:0]
 	sc := t.buckets[t.bySize[b.ti]].sizeClass
 	for ; b.ti < len(t.bySize) && t.buckets[t.bySize[b.ti]].sizeClass == sc; b.ti++ {
 		cand = t.overlapping(cand, t.bySize[b.ti], b.t0, b.t1, b.r)
 	}
+	*b.buf = cand
 	return cand
 }
 
