@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -91,6 +92,7 @@ func drive(base string, answers, atOnce bool) error {
 	}
 	x0, x1, y0, y1 := 0.0, T, 0.0, P
 	var ms, server []string
+	cpu0, wall0 := processCPU(), time.Now()
 	for k := range 24 {
 		span, h := x1-x0, y1-y0
 		switch {
@@ -116,6 +118,8 @@ func drive(base string, answers, atOnce bool) error {
 	}
 	fmt.Printf("zoom/pan windows (ms, in order): %s\n", strings.Join(ms, " "))
 	fmt.Printf("  the server's time on each (wall/CPU ms, Server-Timing): %s\n", strings.Join(server, " "))
+	fmt.Printf("  the process's CPU over the 24 windows: %v in %v (the queries' and what ran beside them)\n",
+		(processCPU() - cpu0).Round(time.Millisecond), time.Since(wall0).Round(time.Millisecond))
 	if atOnce {
 		if err := <-side; err != nil {
 			return err
@@ -142,6 +146,14 @@ func drive(base string, answers, atOnce bool) error {
 		}
 	}
 	return nil
+}
+
+// processCPU is this process's user+system CPU time: the server's, which
+// runs in it, and the driver's few requests.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // serverTime reads a window answer's Server-Timing header (window;dur=W,
