@@ -253,6 +253,9 @@ func writeErr(w http.ResponseWriter, code int, format string, args ...any) {
 
 func writeBin(w http.ResponseWriter, b []byte) {
 	w.Header().Set("Content-Type", "application/octet-stream")
+	// Sized: net/http sends a body larger than its buffer in chunks
+	// otherwise, and a window answer is up to a megabyte.
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(b)
 }
