@@ -573,6 +573,9 @@ func (sp *stackPrefix) bounds(p int32) (lo, hi float64) {
 }
 
 // at is the bottom edge at this time of an element at stack position p.
+// From limit up it is the total, a lower bound: a walk stopped early
+// (prefixAt's stop) leaves out positions whose elements lie above the
+// window, which classify only rejects.
 func (sp *stackPrefix) at(p int32) float64 {
 	if p >= sp.limit {
 		return sp.total
