@@ -63,7 +63,8 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	f0 := sort.Search(len(t.freeEnd), func(i int) bool { return float64(t.freeEnd[i])+3 > t0 })
 	f1 := sort.Search(len(t.freeEnd), func(i int) bool { return float64(t.freeEnd[i]) >= t1 })
 	// q[j] is the first visible index above free j (nv: none, the free
-	// slides nothing drawn). The frees' ends and sizes are read in place.
+	// slides nothing drawn), qOf(j), kept for the frees while they ramp.
+	// The frees' ends and sizes are read in place.
 	top := vpos[nv-1]
 	frSize, frEnd := t.freeSize[f0:f1], t.freeEnd[f0:f1]
 	qp := int32s(f1 - f0) // 16 MB for the 1 GB tile's whole trace
@@ -83,15 +84,17 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		}
 		aboveBlk[b] = k
 	}
-	for j, p := range t.freePos[f0:f1] {
-		q[j] = int32(nv)
-		if p < top {
-			k := aboveBlk[p/prefixBlock]
-			for vpos[k] <= p {
-				k++
-			}
-			q[j] = k
+	frPos := t.freePos[f0:f1]
+	qOf := func(j int) int32 {
+		p := frPos[j]
+		if p >= top {
+			return int32(nv)
 		}
+		k := aboveBlk[p/prefixBlock]
+		for vpos[k] <= p {
+			k++
+		}
+		return k
 	}
 	fen := make([]float64, nv+1) // completed frees, Fenwick by q
 	completed, started := 0, 0   // frees [0,completed) done, [completed,started) ramping
@@ -113,20 +116,31 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		}
 		touched = touched[:0]
 	}
+	complete := func(j int, k int32) {
+		dirty = min(dirty, int(k))
+		if s := float64(frSize[j]); s > 0 && int(k) < nv {
+			if pend[k] == 0 {
+				touched = append(touched, k)
+			}
+			pend[k] += s
+		}
+	}
 	advanceTo := func(x float64) {
+		// While none ramps, the frees that start and complete before x
+		// are done in one pass (most of a wide window's), their q found
+		// and used at once; q keeps those that ramp.
+		for completed == started && started < len(frSize) && float64(frEnd[started])+3 <= x {
+			complete(started, qOf(started))
+			started++
+			completed++
+		}
 		for started < len(frSize) && float64(frEnd[started]) < x {
+			q[started] = qOf(started)
 			dirty = min(dirty, int(q[started]))
 			started++
 		}
 		for completed < started && float64(frEnd[completed])+3 <= x {
-			k := q[completed]
-			dirty = min(dirty, int(k))
-			if s := float64(frSize[completed]); s > 0 && int(k) < nv {
-				if pend[k] == 0 {
-					touched = append(touched, k)
-				}
-				pend[k] += s
-			}
+			complete(completed, q[completed])
 			completed++
 		}
 	}
