@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -21,6 +22,7 @@ import (
 // index is built).
 func drive(base string, answers, atOnce bool) error {
 	client := &http.Client{Timeout: 10 * time.Minute}
+	var timing string // the last answer's Server-Timing
 	get := func(path string) ([]byte, time.Duration, error) {
 		t0 := time.Now()
 		r, err := client.Get(base + path)
@@ -28,6 +30,7 @@ func drive(base string, answers, atOnce bool) error {
 			return nil, 0, err
 		}
 		defer r.Body.Close()
+		timing = r.Header.Get("Server-Timing")
 		b, err := io.ReadAll(r.Body)
 		if err == nil && r.StatusCode != http.StatusOK {
 			err = fmt.Errorf("%s: %s: %s", path, r.Status, strings.TrimSpace(string(b)))
@@ -88,7 +91,8 @@ func drive(base string, answers, atOnce bool) error {
 		time.Sleep(time.Second)
 	}
 	x0, x1, y0, y1 := 0.0, T, 0.0, P
-	var ms []string
+	var ms, server []string
+	cpu0, wall0 := processCPU(), time.Now()
 	for k := range 24 {
 		span, h := x1-x0, y1-y0
 		switch {
@@ -110,8 +114,12 @@ func drive(base string, answers, atOnce bool) error {
 			return err
 		}
 		ms = append(ms, fmt.Sprint(d.Milliseconds()))
+		server = append(server, serverTime(timing))
 	}
 	fmt.Printf("zoom/pan windows (ms, in order): %s\n", strings.Join(ms, " "))
+	fmt.Printf("  the server's time on each (wall/CPU ms, Server-Timing): %s\n", strings.Join(server, " "))
+	fmt.Printf("  the process's CPU over the 24 windows: %v in %v (the queries' and what ran beside them)\n",
+		(processCPU() - cpu0).Round(time.Millisecond), time.Since(wall0).Round(time.Millisecond))
 	if atOnce {
 		if err := <-side; err != nil {
 			return err
@@ -138,4 +146,34 @@ func drive(base string, answers, atOnce bool) error {
 		}
 	}
 	return nil
+}
+
+// processCPU is this process's user+system CPU time: the server's, which
+// runs in it, and the driver's few requests.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// serverTime reads a window answer's Server-Timing header (window;dur=W,
+// cpu;dur=C) as "W/C".
+func serverTime(h string) string {
+	var wall, cpu string
+	for _, m := range strings.Split(h, ",") {
+		name, dur, _ := strings.Cut(strings.TrimSpace(m), ";dur=")
+		switch name {
+		case "window":
+			wall = dur
+		case "cpu":
+			cpu = dur
+		}
+	}
+	if wall == "" {
+		return "?"
+	}
+	if cpu == "" {
+		return wall
+	}
+	return wall + "/" + cpu
 }

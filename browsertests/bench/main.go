@@ -179,6 +179,14 @@ const timedKey = `new Promise(resolve => {
   check();
 })`
 
+// windowServerTimes lists the last 24 window answers' times: from the
+// request to the response's end in the page, and the server's wall and
+// CPU time on the answer (its Server-Timing header).
+const windowServerTimes = `performance.getEntriesByType('resource').filter(e => e.name.includes('api/window?')).slice(-24).map(e => {
+  const t = Object.fromEntries(e.serverTiming.map(s => [s.name, s.duration]));
+  return Math.round(e.responseEnd - e.startTime) + '/' + Math.round(t.window) + '/' + Math.round(t.cpu);
+}).join(' ')`
+
 // pageTimes lists, in ms since the navigation started, when each request
 // the page made ended, and the first paint.
 const pageTimes = `(() => {
@@ -291,6 +299,10 @@ func benchFile(chrome, gpumem, path string) (time.Duration, time.Duration, error
 		times = append(times, ms)
 	}
 	fmt.Fprintf(os.Stderr, "bench: %s: zoom/pan ms in order: %.0f\n", filepath.Base(path), times)
+	var server string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(windowServerTimes, &server)); err == nil {
+		fmt.Fprintf(os.Stderr, "bench: %s: the 24 window answers, request to response end / server wall / server CPU (ms): %s\n", filepath.Base(path), server)
+	}
 	var ph string
 	_ = chromedp.Run(ctx, chromedp.Evaluate(`JSON.stringify(window.gpumem.phases)`, &ph))
 	fmt.Fprintf(os.Stderr, "bench: phases [fetch+decode, draw] ms: %s\n", ph)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -170,5 +171,38 @@ func TestFedTimelineDefersIndexes(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Fatalf("indexes not built (narrow window: %v)", narrow)
 		}
+	}
+}
+
+// TestIndexBuildPauses checks that the index build calls the pause set
+// with SetIndexPause and does not go on while it blocks: held from the
+// start, neither the stack blocks nor the buckets get built, and windows
+// are answered meanwhile, as the index answers them once let go.
+func TestIndexBuildPauses(t *testing.T) {
+	s := trainingTrace(300_000, 5) // several pauses' worth of elements
+	tl := NewTimelineFed(s, 0, KindActive, nil)
+	want := NewTimeline(s, 0, KindActive)
+	T, P := float64(tl.Timesteps()), float64(tl.PeakBytes())
+	var calls atomic.Int32
+	hold := make(chan struct{})
+	tl.SetIndexPause(func() {
+		calls.Add(1)
+		<-hold
+	})
+	tl.StartIndexes()
+	time.Sleep(50 * time.Millisecond)
+	if tl.blocksReady() || tl.bucketsReady() || calls.Load() != 1 {
+		t.Fatalf("held: blocks built %v, buckets built %v, %d pauses; want neither built, one pause", tl.blocksReady(), tl.bucketsReady(), calls.Load())
+	}
+	for _, w := range [][4]float64{{T / 4, T / 2, 0, P}, {T / 3, T / 2, P / 3, P / 2}} {
+		got := tl.QueryWith(w[0], w[1], 600, 300, w[2], w[3], QueryOptions{Detail: 300})
+		if !reflect.DeepEqual(got, want.QueryWith(w[0], w[1], 600, 300, w[2], w[3], QueryOptions{Detail: 300})) {
+			t.Fatalf("window %v answered during the pause differs from the index's", w)
+		}
+	}
+	close(hold)
+	tl.waitBuckets()
+	if n := calls.Load(); n < 4 {
+		t.Fatalf("%d pauses in the whole build of %d elements, want one every %d", n, tl.Len(), pauseEvery+1)
 	}
 }

@@ -62,51 +62,58 @@ func (t *maxTree) build() {
 // each calls fn, in increasing order, for every leaf i < limit with
 // value > above.
 func (t *maxTree) each(limit int, above int32, fn func(i int)) {
-	if limit > t.n {
-		limit = t.n
-	}
-	if limit <= 0 {
-		return
-	}
-	t.walk(1, 0, t.size, limit, above, fn)
+	t.eachIn(0, limit, above, fn)
 }
 
-func (t *maxTree) walk(node, lo, hi, limit int, above int32, fn func(int)) {
-	if lo >= limit || t.v[node] <= above {
+// eachIn calls fn, in increasing order, for every leaf from <= i < limit
+// with value > above.
+func (t *maxTree) eachIn(from, limit int, above int32, fn func(i int)) {
+	t.eachWhile(from, limit, above, func(i int) bool { fn(i); return true })
+}
+
+// eachWhile is eachIn until fn returns false.
+func (t *maxTree) eachWhile(from, limit int, above int32, fn func(i int) bool) {
+	limit = min(limit, t.n)
+	if limit <= from {
 		return
+	}
+	t.walk(1, 0, t.size, from, limit, above, fn)
+}
+
+func (t *maxTree) walk(node, lo, hi, from, limit int, above int32, fn func(int) bool) bool {
+	if lo >= limit || hi <= from || t.v[node] <= above {
+		return true
 	}
 	if hi-lo == 1 {
-		fn(lo)
-		return
+		return fn(lo)
 	}
 	mid := (lo + hi) / 2
-	t.walk(2*node, lo, mid, limit, above, fn)
-	t.walk(2*node+1, mid, hi, limit, above, fn)
+	return t.walk(2*node, lo, mid, from, limit, above, fn) && t.walk(2*node+1, mid, hi, from, limit, above, fn)
 }
 
-// count returns how many leaves i < limit have a value > above, as each
-// would list them; neg is the tree of the negated values, whose maxima
-// let it count a whole subtree at once.
-func (t *maxTree) count(neg *maxTree, limit int, above int32) int {
+// count returns how many leaves from <= i < limit have a value > above,
+// as eachIn would list them; neg is the tree of the negated values, whose
+// maxima let it count a whole subtree at once.
+func (t *maxTree) count(neg *maxTree, from, limit int, above int32) int {
 	limit = min(limit, t.n)
-	if limit <= 0 {
+	if limit <= from {
 		return 0
 	}
-	return t.countWalk(neg, 1, 0, t.size, limit, above)
+	return t.countWalk(neg, 1, 0, t.size, from, limit, above)
 }
 
-func (t *maxTree) countWalk(neg *maxTree, node, lo, hi, limit int, above int32) int {
-	if lo >= limit || t.v[node] <= above {
+func (t *maxTree) countWalk(neg *maxTree, node, lo, hi, from, limit int, above int32) int {
+	if lo >= limit || hi <= from || t.v[node] <= above {
 		return 0
 	}
-	if hi <= limit && -int64(neg.v[node]) > int64(above) {
+	if lo >= from && hi <= limit && -int64(neg.v[node]) > int64(above) {
 		return min(hi, t.n) - lo
 	}
 	if hi-lo == 1 {
 		return 1
 	}
 	mid := (lo + hi) / 2
-	return t.countWalk(neg, 2*node, lo, mid, limit, above) + t.countWalk(neg, 2*node+1, mid, hi, limit, above)
+	return t.countWalk(neg, 2*node, lo, mid, from, limit, above) + t.countWalk(neg, 2*node+1, mid, hi, from, limit, above)
 }
 
 // blockMinMax is a segment tree of per-block minima and maxima: the

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"sync"
 )
 
 func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOptions) *Frame {
@@ -28,7 +29,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	}
 	// 1-2. The largest Detail elements that intersect the window, and the
 	// bottom edge of each at its first sample.
-	vis, baseOf := t.selectWindow(f, t0, t1, y0, y1, o.Detail)
+	vis, baseBySize := t.selectWindow(f, t0, t1, y0, y1, o.Detail)
 	if len(vis) == 0 {
 		return f
 	}
@@ -52,7 +53,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	baseT := make([]float64, nv)
 	for k, id := range vis {
 		vpos[k] = t.pos[id]
-		base[k] = baseOf[id]
+		base[k] = baseBySize[rank[k]]
 		baseT[k] = max(t0, float64(t.start[id]))
 	}
 
@@ -62,39 +63,84 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	f0 := sort.Search(len(t.freeEnd), func(i int) bool { return float64(t.freeEnd[i])+3 > t0 })
 	f1 := sort.Search(len(t.freeEnd), func(i int) bool { return float64(t.freeEnd[i]) >= t1 })
 	// q[j] is the first visible index above free j (nv: none, the free
-	// slides nothing drawn). The frees' ends and sizes are read in place.
+	// slides nothing drawn), qOf(j), kept for the frees while they ramp.
+	// The frees' ends and sizes are read in place.
 	top := vpos[nv-1]
 	frSize, frEnd := t.freeSize[f0:f1], t.freeEnd[f0:f1]
-	q := make([]int32, f1-f0)
-	// above[p] is the first visible index above stack position p: one
-	// pass over the positions instead of a binary search per free.
-	above := make([]int32, top+1)
-	for p, k := int32(0), 0; p <= top; p++ {
-		for k < nv && vpos[k] <= p {
+	qp := int32s(f1 - f0) // 16 MB for the 1 GB tile's whole trace
+	defer putInt32s(qp)
+	q := *qp
+	// aboveBlk[b] is the first visible index at or above stack position
+	// b*prefixBlock: a free finds the first above it from there in a few
+	// steps, without a binary search (an array per position, 20 MB on the
+	// 1 GB tile, was a tenth of a zoomed query).
+	aboveBlk := make([]int32, top/prefixBlock+1)
+	for b, k := range aboveBlk {
+		if b > 0 {
+			k = aboveBlk[b-1]
+		}
+		for int(k) < nv && vpos[k] < int32(b*prefixBlock) {
 			k++
 		}
-		above[p] = int32(k)
+		aboveBlk[b] = k
 	}
-	for j, p := range t.freePos[f0:f1] {
-		q[j] = int32(nv)
-		if p < top {
-			q[j] = above[p]
+	frPos := t.freePos[f0:f1]
+	qOf := func(j int) int32 {
+		p := frPos[j]
+		if p >= top {
+			return int32(nv)
 		}
+		k := aboveBlk[p/prefixBlock]
+		for vpos[k] <= p {
+			k++
+		}
+		return k
 	}
 	fen := make([]float64, nv+1) // completed frees, Fenwick by q
 	completed, started := 0, 0   // frees [0,completed) done, [completed,started) ramping
 	dirty := nv                  // lowest visible index whose slide changed since the last column
+	// The completed frees wait in pend, by q, until fen is read: a wide
+	// window completes millions of frees (3.9 M on the 1 GB tile's whole
+	// trace), most of them between the same two drawn elements, and one
+	// Fenwick update per q and column replaces one per free. The sums are
+	// of whole bytes, exact in any order.
+	pend := make([]float64, nv)
+	var touched []int32
+	flush := func() {
+		for _, k := range touched {
+			s := pend[k]
+			pend[k] = 0
+			for i := int(k) + 1; i <= nv; i += i & -i {
+				fen[i] += s
+			}
+		}
+		touched = touched[:0]
+	}
+	complete := func(j int, k int32) {
+		dirty = min(dirty, int(k))
+		if s := float64(frSize[j]); s > 0 && int(k) < nv {
+			if pend[k] == 0 {
+				touched = append(touched, k)
+			}
+			pend[k] += s
+		}
+	}
 	advanceTo := func(x float64) {
+		// While none ramps, the frees that start and complete before x
+		// are done in one pass (most of a wide window's), their q found
+		// and used at once; q keeps those that ramp.
+		for completed == started && started < len(frSize) && float64(frEnd[started])+3 <= x {
+			complete(started, qOf(started))
+			started++
+			completed++
+		}
 		for started < len(frSize) && float64(frEnd[started]) < x {
+			q[started] = qOf(started)
 			dirty = min(dirty, int(q[started]))
 			started++
 		}
 		for completed < started && float64(frEnd[completed])+3 <= x {
-			dirty = min(dirty, int(q[completed]))
-			s := float64(frSize[completed])
-			for i := int(q[completed]) + 1; i <= nv; i += i & -i {
-				fen[i] += s
-			}
+			complete(completed, q[completed])
 			completed++
 		}
 	}
@@ -108,6 +154,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		return c
 	}
 	cAt := func(k int, x float64) float64 { // C_k(x), after advanceTo(x)
+		flush()
 		var c float64
 		for i := k + 1; i > 0; i -= i & -i {
 			c += fen[i]
@@ -201,6 +248,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 			lo = min(lo, int(q[j]))
 		}
 		if lo < nv {
+			flush()
 			// The hot loop of the query: the elements alive from lo up,
 			// each with its sum of completed frees below it (sizes are
 			// whole bytes, so the sums are exact in any order); the
@@ -278,6 +326,24 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	}
 	return f
 }
+
+// int32Bufs keeps the large per-query arrays between queries: a whole
+// trace's allocated 30 MB each time, and the server's collector, which
+// runs often to keep its resident memory down, charged the query for it.
+var int32Bufs sync.Pool
+
+// int32s returns a buffer of n int32s (not zeroed) from int32Bufs.
+func int32s(n int) *[]int32 {
+	p, _ := int32Bufs.Get().(*[]int32)
+	if p == nil {
+		p = new([]int32)
+	}
+	*p = slices.Grow((*p)[:0], n)[:n]
+	return p
+}
+
+// putInt32s gives a buffer of int32s back.
+func putInt32s(p *[]int32) { int32Bufs.Put(p) }
 
 // simplify drops interior points of horizontal runs from x,y pairs and
 // points at the same x and y as their predecessor.

@@ -205,9 +205,9 @@ func BenchmarkTileZoomPan(b *testing.B) {
 	tl := newTimeline(s, dev, KindActive, nil)
 	b.Logf("%s: device %d, timeline of %d elements in %v", path, dev, tl.Len(), time.Since(start))
 	T, P := float64(tl.Timesteps()), float64(tl.PeakBytes())
-	start = time.Now()
+	start, c0 := time.Now(), cpu()
 	f := tl.QueryWith(0, T, 1600, 600, 0, P, QueryOptions{Detail: 15000})
-	b.Logf("first window (whole trace, no index): %v, %d polygons", time.Since(start), len(f.IDs))
+	b.Logf("first window (whole trace, no index): %v (CPU %v), %d polygons", time.Since(start), cpu()-c0, len(f.IDs))
 	indexStart := time.Now()
 	tl.StartIndexes()
 	for pass, name := range []string{"while the index is built", "with the index built"} {

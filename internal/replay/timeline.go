@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -73,6 +74,9 @@ type Timeline struct {
 	// that build once.
 	bucketsBuilt chan struct{}
 	startBuckets func()
+	// indexPause, when set, is called every so often while the indexes
+	// are built, and may block (SetIndexPause).
+	indexPause atomic.Pointer[func()]
 
 	// Materialized polygons, used for KindActiveWithPools when the device
 	// has private pools: items are the elements, then one envelope per pool.
@@ -140,7 +144,7 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 			// The blocks first: a window asked for before the buckets
 			// are built is answered without them (scanClasses), and its
 			// stack walks are most of its time without the blocks.
-			stackBlocks(t)
+			t.stackBlocks()
 			close(blocks)
 			t.buildBuckets(t.byPos)
 			close(built)
@@ -156,7 +160,7 @@ const prefixBlock = 64
 
 // stackBlocks computes Timeline.blkEnd, blkBelow, blkOff and blockSize
 // (13 bytes an element).
-func stackBlocks(t *Timeline) {
+func (t *Timeline) stackBlocks() {
 	nb := len(t.byPos) / prefixBlock
 	n := nb * prefixBlock
 	t.blkEnd, t.blkBelow, t.blkOff = make([]int32, n), make([]float64, n), make([]uint8, n)
@@ -164,6 +168,7 @@ func stackBlocks(t *Timeline) {
 	// Sorted as end<<8 | offset: one integer sort, no comparison calls.
 	var keys [prefixBlock]int64
 	for b := range nb {
+		t.pauseIndexAt(b * prefixBlock)
 		lo := b * prefixBlock
 		ids := t.byPos[lo : lo+prefixBlock]
 		for k, id := range ids {
@@ -181,6 +186,23 @@ func stackBlocks(t *Timeline) {
 			sum += float64(t.src[ids[k]].size)
 		}
 		t.blockSize[b] = sum
+	}
+}
+
+// SetIndexPause makes the build of the indexes (StartIndexes) call pause
+// about every 65,536 elements, before or while it runs: the server's
+// pause blocks while a user's request is being answered, so that the
+// build, on the other core, never takes the CPU or the memory bandwidth
+// from it on a machine with two cores.
+func (t *Timeline) SetIndexPause(pause func()) { t.indexPause.Store(&pause) }
+
+// pauseIndexAt calls the index pause when i is a multiple of
+// pauseEvery+1.
+func (t *Timeline) pauseIndexAt(i int) {
+	if i&pauseEvery == 0 {
+		if p := t.indexPause.Load(); p != nil && *p != nil {
+			(*p)()
+		}
 	}
 }
 
@@ -241,6 +263,7 @@ func (t *Timeline) buildBuckets(order []int32) {
 	which := make([]uint16, len(order))
 	var counts []int32
 	for i, id := range order {
+		t.pauseIndexAt(i)
 		key := bits.Len64(t.itemSize(id))*durClasses + bits.Len32(uint32(t.end[id]-t.start[id]))
 		bi := slot[key] - 1
 		if bi < 0 {
@@ -261,6 +284,7 @@ func (t *Timeline) buildBuckets(order []int32) {
 		at += c
 	}
 	for i, id := range order {
+		t.pauseIndexAt(i)
 		j := next[which[i]]
 		next[which[i]]++
 		ids[j] = id
@@ -272,6 +296,7 @@ func (t *Timeline) buildBuckets(order []int32) {
 		lo, hi := at, at+counts[bi]
 		at = hi
 		b.ids, b.starts = ids[lo:hi:hi], starts[lo:hi:hi]
+		t.pauseIndexAt(0)
 		b.ends, b.negEnds = endTrees(b.ids, t.end)
 	}
 	t.bySize = make([]int32, len(t.buckets))

@@ -363,8 +363,15 @@ func checkRandomQuery(t *testing.T, tl *Timeline, nv *naiveSeries, r *rand.Rand)
 	if r.Intn(4) == 0 { // the whole height
 		y0, y1 = 0, P*1.04
 	}
-	w, h := 50+r.Intn(400), 50+r.Intn(300)
-	detail := 1 + r.Intn(80)
+	checkQuery(t, tl, nv, t0, t1, y0, y1, 50+r.Intn(400), 50+r.Intn(300), 1+r.Intn(80))
+}
+
+// checkQuery compares the Frame of one window with the naive polygons,
+// as checkRandomQuery says; it reports whether the window was checked in
+// full (no element within a hair of an edge).
+func checkQuery(t *testing.T, tl *Timeline, nv *naiveSeries, t0, t1, y0, y1 float64, w, h, detail int) bool {
+	t.Helper()
+	P := float64(tl.PeakBytes())
 	f := tl.QueryWith(t0, t1, w, h, y0, y1, QueryOptions{Detail: detail})
 	where := fmt.Sprintf("window [%v,%v]x[%v,%v] detail %d", t0, t1, y0, y1, detail)
 	tpp, bpp := (t1-t0)/float64(w), (y1-y0)/float64(h)
@@ -411,7 +418,7 @@ func checkRandomQuery(t *testing.T, tl *Timeline, nv *naiveSeries, r *rand.Rand)
 		}
 	}
 	if ambiguous > 0 {
-		return
+		return false
 	}
 	sort.Slice(inside, func(a, b int) bool {
 		sa, sb := tl.src[inside[a]].size, tl.src[inside[b]].size
@@ -447,6 +454,49 @@ func checkRandomQuery(t *testing.T, tl *Timeline, nv *naiveSeries, r *rand.Rand)
 			t.Fatalf("col %d: max %v, naive %v", c, f.ColMax[c], mx)
 		}
 	}
+	return true
+}
+
+// TestZoomedQueryMatchesBruteForce checks windows zoomed in bytes (a
+// band of 0.1-10 % of the peak, anywhere in time) on traces with many
+// stack blocks against the naive polygons, with the blocks and buckets
+// built and before either is: such a window classifies only the stack
+// positions between its edges (windowSel.bounds), and an element left
+// out there that intersects would be missing from the drawn set or the
+// summary.
+func TestZoomedQueryMatchesBruteForce(t *testing.T) {
+	r := rand.New(rand.NewSource(12))
+	checked := 0
+	for iter := 0; iter < 12; iter++ {
+		s := randomSnapshot(r, 3000+r.Intn(3000))
+		if iter%2 == 1 {
+			s = layeredSnapshot(r)
+		}
+		tl := NewTimeline(s, 0, KindActive)
+		tl.waitBuckets()
+		<-tl.blocksBuilt
+		blocks, buckets := tl.blocksBuilt, tl.bucketsBuilt
+		nv := naiveTimeline(s, 0, false)
+		T, P := float64(tl.Timesteps()), float64(tl.PeakBytes())
+		for q := 0; q < 24; q++ {
+			t0 := r.Float64() * T * 0.9
+			t1 := t0 + (T-t0)*math.Pow(r.Float64(), 2)
+			y0 := r.Float64() * P * 0.95
+			y1 := y0 + P*math.Pow(10, -3+2*r.Float64())
+			tl.blocksBuilt, tl.bucketsBuilt = blocks, buckets
+			if q%3 == 1 { // before the index
+				tl.blocksBuilt, tl.bucketsBuilt = make(chan struct{}), make(chan struct{})
+			}
+			if checkQuery(t, tl, nv, t0, t1, y0, y1, 50+r.Intn(400), 50+r.Intn(300), []int{1, 5, 40, 300}[r.Intn(4)]) {
+				checked++
+			}
+		}
+		tl.blocksBuilt, tl.bucketsBuilt = blocks, buckets
+	}
+	if checked < 200 {
+		t.Fatalf("only %d windows checked in full", checked)
+	}
+	t.Logf("%d zoomed windows checked against the naive polygons", checked)
 }
 
 // TestSearchMatchesContext checks the parallel, cached search against a
@@ -552,9 +602,10 @@ func TestWholeTraceWithoutBuckets(t *testing.T) {
 
 // TestWindowBeforeIndex checks that any window asked for while the
 // buckets are being built (answered from scans of the elements, a size
-// class at a time) is the window the buckets answer: the same polygons,
-// bottom edges and summary, bit for bit, with the stack's blocks built
-// (they are built first) and without them (before they are).
+// class at a time) is the window the buckets and the stack's blocks
+// answer: the same polygons, bottom edges and summary, bit for bit, with
+// the blocks built (they are built first) and without them (before they
+// are: the stack is then walked an element at a time).
 func TestWindowBeforeIndex(t *testing.T) {
 	r := rand.New(rand.NewSource(11))
 	scanned := 0
@@ -575,13 +626,13 @@ func TestWindowBeforeIndex(t *testing.T) {
 			case 1: // the whole trace, zoomed in bytes
 				t0, t1 = 0, T
 			}
+			detail := []int{-1, 0, 1, 5, 40, 300, 15000}[r.Intn(7)]
+			w, h := 50+r.Intn(400), 50+r.Intn(300)
 			tl.blocksBuilt = blocks
+			want := tl.QueryWith(t0, t1, w, h, y0, y1, QueryOptions{Detail: detail})
 			if q%2 == 1 {
 				tl.blocksBuilt = make(chan struct{}) // not built yet
 			}
-			detail := []int{-1, 0, 1, 5, 40, 300, 15000}[r.Intn(7)]
-			w, h := 50+r.Intn(400), 50+r.Intn(300)
-			want := tl.QueryWith(t0, t1, w, h, y0, y1, QueryOptions{Detail: detail})
 			built := tl.bucketsBuilt
 			tl.bucketsBuilt = make(chan struct{}) // not built yet
 			got := tl.QueryWith(t0, t1, w, h, y0, y1, QueryOptions{Detail: detail})
@@ -761,7 +812,7 @@ func TestPrefixBlocksMatchWalk(t *testing.T) {
 				x = math.Floor(x)
 			}
 			limit := int32(1 + r.Intn(len(tl.byPos)))
-			sp := tl.prefixAt(x, limit)
+			sp := tl.prefixAt(x, limit, math.Inf(1))
 			for _, b := range sp.blk {
 				if b {
 					wholeBlocks++

@@ -153,6 +153,16 @@ func (u *userRequests) track(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// waitAnswered returns once no request the user waits on is being
+// answered: the window index's build pauses so (Timeline.SetIndexPause),
+// between the requests rather than until the user pauses, since a user
+// zooming on and on would otherwise never get the index.
+func (u *userRequests) waitAnswered() {
+	for u.inFlight.Load() > 0 {
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // busy reports whether the user is waiting on a request or has not paused
 // since the last one.
 func (u *userRequests) busy() bool {

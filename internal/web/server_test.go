@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -206,6 +207,10 @@ func TestWindowAndMeta(t *testing.T) {
 	d := readWindow(t, w.Body.Bytes())
 	if len(d.ids) != 2 || d.peak != 1512 {
 		t.Fatalf("window has %d polygons, peak %v; want 2, peak 1512", len(d.ids), d.peak)
+	}
+	// The answer's server time, for the page's resource timings.
+	if st := w.Header().Get("Server-Timing"); !regexp.MustCompile(`^window;dur=[0-9.]+(, cpu;dur=[0-9.]+)?$`).MatchString(st) {
+		t.Errorf("Server-Timing %q, want window;dur=MS[, cpu;dur=MS]", st)
 	}
 	// B (element 1) is pushed on A at 512 and slides to 0 once A is freed.
 	for i, id := range d.ids {

@@ -56,6 +56,8 @@ type timeline struct {
 	// used, not with vizStep: a float64 per timestep was 75 MB of the
 	// 1 GB tile's server, for a page that shows the event axis.
 	stepTime []float64
+	// indexPause sets the pause of tl's index build once (handleWindow).
+	indexPause sync.Once
 }
 
 // newTimeline builds the timeline of view with build, or when it is nil
