@@ -5,6 +5,8 @@ import { EXTRA_VIEWS, S, VIEWS, isTimeline } from './store.js';
 import { $ } from './ui.js';
 import { embedded } from './api.js';
 
+// readHash applies the address to S.p (and the controls it names) and
+// returns its parameters, for the view to take its window and selection.
 export function readHash() {
   const h = new URLSearchParams(location.hash.slice(1));
   const p = S.p;
@@ -19,6 +21,8 @@ export function readHash() {
   return h;
 }
 
+// writeHash writes what is shown into the address, without a history
+// entry.
 export function writeHash() {
   const h = new URLSearchParams({ file: S.p.file, device: S.p.device, view: S.p.view });
   if (S.p.detail !== 15000) h.set('detail', S.p.detail);

@@ -12,6 +12,8 @@ import { formatSize } from './sizes.js';
 import { api, b64ToBuffer, embedded } from './api.js';
 import { PAD, drawPlot, requestDraw } from './plot.js';
 
+// answersAvailable says whether the view shown has the server's answers
+// (served pages; the Active and Private timelines).
 export function answersAvailable() { return !embedded && ['active', 'private'].includes(S.p.view); }
 
 // loadClasses fetches the class of every allocation for "Colour by".

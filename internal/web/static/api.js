@@ -5,6 +5,7 @@
 import { getJSON } from './units.js';
 import { formatSize } from './sizes.js';
 
+// b64ToBuffer decodes base64 into an ArrayBuffer.
 export function b64ToBuffer(s) {
   const bin = atob(s);
   const out = new Uint8Array(bin.length);
@@ -210,4 +211,6 @@ function applyStep(c, d) {
   for (const b of d.b || []) c.blocks.set(b[0], b);
 }
 
+// api answers the page's data requests: the server's, or the embedded
+// bundle's on a page from gpumem html.
 export const api = embedded ? embeddedAPI(embedded) : serverAPI;

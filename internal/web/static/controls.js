@@ -13,6 +13,8 @@ import { resetView, setView, setWindow, zoom } from './interact.js';
 import { stepEvent } from './state.js';
 import { filesWhenReady, fillSelectors, openView } from './views.js';
 
+// setupControls wires the header's controls, the keys, hashchange and
+// drag-and-drop.
 export function setupControls() {
   $('file').addEventListener('change', async () => {
     S.p.file = +$('file').value;

@@ -100,11 +100,14 @@ export function zoom(f, fx = 0.5, fy = 0.5, delay) {
   setView(c - ns * fx, c - ns * fx + ns, cy - nh * fy, cy - nh * fy + nh, delay);
 }
 
+// resetView shows the whole range and height.
 export function resetView(delay) {
   S.yAuto = true;
   setWindow(S.lo, S.hi, delay);
 }
 
+// setupPlotEvents wires the plot's and the minimap's mouse, wheel and
+// resize handling.
 export function setupPlotEvents() {
   const c = $('plot');
   let drag = null;

@@ -8,6 +8,7 @@ import { formatSize } from './sizes.js';
 import { decodeWindow } from './api.js';
 import { fillPolygons, reserveRaster, scaleFns, tracePolygon } from './raster.js';
 
+// PAD is the plot's margin around its data area, in CSS pixels.
 export const PAD = { l: 76, r: 14, t: 12, b: 30 };
 
 // yFull is the top of the whole-height view: the peak, or the highest
@@ -43,6 +44,9 @@ export function requestDraw(update) {
   drawUpdates.push(update);
 }
 
+// drawPlot draws the timeline from S: the layer (grey band and filled
+// polygons), outlines, totals curves, markers, the overlays subscribed
+// to 'plot-overlay', the axes and the zoom box.
 export function drawPlot() {
   const c = $('plot');
   const { ctx, w, h } = setupCanvas(c, true);

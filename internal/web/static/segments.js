@@ -58,6 +58,8 @@ export function drawState() {
   S.stateLayout = boxes;
 }
 
+// stateHover is the text for the block or segment under (px, py) in
+// the state canvas, as memory_viz words it.
 export function stateHover(px, py) {
   const boxes = S.stateLayout || [];
   for (const b of boxes) {

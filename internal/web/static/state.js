@@ -9,7 +9,11 @@ import { api, embedded, q } from './api.js';
 import { writeHash } from './address.js';
 import { drawState, stateHover } from './segments.js';
 
+// ROW is an event row's height in the list, in CSS pixels.
 const ROW = 20;
+
+// openState opens the state history at the event the address names
+// (h), or the last.
 export async function openState(h) {
   S.eventPages = new Map();
   const first = await api.events(S.p, 0, 200);
@@ -80,6 +84,7 @@ async function selectEvent(idx) {
   document.body.dataset.ready = '1';
 }
 
+// setupStateEvents wires the event list and the state canvas.
 export function setupStateEvents() {
   const ev = $('events');
   ev.addEventListener('scroll', renderRows);
@@ -95,6 +100,7 @@ export function setupStateEvents() {
   new ResizeObserver(() => { if (S.p.view === 'state' && S.state) drawState(); }).observe(c);
 }
 
+// stepEvent moves the chosen event by d, keeping it in view.
 export function stepEvent(d) {
   const idx = Math.min(Math.max(S.stateIdx + d, 0), S.eventsTotal - 1);
   if (idx === S.stateIdx) return;

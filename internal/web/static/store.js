@@ -5,6 +5,8 @@
 
 import { formatSize } from './sizes.js';
 
+// VIEWS are the views, in the View selector's order (keys 1-5 pick the
+// first five).
 export const VIEWS = ['active', 'private', 'state', 'segments', 'settings', 'compare', 'whatif', 'steps', 'ranks'];
 // The views that answer what the CLI answers (diff, sim, steps, ranks):
 // each its own module, loaded when first opened (none before first paint).
@@ -46,6 +48,7 @@ export function publish(topic, ...args) {
   for (const fn of subscribers.get(topic) || []) fn(...args);
 }
 
+// isTimeline says whether the view shown is one of the timelines.
 export const isTimeline = () => ['active', 'private', 'segments'].includes(S.p.view);
 
 // curFile is the file shown: ids stay the same when a file is closed.

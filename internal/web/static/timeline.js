@@ -20,6 +20,8 @@ function takePrefetch() {
   return pf;
 }
 
+// openTimeline opens the timeline view S.p names, with the window and
+// selection of the address parameters h (null: the whole range).
 export async function openTimeline(h) {
   const seq = ++S.seq;
   S.elemCache = new Map(); S.hoverId = -1; S.selId = -1; S.addrMatch = new Set(); S.frameMatch = new Set();
@@ -65,6 +67,8 @@ export async function openTimeline(h) {
   })).catch(() => {}));
 }
 
+// renderSummary writes the line above the plot: file, device, events,
+// peak, allocations and Detail.
 export function renderSummary() {
   const m = S.meta;
   const f = curFile();
@@ -80,6 +84,7 @@ export function renderSummary() {
   $('summary').innerHTML = parts.join(' &middot; ');
 }
 
+// renderLegend writes the legend: colours, the grey band, lines, markers.
 export function renderLegend() {
   const items = S.classes ? classLegend() : [
     S.p.view === 'segments'
@@ -125,6 +130,7 @@ export function scheduleRefresh(delay = 40) {
 // cancelRefresh drops a window request scheduled and not yet sent.
 export function cancelRefresh() { clearTimeout(refreshTimer); }
 
+// plotSize is the plot's data area in CSS pixels: the window's size.
 export function plotSize() {
   const c = $('plot');
   return { w: Math.max(100, Math.round(c.clientWidth - PAD.l - PAD.r)), h: Math.max(50, Math.round(c.clientHeight - PAD.t - PAD.b)) };
@@ -210,6 +216,8 @@ export function drawPlaceholder() {
 }
 
 let searchTimer = 0;
+// runSearch runs the address and frame searches (150 ms after the last
+// key) and outlines the matches.
 export function runSearch() {
   clearTimeout(searchTimer);
   searchTimer = setTimeout(async () => {

@@ -2,7 +2,9 @@
 // number and duration formats, axis ticks, canvas set-up, the error line
 // and the after-first-paint scheduler. No state.
 
+// $ is the element with id.
 export const $ = (id) => document.getElementById(id);
+// tableau10 is the palette (memory_viz's).
 export const tableau10 = ['#4e79a7', '#f28e2c', '#e15759', '#76b7b2', '#59a14f', '#edc949', '#af7aa1', '#ff9da7', '#9c755f', '#bab0ab'];
 
 // Category colours (tableau10 indices; the same in every file) and the
@@ -39,6 +41,7 @@ export function niceTicks(lo, hi, n, bytes, integer = false) {
   return out;
 }
 
+// formatDuration writes a time-axis label: µs, ms, s or min.
 export function formatDuration(us) {
   const a = Math.abs(us);
   if (a >= 60e6) return `${(us / 60e6).toFixed(a >= 600e6 ? 0 : 1)} min`;
@@ -47,6 +50,7 @@ export function formatDuration(us) {
   return `${us.toFixed(0)} µs`;
 }
 
+// showError shows msg in the error line ("" hides it).
 export function showError(msg) {
   const e = $('error');
   e.textContent = msg; e.hidden = !msg;

@@ -38,6 +38,8 @@ export async function filesWhenReady(id) {
   try { return await ready; } finally { $('loading').hidden = true; }
 }
 
+// fillSelectors fills the file and device selectors and sets the
+// controls to S.p.
 export function fillSelectors() {
   const fs = $('file');
   fs.innerHTML = '';
@@ -58,6 +60,7 @@ export function fillSelectors() {
   if (S.p.mode === 'time' && !(dev && dev.hasTime)) { S.p.mode = 'event'; $('mode').value = 'event'; }
 }
 
+// openView shows the view S.p names (h: the address parameters, or null).
 export async function openView(h) {
   showError('');
   // A timeline refresh still under way belongs to the view being left:
