@@ -161,3 +161,144 @@ func TestBundleKeepsDynamicImport(t *testing.T) {
 		t.Errorf("the on-demand views' import() is not in the bundle")
 	}
 }
+
+// TestModulesImportWhatTheyUse: in the bundle's one scope a module would
+// still find another's name that it forgot to import, and be placed
+// before it; so each module must import every top-level name of another
+// module that it uses (or declare its own, under another name).
+func TestModulesImportWhatTheyUse(t *testing.T) {
+	sub, _ := fs.Sub(staticFS, "static")
+	var mods []*jsModule
+	var visit func(string)
+	seen := map[string]bool{}
+	visit = func(name string) {
+		if seen[name] || providedModules[name] != "" {
+			return
+		}
+		seen[name] = true
+		src, err := fs.ReadFile(sub, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := parseModule(name, string(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods = append(mods, m)
+		for _, d := range m.deps {
+			visit(d)
+		}
+	}
+	visit("app.js")
+	owner := map[string]string{}
+	for _, m := range mods {
+		for _, d := range m.decls {
+			owner[d] = m.name
+		}
+	}
+	local := regexp.MustCompile(`\b(?:const|let|var|function)\s+([\w$]+)`)
+	// Parameters: of functions and of arrows.
+	params := regexp.MustCompile(`(?:function\s*[\w$]*\s*\(([^)]*)\)|\(([^()]*)\)\s*=>|([\w$]+)\s*=>)`)
+	for _, m := range mods {
+		code := jsCode(strings.Join(m.lines, "\n"))
+		mine := map[string]bool{}
+		for _, g := range local.FindAllStringSubmatch(code, -1) {
+			mine[g[1]] = true
+		}
+		for _, g := range params.FindAllStringSubmatch(code, -1) {
+			for _, id := range jsIdents(g[1] + " " + g[2] + " " + g[3]) {
+				mine[id] = true
+			}
+		}
+		for _, names := range m.imports {
+			for _, n := range names {
+				mine[n] = true
+			}
+		}
+		for _, id := range jsIdents(code) {
+			if o, ok := owner[id]; ok && o != m.name && !mine[id] {
+				t.Errorf("%s uses %s's %q without importing it", m.name, o, id)
+				mine[id] = true
+			}
+		}
+	}
+}
+
+// jsCode blanks comments, string literals and the text of template
+// literals (not their ${} expressions), leaving the code's identifiers.
+func jsCode(src string) string {
+	b := []byte(src)
+	var tmpl []int // brace depth at which each open template's ${ began
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		inTemplate := len(tmpl) > 0 && tmpl[len(tmpl)-1] == -1
+		switch {
+		case inTemplate:
+			switch {
+			case c == '\\':
+				b[i] = ' '
+				if i+1 < len(b) {
+					i++
+					b[i] = ' '
+				}
+			case c == '`':
+				tmpl = tmpl[:len(tmpl)-1]
+			case c == '$' && i+1 < len(b) && b[i+1] == '{':
+				tmpl[len(tmpl)-1] = depth
+				depth++
+				b[i], b[i+1] = ' ', ' '
+				i++
+			default:
+				b[i] = ' '
+			}
+		case c == '/' && i+1 < len(b) && b[i+1] == '/':
+			for ; i < len(b) && b[i] != '\n'; i++ {
+				b[i] = ' '
+			}
+		case c == '\'' || c == '"':
+			for i++; i < len(b) && b[i] != c && b[i] != '\n'; i++ {
+				if b[i] == '\\' {
+					b[i] = ' '
+					i++
+				}
+				b[i] = ' '
+			}
+		case c == '`':
+			tmpl = append(tmpl, -1)
+		case c == '{':
+			depth++
+		case c == '}':
+			depth--
+			if len(tmpl) > 0 && tmpl[len(tmpl)-1] == depth {
+				tmpl[len(tmpl)-1] = -1 // back in the template's text
+			}
+		}
+	}
+	return string(b)
+}
+
+// jsIdents lists the identifiers of code that are not property names
+// (after a dot).
+func jsIdents(code string) []string {
+	var out []string
+	for _, loc := range regexp.MustCompile(`[A-Za-z_$][\w$]*`).FindAllStringIndex(code, -1) {
+		if loc[0] > 0 && code[loc[0]-1] == '.' {
+			continue
+		}
+		out = append(out, code[loc[0]:loc[1]])
+	}
+	return out
+}
+
+func TestJSIdents(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"a(`x ${b(`y ${c}`)} z`) // d\n'e' + f", "a b c f"},
+		{`g("h \" i") + j.k + { l: m }`, "g j l m"},
+		{"n(`${ {o: p}.q } r`)", "n o p"},
+	} {
+		if got := strings.Join(jsIdents(jsCode(tc.src)), " "); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.src, got, tc.want)
+		}
+	}
+}
