@@ -32,6 +32,7 @@ var (
 	repeat    = flag.Int("runs", 1, "runs of each tool per file (the table gives each; the ratio uses the fastest of each)")
 	settle    = flag.Duration("settle", 2*time.Second, "wait after starting Chromium, before the clock starts, so that its start-up does not compete with gpumem (a user's browser is already running)")
 	nodeHeapM = flag.Int("node-heap-mb", 16000, "node's --max-old-space-size for PyTorch's pipeline")
+	binary    = flag.String("gpumem", "", "`path` of a gpumem binary to time instead of building this checkout (an earlier build, for before/after figures in one session)")
 )
 
 func main() {
@@ -53,7 +54,10 @@ func main() {
 	}
 	fmt.Println("| file | size | events | decode | layout+first query+paint | start→first paint | server CPU to first paint | zoom/pan median (max) | state view open | state step median (max) | JS heap | gpumem peak RSS |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
-	gpumem, cleanup, err := buildGpumem()
+	gpumem, cleanup, err := *binary, func() {}, error(nil)
+	if gpumem == "" {
+		gpumem, cleanup, err = buildGpumem()
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: building gpumem: %v\n", err)
 		os.Exit(1)

@@ -95,8 +95,8 @@ func python(num float64) string {
 }
 
 // Viz formats n as memory_viz's JavaScript formatSize(n):
-// "1.5KiB (1536 bytes)", rounding as Number.toFixed(1) does. The viewer's
-// formatSize in internal/web/static/app.js is this function's mirror.
+// "1.5KiB (1536 bytes)", rounding as Number.toFixed(1) does. formatSize
+// in sizes.js, which the viewer uses, is this function's mirror.
 func Viz(n uint64) string { return viz(float64(n), true) }
 
 // VizShort is memory_viz's formatSize(n, false): "1.5KiB".

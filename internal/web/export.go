@@ -211,11 +211,12 @@ func WriteHTML(w io.Writer, name string, snap *snapshot.Snapshot, opt HTMLOption
 	return err
 }
 
-// page returns index.html with style.css and app.js inlined, so that it
-// loads in one request (or from file://); with data (a JSON bundle) it is
-// the self-contained export, titled after name.
+// page returns index.html with style.css and the viewer's modules (app.js
+// and its imports, bundled: bundle.go) inlined, so that it loads in one
+// request (or from file://); with data (a JSON bundle) it is the
+// self-contained export, titled after name.
 func page(name string, data []byte) (string, error) {
-	js, err := staticFS.ReadFile("static/app.js")
+	js, err := appScript()
 	if err != nil {
 		return "", err
 	}
@@ -227,8 +228,8 @@ func page(name string, data []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if bytes.Contains(js, []byte("</script")) || bytes.Contains(css, []byte("</style")) {
-		return "", fmt.Errorf("internal error: app.js or style.css would end its inline element")
+	if strings.Contains(js, "</script") || bytes.Contains(css, []byte("</style")) {
+		return "", fmt.Errorf("internal error: the viewer's script or style.css would end its inline element")
 	}
 	out := string(html)
 	if name != "" {
@@ -236,9 +237,9 @@ func page(name string, data []byte) (string, error) {
 	}
 	out = strings.Replace(out, `<link rel="stylesheet" href="style.css">`, "<style>\n"+string(css)+"</style>", 1)
 	// The size formats (internal/units' sizes.js) first, as a classic
-	// script: the module uses its formatSize, and an offline page can
-	// import nothing.
-	script := "<script>\n" + units.ScriptJS() + "</script>\n<script type=\"module\">\n" + string(js) + "</script>"
+	// script: the modules' imports from sizes.js are its globals, and an
+	// offline page can import nothing.
+	script := "<script>\n" + units.ScriptJS() + "</script>\n<script type=\"module\">\n" + js + "</script>"
 	if data != nil {
 		// The bundle travels gzipped in base64 (the page inflates it with
 		// the browser's DecompressionStream): its JSON numbers, texts and

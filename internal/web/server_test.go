@@ -96,7 +96,8 @@ func TestHostCheck(t *testing.T) {
 }
 
 // TestIndexInlined checks that the page comes with its style and script
-// inline (one request), and that they are still served on their own.
+// (the viewer's modules, bundled) inline (one request), and that they are
+// still served on their own.
 func TestIndexInlined(t *testing.T) {
 	_, h := newTestServer(t)
 	w := get(t, h, "localhost:8123", "/")
@@ -104,15 +105,18 @@ func TestIndexInlined(t *testing.T) {
 	if w.Code != 200 || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
 		t.Fatalf("status %d, type %q", w.Code, w.Header().Get("Content-Type"))
 	}
-	js, _ := staticFS.ReadFile("static/app.js")
+	js, err := appScript()
+	if err != nil {
+		t.Fatal(err)
+	}
 	css, _ := staticFS.ReadFile("static/style.css")
-	if !strings.Contains(body, "<script type=\"module\">\n"+string(js)+"</script>") || !strings.Contains(body, "<style>\n"+string(css)+"</style>") {
-		t.Errorf("index does not inline app.js and style.css")
+	if !strings.Contains(body, "<script type=\"module\">\n"+js+"</script>") || !strings.Contains(body, "<style>\n"+string(css)+"</style>") {
+		t.Errorf("index does not inline the viewer's modules and style.css")
 	}
 	if strings.Contains(body, `src="app.js"`) || strings.Contains(body, `href="style.css"`) || strings.Contains(body, `<script id="gpumem-data"`) {
 		t.Errorf("index still links its assets or carries export data")
 	}
-	for _, path := range []string{"/app.js", "/style.css"} {
+	for _, path := range []string{"/app.js", "/store.js", "/timeline.js", "/style.css"} {
 		if w := get(t, h, "localhost:8123", path); w.Code != 200 || w.Body.Len() == 0 {
 			t.Errorf("%s: status %d", path, w.Code)
 		}
