@@ -686,14 +686,12 @@ func (h *History) prepareSteps() {
 	sp := &sortedState{
 		blocks:  make([]StateBlock, withRoom(len(b.blocks))),
 		segs:    make([]segRec, withRoom(len(b.segs))),
-		bySize:  make([]segRec, withRoom(len(b.bySize))),
 		addrPos: make([]int32, withRoom(len(b.addrPos))),
 	}
 	// Fresh memory from the system is zero but not yet mapped: writing
 	// the zeros maps it here, in the background.
 	clear(sp.blocks)
 	clear(sp.segs)
-	clear(sp.bySize)
 	clear(sp.addrPos)
 	h.lastMu.Lock()
 	if h.spare == nil {
@@ -721,7 +719,7 @@ func (h *History) buildState(idx int, ss *sortedState) *State { return h.layoutS
 // Segment in ss.blocks, which the State keeps.
 func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 	st := &State{Event: idx}
-	inAddr, segs, blocks := ss.segs, ss.bySize, ss.blocks
+	inAddr, bySize, blocks := ss.segs, ss.addrPos, ss.blocks
 	// One sweep over the blocks and the segments by address: each block's
 	// segment (by address; the last one starting at or below it, when the
 	// block starts before its end), the totals and the largest free gap.
@@ -774,18 +772,18 @@ func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 	// Segments by (size, addr), packed into rows as wide as the largest.
 	first := 0
 	if top > 0 {
-		first = max(0, len(segs)-top)
+		first = max(0, len(bySize)-top)
 	}
 	st.Omitted = first
-	st.Segments = make([]SegmentState, len(segs)-first)
+	st.Segments = make([]SegmentState, len(bySize)-first)
 	var maxSize uint64
-	if len(segs) > 0 {
-		maxSize = segs[len(segs)-1].size
+	if len(bySize) > 0 {
+		maxSize = inAddr[bySize[len(bySize)-1]].size
 	}
 	st.Padding = float64(maxSize) / 200
 	row, rowSize := 0, 0.0
-	for i := range segs {
-		sg := &segs[i]
+	for i, k := range bySize {
+		sg := &inAddr[k]
 		if rowSize+float64(sg.size) > float64(maxSize) {
 			rowSize = 0
 			row++
@@ -800,7 +798,7 @@ func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 		st.Reserved += sg.size
 	}
 	st.Rows = row + 1
-	if len(segs) == 0 {
+	if len(bySize) == 0 {
 		st.Rows = 0
 	}
 	if covered < st.Reserved {
@@ -824,7 +822,7 @@ func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 	} else {
 		// Only the blocks of the kept segments, still by address.
 		kept := make([][2]int32, 0, len(st.Segments)) // by address: position by address, in st.Segments
-		for i := first; i < len(segs); i++ {
+		for i := first; i < len(bySize); i++ {
 			kept = append(kept, [2]int32{ss.addrPos[i], int32(i - first)})
 		}
 		slices.SortFunc(kept, func(a, b [2]int32) int { return cmp.Compare(a[0], b[0]) })
