@@ -21,6 +21,9 @@ type History struct {
 	events []snapshot.Event
 	viz    []int32          // raw index of each memory_viz event
 	divs   *rules.Divisions // roundup_power2_divisions for estimated block sizes
+	// pools are the dump's segments' pool ids, which segRec.pool indexes
+	// (0: none, the zero id of the segments the trace re-creates).
+	pools [][2]int64
 
 	base *work // the dump's state; checkpoints are changes to it
 
@@ -63,7 +66,7 @@ type segRec struct {
 	addr, size uint64
 	stream     snapshot.StreamID
 	version    int32
-	pool       [2]int64
+	pool       int32 // in History.pools: 32 bytes a segment instead of 48
 	stack      snapshot.StackID
 }
 
@@ -271,12 +274,20 @@ func newHistory(s *snapshot.Snapshot, device int, spawn func(func()), busy func(
 		h.events = s.Traces[device].Events
 	}
 	w := &work{segs: newSegSet(0), blocks: map[uint64]blockRef{}}
+	h.pools = [][2]int64{{}}
+	poolAt := map[[2]int64]int32{{}: 0}
 	for si := range s.Segments {
 		seg := &s.Segments[si]
 		if int(seg.Device) != device {
 			continue
 		}
-		w.segs.insert(segRec{seg.Address, seg.TotalSize, seg.Stream, seg.Version, seg.PoolID, seg.Stack})
+		pool, ok := poolAt[seg.PoolID]
+		if !ok {
+			pool = int32(len(h.pools))
+			poolAt[seg.PoolID] = pool
+			h.pools = append(h.pools, seg.PoolID)
+		}
+		w.segs.insert(segRec{seg.Address, seg.TotalSize, seg.Stream, seg.Version, pool, seg.Stack})
 		for bi := seg.FirstBlock; bi < seg.FirstBlock+seg.NumBlocks; bi++ {
 			b := &s.Blocks[bi]
 			if b.State == snapshot.BlockInactive {
@@ -488,9 +499,9 @@ func (h *History) undo(w *work, i int) {
 	case snapshot.ActionAlloc:
 		delete(w.blocks, e.Addr)
 	case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
-		w.mapSegment(e.Action == snapshot.ActionSegmentUnmap, segRec{e.Addr, e.Size, e.Stream, e.Version, [2]int64{}, e.Stack})
+		w.mapSegment(e.Action == snapshot.ActionSegmentUnmap, segRec{e.Addr, e.Size, e.Stream, e.Version, 0, e.Stack})
 	case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
-		w.unmapSegment(e.Action == snapshot.ActionSegmentMap, segRec{e.Addr, e.Size, e.Stream, e.Version, [2]int64{}, e.Stack})
+		w.unmapSegment(e.Action == snapshot.ActionSegmentMap, segRec{e.Addr, e.Size, e.Stream, e.Version, 0, e.Stack})
 	}
 }
 
@@ -791,7 +802,7 @@ func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 		if i >= first {
 			st.Segments[i-first] = SegmentState{
 				Addr: sg.addr, Size: sg.size, Stream: sg.stream, Version: sg.version,
-				PoolID: sg.pool, Stack: sg.stack, Row: row, X: rowSize, FirstBlock: -1,
+				PoolID: h.pools[sg.pool], Stack: sg.stack, Row: row, X: rowSize, FirstBlock: -1,
 			}
 		}
 		rowSize += float64(sg.size) + st.Padding

@@ -329,7 +329,7 @@ func (k *walker) totals(c *StateChange) {
 }
 
 func (k *walker) segState(s segRec) SegmentState {
-	return SegmentState{Addr: s.addr, Size: s.size, Stream: s.stream, Version: s.version, PoolID: s.pool, Stack: s.stack}
+	return SegmentState{Addr: s.addr, Size: s.size, Stream: s.stream, Version: s.version, PoolID: k.h.pools[s.pool], Stack: s.stack}
 }
 
 func (k *walker) drawn(a uint64, r blockRef, seg uint64, in bool) DrawnBlock {
