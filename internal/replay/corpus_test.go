@@ -158,6 +158,40 @@ func TestCorpusStateHistory(t *testing.T) {
 	}
 }
 
+// TestCorpusStateHistoryPools: each segment of the dump's state is the
+// dump's, its pool id included (the history keeps pool ids as indices
+// into a table), on every real snapshot, some with private pools.
+func TestCorpusStateHistoryPools(t *testing.T) {
+	pooled := 0 // segments in private pools checked
+	for _, s := range corpusSnapshotsAll(t) {
+		for _, d := range s.Devices() {
+			h := NewHistory(s, d)
+			last := h.StateAt(h.Len() - 1)
+			dumpSeg := map[uint64]*snapshot.Segment{}
+			for i := range s.Segments {
+				if int(s.Segments[i].Device) == d {
+					dumpSeg[s.Segments[i].Address] = &s.Segments[i]
+				}
+			}
+			if len(last.Segments) != len(dumpSeg) {
+				t.Errorf("%s dev %d: %d segments in the last state, %d in the dump", s.Source.Name, d, len(last.Segments), len(dumpSeg))
+			}
+			for _, sg := range last.Segments {
+				if sg.PoolID != [2]int64{} {
+					pooled++
+				}
+				if ds := dumpSeg[sg.Addr]; ds == nil || ds.PoolID != sg.PoolID || ds.TotalSize != sg.Size || ds.Stream != sg.Stream || ds.Version != sg.Version {
+					t.Errorf("%s dev %d: the last state's segment at %#x differs from the dump's", s.Source.Name, d, sg.Addr)
+					break
+				}
+			}
+		}
+	}
+	if pooled == 0 {
+		t.Error("no segment of a private pool checked")
+	}
+}
+
 // checkBlockSegments checks each block's Segment with a binary search over
 // the segments by address (the last one starting at or below the block,
 // when the block starts inside it), and the segments' block ranges.

@@ -698,12 +698,14 @@ func (h *History) prepareSteps() {
 		blocks:  make([]StateBlock, withRoom(len(b.blocks))),
 		segs:    make([]segRec, withRoom(len(b.segs))),
 		addrPos: make([]int32, withRoom(len(b.addrPos))),
+		sizes:   make([]uint64, withRoom(len(b.sizes))),
 	}
 	// Fresh memory from the system is zero but not yet mapped: writing
 	// the zeros maps it here, in the background.
 	clear(sp.blocks)
 	clear(sp.segs)
 	clear(sp.addrPos)
+	clear(sp.sizes)
 	h.lastMu.Lock()
 	if h.spare == nil {
 		h.spare = sp
@@ -789,24 +791,24 @@ func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 	st.Segments = make([]SegmentState, len(bySize)-first)
 	var maxSize uint64
 	if len(bySize) > 0 {
-		maxSize = inAddr[bySize[len(bySize)-1]].size
+		maxSize = ss.sizes[len(bySize)-1]
 	}
 	st.Padding = float64(maxSize) / 200
 	row, rowSize := 0, 0.0
-	for i, k := range bySize {
-		sg := &inAddr[k]
-		if rowSize+float64(sg.size) > float64(maxSize) {
+	for i, size := range ss.sizes {
+		if rowSize+float64(size) > float64(maxSize) {
 			rowSize = 0
 			row++
 		}
 		if i >= first {
+			sg := &inAddr[bySize[i]]
 			st.Segments[i-first] = SegmentState{
 				Addr: sg.addr, Size: sg.size, Stream: sg.stream, Version: sg.version,
 				PoolID: h.pools[sg.pool], Stack: sg.stack, Row: row, X: rowSize, FirstBlock: -1,
 			}
 		}
-		rowSize += float64(sg.size) + st.Padding
-		st.Reserved += sg.size
+		rowSize += float64(size) + st.Padding
+		st.Reserved += size
 	}
 	st.Rows = row + 1
 	if len(bySize) == 0 {

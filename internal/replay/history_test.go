@@ -332,7 +332,7 @@ func TestPreparedStepsAllocateLittle(t *testing.T) {
 		tmp += 2 << 20
 	}
 	s := mkSnapshot(evs, segs, blocks)
-	arrays := uint64(live) * uint64(unsafe.Sizeof(StateBlock{})+unsafe.Sizeof(segRec{})+4)
+	arrays := uint64(live) * uint64(unsafe.Sizeof(StateBlock{})+unsafe.Sizeof(segRec{})+4+8)
 	allocated := func(f func()) uint64 {
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
