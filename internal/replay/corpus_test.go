@@ -3,6 +3,7 @@ package replay
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand"
 	"os"
@@ -141,6 +142,7 @@ func TestCorpusStateHistory(t *testing.T) {
 				t.Errorf("%s dev %d: last state reserved %d blocks %d, dump %d %d", name, d, last.Reserved, len(last.Blocks), reserved, blocks)
 			}
 			checkBlockSegments(t, name, last)
+			checkCheckpoints(t, fmt.Sprintf("%s dev %d", name, d), h)
 			for k := 0; k < 6; k++ {
 				// A jump, steps back, then forward through the states
 				// passed (journal.redo).

@@ -18,12 +18,138 @@ import (
 // naiveState is simulate_memory: the dump state with every event after idx
 // undone, one event at a time from the end.
 func naiveState(h *History, idx int) *State {
-	cp := h.checkpointFor(h.Len() - 1) // the dump
-	w := h.load(&cp)
+	w := dumpWork(h)
 	for i := len(h.viz) - 1; i > idx; i-- {
 		h.undo(w, i)
 	}
 	return h.buildState(idx, h.sortFull(w))
+}
+
+// dumpWork is the dump's state made from the snapshot as simulate_memory
+// starts, in the snapshot's order, independently of how the history keeps
+// it (sorted arrays, maps for inconsistent dumps).
+func dumpWork(h *History) *work {
+	s := h.s
+	w := &work{segs: newSegSet(0), blocks: map[uint64]blockRef{}}
+	for si := range s.Segments {
+		seg := &s.Segments[si]
+		if int(seg.Device) != h.device {
+			continue
+		}
+		pool := int32(slices.Index(h.pools, seg.PoolID))
+		w.segs.insert(segRec{seg.Address, seg.TotalSize, seg.Stream, seg.Version, pool, seg.Stack})
+		for bi := seg.FirstBlock; bi < seg.FirstBlock+seg.NumBlocks; bi++ {
+			b := &s.Blocks[bi]
+			if b.State == snapshot.BlockInactive {
+				continue
+			}
+			r := blockRef(uint32(bi)) | refDump
+			if b.State == snapshot.BlockActivePendingFree {
+				r |= refPending
+			}
+			w.blocks[b.Addr] = r
+		}
+	}
+	return w
+}
+
+// randomSegmentSnapshot is a trace of every event kind the history undoes,
+// at addresses drawn from a small set so that they collide (segments
+// sharing a start or an end, blocks outside any segment, maps carving the
+// middle of a segment), and a dump that may be inconsistent the same way
+// (irregular: two segments start at one address, or end at one).
+func randomSegmentSnapshot(r *rand.Rand, n int, irregular bool) *snapshot.Snapshot {
+	const unit = 0x100000
+	addr := func() uint64 { return unit * uint64(1+r.Intn(64)) }
+	size := func() uint64 { return unit * uint64(1+r.Intn(4)) }
+	var segs []snapshot.Segment
+	var blocks []snapshot.Block
+	for at := uint64(unit); at < 64*unit; {
+		sz := size()
+		if r.Intn(3) > 0 {
+			sg := snapshot.Segment{Address: at, TotalSize: sz, FirstBlock: int32(len(blocks)), Stream: snapshot.StreamID(r.Intn(2))}
+			if r.Intn(8) == 0 {
+				sg.PoolID = [2]int64{1, int64(r.Intn(3))}
+			}
+			for b := at; b < at+sz; b += unit / 2 {
+				st := snapshot.BlockActiveAllocated
+				switch r.Intn(4) {
+				case 0:
+					st = snapshot.BlockInactive
+				case 1:
+					st = snapshot.BlockActivePendingFree
+				}
+				blocks = append(blocks, snapshot.Block{Addr: b, Size: unit / 2, RequestedSize: uint64(1 + r.Intn(unit/2)), State: st})
+				sg.NumBlocks++
+			}
+			segs = append(segs, sg)
+		}
+		at += sz
+	}
+	if irregular && len(segs) > 2 {
+		// One segment again at another's start, one ending at another's end.
+		a, b := segs[r.Intn(len(segs))], segs[r.Intn(len(segs))]
+		a.TotalSize, a.NumBlocks = a.TotalSize+unit, 0
+		segs = append(segs, a)
+		if b.TotalSize > unit {
+			b.Address, b.TotalSize, b.NumBlocks = b.Address+unit, b.TotalSize-unit, 0
+			segs = append(segs, b)
+		}
+	}
+	actions := []snapshot.Action{aAlloc, aAlloc, aFreeR, aFreeC, snapshot.ActionFree,
+		snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree, snapshot.ActionSegmentMap, snapshot.ActionSegmentUnmap}
+	var evs []ev
+	for i := 0; i < n; i++ {
+		a := actions[r.Intn(len(actions))]
+		switch a {
+		case aAlloc, aFreeR, aFreeC, snapshot.ActionFree:
+			evs = append(evs, ev{a, addr() + unit/2*uint64(r.Intn(2)), uint64(1 + r.Intn(unit/2))})
+		default:
+			evs = append(evs, ev{a, addr(), size()})
+		}
+	}
+	return mkSnapshot(evs, segs, blocks)
+}
+
+// TestHistoryEveryCheckpoint: the state of every checkpoint, as stored
+// (changes to the dump's sorted arrays) and as reached by StateAt, is the
+// brute-force replay's from the snapshot, on random traces of every event
+// kind with regular and inconsistent dumps.
+func TestHistoryEveryCheckpoint(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	for iter := 0; iter < 8; iter++ {
+		irregular := iter%2 == 1
+		s := randomSegmentSnapshot(r, 3*CheckpointEvery+r.Intn(CheckpointEvery), irregular)
+		h := NewHistory(s, 0)
+		if irregular != (h.base != nil) {
+			t.Fatalf("iter %d: irregular dump %v, kept as maps %v", iter, irregular, h.base != nil)
+		}
+		checkCheckpoints(t, fmt.Sprint("iter ", iter), h)
+	}
+}
+
+// checkCheckpoints compares every checkpoint of h, and StateAt there and
+// one event before, with the brute-force replay.
+func checkCheckpoints(t *testing.T, name string, h *History) {
+	t.Helper()
+	h.wait()
+	if len(h.ckpt) < 2 && h.Len() > 2*h.every {
+		t.Fatalf("%s: %d checkpoints for %d events", name, len(h.ckpt), h.Len())
+	}
+	for _, c := range h.ckpt {
+		want := naiveState(h, c.after)
+		if got := h.buildState(c.after, h.sortFull(h.load(&c))); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: checkpoint after event %d differs from the brute-force replay", name, c.after)
+		}
+		if got := h.StateAt(c.after); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: StateAt(%d) differs from the brute-force replay", name, c.after)
+		}
+		if c.after >= 0 {
+			if got := h.StateAt(c.after - 1); !reflect.DeepEqual(got, naiveState(h, c.after-1)) {
+				t.Fatalf("%s: StateAt(%d) differs from the brute-force replay", name, c.after-1)
+			}
+		}
+	}
 }
 
 func TestHistoryHandMade(t *testing.T) {

@@ -76,7 +76,7 @@ type walker struct {
 type segFree struct{ covered, gap uint64 }
 
 func newWalker(h *History) *walker {
-	return &walker{h: h, w: h.base.clone()}
+	return &walker{h: h, w: h.baseWork()}
 }
 
 // resync rebuilds everything from the work state and reports every
