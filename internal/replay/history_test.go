@@ -99,13 +99,33 @@ func randomSegmentSnapshot(r *rand.Rand, n int, irregular bool) *snapshot.Snapsh
 	actions := []snapshot.Action{aAlloc, aAlloc, aFreeR, aFreeC, snapshot.ActionFree,
 		snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree, snapshot.ActionSegmentMap, snapshot.ActionSegmentUnmap}
 	var evs []ev
+	segEnd := uint64(64 * unit)
 	for i := 0; i < n; i++ {
 		a := actions[r.Intn(len(actions))]
 		switch a {
 		case aAlloc, aFreeR, aFreeC, snapshot.ActionFree:
 			evs = append(evs, ev{a, addr() + unit/2*uint64(r.Intn(2)), uint64(1 + r.Intn(unit/2))})
 		default:
-			evs = append(evs, ev{a, addr(), size()})
+			// Mostly far from the dump's segments and from each other,
+			// so that many states have no two segments at one start (the
+			// ones whose sorted arrays change in place).
+			// Some right after the last one, where undoing maps and
+			// unmaps carves and merges segments.
+			// At the dump's segments only with an irregular dump: undoing
+			// an event there often adds a segment at a start taken, and
+			// such a state is never merged nor changed in place.
+			at := unit * uint64(64+r.Intn(1<<14))
+			switch r.Intn(8) {
+			case 0:
+				if irregular {
+					at = addr()
+				}
+			case 1, 2, 3:
+				at = segEnd
+			}
+			sz := size()
+			segEnd = at + sz
+			evs = append(evs, ev{a, at, sz})
 		}
 	}
 	return mkSnapshot(evs, segs, blocks)
@@ -125,6 +145,36 @@ func TestHistoryEveryCheckpoint(t *testing.T) {
 			t.Fatalf("iter %d: irregular dump %v, kept as maps %v", iter, irregular, h.base != nil)
 		}
 		checkCheckpoints(t, fmt.Sprint("iter ", iter), h)
+	}
+}
+
+// TestHistorySegmentStepsMatchNaive: steps back and forth through traces
+// of every event kind, their sorted arrays changed in place (StateTop
+// holds none of them), and jumps are the brute-force replay's.
+func TestHistorySegmentStepsMatchNaive(t *testing.T) {
+	r := rand.New(rand.NewSource(12))
+	defer func(m int) { maxJournal = m }(maxJournal)
+	for iter := 0; iter < 12; iter++ {
+		maxJournal = []int{1 << 16, 20}[iter%2]
+		s := randomSegmentSnapshot(r, 600+r.Intn(400), iter%4 >= 2)
+		h := NewHistory(s, 0)
+		idx := h.Len() - 1
+		for k := 0; k < 400; k++ {
+			switch {
+			case k%50 == 49:
+				idx = r.Intn(h.Len()+1) - 1 // a jump
+			case k%9 == 4:
+				idx -= r.Intn(30) // several events back
+			case k%7 == 3:
+				idx += 1 + r.Intn(3) // forward, through the states passed
+			default:
+				idx--
+			}
+			idx = max(-1, min(idx, h.Len()-1))
+			if got, want := h.StateTop(idx, 3), topOf(naiveState(h, idx), 3); !reflect.DeepEqual(got, want) {
+				t.Fatalf("iter %d step %d: StateTop(%d, 3) differs from the brute-force replay", iter, k, idx)
+			}
+		}
 	}
 }
 
@@ -435,12 +485,13 @@ func TestHistoryManySegments(t *testing.T) {
 	}
 }
 
-// TestPreparedStepsAllocateLittle: after the dump's state and
-// PrepareSteps, the first steps back merge into memory made beforehand
-// (faulting a big state's fresh arrays in was most of their time), and
-// are still the naive replay's. Without PrepareSteps the second step
-// allocates the arrays, which shows the measure can fail.
-func TestPreparedStepsAllocateLittle(t *testing.T) {
+// TestStepsAllocateLittle: after the dump's state, steps back change the
+// last state's sorted arrays in place (a second set was 70 MB on a 1 GB
+// snapshot, and faulting fresh arrays in was most of a step's time), and
+// are still the naive replay's. After a StateAt, whose State holds the
+// blocks, the next step allocates the arrays, which shows the measure can
+// fail.
+func TestStepsAllocateLittle(t *testing.T) {
 	const live = 40_000
 	var evs []ev
 	var segs []snapshot.Segment
@@ -466,27 +517,29 @@ func TestPreparedStepsAllocateLittle(t *testing.T) {
 		runtime.ReadMemStats(&m1)
 		return m1.TotalAlloc - m0.TotalAlloc
 	}
-	for _, prepare := range []bool{true, false} {
+	for _, shared := range []bool{false, true} {
 		h := StartHistory(s, 0, nil, nil)
 		h.wait()
 		n := h.Len()
 		h.StateTop(n-1, 100)
-		if prepare {
-			h.PrepareSteps()
+		steps := []int{n - 2, n - 3, n - 4, n - 3}
+		if shared {
+			h.StateAt(n - 2)
+			steps = steps[1:]
 		}
 		var most uint64
-		for _, idx := range []int{n - 2, n - 3, n - 4} {
+		for _, idx := range steps {
 			var st *State
 			most = max(most, allocated(func() { st = h.StateTop(idx, 100) }))
 			if !reflect.DeepEqual(st, topOf(naiveState(h, idx), 100)) {
-				t.Fatalf("prepare %v: StateTop(%d) differs from the naive replay", prepare, idx)
+				t.Fatalf("shared %v: StateTop(%d) differs from the naive replay", shared, idx)
 			}
 		}
 		switch {
-		case prepare && most > arrays/4:
-			t.Errorf("a prepared step allocated %d bytes, want < %d (a quarter of the sorted arrays)", most, arrays/4)
-		case !prepare && most < arrays:
-			t.Errorf("an unprepared step allocated only %d bytes, want the sorted arrays' %d: the measure cannot tell", most, arrays)
+		case !shared && most > arrays/4:
+			t.Errorf("a step allocated %d bytes, want < %d (a quarter of the sorted arrays)", most, arrays/4)
+		case shared && most < arrays:
+			t.Errorf("a step from a shared state allocated only %d bytes, want the sorted arrays' %d: the measure cannot tell", most, arrays)
 		}
 	}
 }

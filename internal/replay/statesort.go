@@ -32,6 +32,87 @@ type sortedState struct {
 	shared, base bool
 }
 
+// owned reports whether ss's arrays may be changed: no State holds them
+// and they are not the dump's.
+func (ss *sortedState) owned() bool { return ss != nil && !ss.shared && !ss.base && !ss.dups }
+
+// updateSorted applies to ss, in place, the changes of w at blockAddrs
+// and segAddrs (added, removed or replaced): what mergeSorted returns,
+// for a step's few changes, in O(k·n) moves without a second set of
+// arrays. w has no segments sharing a start.
+func (h *History) updateSorted(ss *sortedState, w *work, blockAddrs, segAddrs []uint64) {
+	slices.Sort(blockAddrs)
+	for _, a := range slices.Compact(blockAddrs) {
+		p, found := slices.BinarySearchFunc(ss.blocks, a, func(b StateBlock, a uint64) int { return cmp.Compare(b.Addr, a) })
+		r, has := w.blocks[a]
+		switch {
+		case found && has:
+			ss.blocks[p] = h.stateBlock(r)
+		case found:
+			ss.blocks = slices.Delete(ss.blocks, p, p+1)
+		case has:
+			ss.blocks = slices.Insert(ss.blocks, p, h.stateBlock(r))
+		}
+	}
+	slices.Sort(segAddrs)
+	for _, a := range slices.Compact(segAddrs) {
+		p, found := slices.BinarySearchFunc(ss.segs, a, func(s segRec, a uint64) int { return cmp.Compare(s.addr, a) })
+		sg, has := w.segs.byStart[a]
+		switch {
+		case found && has:
+			if ss.segs[p] != sg {
+				ss.dropSize(p)
+				ss.segs[p] = sg
+				ss.addSize(p)
+			}
+		case found:
+			ss.dropSize(p)
+			ss.segs = slices.Delete(ss.segs, p, p+1)
+			for i, x := range ss.addrPos {
+				if int(x) > p {
+					ss.addrPos[i] = x - 1
+				}
+			}
+		case has:
+			ss.segs = slices.Insert(ss.segs, p, sg)
+			for i, x := range ss.addrPos {
+				if int(x) >= p {
+					ss.addrPos[i] = x + 1
+				}
+			}
+			ss.addSize(p)
+		}
+	}
+}
+
+// sizeOrder returns where the segment at position p by address is, or
+// would go, in the size order.
+func (ss *sortedState) sizeOrder(p int) (int, bool) {
+	size, addr := ss.segs[p].size, ss.segs[p].addr
+	lo, _ := slices.BinarySearch(ss.sizes, size)
+	hi := lo
+	for hi < len(ss.sizes) && ss.sizes[hi] == size {
+		hi++
+	}
+	i := lo + sort.Search(hi-lo, func(x int) bool { return ss.segs[ss.addrPos[lo+x]].addr >= addr })
+	return i, i < hi && ss.segs[ss.addrPos[i]].addr == addr
+}
+
+// dropSize removes the segment at position p from the size order.
+func (ss *sortedState) dropSize(p int) {
+	if i, found := ss.sizeOrder(p); found {
+		ss.addrPos = slices.Delete(ss.addrPos, i, i+1)
+		ss.sizes = slices.Delete(ss.sizes, i, i+1)
+	}
+}
+
+// addSize adds the segment at position p to the size order.
+func (ss *sortedState) addSize(p int) {
+	i, _ := ss.sizeOrder(p)
+	ss.addrPos = slices.Insert(ss.addrPos, i, int32(p))
+	ss.sizes = slices.Insert(ss.sizes, i, ss.segs[p].size)
+}
+
 // reuse returns s emptied when it holds n, else a new slice for n and
 // the changes of many more steps, so that it serves as a spare for long.
 func reuse[T any](s []T, n int) []T {
