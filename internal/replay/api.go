@@ -374,7 +374,6 @@ func StartHistory(s *snapshot.Snapshot, device int, spawn func(func()), busy fun
 	return newHistory(s, device, spawn, busy)
 }
 
-
 // CheckpointEvery is the least distance in events between stored states.
 const CheckpointEvery = 4096
 
