@@ -2,7 +2,6 @@ package replay
 
 import (
 	"cmp"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -40,6 +39,10 @@ type History struct {
 	// at every block event: dense, they miss the cache less than the
 	// blocks themselves (a 264 MB snapshot's build took 50% longer).
 	baseAddrs []uint64
+	// overlay: work states hold their differences from baseSS (set in
+	// baseOnce, when base is nil and the dump's segments by address end
+	// in order; see overlay.go).
+	overlay bool
 
 	// The checkpoints, built from the end backwards (in the background
 	// after StartHistory): mu guards them, grown is signalled at each new
@@ -130,7 +133,7 @@ type tracker struct {
 // a checkpoint or a State is built.
 type work struct {
 	segs   segSet
-	blocks map[uint64]blockRef
+	blocks blockMap
 }
 
 // blockRef is a block of a work state as where it comes from, 8 bytes
@@ -174,9 +177,9 @@ func (h *History) refAddr(r blockRef) uint64 {
 
 // segSet is a set of segments indexed by start and end address.
 type segSet struct {
-	byStart map[uint64]segRec
+	byStart segMap
 	// endAt maps a segment's end address to its start address.
-	endAt map[uint64]uint64
+	endAt endMap
 	// dups holds segments whose start address was taken when they were
 	// inserted (only inconsistent traces do that), in insertion order.
 	dups []segRec
@@ -188,24 +191,24 @@ type segSet struct {
 }
 
 func newSegSet(n int) segSet {
-	return segSet{byStart: make(map[uint64]segRec, n), endAt: make(map[uint64]uint64, n)}
+	return segSet{byStart: segMap{m: make(map[uint64]segRec, n)}, endAt: endMap{m: make(map[uint64]uint64, n)}}
 }
 
-func (s *segSet) len() int { return len(s.byStart) + len(s.dups) }
+func (s *segSet) len() int { return s.byStart.len() + len(s.dups) }
 
 func (s *segSet) insert(seg segRec) {
 	if s.touched != nil {
 		*s.touched = append(*s.touched, seg.addr)
 	}
-	if _, ok := s.byStart[seg.addr]; ok {
+	if _, ok := s.byStart.get(seg.addr); ok {
 		s.log.dups(s)
 		s.dups = append(s.dups, seg)
 		return
 	}
 	s.log.start(s, seg.addr)
-	s.byStart[seg.addr] = seg
+	s.byStart.set(seg.addr, seg)
 	s.log.end(s, seg.addr+seg.size)
-	s.endAt[seg.addr+seg.size] = seg.addr
+	s.endAt.set(seg.addr+seg.size, seg.addr)
 }
 
 // set replaces the segment starting at addr (which must exist) by seg.
@@ -219,7 +222,7 @@ func (s *segSet) remove(addr uint64) {
 	if s.touched != nil {
 		*s.touched = append(*s.touched, addr)
 	}
-	old, ok := s.byStart[addr]
+	old, ok := s.byStart.get(addr)
 	if !ok {
 		for i := range s.dups {
 			if s.dups[i].addr == addr {
@@ -231,10 +234,10 @@ func (s *segSet) remove(addr uint64) {
 		return
 	}
 	s.log.start(s, addr)
-	delete(s.byStart, addr)
-	if st, ok := s.endAt[old.addr+old.size]; ok && st == addr {
+	s.byStart.del(addr)
+	if st, ok := s.endAt.get(old.addr + old.size); ok && st == addr {
 		s.log.end(s, old.addr+old.size)
-		delete(s.endAt, old.addr+old.size)
+		s.endAt.del(old.addr + old.size)
 	}
 	for i := range s.dups {
 		if s.dups[i].addr == addr {
@@ -253,29 +256,27 @@ func (s *segSet) remove(addr uint64) {
 func (s *segSet) containing(addr, size uint64) (uint64, bool) {
 	end := addr + size
 	inside := func(ex segRec) bool { return ex.addr <= addr && end <= ex.addr+ex.size }
-	if ex, ok := s.byStart[addr]; ok && inside(ex) {
+	if ex, ok := s.byStart.get(addr); ok && inside(ex) {
 		return ex.addr, true
 	}
-	if st, ok := s.endAt[end]; ok {
-		if ex, ok := s.byStart[st]; ok && inside(ex) {
+	if st, ok := s.endAt.get(end); ok {
+		if ex, ok := s.byStart.get(st); ok && inside(ex) {
 			return ex.addr, true
 		}
 	}
 	found, best := false, uint64(0)
-	for _, ex := range s.byStart {
+	s.byStart.each(func(ex segRec) {
 		if inside(ex) && (!found || ex.addr < best) {
 			found, best = true, ex.addr
 		}
-	}
+	})
 	return best, found
 }
 
 // sorted returns the segments by address (ties in insertion order).
 func (s *segSet) sorted() []segRec {
 	out := make([]segRec, 0, s.len())
-	for _, sg := range s.byStart {
-		out = append(out, sg)
-	}
+	s.byStart.each(func(sg segRec) { out = append(out, sg) })
 	slices.SortFunc(out, func(a, b segRec) int { return cmp.Compare(a.addr, b.addr) })
 	if len(s.dups) > 0 {
 		out = append(out, s.dups...)
@@ -289,7 +290,7 @@ func newHistory(s *snapshot.Snapshot, device int, spawn func(func()), busy func(
 	if device >= 0 && device < len(s.Traces) {
 		h.events = s.Traces[device].Events
 	}
-	w := &work{segs: newSegSet(0), blocks: map[uint64]blockRef{}}
+	w := &work{segs: newSegSet(0), blocks: newBlockMap(0)}
 	h.pools = [][2]int64{{}}
 	poolAt := map[[2]int64]int32{{}: 0}
 	for si := range s.Segments {
@@ -313,13 +314,13 @@ func newHistory(s *snapshot.Snapshot, device int, spawn func(func()), busy func(
 			if b.State == snapshot.BlockActivePendingFree {
 				r |= refPending
 			}
-			w.blocks[b.Addr] = r
+			w.blocks.set(b.Addr, r)
 		}
 	}
 
 	h.baseInit = w
 	undoIn := w
-	if len(w.segs.dups) > 0 || len(w.segs.endAt) != len(w.segs.byStart) {
+	if len(w.segs.dups) > 0 || len(w.segs.endAt.m) != len(w.segs.byStart.m) {
 		h.base, undoIn = w, w.clone()
 	}
 	h.grown = sync.NewCond(&h.mu)
@@ -327,25 +328,39 @@ func newHistory(s *snapshot.Snapshot, device int, spawn func(func()), busy func(
 	// The dump's own checkpoint: no changes, but the segments that share a
 	// start with another (load takes them from the checkpoint).
 	h.ckpt = append(h.ckpt, checkpoint{after: len(h.viz) - 1, dups: slices.Clone(w.segs.dups)})
-	// The dump's sorted state and the copy for the first step back from
-	// it are made before the build undoes in w.
-	start := func() {
+	// The dump's sorted state and the state for the first step back from
+	// it are made before the build undoes in w. With an overlay (see
+	// overlay.go) both undo in differences from the sorted state, and
+	// the maps are let go.
+	start := func(steps bool) *work {
 		h.baseSorted()
-		h.lastMu.Lock()
-		if h.last == nil {
-			h.last, h.lastIdx = w.clone(), len(h.viz)-1
+		if h.overlay {
+			undoIn = h.overlayWork()
 		}
-		h.lastMu.Unlock()
+		if steps {
+			h.lastMu.Lock()
+			if h.last == nil {
+				if h.overlay {
+					h.last = h.overlayWork()
+				} else {
+					h.last = w.clone()
+				}
+				h.lastIdx = len(h.viz) - 1
+			}
+			h.lastMu.Unlock()
+		}
+		in := undoIn
+		w, undoIn = nil, nil
+		return in
 	}
 	if spawn != nil {
 		// Off the caller's path.
 		go func() {
-			start()
-			spawn(func() { h.build(undoIn) })
+			in := start(true)
+			spawn(func() { h.build(in) })
 		}()
 	} else {
-		h.baseSorted()
-		h.build(undoIn)
+		h.build(start(false))
 	}
 	return h
 }
@@ -356,13 +371,13 @@ func (h *History) baseWork() *work {
 		return h.base.clone()
 	}
 	bs := h.baseSorted()
-	w := &work{segs: newSegSet(len(bs.segs)), blocks: make(map[uint64]blockRef, len(bs.blocks))}
+	w := &work{segs: newSegSet(len(bs.segs)), blocks: newBlockMap(len(bs.blocks))}
 	for _, sg := range bs.segs {
-		w.segs.byStart[sg.addr] = sg
-		w.segs.endAt[sg.addr+sg.size] = sg.addr
+		w.segs.byStart.set(sg.addr, sg)
+		w.segs.endAt.set(sg.addr+sg.size, sg.addr)
 	}
 	for i, r := range h.baseRefs {
-		w.blocks[bs.blocks[i].Addr] = r
+		w.blocks.set(bs.blocks[i].Addr, r)
 	}
 	return w
 }
@@ -371,8 +386,7 @@ func (h *History) baseWork() *work {
 // The caller has called baseSorted.
 func (h *History) baseBlock(addr uint64) (blockRef, bool) {
 	if h.base != nil {
-		r, ok := h.base.blocks[addr]
-		return r, ok
+		return h.base.blocks.get(addr)
 	}
 	i, ok := slices.BinarySearch(h.baseAddrs, addr)
 	if !ok {
@@ -383,8 +397,7 @@ func (h *History) baseBlock(addr uint64) (blockRef, bool) {
 
 func (h *History) baseSeg(addr uint64) (segRec, bool) {
 	if h.base != nil {
-		sg, ok := h.base.segs.byStart[addr]
-		return sg, ok
+		return h.base.segs.byStart.get(addr)
 	}
 	i, ok := slices.BinarySearchFunc(h.baseSS.segs, addr, func(s segRec, a uint64) int { return cmp.Compare(s.addr, a) })
 	if !ok {
@@ -399,9 +412,14 @@ func (h *History) baseSeg(addr uint64) (segRec, bool) {
 func (h *History) build(w *work) {
 	const budget = 64 << 20
 	h.baseSorted() // for baseBlock and baseSeg
+	// An overlay is its differences from the dump; a full state keeps
+	// them in a tracker.
+	ov := w.blocks.dump != nil
 	tr := &tracker{blocks: map[uint64]blockRef{}, segs: map[uint64]segChange{}}
 	var touched []uint64
-	w.segs.touched = &touched
+	if !ov {
+		w.segs.touched = &touched
+	}
 	last := len(h.viz) - 1
 	used := 0
 	for i := last; i >= 0; i-- {
@@ -412,12 +430,19 @@ func (h *History) build(w *work) {
 		}
 		touched = touched[:0]
 		h.undo(w, i)
-		h.note(tr, w, i, touched)
+		if !ov {
+			h.note(tr, w, i, touched)
+		}
 		// Only build writes every: it reads it without the lock.
 		if (last-(i-1))%h.every != 0 {
 			continue
 		}
-		c := tr.save(i-1, w)
+		var c checkpoint
+		if ov {
+			c = saveOverlay(i-1, w)
+		} else {
+			c = tr.save(i-1, w)
+		}
 		h.mu.Lock()
 		h.ckpt = append(h.ckpt, c)
 		used += c.bytes()
@@ -474,9 +499,8 @@ func (h *History) wait() {
 // clone copies a work state.
 func (w *work) clone() *work {
 	return &work{
-		segs: segSet{byStart: maps.Clone(w.segs.byStart), endAt: maps.Clone(w.segs.endAt),
-			dups: slices.Clone(w.segs.dups)},
-		blocks: maps.Clone(w.blocks),
+		segs:   segSet{byStart: w.segs.byStart.clone(), endAt: w.segs.endAt.clone(), dups: slices.Clone(w.segs.dups)},
+		blocks: w.blocks.clone(),
 	}
 }
 
@@ -485,7 +509,7 @@ func (h *History) note(tr *tracker, w *work, i int, touched []uint64) {
 	e := &h.events[h.viz[i]]
 	switch e.VizAction() {
 	case snapshot.ActionFree, snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted, snapshot.ActionAlloc:
-		cur, ok := w.blocks[e.Addr]
+		cur, ok := w.blocks.get(e.Addr)
 		was, wok := h.baseBlock(e.Addr)
 		switch {
 		case ok == wok && cur == was:
@@ -497,7 +521,7 @@ func (h *History) note(tr *tracker, w *work, i int, touched []uint64) {
 		}
 	}
 	for _, addr := range touched {
-		cur, ok := w.segs.byStart[addr]
+		cur, ok := w.segs.byStart.get(addr)
 		was, wok := h.baseSeg(addr)
 		switch {
 		case ok == wok && cur == was:
@@ -521,36 +545,61 @@ func (tr *tracker) save(after int, w *work) checkpoint {
 	return c
 }
 
+// saveOverlay is the checkpoint of an overlay's state.
+func saveOverlay(after int, w *work) checkpoint {
+	c := checkpoint{after: after, dups: slices.Clone(w.segs.dups)}
+	c.blocks = make([]blockChange, 0, len(w.blocks.m))
+	for addr, r := range w.blocks.m {
+		c.blocks = append(c.blocks, blockChange{addr, r})
+	}
+	c.segs = make([]segChange, 0, len(w.segs.byStart.m))
+	for addr, v := range w.segs.byStart.m {
+		if v.addr != addr {
+			c.segs = append(c.segs, segChange{addr: addr, gone: true})
+		} else {
+			c.segs = append(c.segs, segChange{addr, v, false})
+		}
+	}
+	return c
+}
+
 // bytes is about what a checkpoint holds in memory.
 func (c *checkpoint) bytes() int {
 	return 64 + 16*len(c.blocks) + 64*(len(c.segs)+len(c.dups))
 }
 
-// load returns the state of checkpoint c: the dump's with c's changes.
+// load returns the state of checkpoint c: the dump's with c's changes
+// (with an overlay, c's changes are the state).
 func (h *History) load(c *checkpoint) *work {
-	w := h.baseWork()
+	h.baseSorted()
+	var w *work
+	if h.overlay {
+		w = h.overlayWork()
+	} else {
+		w = h.baseWork()
+	}
 	w.segs.dups = slices.Clone(c.dups)
 	for _, bc := range c.blocks {
 		if bc.ref == refGone {
-			delete(w.blocks, bc.addr)
+			w.blocks.del(bc.addr)
 		} else {
-			w.blocks[bc.addr] = bc.ref
+			w.blocks.set(bc.addr, bc.ref)
 		}
 	}
 	// Remove what changed, then add the new segments, so that end
 	// addresses shared by an old and a new segment end up on the new one.
 	for _, sc := range c.segs {
-		if old, ok := w.segs.byStart[sc.addr]; ok {
-			delete(w.segs.byStart, sc.addr)
-			if st, ok := w.segs.endAt[old.addr+old.size]; ok && st == sc.addr {
-				delete(w.segs.endAt, old.addr+old.size)
+		if old, ok := w.segs.byStart.get(sc.addr); ok {
+			w.segs.byStart.del(sc.addr)
+			if st, ok := w.segs.endAt.get(old.addr + old.size); ok && st == sc.addr {
+				w.segs.endAt.del(old.addr + old.size)
 			}
 		}
 	}
 	for _, sc := range c.segs {
 		if !sc.gone {
-			w.segs.byStart[sc.addr] = sc.seg
-			w.segs.endAt[sc.seg.addr+sc.seg.size] = sc.addr
+			w.segs.byStart.set(sc.addr, sc.seg)
+			w.segs.endAt.set(sc.seg.addr+sc.seg.size, sc.addr)
 		}
 	}
 	return w
@@ -561,15 +610,15 @@ func (h *History) undo(w *work, i int) {
 	e := &h.events[h.viz[i]]
 	switch e.VizAction() {
 	case snapshot.ActionFree:
-		w.blocks[e.Addr] = eventRef(h.viz[i], false)
+		w.blocks.set(e.Addr, eventRef(h.viz[i], false))
 	case snapshot.ActionFreeRequested:
-		if b, ok := w.blocks[e.Addr]; ok {
-			w.blocks[e.Addr] = b &^ refPending
+		if b, ok := w.blocks.get(e.Addr); ok {
+			w.blocks.set(e.Addr, b&^refPending)
 		}
 	case snapshot.ActionFreeCompleted:
-		w.blocks[e.Addr] = eventRef(h.viz[i], true)
+		w.blocks.set(e.Addr, eventRef(h.viz[i], true))
 	case snapshot.ActionAlloc:
-		delete(w.blocks, e.Addr)
+		w.blocks.del(e.Addr)
 	case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
 		w.mapSegment(e.Action == snapshot.ActionSegmentUnmap, segRec{e.Addr, e.Size, e.Stream, e.Version, 0, e.Stack})
 	case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
@@ -580,18 +629,18 @@ func (h *History) undo(w *work, i int) {
 // mapSegment inserts seg, merging it with same-stream neighbours it
 // touches when merge is set (undoing an unmap).
 func (w *work) mapSegment(merge bool, seg segRec) {
-	_, taken := w.segs.byStart[seg.addr]
+	_, taken := w.segs.byStart.get(seg.addr)
 	w.segs.insert(seg)
 	if !merge || taken {
 		return
 	}
-	if next, ok := w.segs.byStart[seg.addr+seg.size]; ok && next.stream == seg.stream && seg.size > 0 {
+	if next, ok := w.segs.byStart.get(seg.addr + seg.size); ok && next.stream == seg.stream && seg.size > 0 {
 		w.segs.remove(next.addr)
 		seg.size += next.size
 		w.segs.set(seg.addr, seg)
 	}
-	if st, ok := w.segs.endAt[seg.addr]; ok && st != seg.addr {
-		if prev, ok := w.segs.byStart[st]; ok && prev.stream == seg.stream {
+	if st, ok := w.segs.endAt.get(seg.addr); ok && st != seg.addr {
+		if prev, ok := w.segs.byStart.get(st); ok && prev.stream == seg.stream {
 			w.segs.remove(seg.addr)
 			prev.size += seg.size
 			w.segs.set(prev.addr, prev)
@@ -610,7 +659,7 @@ func (w *work) unmapSegment(merge bool, seg segRec) {
 	if !ok {
 		return
 	}
-	ex := w.segs.byStart[at]
+	ex, _ := w.segs.byStart.get(at)
 	end, exEnd := seg.addr+seg.size, ex.addr+ex.size
 	switch {
 	case ex.addr == seg.addr:
@@ -718,7 +767,7 @@ func (h *History) stateAt(idx, top int) *State {
 		w.segs.touched, w.segs.log = nil, nil
 		jr.trim()
 	}
-	if len(blockAddrs)+len(segAddrs) > (len(w.blocks)+w.segs.len())/4 {
+	if len(blockAddrs)+len(segAddrs) > (w.blocks.len()+w.segs.len())/4 {
 		prev = nil // as quick to sort in full
 	}
 	var ss *sortedState
@@ -773,13 +822,14 @@ func (h *History) baseSorted() *sortedState {
 		h.baseInit = nil
 		h.baseSS = h.sortFull(w)
 		h.baseSS.base = true
+		h.overlay = h.base == nil && endsInOrder(h.baseSS.segs)
 		h.baseRefs = make([]blockRef, len(h.baseSS.blocks))
 		if h.base == nil {
 			h.baseAddrs = make([]uint64, len(h.baseSS.blocks))
 		}
 		for i := range h.baseSS.blocks {
 			a := h.baseSS.blocks[i].Addr
-			h.baseRefs[i] = w.blocks[a]
+			h.baseRefs[i], _ = w.blocks.get(a)
 			if h.baseAddrs != nil {
 				h.baseAddrs[i] = a
 			}

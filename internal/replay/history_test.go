@@ -30,7 +30,7 @@ func naiveState(h *History, idx int) *State {
 // it (sorted arrays, maps for inconsistent dumps).
 func dumpWork(h *History) *work {
 	s := h.s
-	w := &work{segs: newSegSet(0), blocks: map[uint64]blockRef{}}
+	w := &work{segs: newSegSet(0), blocks: newBlockMap(0)}
 	for si := range s.Segments {
 		seg := &s.Segments[si]
 		if int(seg.Device) != h.device {
@@ -47,7 +47,7 @@ func dumpWork(h *History) *work {
 			if b.State == snapshot.BlockActivePendingFree {
 				r |= refPending
 			}
-			w.blocks[b.Addr] = r
+			w.blocks.set(b.Addr, r)
 		}
 	}
 	return w
@@ -108,22 +108,30 @@ func randomSegmentSnapshot(r *rand.Rand, n int, irregular bool) *snapshot.Snapsh
 		default:
 			// Mostly far from the dump's segments and from each other,
 			// so that many states have no two segments at one start (the
-			// ones whose sorted arrays change in place).
-			// Some right after the last one, where undoing maps and
-			// unmaps carves and merges segments.
-			// At the dump's segments only with an irregular dump: undoing
-			// an event there often adds a segment at a start taken, and
-			// such a state is never merged nor changed in place.
-			at := unit * uint64(64+r.Intn(1<<14))
-			switch r.Intn(8) {
+			// ones whose sorted arrays change in place). Some right after
+			// the last one, where undoing maps and unmaps carves and
+			// merges segments; some at the end of a dump's segment, or
+			// its last unit (carving and growing the dump's own). At any
+			// dump address only with an irregular dump: undoing an event
+			// there often adds a segment at a start taken, and such a
+			// state is never merged nor changed in place.
+			at, sz := unit*uint64(64+r.Intn(1<<14)), size()
+			switch r.Intn(10) {
 			case 0:
 				if irregular {
 					at = addr()
 				}
 			case 1, 2, 3:
 				at = segEnd
+			case 4, 5:
+				if len(segs) > 0 {
+					d := &segs[r.Intn(len(segs))]
+					at = d.Address + d.TotalSize
+					if r.Intn(2) == 0 {
+						at, sz = at-unit, unit
+					}
+				}
 			}
-			sz := size()
 			segEnd = at + sz
 			evs = append(evs, ev{a, at, sz})
 		}
@@ -141,8 +149,8 @@ func TestHistoryEveryCheckpoint(t *testing.T) {
 		irregular := iter%2 == 1
 		s := randomSegmentSnapshot(r, 3*CheckpointEvery+r.Intn(CheckpointEvery), irregular)
 		h := NewHistory(s, 0)
-		if irregular != (h.base != nil) {
-			t.Fatalf("iter %d: irregular dump %v, kept as maps %v", iter, irregular, h.base != nil)
+		if h.baseSorted(); irregular != (h.base != nil) || irregular == h.overlay {
+			t.Fatalf("iter %d: irregular dump %v, kept as maps %v, states as overlays %v", iter, irregular, h.base != nil, h.overlay)
 		}
 		checkCheckpoints(t, fmt.Sprint("iter ", iter), h)
 	}
@@ -188,7 +196,15 @@ func checkCheckpoints(t *testing.T, name string, h *History) {
 	}
 	for _, c := range h.ckpt {
 		want := naiveState(h, c.after)
-		if got := h.buildState(c.after, h.sortFull(h.load(&c))); !reflect.DeepEqual(got, want) {
+		w := h.load(&c)
+		blocks, segs := 0, 0
+		w.blocks.each(func(uint64, blockRef) { blocks++ })
+		w.segs.byStart.each(func(segRec) { segs++ })
+		if blocks != w.blocks.len() || segs != w.segs.byStart.len() || blocks != len(want.Blocks) {
+			t.Fatalf("%s: checkpoint after event %d holds %d blocks and %d segments, counts %d and %d, the replay %d blocks",
+				name, c.after, blocks, segs, w.blocks.len(), w.segs.byStart.len(), len(want.Blocks))
+		}
+		if got := h.buildState(c.after, h.sortFull(w)); !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: checkpoint after event %d differs from the brute-force replay", name, c.after)
 		}
 		if got := h.StateAt(c.after); !reflect.DeepEqual(got, want) {

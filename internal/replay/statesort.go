@@ -44,7 +44,7 @@ func (h *History) updateSorted(ss *sortedState, w *work, blockAddrs, segAddrs []
 	slices.Sort(blockAddrs)
 	for _, a := range slices.Compact(blockAddrs) {
 		p, found := slices.BinarySearchFunc(ss.blocks, a, func(b StateBlock, a uint64) int { return cmp.Compare(b.Addr, a) })
-		r, has := w.blocks[a]
+		r, has := w.blocks.get(a)
 		switch {
 		case found && has:
 			ss.blocks[p] = h.stateBlock(r)
@@ -57,7 +57,7 @@ func (h *History) updateSorted(ss *sortedState, w *work, blockAddrs, segAddrs []
 	slices.Sort(segAddrs)
 	for _, a := range slices.Compact(segAddrs) {
 		p, found := slices.BinarySearchFunc(ss.segs, a, func(s segRec, a uint64) int { return cmp.Compare(s.addr, a) })
-		sg, has := w.segs.byStart[a]
+		sg, has := w.segs.byStart.get(a)
 		switch {
 		case found && has:
 			if ss.segs[p] != sg {
@@ -137,10 +137,8 @@ func (h *History) sortFull(w *work) *sortedState {
 	// core meanwhile (a big state has a million of each).
 	blocksDone := make(chan []StateBlock, 1)
 	go func() {
-		bs := make([]StateBlock, 0, len(w.blocks))
-		for _, r := range w.blocks {
-			bs = append(bs, h.stateBlock(r))
-		}
+		bs := make([]StateBlock, 0, w.blocks.len())
+		w.blocks.each(func(_ uint64, r blockRef) { bs = append(bs, h.stateBlock(r)) })
 		slices.SortFunc(bs, func(a, b StateBlock) int { return cmp.Compare(a.Addr, b.Addr) })
 		blocksDone <- bs
 	}()
@@ -184,7 +182,7 @@ func (h *History) mergeSorted(prev, spare *sortedState, w *work, blockAddrs, seg
 	ss := &sortedState{}
 	ss.blocks = mergeByAddr(spare.blocks, prev.blocks, blockAddrs, func(b *StateBlock) uint64 { return b.Addr },
 		func(a uint64) (StateBlock, bool) {
-			r, ok := w.blocks[a]
+			r, ok := w.blocks.get(a)
 			if !ok {
 				return StateBlock{}, false
 			}
@@ -211,7 +209,7 @@ func (h *History) mergeSorted(prev, spare *sortedState, w *work, blockAddrs, seg
 		if c.had {
 			c.old = prev.segs[c.oldPos]
 		}
-		c.seg, c.has = w.segs.byStart[a]
+		c.seg, c.has = w.segs.byStart.get(a)
 		c.before = shift
 		if c.had {
 			shift++
