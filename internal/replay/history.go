@@ -104,6 +104,12 @@ type checkpoint struct {
 	blocks []blockChange
 	segs   []segChange
 	dups   []segRec
+	// overlay: saved from an overlay (saveOverlay), whose state has
+	// nBlocks blocks: its blocks load as they are, without a look-up in
+	// the dump per change (a jump far back on a 264 MB snapshot took 40%
+	// longer with them).
+	overlay bool
+	nBlocks int
 }
 
 // blockChange is the block at addr (refGone: none) where it differs from
@@ -547,7 +553,7 @@ func (tr *tracker) save(after int, w *work) checkpoint {
 
 // saveOverlay is the checkpoint of an overlay's state.
 func saveOverlay(after int, w *work) checkpoint {
-	c := checkpoint{after: after, dups: slices.Clone(w.segs.dups)}
+	c := checkpoint{after: after, dups: slices.Clone(w.segs.dups), overlay: true, nBlocks: w.blocks.n}
 	c.blocks = make([]blockChange, 0, len(w.blocks.m))
 	for addr, r := range w.blocks.m {
 		c.blocks = append(c.blocks, blockChange{addr, r})
@@ -579,11 +585,21 @@ func (h *History) load(c *checkpoint) *work {
 		w = h.baseWork()
 	}
 	w.segs.dups = slices.Clone(c.dups)
-	for _, bc := range c.blocks {
-		if bc.ref == refGone {
-			w.blocks.del(bc.addr)
-		} else {
-			w.blocks.set(bc.addr, bc.ref)
+	if h.overlay && c.overlay {
+		// The blocks are the overlay's as saved; the segments' ends are
+		// made again below.
+		w.blocks.m = make(map[uint64]blockRef, len(c.blocks))
+		for _, bc := range c.blocks {
+			w.blocks.m[bc.addr] = bc.ref
+		}
+		w.blocks.n = c.nBlocks
+	} else {
+		for _, bc := range c.blocks {
+			if bc.ref == refGone {
+				w.blocks.del(bc.addr)
+			} else {
+				w.blocks.set(bc.addr, bc.ref)
+			}
 		}
 	}
 	// Remove what changed, then add the new segments, so that end

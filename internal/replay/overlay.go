@@ -18,16 +18,20 @@ import (
 
 // blockMap is a work state's blocks by address.
 type blockMap struct {
-	m    map[uint64]blockRef // overlay: refGone where a dump block is gone
+	// m, in an overlay: refGone where a dump block is gone, refNew on a
+	// block where the dump has none (each finds those without a look-up).
+	m    map[uint64]blockRef
 	dump *History
 	n    int // the blocks of an overlay's state
 }
+
+const refNew blockRef = 1 << 60
 
 func newBlockMap(n int) blockMap { return blockMap{m: make(map[uint64]blockRef, n)} }
 
 func (b *blockMap) get(a uint64) (blockRef, bool) {
 	if r, ok := b.m[a]; ok {
-		return r, r != refGone
+		return r &^ refNew, r != refGone
 	}
 	if b.dump == nil {
 		return 0, false
@@ -45,9 +49,12 @@ func (b *blockMap) set(a uint64, r blockRef) {
 	if had := inOv && prev != refGone || !inOv && inDump; !had {
 		b.n++
 	}
-	if inDump && was == r {
+	switch {
+	case !inDump:
+		b.m[a] = r | refNew
+	case was == r:
 		delete(b.m, a)
-	} else {
+	default:
 		b.m[a] = r
 	}
 }
@@ -94,8 +101,8 @@ func (b *blockMap) each(fn func(a uint64, r blockRef)) {
 		fn(a, b.dump.baseRefs[i])
 	}
 	for a, r := range b.m {
-		if _, inDump := b.dump.baseBlock(a); !inDump && r != refGone {
-			fn(a, r)
+		if r&refNew != 0 {
+			fn(a, r&^refNew)
 		}
 	}
 }
