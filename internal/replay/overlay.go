@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"cmp"
 	"maps"
 	"slices"
 )
@@ -178,14 +177,19 @@ func (s *segMap) each(fn func(v segRec)) {
 		}
 		return
 	}
+	hits := 0 // entries of m at the dump's segments
 	for _, v := range s.dump.baseSS.segs {
 		if o, ok := s.m[v.addr]; ok {
+			hits++
 			if o.addr == v.addr {
 				fn(o)
 			}
 			continue
 		}
 		fn(v)
+	}
+	if hits == len(s.m) {
+		return
 	}
 	for a, v := range s.m {
 		if _, inDump := s.dump.baseSeg(a); !inDump && v.addr == a {
@@ -250,12 +254,11 @@ func (h *History) overlayWork() *work {
 // baseEnd looks up the dump's segment ending at end (when h.overlay: the
 // dump's segments by address end in address order).
 func (h *History) baseEnd(end uint64) (uint64, bool) {
-	segs := h.baseSS.segs
-	i, ok := slices.BinarySearchFunc(segs, end, func(s segRec, e uint64) int { return cmp.Compare(s.addr+s.size, e) })
+	i, ok := slices.BinarySearch(h.baseSegEnds, end)
 	if !ok {
 		return 0, false
 	}
-	return segs[i].addr, true
+	return h.baseSS.segs[i].addr, true
 }
 
 // endsInOrder reports whether segments sorted by address also have their
