@@ -374,12 +374,6 @@ func StartHistory(s *snapshot.Snapshot, device int, spawn func(func()), busy fun
 	return newHistory(s, device, spawn, busy)
 }
 
-// PrepareSteps readies, in the caller's goroutine, the memory the first
-// steps back from the dump's state merge into, so that they are as quick
-// as the later ones. A viewer calls it in the background after showing
-// the dump's state; without it the first two steps allocate it.
-func (h *History) PrepareSteps() { h.prepareSteps() }
-
 // CheckpointEvery is the least distance in events between stored states.
 const CheckpointEvery = 4096
 

@@ -3,6 +3,7 @@ package replay
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand"
 	"os"
@@ -141,6 +142,7 @@ func TestCorpusStateHistory(t *testing.T) {
 				t.Errorf("%s dev %d: last state reserved %d blocks %d, dump %d %d", name, d, last.Reserved, len(last.Blocks), reserved, blocks)
 			}
 			checkBlockSegments(t, name, last)
+			checkCheckpoints(t, fmt.Sprintf("%s dev %d", name, d), h)
 			for k := 0; k < 6; k++ {
 				// A jump, steps back, then forward through the states
 				// passed (journal.redo).
@@ -155,6 +157,40 @@ func TestCorpusStateHistory(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestCorpusStateHistoryPools: each segment of the dump's state is the
+// dump's, its pool id included (the history keeps pool ids as indices
+// into a table), on every real snapshot, some with private pools.
+func TestCorpusStateHistoryPools(t *testing.T) {
+	pooled := 0 // segments in private pools checked
+	for _, s := range corpusSnapshotsAll(t) {
+		for _, d := range s.Devices() {
+			h := NewHistory(s, d)
+			last := h.StateAt(h.Len() - 1)
+			dumpSeg := map[uint64]*snapshot.Segment{}
+			for i := range s.Segments {
+				if int(s.Segments[i].Device) == d {
+					dumpSeg[s.Segments[i].Address] = &s.Segments[i]
+				}
+			}
+			if len(last.Segments) != len(dumpSeg) {
+				t.Errorf("%s dev %d: %d segments in the last state, %d in the dump", s.Source.Name, d, len(last.Segments), len(dumpSeg))
+			}
+			for _, sg := range last.Segments {
+				if sg.PoolID != [2]int64{} {
+					pooled++
+				}
+				if ds := dumpSeg[sg.Addr]; ds == nil || ds.PoolID != sg.PoolID || ds.TotalSize != sg.Size || ds.Stream != sg.Stream || ds.Version != sg.Version {
+					t.Errorf("%s dev %d: the last state's segment at %#x differs from the dump's", s.Source.Name, d, sg.Addr)
+					break
+				}
+			}
+		}
+	}
+	if pooled == 0 {
+		t.Error("no segment of a private pool checked")
 	}
 }
 

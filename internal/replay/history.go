@@ -2,7 +2,6 @@ package replay
 
 import (
 	"cmp"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -21,8 +20,33 @@ type History struct {
 	events []snapshot.Event
 	viz    []int32          // raw index of each memory_viz event
 	divs   *rules.Divisions // roundup_power2_divisions for estimated block sizes
+	// pools are the dump's segments' pool ids, which segRec.pool indexes
+	// (0: none, the zero id of the segments the trace re-creates).
+	pools [][2]int64
 
-	base *work // the dump's state; checkpoints are changes to it
+	// The dump's state, which checkpoints are changes to: kept as the
+	// sorted arrays baseSS and baseRefs (the blocks' references, in the
+	// order of baseSS.blocks), made once from the maps newHistory fills
+	// (baseInit), which the checkpoint build then undoes in. A copy of
+	// those maps was 84 MB on a 1 GB snapshot. Only a state whose
+	// segments share a start or an end address (inconsistent traces),
+	// whose maps depend on the order segments were added in, keeps them
+	// (base, cloned for each use).
+	base     *work
+	baseInit *work // read in baseOnce only
+	baseRefs []blockRef
+	// baseAddrs are the addresses of baseSS.blocks, searched by the build
+	// at every block event: dense, they miss the cache less than the
+	// blocks themselves (a 264 MB snapshot's build took 50% longer).
+	baseAddrs []uint64
+	// baseSegAddrs and baseSegEnds are the starts and ends of
+	// baseSS.segs, searched as baseAddrs are (a jump far back looks up
+	// every segment it changes: twice as slow on the segments' records).
+	baseSegAddrs, baseSegEnds []uint64
+	// overlay: work states hold their differences from baseSS (set in
+	// baseOnce, when base is nil and the dump's segments by address end
+	// in order; see overlay.go).
+	overlay bool
 
 	// The checkpoints, built from the end backwards (in the background
 	// after StartHistory): mu guards them, grown is signalled at each new
@@ -39,7 +63,9 @@ type History struct {
 	lastIdx    int
 	last       *work
 	lastSorted *sortedState // last sorted, when it is (see sortedState)
-	spare      *sortedState // arrays no State holds, for the next merge
+	// spare: the dump's state sorted when it was asked for before last
+	// was made; the first step back merges into its arrays.
+	spare *sortedState
 	// lastJournal can take last forward again (see journal).
 	lastJournal *journal
 
@@ -63,7 +89,7 @@ type segRec struct {
 	addr, size uint64
 	stream     snapshot.StreamID
 	version    int32
-	pool       [2]int64
+	pool       int32 // in History.pools: 32 bytes a segment instead of 48
 	stack      snapshot.StackID
 }
 
@@ -82,6 +108,13 @@ type checkpoint struct {
 	blocks []blockChange
 	segs   []segChange
 	dups   []segRec
+	// overlay: saved from an overlay (saveOverlay), with its segments'
+	// ends (ends) and the state's counts: it loads as it is, without a
+	// look-up in the dump per change (a jump far back took twice as long
+	// with them).
+	overlay        bool
+	ends           [][2]uint64 // end, start (noStart: none)
+	nBlocks, nSegs int
 }
 
 // blockChange is the block at addr (refGone: none) where it differs from
@@ -111,7 +144,7 @@ type tracker struct {
 // a checkpoint or a State is built.
 type work struct {
 	segs   segSet
-	blocks map[uint64]blockRef
+	blocks blockMap
 }
 
 // blockRef is a block of a work state as where it comes from, 8 bytes
@@ -155,9 +188,9 @@ func (h *History) refAddr(r blockRef) uint64 {
 
 // segSet is a set of segments indexed by start and end address.
 type segSet struct {
-	byStart map[uint64]segRec
+	byStart segMap
 	// endAt maps a segment's end address to its start address.
-	endAt map[uint64]uint64
+	endAt endMap
 	// dups holds segments whose start address was taken when they were
 	// inserted (only inconsistent traces do that), in insertion order.
 	dups []segRec
@@ -169,24 +202,24 @@ type segSet struct {
 }
 
 func newSegSet(n int) segSet {
-	return segSet{byStart: make(map[uint64]segRec, n), endAt: make(map[uint64]uint64, n)}
+	return segSet{byStart: segMap{m: make(map[uint64]segRec, n)}, endAt: endMap{m: make(map[uint64]uint64, n)}}
 }
 
-func (s *segSet) len() int { return len(s.byStart) + len(s.dups) }
+func (s *segSet) len() int { return s.byStart.len() + len(s.dups) }
 
 func (s *segSet) insert(seg segRec) {
 	if s.touched != nil {
 		*s.touched = append(*s.touched, seg.addr)
 	}
-	if _, ok := s.byStart[seg.addr]; ok {
+	if _, ok := s.byStart.get(seg.addr); ok {
 		s.log.dups(s)
 		s.dups = append(s.dups, seg)
 		return
 	}
 	s.log.start(s, seg.addr)
-	s.byStart[seg.addr] = seg
+	s.byStart.set(seg.addr, seg)
 	s.log.end(s, seg.addr+seg.size)
-	s.endAt[seg.addr+seg.size] = seg.addr
+	s.endAt.set(seg.addr+seg.size, seg.addr)
 }
 
 // set replaces the segment starting at addr (which must exist) by seg.
@@ -200,7 +233,7 @@ func (s *segSet) remove(addr uint64) {
 	if s.touched != nil {
 		*s.touched = append(*s.touched, addr)
 	}
-	old, ok := s.byStart[addr]
+	old, ok := s.byStart.get(addr)
 	if !ok {
 		for i := range s.dups {
 			if s.dups[i].addr == addr {
@@ -212,10 +245,10 @@ func (s *segSet) remove(addr uint64) {
 		return
 	}
 	s.log.start(s, addr)
-	delete(s.byStart, addr)
-	if st, ok := s.endAt[old.addr+old.size]; ok && st == addr {
+	s.byStart.del(addr)
+	if st, ok := s.endAt.get(old.addr + old.size); ok && st == addr {
 		s.log.end(s, old.addr+old.size)
-		delete(s.endAt, old.addr+old.size)
+		s.endAt.del(old.addr + old.size)
 	}
 	for i := range s.dups {
 		if s.dups[i].addr == addr {
@@ -234,29 +267,27 @@ func (s *segSet) remove(addr uint64) {
 func (s *segSet) containing(addr, size uint64) (uint64, bool) {
 	end := addr + size
 	inside := func(ex segRec) bool { return ex.addr <= addr && end <= ex.addr+ex.size }
-	if ex, ok := s.byStart[addr]; ok && inside(ex) {
+	if ex, ok := s.byStart.get(addr); ok && inside(ex) {
 		return ex.addr, true
 	}
-	if st, ok := s.endAt[end]; ok {
-		if ex, ok := s.byStart[st]; ok && inside(ex) {
+	if st, ok := s.endAt.get(end); ok {
+		if ex, ok := s.byStart.get(st); ok && inside(ex) {
 			return ex.addr, true
 		}
 	}
 	found, best := false, uint64(0)
-	for _, ex := range s.byStart {
+	s.byStart.each(func(ex segRec) {
 		if inside(ex) && (!found || ex.addr < best) {
 			found, best = true, ex.addr
 		}
-	}
+	})
 	return best, found
 }
 
 // sorted returns the segments by address (ties in insertion order).
 func (s *segSet) sorted() []segRec {
 	out := make([]segRec, 0, s.len())
-	for _, sg := range s.byStart {
-		out = append(out, sg)
-	}
+	s.byStart.each(func(sg segRec) { out = append(out, sg) })
 	slices.SortFunc(out, func(a, b segRec) int { return cmp.Compare(a.addr, b.addr) })
 	if len(s.dups) > 0 {
 		out = append(out, s.dups...)
@@ -270,13 +301,21 @@ func newHistory(s *snapshot.Snapshot, device int, spawn func(func()), busy func(
 	if device >= 0 && device < len(s.Traces) {
 		h.events = s.Traces[device].Events
 	}
-	w := &work{segs: newSegSet(0), blocks: map[uint64]blockRef{}}
+	w := &work{segs: newSegSet(0), blocks: newBlockMap(0)}
+	h.pools = [][2]int64{{}}
+	poolAt := map[[2]int64]int32{{}: 0}
 	for si := range s.Segments {
 		seg := &s.Segments[si]
 		if int(seg.Device) != device {
 			continue
 		}
-		w.segs.insert(segRec{seg.Address, seg.TotalSize, seg.Stream, seg.Version, seg.PoolID, seg.Stack})
+		pool, ok := poolAt[seg.PoolID]
+		if !ok {
+			pool = int32(len(h.pools))
+			poolAt[seg.PoolID] = pool
+			h.pools = append(h.pools, seg.PoolID)
+		}
+		w.segs.insert(segRec{seg.Address, seg.TotalSize, seg.Stream, seg.Version, pool, seg.Stack})
 		for bi := seg.FirstBlock; bi < seg.FirstBlock+seg.NumBlocks; bi++ {
 			b := &s.Blocks[bi]
 			if b.State == snapshot.BlockInactive {
@@ -286,29 +325,96 @@ func newHistory(s *snapshot.Snapshot, device int, spawn func(func()), busy func(
 			if b.State == snapshot.BlockActivePendingFree {
 				r |= refPending
 			}
-			w.blocks[b.Addr] = r
+			w.blocks.set(b.Addr, r)
 		}
 	}
 
-	h.base = w
+	h.baseInit = w
+	undoIn := w
+	if len(w.segs.dups) > 0 || len(w.segs.endAt.m) != len(w.segs.byStart.m) {
+		h.base, undoIn = w, w.clone()
+	}
 	h.grown = sync.NewCond(&h.mu)
 	h.every = CheckpointEvery
-	h.ckpt = append(h.ckpt, checkpoint{after: len(h.viz) - 1})
-	if spawn != nil {
-		// The copy to undo in, and one for the first step back from the
-		// dump's state, are made off the caller's path too.
-		go func() {
+	// The dump's own checkpoint: no changes, but the segments that share a
+	// start with another (load takes them from the checkpoint).
+	h.ckpt = append(h.ckpt, checkpoint{after: len(h.viz) - 1, dups: slices.Clone(w.segs.dups)})
+	// The dump's sorted state and the state for the first step back from
+	// it are made before the build undoes in w. With an overlay (see
+	// overlay.go) both undo in differences from the sorted state, and
+	// the maps are let go.
+	start := func(steps bool) *work {
+		h.baseSorted()
+		if h.overlay {
+			undoIn = h.overlayWork()
+		}
+		if steps {
 			h.lastMu.Lock()
 			if h.last == nil {
-				h.last, h.lastIdx = w.clone(), len(h.viz)-1
+				if h.overlay {
+					h.last = h.overlayWork()
+				} else {
+					h.last = w.clone()
+				}
+				h.lastIdx = len(h.viz) - 1
 			}
 			h.lastMu.Unlock()
-			spawn(func() { h.build(w.clone()) })
+		}
+		in := undoIn
+		w, undoIn = nil, nil
+		return in
+	}
+	if spawn != nil {
+		// Off the caller's path.
+		go func() {
+			in := start(true)
+			spawn(func() { h.build(in) })
 		}()
 	} else {
-		h.build(w.clone())
+		h.build(start(false))
 	}
 	return h
+}
+
+// baseWork returns a copy of the dump's state to undo in.
+func (h *History) baseWork() *work {
+	if h.base != nil {
+		return h.base.clone()
+	}
+	bs := h.baseSorted()
+	w := &work{segs: newSegSet(len(bs.segs)), blocks: newBlockMap(len(bs.blocks))}
+	for _, sg := range bs.segs {
+		w.segs.byStart.set(sg.addr, sg)
+		w.segs.endAt.set(sg.addr+sg.size, sg.addr)
+	}
+	for i, r := range h.baseRefs {
+		w.blocks.set(bs.blocks[i].Addr, r)
+	}
+	return w
+}
+
+// baseBlock and baseSeg look up the dump's block and segment at addr.
+// The caller has called baseSorted.
+func (h *History) baseBlock(addr uint64) (blockRef, bool) {
+	if h.base != nil {
+		return h.base.blocks.get(addr)
+	}
+	i, ok := slices.BinarySearch(h.baseAddrs, addr)
+	if !ok {
+		return 0, false
+	}
+	return h.baseRefs[i], true
+}
+
+func (h *History) baseSeg(addr uint64) (segRec, bool) {
+	if h.base != nil {
+		return h.base.segs.byStart.get(addr)
+	}
+	i, ok := slices.BinarySearch(h.baseSegAddrs, addr)
+	if !ok {
+		return segRec{}, false
+	}
+	return h.baseSS.segs[i], true
 }
 
 // build adds the checkpoints, undoing the trace from the end in w: one
@@ -316,9 +422,15 @@ func newHistory(s *snapshot.Snapshot, device int, spawn func(func()), busy func(
 // one is dropped and the spacing doubles.
 func (h *History) build(w *work) {
 	const budget = 64 << 20
+	h.baseSorted() // for baseBlock and baseSeg
+	// An overlay is its differences from the dump; a full state keeps
+	// them in a tracker.
+	ov := w.blocks.dump != nil
 	tr := &tracker{blocks: map[uint64]blockRef{}, segs: map[uint64]segChange{}}
 	var touched []uint64
-	w.segs.touched = &touched
+	if !ov {
+		w.segs.touched = &touched
+	}
 	last := len(h.viz) - 1
 	used := 0
 	for i := last; i >= 0; i-- {
@@ -329,12 +441,19 @@ func (h *History) build(w *work) {
 		}
 		touched = touched[:0]
 		h.undo(w, i)
-		h.note(tr, w, i, touched)
+		if !ov {
+			h.note(tr, w, i, touched)
+		}
 		// Only build writes every: it reads it without the lock.
 		if (last-(i-1))%h.every != 0 {
 			continue
 		}
-		c := tr.save(i-1, w)
+		var c checkpoint
+		if ov {
+			c = saveOverlay(i-1, w)
+		} else {
+			c = tr.save(i-1, w)
+		}
 		h.mu.Lock()
 		h.ckpt = append(h.ckpt, c)
 		used += c.bytes()
@@ -391,9 +510,8 @@ func (h *History) wait() {
 // clone copies a work state.
 func (w *work) clone() *work {
 	return &work{
-		segs: segSet{byStart: maps.Clone(w.segs.byStart), endAt: maps.Clone(w.segs.endAt),
-			dups: slices.Clone(w.segs.dups)},
-		blocks: maps.Clone(w.blocks),
+		segs:   segSet{byStart: w.segs.byStart.clone(), endAt: w.segs.endAt.clone(), dups: slices.Clone(w.segs.dups)},
+		blocks: w.blocks.clone(),
 	}
 }
 
@@ -402,8 +520,8 @@ func (h *History) note(tr *tracker, w *work, i int, touched []uint64) {
 	e := &h.events[h.viz[i]]
 	switch e.VizAction() {
 	case snapshot.ActionFree, snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted, snapshot.ActionAlloc:
-		cur, ok := w.blocks[e.Addr]
-		was, wok := h.base.blocks[e.Addr]
+		cur, ok := w.blocks.get(e.Addr)
+		was, wok := h.baseBlock(e.Addr)
 		switch {
 		case ok == wok && cur == was:
 			delete(tr.blocks, e.Addr)
@@ -414,8 +532,8 @@ func (h *History) note(tr *tracker, w *work, i int, touched []uint64) {
 		}
 	}
 	for _, addr := range touched {
-		cur, ok := w.segs.byStart[addr]
-		was, wok := h.base.segs.byStart[addr]
+		cur, ok := w.segs.byStart.get(addr)
+		was, wok := h.baseSeg(addr)
 		switch {
 		case ok == wok && cur == was:
 			delete(tr.segs, addr)
@@ -438,36 +556,87 @@ func (tr *tracker) save(after int, w *work) checkpoint {
 	return c
 }
 
-// bytes is about what a checkpoint holds in memory.
-func (c *checkpoint) bytes() int {
-	return 64 + 16*len(c.blocks) + 64*(len(c.segs)+len(c.dups))
+// saveOverlay is the checkpoint of an overlay's state.
+func saveOverlay(after int, w *work) checkpoint {
+	c := checkpoint{after: after, dups: slices.Clone(w.segs.dups), overlay: true, nBlocks: w.blocks.n, nSegs: w.segs.byStart.n}
+	c.blocks = make([]blockChange, 0, len(w.blocks.m))
+	for addr, r := range w.blocks.m {
+		c.blocks = append(c.blocks, blockChange{addr, r})
+	}
+	c.segs = make([]segChange, 0, len(w.segs.byStart.m))
+	for addr, v := range w.segs.byStart.m {
+		if v.addr != addr {
+			c.segs = append(c.segs, segChange{addr: addr, gone: true})
+		} else {
+			c.segs = append(c.segs, segChange{addr, v, false})
+		}
+	}
+	c.ends = make([][2]uint64, 0, len(w.segs.endAt.m))
+	for end, start := range w.segs.endAt.m {
+		c.ends = append(c.ends, [2]uint64{end, start})
+	}
+	return c
 }
 
-// load returns the state of checkpoint c: the dump's with c's changes.
+// bytes is about what a checkpoint holds in memory.
+func (c *checkpoint) bytes() int {
+	return 96 + 16*(len(c.blocks)+len(c.ends)) + 64*(len(c.segs)+len(c.dups))
+}
+
+// load returns the state of checkpoint c: the dump's with c's changes
+// (with an overlay, c's changes are the state).
 func (h *History) load(c *checkpoint) *work {
-	w := h.base.clone()
+	h.baseSorted()
+	var w *work
+	if h.overlay {
+		w = h.overlayWork()
+	} else {
+		w = h.baseWork()
+	}
 	w.segs.dups = slices.Clone(c.dups)
+	if h.overlay && c.overlay {
+		// The overlay as saved.
+		w.blocks.m = make(map[uint64]blockRef, len(c.blocks))
+		for _, bc := range c.blocks {
+			w.blocks.m[bc.addr] = bc.ref
+		}
+		w.blocks.n = c.nBlocks
+		w.segs.byStart.m = make(map[uint64]segRec, len(c.segs))
+		for _, sc := range c.segs {
+			if sc.gone {
+				w.segs.byStart.m[sc.addr] = gone(sc.addr)
+			} else {
+				w.segs.byStart.m[sc.addr] = sc.seg
+			}
+		}
+		w.segs.byStart.n = c.nSegs
+		w.segs.endAt.m = make(map[uint64]uint64, len(c.ends))
+		for _, e := range c.ends {
+			w.segs.endAt.m[e[0]] = e[1]
+		}
+		return w
+	}
 	for _, bc := range c.blocks {
 		if bc.ref == refGone {
-			delete(w.blocks, bc.addr)
+			w.blocks.del(bc.addr)
 		} else {
-			w.blocks[bc.addr] = bc.ref
+			w.blocks.set(bc.addr, bc.ref)
 		}
 	}
 	// Remove what changed, then add the new segments, so that end
 	// addresses shared by an old and a new segment end up on the new one.
 	for _, sc := range c.segs {
-		if old, ok := w.segs.byStart[sc.addr]; ok {
-			delete(w.segs.byStart, sc.addr)
-			if st, ok := w.segs.endAt[old.addr+old.size]; ok && st == sc.addr {
-				delete(w.segs.endAt, old.addr+old.size)
+		if old, ok := w.segs.byStart.get(sc.addr); ok {
+			w.segs.byStart.del(sc.addr)
+			if st, ok := w.segs.endAt.get(old.addr + old.size); ok && st == sc.addr {
+				w.segs.endAt.del(old.addr + old.size)
 			}
 		}
 	}
 	for _, sc := range c.segs {
 		if !sc.gone {
-			w.segs.byStart[sc.addr] = sc.seg
-			w.segs.endAt[sc.seg.addr+sc.seg.size] = sc.addr
+			w.segs.byStart.set(sc.addr, sc.seg)
+			w.segs.endAt.set(sc.seg.addr+sc.seg.size, sc.addr)
 		}
 	}
 	return w
@@ -478,37 +647,37 @@ func (h *History) undo(w *work, i int) {
 	e := &h.events[h.viz[i]]
 	switch e.VizAction() {
 	case snapshot.ActionFree:
-		w.blocks[e.Addr] = eventRef(h.viz[i], false)
+		w.blocks.set(e.Addr, eventRef(h.viz[i], false))
 	case snapshot.ActionFreeRequested:
-		if b, ok := w.blocks[e.Addr]; ok {
-			w.blocks[e.Addr] = b &^ refPending
+		if b, ok := w.blocks.get(e.Addr); ok {
+			w.blocks.set(e.Addr, b&^refPending)
 		}
 	case snapshot.ActionFreeCompleted:
-		w.blocks[e.Addr] = eventRef(h.viz[i], true)
+		w.blocks.set(e.Addr, eventRef(h.viz[i], true))
 	case snapshot.ActionAlloc:
-		delete(w.blocks, e.Addr)
+		w.blocks.del(e.Addr)
 	case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
-		w.mapSegment(e.Action == snapshot.ActionSegmentUnmap, segRec{e.Addr, e.Size, e.Stream, e.Version, [2]int64{}, e.Stack})
+		w.mapSegment(e.Action == snapshot.ActionSegmentUnmap, segRec{e.Addr, e.Size, e.Stream, e.Version, 0, e.Stack})
 	case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
-		w.unmapSegment(e.Action == snapshot.ActionSegmentMap, segRec{e.Addr, e.Size, e.Stream, e.Version, [2]int64{}, e.Stack})
+		w.unmapSegment(e.Action == snapshot.ActionSegmentMap, segRec{e.Addr, e.Size, e.Stream, e.Version, 0, e.Stack})
 	}
 }
 
 // mapSegment inserts seg, merging it with same-stream neighbours it
 // touches when merge is set (undoing an unmap).
 func (w *work) mapSegment(merge bool, seg segRec) {
-	_, taken := w.segs.byStart[seg.addr]
+	_, taken := w.segs.byStart.get(seg.addr)
 	w.segs.insert(seg)
 	if !merge || taken {
 		return
 	}
-	if next, ok := w.segs.byStart[seg.addr+seg.size]; ok && next.stream == seg.stream && seg.size > 0 {
+	if next, ok := w.segs.byStart.get(seg.addr + seg.size); ok && next.stream == seg.stream && seg.size > 0 {
 		w.segs.remove(next.addr)
 		seg.size += next.size
 		w.segs.set(seg.addr, seg)
 	}
-	if st, ok := w.segs.endAt[seg.addr]; ok && st != seg.addr {
-		if prev, ok := w.segs.byStart[st]; ok && prev.stream == seg.stream {
+	if st, ok := w.segs.endAt.get(seg.addr); ok && st != seg.addr {
+		if prev, ok := w.segs.byStart.get(st); ok && prev.stream == seg.stream {
 			w.segs.remove(seg.addr)
 			prev.size += seg.size
 			w.segs.set(prev.addr, prev)
@@ -527,7 +696,7 @@ func (w *work) unmapSegment(merge bool, seg segRec) {
 	if !ok {
 		return
 	}
-	ex := w.segs.byStart[at]
+	ex, _ := w.segs.byStart.get(at)
 	end, exEnd := seg.addr+seg.size, ex.addr+ex.size
 	switch {
 	case ex.addr == seg.addr:
@@ -559,8 +728,10 @@ func (h *History) stateAt(idx, top int) *State {
 	defer h.asking.Add(-1)
 	if idx == n-1 {
 		// The dump's own state: a copy of the base's sorted arrays.
-		ss := h.mergeSorted(h.baseSorted(), nil, h.base, nil, nil)
-		if ss == nil {
+		var ss *sortedState
+		if h.base == nil {
+			ss = h.mergeSorted(h.baseSorted(), nil, &work{}, nil, nil)
+		} else if ss = h.mergeSorted(h.baseSorted(), nil, h.base, nil, nil); ss == nil {
 			ss = h.sortFull(h.base)
 		}
 		st := h.layoutState(idx, ss, top)
@@ -579,6 +750,9 @@ func (h *History) stateAt(idx, top int) *State {
 		redo = true // forward, through states the undos passed
 	default:
 		w = nil
+		if prev.owned() && spare == nil {
+			spare = prev // the loaded state merges into its arrays
+		}
 	}
 	h.last, h.lastSorted, h.lastJournal = nil, nil, nil // in use: another StateAt meanwhile loads its own
 	h.lastMu.Unlock()
@@ -630,11 +804,17 @@ func (h *History) stateAt(idx, top int) *State {
 		w.segs.touched, w.segs.log = nil, nil
 		jr.trim()
 	}
-	if len(blockAddrs)+len(segAddrs) > (len(w.blocks)+w.segs.len())/4 {
+	if len(blockAddrs)+len(segAddrs) > (w.blocks.len()+w.segs.len())/4 {
 		prev = nil // as quick to sort in full
 	}
-	ss := h.mergeSorted(prev, spare, w, blockAddrs, segAddrs)
-	if ss == nil {
+	var ss *sortedState
+	if prev.owned() && len(w.segs.dups) == 0 && len(blockAddrs)+len(segAddrs) <= maxInPlace {
+		// A step: the last state's arrays take its few changes in place,
+		// so that stepping holds one sorted state beside the dump's (a
+		// merge into a second one was 70 MB more on a 1 GB snapshot).
+		h.updateSorted(prev, w, blockAddrs, segAddrs)
+		ss = prev
+	} else if ss = h.mergeSorted(prev, spare, w, blockAddrs, segAddrs); ss == nil {
 		ss = h.sortFull(w)
 	}
 	st := h.layoutState(idx, ss, top)
@@ -643,18 +823,21 @@ func (h *History) stateAt(idx, top int) *State {
 	if !ss.dups {
 		h.lastSorted = ss
 	}
-	if prev != nil && prev != ss && !prev.shared && !prev.base {
-		h.spare = prev // its arrays take the next step's merge
-	}
 	h.lastMu.Unlock()
 	return st
 }
 
+// maxInPlace is the most changes a step applies in place (each insertion
+// or removal moves the arrays after it); past it, a merge copies them
+// once.
+const maxInPlace = 16
+
 // keepSorted offers ss, the sorted state after idx that a State was just
 // built from, to the next step: as the last sorted state when the last
-// work state is at idx and has none, else as the spare. A step that finds
-// neither merges into arrays it allocates, and on a big state (125 MB of
-// arrays for 760 k segments) faulting those in took most of its 350 ms.
+// work state is at idx and has none, else as the spare, whose arrays the
+// next merge fills. A step that finds neither merges into arrays it
+// allocates, and on a big state (125 MB of arrays for 760 k segments)
+// faulting those in took most of its 350 ms.
 func (h *History) keepSorted(ss *sortedState, idx int) {
 	if ss.dups || ss.shared {
 		return
@@ -669,44 +852,37 @@ func (h *History) keepSorted(ss *sortedState, idx int) {
 	h.lastMu.Unlock()
 }
 
-// prepareSteps makes a spare of the base's size, its pages written, so
-// that the first steps back from the dump's state merge into memory
-// already faulted in (see keepSorted).
-func (h *History) prepareSteps() {
-	b := h.baseSorted()
-	if b.dups {
-		return
-	}
-	h.lastMu.Lock()
-	have := h.spare != nil
-	h.lastMu.Unlock()
-	if have {
-		return
-	}
-	sp := &sortedState{
-		blocks:  make([]StateBlock, withRoom(len(b.blocks))),
-		segs:    make([]segRec, withRoom(len(b.segs))),
-		bySize:  make([]segRec, withRoom(len(b.bySize))),
-		addrPos: make([]int32, withRoom(len(b.addrPos))),
-	}
-	// Fresh memory from the system is zero but not yet mapped: writing
-	// the zeros maps it here, in the background.
-	clear(sp.blocks)
-	clear(sp.segs)
-	clear(sp.bySize)
-	clear(sp.addrPos)
-	h.lastMu.Lock()
-	if h.spare == nil {
-		h.spare = sp
-	}
-	h.lastMu.Unlock()
-}
-
 // baseSorted returns the dump's state sorted, made on first use.
 func (h *History) baseSorted() *sortedState {
 	h.baseOnce.Do(func() {
-		h.baseSS = h.sortFull(h.base)
+		w := h.baseInit
+		h.baseInit = nil
+		h.baseSS = h.sortFull(w)
 		h.baseSS.base = true
+		h.overlay = h.base == nil && endsInOrder(h.baseSS.segs)
+		if h.base == nil {
+			h.baseSegAddrs = make([]uint64, len(h.baseSS.segs))
+			for i := range h.baseSS.segs {
+				h.baseSegAddrs[i] = h.baseSS.segs[i].addr
+			}
+		}
+		if h.overlay {
+			h.baseSegEnds = make([]uint64, len(h.baseSS.segs))
+			for i := range h.baseSS.segs {
+				h.baseSegEnds[i] = h.baseSS.segs[i].addr + h.baseSS.segs[i].size
+			}
+		}
+		h.baseRefs = make([]blockRef, len(h.baseSS.blocks))
+		if h.base == nil {
+			h.baseAddrs = make([]uint64, len(h.baseSS.blocks))
+		}
+		for i := range h.baseSS.blocks {
+			a := h.baseSS.blocks[i].Addr
+			h.baseRefs[i], _ = w.blocks.get(a)
+			if h.baseAddrs != nil {
+				h.baseAddrs[i] = a
+			}
+		}
 	})
 	return h.baseSS
 }
@@ -721,7 +897,7 @@ func (h *History) buildState(idx int, ss *sortedState) *State { return h.layoutS
 // Segment in ss.blocks, which the State keeps.
 func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 	st := &State{Event: idx}
-	inAddr, segs, blocks := ss.segs, ss.bySize, ss.blocks
+	inAddr, bySize, blocks := ss.segs, ss.addrPos, ss.blocks
 	// One sweep over the blocks and the segments by address: each block's
 	// segment (by address; the last one starting at or below it, when the
 	// block starts before its end), the totals and the largest free gap.
@@ -774,33 +950,33 @@ func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 	// Segments by (size, addr), packed into rows as wide as the largest.
 	first := 0
 	if top > 0 {
-		first = max(0, len(segs)-top)
+		first = max(0, len(bySize)-top)
 	}
 	st.Omitted = first
-	st.Segments = make([]SegmentState, len(segs)-first)
+	st.Segments = make([]SegmentState, len(bySize)-first)
 	var maxSize uint64
-	if len(segs) > 0 {
-		maxSize = segs[len(segs)-1].size
+	if len(bySize) > 0 {
+		maxSize = ss.sizes[len(bySize)-1]
 	}
 	st.Padding = float64(maxSize) / 200
 	row, rowSize := 0, 0.0
-	for i := range segs {
-		sg := &segs[i]
-		if rowSize+float64(sg.size) > float64(maxSize) {
+	for i, size := range ss.sizes {
+		if rowSize+float64(size) > float64(maxSize) {
 			rowSize = 0
 			row++
 		}
 		if i >= first {
+			sg := &inAddr[bySize[i]]
 			st.Segments[i-first] = SegmentState{
 				Addr: sg.addr, Size: sg.size, Stream: sg.stream, Version: sg.version,
-				PoolID: sg.pool, Stack: sg.stack, Row: row, X: rowSize, FirstBlock: -1,
+				PoolID: h.pools[sg.pool], Stack: sg.stack, Row: row, X: rowSize, FirstBlock: -1,
 			}
 		}
-		rowSize += float64(sg.size) + st.Padding
-		st.Reserved += sg.size
+		rowSize += float64(size) + st.Padding
+		st.Reserved += size
 	}
 	st.Rows = row + 1
-	if len(segs) == 0 {
+	if len(bySize) == 0 {
 		st.Rows = 0
 	}
 	if covered < st.Reserved {
@@ -824,7 +1000,7 @@ func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 	} else {
 		// Only the blocks of the kept segments, still by address.
 		kept := make([][2]int32, 0, len(st.Segments)) // by address: position by address, in st.Segments
-		for i := first; i < len(segs); i++ {
+		for i := first; i < len(bySize); i++ {
 			kept = append(kept, [2]int32{ss.addrPos[i], int32(i - first)})
 		}
 		slices.SortFunc(kept, func(a, b [2]int32) int { return cmp.Compare(a[0], b[0]) })

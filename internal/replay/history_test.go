@@ -18,12 +18,204 @@ import (
 // naiveState is simulate_memory: the dump state with every event after idx
 // undone, one event at a time from the end.
 func naiveState(h *History, idx int) *State {
-	cp := h.checkpointFor(h.Len() - 1) // the dump
-	w := h.load(&cp)
+	w := dumpWork(h)
 	for i := len(h.viz) - 1; i > idx; i-- {
 		h.undo(w, i)
 	}
 	return h.buildState(idx, h.sortFull(w))
+}
+
+// dumpWork is the dump's state made from the snapshot as simulate_memory
+// starts, in the snapshot's order, independently of how the history keeps
+// it (sorted arrays, maps for inconsistent dumps).
+func dumpWork(h *History) *work {
+	s := h.s
+	w := &work{segs: newSegSet(0), blocks: newBlockMap(0)}
+	for si := range s.Segments {
+		seg := &s.Segments[si]
+		if int(seg.Device) != h.device {
+			continue
+		}
+		pool := int32(slices.Index(h.pools, seg.PoolID))
+		w.segs.insert(segRec{seg.Address, seg.TotalSize, seg.Stream, seg.Version, pool, seg.Stack})
+		for bi := seg.FirstBlock; bi < seg.FirstBlock+seg.NumBlocks; bi++ {
+			b := &s.Blocks[bi]
+			if b.State == snapshot.BlockInactive {
+				continue
+			}
+			r := blockRef(uint32(bi)) | refDump
+			if b.State == snapshot.BlockActivePendingFree {
+				r |= refPending
+			}
+			w.blocks.set(b.Addr, r)
+		}
+	}
+	return w
+}
+
+// randomSegmentSnapshot is a trace of every event kind the history undoes,
+// at addresses drawn from a small set so that they collide (segments
+// sharing a start or an end, blocks outside any segment, maps carving the
+// middle of a segment), and a dump that may be inconsistent the same way
+// (irregular: two segments start at one address, or end at one).
+func randomSegmentSnapshot(r *rand.Rand, n int, irregular bool) *snapshot.Snapshot {
+	const unit = 0x100000
+	addr := func() uint64 { return unit * uint64(1+r.Intn(64)) }
+	size := func() uint64 { return unit * uint64(1+r.Intn(4)) }
+	var segs []snapshot.Segment
+	var blocks []snapshot.Block
+	for at := uint64(unit); at < 64*unit; {
+		sz := size()
+		if r.Intn(3) > 0 {
+			sg := snapshot.Segment{Address: at, TotalSize: sz, FirstBlock: int32(len(blocks)), Stream: snapshot.StreamID(r.Intn(2))}
+			if r.Intn(8) == 0 {
+				sg.PoolID = [2]int64{1, int64(r.Intn(3))}
+			}
+			for b := at; b < at+sz; b += unit / 2 {
+				st := snapshot.BlockActiveAllocated
+				switch r.Intn(4) {
+				case 0:
+					st = snapshot.BlockInactive
+				case 1:
+					st = snapshot.BlockActivePendingFree
+				}
+				blocks = append(blocks, snapshot.Block{Addr: b, Size: unit / 2, RequestedSize: uint64(1 + r.Intn(unit/2)), State: st})
+				sg.NumBlocks++
+			}
+			segs = append(segs, sg)
+		}
+		at += sz
+	}
+	if irregular && len(segs) > 2 {
+		// One segment again at another's start, one ending at another's end.
+		a, b := segs[r.Intn(len(segs))], segs[r.Intn(len(segs))]
+		a.TotalSize, a.NumBlocks = a.TotalSize+unit, 0
+		segs = append(segs, a)
+		if b.TotalSize > unit {
+			b.Address, b.TotalSize, b.NumBlocks = b.Address+unit, b.TotalSize-unit, 0
+			segs = append(segs, b)
+		}
+	}
+	actions := []snapshot.Action{aAlloc, aAlloc, aFreeR, aFreeC, snapshot.ActionFree,
+		snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree, snapshot.ActionSegmentMap, snapshot.ActionSegmentUnmap}
+	var evs []ev
+	segEnd := uint64(64 * unit)
+	for i := 0; i < n; i++ {
+		a := actions[r.Intn(len(actions))]
+		switch a {
+		case aAlloc, aFreeR, aFreeC, snapshot.ActionFree:
+			evs = append(evs, ev{a, addr() + unit/2*uint64(r.Intn(2)), uint64(1 + r.Intn(unit/2))})
+		default:
+			// Mostly far from the dump's segments and from each other,
+			// so that many states have no two segments at one start (the
+			// ones whose sorted arrays change in place). Some right after
+			// the last one, where undoing maps and unmaps carves and
+			// merges segments; some at the end of a dump's segment, or
+			// its last unit (carving and growing the dump's own). At any
+			// dump address only with an irregular dump: undoing an event
+			// there often adds a segment at a start taken, and such a
+			// state is never merged nor changed in place.
+			at, sz := unit*uint64(64+r.Intn(1<<14)), size()
+			switch r.Intn(10) {
+			case 0:
+				if irregular {
+					at = addr()
+				}
+			case 1, 2, 3:
+				at = segEnd
+			case 4, 5:
+				if len(segs) > 0 {
+					d := &segs[r.Intn(len(segs))]
+					at = d.Address + d.TotalSize
+					if r.Intn(2) == 0 {
+						at, sz = at-unit, unit
+					}
+				}
+			}
+			segEnd = at + sz
+			evs = append(evs, ev{a, at, sz})
+		}
+	}
+	return mkSnapshot(evs, segs, blocks)
+}
+
+// TestHistoryEveryCheckpoint: the state of every checkpoint, as stored
+// (changes to the dump's sorted arrays) and as reached by StateAt, is the
+// brute-force replay's from the snapshot, on random traces of every event
+// kind with regular and inconsistent dumps.
+func TestHistoryEveryCheckpoint(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	for iter := 0; iter < 8; iter++ {
+		irregular := iter%2 == 1
+		s := randomSegmentSnapshot(r, 3*CheckpointEvery+r.Intn(CheckpointEvery), irregular)
+		h := NewHistory(s, 0)
+		if h.baseSorted(); irregular != (h.base != nil) || irregular == h.overlay {
+			t.Fatalf("iter %d: irregular dump %v, kept as maps %v, states as overlays %v", iter, irregular, h.base != nil, h.overlay)
+		}
+		checkCheckpoints(t, fmt.Sprint("iter ", iter), h)
+	}
+}
+
+// TestHistorySegmentStepsMatchNaive: steps back and forth through traces
+// of every event kind, their sorted arrays changed in place (StateTop
+// holds none of them), and jumps are the brute-force replay's.
+func TestHistorySegmentStepsMatchNaive(t *testing.T) {
+	r := rand.New(rand.NewSource(12))
+	defer func(m int) { maxJournal = m }(maxJournal)
+	for iter := 0; iter < 12; iter++ {
+		maxJournal = []int{1 << 16, 20}[iter%2]
+		s := randomSegmentSnapshot(r, 600+r.Intn(400), iter%4 >= 2)
+		h := NewHistory(s, 0)
+		idx := h.Len() - 1
+		for k := 0; k < 400; k++ {
+			switch {
+			case k%50 == 49:
+				idx = r.Intn(h.Len()+1) - 1 // a jump
+			case k%9 == 4:
+				idx -= r.Intn(30) // several events back
+			case k%7 == 3:
+				idx += 1 + r.Intn(3) // forward, through the states passed
+			default:
+				idx--
+			}
+			idx = max(-1, min(idx, h.Len()-1))
+			if got, want := h.StateTop(idx, 3), topOf(naiveState(h, idx), 3); !reflect.DeepEqual(got, want) {
+				t.Fatalf("iter %d step %d: StateTop(%d, 3) differs from the brute-force replay", iter, k, idx)
+			}
+		}
+	}
+}
+
+// checkCheckpoints compares every checkpoint of h, and StateAt there and
+// one event before, with the brute-force replay.
+func checkCheckpoints(t *testing.T, name string, h *History) {
+	t.Helper()
+	h.wait()
+	if len(h.ckpt) < 2 && h.Len() > 2*h.every {
+		t.Fatalf("%s: %d checkpoints for %d events", name, len(h.ckpt), h.Len())
+	}
+	for _, c := range h.ckpt {
+		want := naiveState(h, c.after)
+		w := h.load(&c)
+		blocks, segs := 0, 0
+		w.blocks.each(func(uint64, blockRef) { blocks++ })
+		w.segs.byStart.each(func(segRec) { segs++ })
+		if blocks != w.blocks.len() || segs != w.segs.byStart.len() || blocks != len(want.Blocks) {
+			t.Fatalf("%s: checkpoint after event %d holds %d blocks and %d segments, counts %d and %d, the replay %d blocks",
+				name, c.after, blocks, segs, w.blocks.len(), w.segs.byStart.len(), len(want.Blocks))
+		}
+		if got := h.buildState(c.after, h.sortFull(w)); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: checkpoint after event %d differs from the brute-force replay", name, c.after)
+		}
+		if got := h.StateAt(c.after); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: StateAt(%d) differs from the brute-force replay", name, c.after)
+		}
+		if c.after >= 0 {
+			if got := h.StateAt(c.after - 1); !reflect.DeepEqual(got, naiveState(h, c.after-1)) {
+				t.Fatalf("%s: StateAt(%d) differs from the brute-force replay", name, c.after-1)
+			}
+		}
+	}
 }
 
 func TestHistoryHandMade(t *testing.T) {
@@ -309,12 +501,13 @@ func TestHistoryManySegments(t *testing.T) {
 	}
 }
 
-// TestPreparedStepsAllocateLittle: after the dump's state and
-// PrepareSteps, the first steps back merge into memory made beforehand
-// (faulting a big state's fresh arrays in was most of their time), and
-// are still the naive replay's. Without PrepareSteps the second step
-// allocates the arrays, which shows the measure can fail.
-func TestPreparedStepsAllocateLittle(t *testing.T) {
+// TestStepsAllocateLittle: after the dump's state, steps back change the
+// last state's sorted arrays in place (a second set was 70 MB on a 1 GB
+// snapshot, and faulting fresh arrays in was most of a step's time), and
+// are still the naive replay's. After a StateAt, whose State holds the
+// blocks, the next step allocates the arrays, which shows the measure can
+// fail.
+func TestStepsAllocateLittle(t *testing.T) {
 	const live = 40_000
 	var evs []ev
 	var segs []snapshot.Segment
@@ -332,7 +525,7 @@ func TestPreparedStepsAllocateLittle(t *testing.T) {
 		tmp += 2 << 20
 	}
 	s := mkSnapshot(evs, segs, blocks)
-	arrays := uint64(live) * uint64(unsafe.Sizeof(StateBlock{})+2*unsafe.Sizeof(segRec{}))
+	arrays := uint64(live) * uint64(unsafe.Sizeof(StateBlock{})+unsafe.Sizeof(segRec{})+4+8)
 	allocated := func(f func()) uint64 {
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
@@ -340,27 +533,29 @@ func TestPreparedStepsAllocateLittle(t *testing.T) {
 		runtime.ReadMemStats(&m1)
 		return m1.TotalAlloc - m0.TotalAlloc
 	}
-	for _, prepare := range []bool{true, false} {
+	for _, shared := range []bool{false, true} {
 		h := StartHistory(s, 0, nil, nil)
 		h.wait()
 		n := h.Len()
 		h.StateTop(n-1, 100)
-		if prepare {
-			h.PrepareSteps()
+		steps := []int{n - 2, n - 3, n - 4, n - 3}
+		if shared {
+			h.StateAt(n - 2)
+			steps = steps[1:]
 		}
 		var most uint64
-		for _, idx := range []int{n - 2, n - 3, n - 4} {
+		for _, idx := range steps {
 			var st *State
 			most = max(most, allocated(func() { st = h.StateTop(idx, 100) }))
 			if !reflect.DeepEqual(st, topOf(naiveState(h, idx), 100)) {
-				t.Fatalf("prepare %v: StateTop(%d) differs from the naive replay", prepare, idx)
+				t.Fatalf("shared %v: StateTop(%d) differs from the naive replay", shared, idx)
 			}
 		}
 		switch {
-		case prepare && most > arrays/4:
-			t.Errorf("a prepared step allocated %d bytes, want < %d (a quarter of the sorted arrays)", most, arrays/4)
-		case !prepare && most < arrays:
-			t.Errorf("an unprepared step allocated only %d bytes, want the sorted arrays' %d: the measure cannot tell", most, arrays)
+		case !shared && most > arrays/4:
+			t.Errorf("a step allocated %d bytes, want < %d (a quarter of the sorted arrays)", most, arrays/4)
+		case shared && most < arrays:
+			t.Errorf("a step from a shared state allocated only %d bytes, want the sorted arrays' %d: the measure cannot tell", most, arrays)
 		}
 	}
 }

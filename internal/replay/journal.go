@@ -35,7 +35,7 @@ const (
 var maxJournal = 1 << 16
 
 func (j *journal) block(w *work, addr uint64) {
-	r, ok := w.blocks[addr]
+	r, ok := w.blocks.get(addr)
 	j.recs = append(j.recs, undoRec{event: j.event, kind: recBlock, had: ok, key: addr, ref: r})
 }
 
@@ -43,7 +43,7 @@ func (j *journal) start(s *segSet, addr uint64) {
 	if j == nil {
 		return
 	}
-	v, ok := s.byStart[addr]
+	v, ok := s.byStart.get(addr)
 	j.recs = append(j.recs, undoRec{event: j.event, kind: recStart, had: ok, key: addr, seg: v})
 }
 
@@ -51,7 +51,7 @@ func (j *journal) end(s *segSet, addr uint64) {
 	if j == nil {
 		return
 	}
-	v, ok := s.endAt[addr]
+	v, ok := s.endAt.get(addr)
 	j.recs = append(j.recs, undoRec{event: j.event, kind: recEnd, had: ok, key: addr, end: v})
 }
 
@@ -89,22 +89,22 @@ func (j *journal) redo(w *work, to int, blockAddrs, segAddrs *[]uint64) {
 		case recBlock:
 			*blockAddrs = append(*blockAddrs, r.key)
 			if r.had {
-				w.blocks[r.key] = r.ref
+				w.blocks.set(r.key, r.ref)
 			} else {
-				delete(w.blocks, r.key)
+				w.blocks.del(r.key)
 			}
 		case recStart:
 			*segAddrs = append(*segAddrs, r.key)
 			if r.had {
-				w.segs.byStart[r.key] = r.seg
+				w.segs.byStart.set(r.key, r.seg)
 			} else {
-				delete(w.segs.byStart, r.key)
+				w.segs.byStart.del(r.key)
 			}
 		case recEnd:
 			if r.had {
-				w.segs.endAt[r.key] = r.end
+				w.segs.endAt.set(r.key, r.end)
 			} else {
-				delete(w.segs.endAt, r.key)
+				w.segs.endAt.del(r.key)
 			}
 		case recDups:
 			w.segs.dups = r.dups

@@ -111,7 +111,7 @@ func tile(t testing.TB, path string) {
 		h := NewHistory(s, dev)
 		el = time.Since(start)
 		h3 := heap()
-		t.Logf("history: %v, %d checkpoints every %d (dump: %d blocks, %d segments), +%.0f MiB", el, len(h.ckpt), h.every, len(h.base.blocks), h.base.segs.len(), mib(h2, h3))
+		t.Logf("history: %v, %d checkpoints every %d (dump: %d blocks, %d segments), +%.0f MiB", el, len(h.ckpt), h.every, len(h.baseSorted().blocks), len(h.baseSorted().segs), mib(h2, h3))
 		var times []time.Duration
 		for k := 0; k <= 20; k++ {
 			start = time.Now()

@@ -76,7 +76,7 @@ type walker struct {
 type segFree struct{ covered, gap uint64 }
 
 func newWalker(h *History) *walker {
-	return &walker{h: h, w: h.base.clone()}
+	return &walker{h: h, w: h.baseWork()}
 }
 
 // resync rebuilds everything from the work state and reports every
@@ -84,22 +84,22 @@ func newWalker(h *History) *walker {
 func (k *walker) resync(c *StateChange) {
 	w := k.w
 	oldSegs, oldBlocks, oldS := k.segs, k.blocks, k.blockS
-	k.segs = make(map[uint64]segRec, len(w.segs.byStart))
+	k.segs = make(map[uint64]segRec, w.segs.byStart.len())
 	k.starts = k.starts[:0]
-	for a, s := range w.segs.byStart {
-		k.segs[a] = s
-		k.starts = append(k.starts, a)
-	}
+	w.segs.byStart.each(func(s segRec) {
+		k.segs[s.addr] = s
+		k.starts = append(k.starts, s.addr)
+	})
 	slices.Sort(k.starts)
-	k.blocks = make(map[uint64]blockRef, len(w.blocks))
-	k.blockS = make(map[uint64]uint64, len(w.blocks))
+	k.blocks = make(map[uint64]blockRef, w.blocks.len())
+	k.blockS = make(map[uint64]uint64, w.blocks.len())
 	k.addrs = k.addrs[:0]
 	k.tot = StateTotals{}
-	for a, r := range w.blocks {
+	w.blocks.each(func(a uint64, r blockRef) {
 		k.blocks[a] = r
 		k.addrs = append(k.addrs, a)
 		k.addBlockTotals(r, 1)
-	}
+	})
 	slices.Sort(k.addrs)
 	for _, s := range k.segs {
 		k.tot.Reserved += s.size
@@ -149,7 +149,7 @@ func (k *walker) step(c *StateChange, a uint64, touched []uint64) {
 	var spans []span
 	for _, s := range touched {
 		old, had := k.segs[s]
-		cur, has := w.segs.byStart[s]
+		cur, has := w.segs.byStart.get(s)
 		if had == has && old == cur {
 			continue
 		}
@@ -173,7 +173,7 @@ func (k *walker) step(c *StateChange, a uint64, touched []uint64) {
 	}
 	// The block at a.
 	old, had := k.blocks[a]
-	cur, has := w.blocks[a]
+	cur, has := w.blocks.get(a)
 	reported := false
 	if had != has || old != cur {
 		reported = true
@@ -329,7 +329,7 @@ func (k *walker) totals(c *StateChange) {
 }
 
 func (k *walker) segState(s segRec) SegmentState {
-	return SegmentState{Addr: s.addr, Size: s.size, Stream: s.stream, Version: s.version, PoolID: s.pool, Stack: s.stack}
+	return SegmentState{Addr: s.addr, Size: s.size, Stream: s.stream, Version: s.version, PoolID: k.h.pools[s.pool], Stack: s.stack}
 }
 
 func (k *walker) drawn(a uint64, r blockRef, seg uint64, in bool) DrawnBlock {

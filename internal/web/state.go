@@ -72,7 +72,6 @@ func (f *file) warmState(device int) {
 				defer func() { _ = recover() }() // a failure shows when the view is opened
 				if h, err := d.stateHist(); err == nil {
 					h.stateJSON(h.h.Len() - 1)
-					h.h.PrepareSteps()
 				}
 			})
 		}()
