@@ -241,15 +241,13 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 	var peakErrs []string
 	compile := map[string]int{}
 	meta := map[string]int{}
-	for _, d := range s.Devices() {
+	devices := s.Devices()
+	// The timeline peaks (a replay of each trace) are half of info's work
+	// after the decode; they run on the second core while the rest of
+	// the description is gathered below.
+	peaksAt := startPeaks(peaks, s, devices)
+	for di0, d := range devices {
 		di := DeviceInfo{Device: d, BlockStates: []StateCount{}, Pools: []PoolInfo{}, Actions: []ActionCount{}}
-		if peaks != nil {
-			var err error
-			di.ActiveTimelinePeakBytes, di.SegmentTimelinePeakBytes, err = callPeaks(peaks, s, d)
-			if err != nil {
-				peakErrs = append(peakErrs, fmt.Sprintf("device %d: timeline peaks unavailable: %v", d, err))
-			}
-		}
 		di.Fragmentation = analysis.DumpFragmentation(s, d)
 		states := [3]StateCount{
 			{State: snapshot.BlockActiveAllocated.String()},
@@ -382,6 +380,13 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 		if p := s.Profiler; p != nil && d < len(p.BeforeBytes) && d < len(p.PeakReservedBytes) {
 			di.BeforeProfilingBytes, di.PeakTotalReservedBytes = p.BeforeBytes[d], p.PeakReservedBytes[d]
 		}
+		if peaks != nil {
+			p := peaksAt(di0)
+			di.ActiveTimelinePeakBytes, di.SegmentTimelinePeakBytes = p.active, p.segments
+			if p.err != nil {
+				peakErrs = append(peakErrs, fmt.Sprintf("device %d: timeline peaks unavailable: %v", d, p.err))
+			}
+		}
 		in.Devices = append(in.Devices, di)
 	}
 	if p := s.Profiler; p != nil {
@@ -424,6 +429,45 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 	in.Annotations = annotationInfo(s)
 	in.Warnings = append(warnings(s, in), peakErrs...)
 	return in
+}
+
+// devicePeaks is what callPeaks found for one device.
+type devicePeaks struct {
+	active, segments uint64
+	err              error
+}
+
+// startPeaks computes the peaks of every device (peaks may be nil) and
+// returns what waits for device k's (k indexes devices). They are
+// computed on another goroutine, one device after another, when the
+// snapshot's traces carry their Viz indices (as every decoded snapshot
+// does): a replay of a trace without them writes its merged frees'
+// flags, which the caller reads meanwhile; then here, when asked.
+func startPeaks(peaks PeaksFunc, s *snapshot.Snapshot, devices []int) func(k int) devicePeaks {
+	out := make([]devicePeaks, len(devices))
+	if peaks == nil {
+		return func(int) devicePeaks { return devicePeaks{} }
+	}
+	for i := range s.Traces {
+		if tr := &s.Traces[i]; len(tr.Viz) == 0 && len(tr.Events) > 0 {
+			return func(k int) devicePeaks {
+				var p devicePeaks
+				p.active, p.segments, p.err = callPeaks(peaks, s, devices[k])
+				return p
+			}
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for k, d := range devices {
+			out[k].active, out[k].segments, out[k].err = callPeaks(peaks, s, d)
+		}
+	}()
+	return func(k int) devicePeaks {
+		<-done
+		return out[k]
+	}
 }
 
 // callPeaks runs peaks, turning a panic on a malformed snapshot into an
