@@ -50,6 +50,8 @@ func decodeMapped(f *os.File, name string, size int64, opt *Options) (s *Snapsho
 			_ = syscall.Madvise(data[released:end], syscall.MADV_DONTNEED)
 			released = end
 		}
+	}, func(lo, hi int) {
+		_ = syscall.Madvise(data[lo:hi], syscall.MADV_DONTNEED)
 	}, opt)
 	if err == nil && opt.Progress != nil {
 		opt.Progress(size, size)

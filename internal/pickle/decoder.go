@@ -91,6 +91,7 @@ type Decoder struct {
 	app   Appender
 	dfin  DictFinisher
 	entry EntryReader
+	split Splitter // reads part of the input on another core (see Splitter)
 	// strRewrites counts overwrites of memo slots holding a str (see
 	// MemoRewrites).
 	strRewrites uint64
@@ -786,6 +787,15 @@ func (d *Decoder) run() (Value, error) {
 				return Value{}, err
 			}
 		case opMark:
+			if d.split != nil && d.split.SplitAt() == d.opOff {
+				took, err := d.split.Split(d)
+				if err != nil {
+					return Value{}, err
+				}
+				if took {
+					continue
+				}
+			}
 			if len(d.marks)+len(d.stack) >= MaxStack {
 				return Value{}, d.opErr("stack too deep: more than %d entries", MaxStack)
 			}

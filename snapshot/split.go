@@ -1,0 +1,767 @@
+package snapshot
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/gpumem/gpumem/internal/pickle"
+)
+
+// Decoding on two cores. A big snapshot is mostly its trace entries, one
+// after another in lists that the pickler writes in batches (MARK, up to
+// a thousand entry dicts, APPENDS). The VM cannot start in the middle:
+// entries refer to keys, action names and stacks through the memo, whose
+// indices count every MEMOIZE before them. So a second goroutine, the
+// splitter, skims the input from the start (pickle.Skim: opcode lengths
+// only, several times faster than decoding), counting memo entries and
+// noting which memoized strs are entry keys and action names, until it
+// reaches a batch of entries about splitFrac into the input. From there it
+// reads whole batches of entries of the usual shape (the shape ReadEntry
+// reads) into the events array, at the index the skim predicts, keeping
+// the memo references it cannot resolve (stacks, compile contexts) as
+// indices. When the decoder reaches that batch's MARK it stops the
+// splitter, checks that everything is as the splitter assumed (the list on
+// top is the trace being read, the memo count and the event count are
+// the predicted ones, every memo reference is what ReadEntry accepts) and
+// then does for each of those entries what commitEntry would have done,
+// in the same order, memoizes them and jumps past them. Anything unusual
+// ends the splitter's part early or makes the decoder read it itself, so
+// the result is the one-core decode's, always (TestSplitMatchesSequential,
+// FuzzSplit).
+
+// splitMin is the smallest pickle the splitter reads a part of.
+var splitMin = 48 << 20
+
+// splitFrac is where in the input the splitter starts reading entries:
+// the decoder reads about twice as fast as... it is slower than the
+// splitter's skim and slower per entry than its reading, so the two meet
+// near the end when the splitter starts a little before the middle.
+var splitFrac = 0.42
+
+var debugSplit = os.Getenv("GPUMEM_DEBUG_SPLIT") != ""
+
+// splitMerged counts the entries splitters gave (tests check that they
+// compared something).
+var splitMerged atomic.Int64
+
+// splitSkimFirst makes the decoder wait for the skim before it starts, so
+// that tests see a part offered before the decoder gets there on inputs
+// of any size.
+var splitSkimFirst = false
+
+// flagStackRef marks an event the splitter read whose Stack is still the
+// memo index of its frames.
+const flagStackRef EventFlag = 1 << 7
+
+// flagEmptyList marks an event the splitter read whose frames were an
+// empty list given a memo entry (after the dict's own).
+const flagEmptyList EventFlag = 1 << 6
+
+// codeAction+a is the code of a memoized str naming action a; codes below
+// it are the kw* of entry keys.
+const codeAction = 32
+
+// regionMeta is what an entry the splitter read had of compile_context
+// and user_metadata: memo index+1 (0: None).
+type regionMeta struct {
+	cc, um                  uint64
+	ccSeen, umSeen, umFirst bool
+}
+
+type codeCacheEntry struct {
+	idx  uint64 // memo index+1
+	code uint8
+}
+
+// splitter reads a part of the trace entries on another goroutine.
+type splitter struct {
+	b       *builder
+	buf     []byte
+	release func(lo, hi int) // gives back mapped pages passed (nil: none)
+
+	codes map[uint64]uint8 // memo index -> key kw or codeAction+action
+	cache [64]codeCacheEntry
+
+	// Set before at: the offer.
+	pred int    // events before at, as the skim counts them
+	base uint64 // memo entries before at
+	at   atomic.Int64
+	// acked: 0 while the decoder has not answered the offer, 1 accepted
+	// (arr is then the events array and the decoder writes below pred),
+	// 2 refused.
+	acked atomic.Int32
+	arr   []Event
+	stop  atomic.Bool
+	done  chan struct{}
+
+	// What the splitter has read, published batch by batch under mu (the
+	// decoder merges batches as they come): the end offset and entry
+	// count after each whole batch, the metas and streams of those
+	// entries; finished once it reads no more.
+	mu       sync.Mutex
+	batches  []batchEnd
+	metas    []regionMeta
+	raw      []int64
+	finished bool
+	more     chan struct{} // a batch was published, or the splitter finished
+
+	rawIndex map[int64]int
+	rawOwn   []int64 // the splitter's raw (a stream once seen stays)
+	released int     // mapped pages below are given back
+}
+
+// batchEnd is the input offset past a batch the splitter read and the
+// number of entries read up to there.
+type batchEnd struct{ end, n int }
+
+// startSplit starts a splitter on buf when it is big enough and a
+// protocol 4+ pickle (MEMOIZE numbers memo entries by count).
+func startSplit(b *builder, d *pickle.Decoder, buf []byte, release func(lo, hi int)) {
+	if len(buf) < splitMin || len(buf) < 2 || buf[0] != 0x80 || buf[1] < 4 || cap(b.events) == 0 {
+		return
+	}
+	sp := &splitter{b: b, buf: buf, release: release, codes: map[uint64]uint8{},
+		done: make(chan struct{}), more: make(chan struct{}, 1), rawIndex: map[int64]int{}}
+	sp.at.Store(-1)
+	b.split = sp
+	d.SetSplitter(sp)
+	x := -1
+	if splitSkimFirst {
+		if x = sp.skim(); x < 0 {
+			x = -2 // no part: the goroutine ends at once
+		} else {
+			sp.at.Store(int64(x))
+		}
+	}
+	go sp.run(x)
+}
+
+// SplitAt implements pickle.Splitter.
+func (sp *splitter) SplitAt() int64 { return sp.at.Load() }
+
+// finish stops the splitter and waits for it (nil: none).
+func (sp *splitter) finish() {
+	if sp == nil {
+		return
+	}
+	sp.stop.Store(true)
+	<-sp.done
+}
+
+func (sp *splitter) onString(idx uint64, s []byte) {
+	var c uint8
+	switch string(s) {
+	case "action":
+		c = kwAction
+	case "addr":
+		c = kwAddr
+	case "size":
+		c = kwSize
+	case "stream":
+		c = kwStream
+	case "time_us":
+		c = kwTimeUS
+	case "frames":
+		c = kwFrames
+	case "compile_context":
+		c = kwCompileContext
+	case "user_metadata":
+		c = kwUserMetadata
+	default:
+		if len(s) > 32 {
+			return
+		}
+		a := ParseAction(string(s))
+		if a == ActionUnknown {
+			return
+		}
+		c = codeAction + uint8(a)
+	}
+	sp.codes[idx] = c
+}
+
+// code returns the code of memo entry j (0: none).
+func (sp *splitter) code(j uint64) uint8 {
+	c := &sp.cache[j%uint64(len(sp.cache))]
+	if c.idx == j+1 {
+		return c.code
+	}
+	code := sp.codes[j]
+	*c = codeCacheEntry{idx: j + 1, code: code}
+	return code
+}
+
+// dictStart returns the offset of the first key of the dict whose
+// EMPTY_DICT is at buf[q] when it goes on with MEMOIZE and MARK (FRAME
+// opcodes may come between any two), or -1.
+func dictStart(buf []byte, q int) int {
+	if q = skipFrames(buf, q+1); q < 0 || buf[q] != 0x94 {
+		return -1
+	}
+	if q = skipFrames(buf, q+1); q < 0 || buf[q] != '(' {
+		return -1
+	}
+	return skipFrames(buf, q+1)
+}
+
+// actionKey reports whether the dict key at buf[q] is "action".
+func (sp *splitter) actionKey(buf []byte, q int) bool {
+	if q < 0 || q >= len(buf) {
+		return false
+	}
+	if j, next := memoRef(buf, q); next != 0 {
+		return sp.code(j) == kwAction
+	}
+	return buf[q] == 0x8c && q+8 <= len(buf) && buf[q+1] == 6 && string(buf[q+2:q+8]) == "action"
+}
+
+// releaseEvery is how far the splitter reads between two hand-backs of
+// mapped pages it has passed.
+const releaseEvery = 4 << 20
+
+// run is the splitter's goroutine: the skim (unless done, x >= 0), the
+// offer, and the part.
+func (sp *splitter) run(x int) {
+	defer close(sp.done)
+	defer func() {
+		sp.mu.Lock()
+		sp.finished = true
+		sp.mu.Unlock()
+	}()
+	// The file may be truncated under the mapping: the splitter's part is
+	// then dropped, and the decoder reports the fault when it gets there.
+	debug.SetPanicOnFault(true)
+	defer func() {
+		if r := recover(); r != nil {
+			if debugSplit {
+				println("splitter panic:", fmt.Sprint(r))
+			}
+			sp.mu.Lock()
+			sp.batches = nil // none of it is trusted
+			sp.mu.Unlock()
+		}
+	}()
+	if x == -1 {
+		x = sp.skim()
+	}
+	if x < 0 {
+		return
+	}
+	// Offer the part from x on; the decoder answers as it appends entries.
+	sp.at.Store(int64(x))
+	for sp.acked.Load() == 0 {
+		if sp.stop.Load() {
+			return
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	if sp.acked.Load() != 1 {
+		return
+	}
+	sp.read(x)
+}
+
+// give hands back the mapped pages well behind pos.
+func (sp *splitter) give(pos int) {
+	if end := pos&^(releaseEvery-1) - releaseEvery; sp.release != nil && end > sp.released {
+		sp.release(sp.released, end)
+		sp.released = end
+	}
+}
+
+// skim finds where the part starts, the first MARK of a batch of entry
+// dicts past splitFrac of the input, and sets pred and base; -1 when
+// there is none or the skim cannot follow the input.
+func (sp *splitter) skim() int {
+	buf := sp.buf
+	k := pickle.Skim{Buf: buf, OnString: sp.onString}
+	target := int(float64(len(buf)) * splitFrac)
+	events := 0
+	for steps := 0; ; steps++ {
+		p := k.Pos
+		if p >= len(buf) {
+			return -1
+		}
+		if steps&(1<<16-1) == 0 {
+			if sp.stop.Load() {
+				return -1
+			}
+			sp.give(p)
+		}
+		switch buf[p] {
+		case '}':
+			if sp.actionKey(buf, dictStart(buf, p)) {
+				events++
+			}
+		case '(':
+			if p >= target && k.Last == 'e' && p+1 < len(buf) && buf[p+1] == '}' {
+				sp.pred, sp.base = events, k.Memo
+				return p
+			}
+		}
+		if !k.Step() {
+			return -1
+		}
+	}
+}
+
+// read reads whole batches of entries from x into arr[pred:],
+// publishing each.
+func (sp *splitter) read(x int) {
+	buf, arr := sp.buf, sp.arr
+	room := cap(arr) - sp.pred
+	if debugSplit {
+		println("read: room", room, "cap", cap(arr), "len", len(buf), "x", x)
+	}
+	pos, n := x, 0
+	var metas []regionMeta
+	for !sp.stop.Load() {
+		q := skipFrames(buf, pos)
+		if q < 0 || buf[q] != '(' {
+			break
+		}
+		q++
+		cnt, nmeta := n, len(metas)
+		complete := false
+		for {
+			if q = skipFrames(buf, q); q < 0 {
+				break
+			}
+			if buf[q] == 'e' {
+				q++
+				complete = true
+				break
+			}
+			if buf[q] != '}' || cnt >= room || cnt-n >= 1<<16 {
+				break
+			}
+			next, ok := sp.entry(buf, q, &arr[sp.pred+cnt], &metas)
+			if !ok {
+				break
+			}
+			q = next
+			cnt++
+		}
+		if !complete {
+			if debugSplit && q >= 0 {
+				println("batch cut at", q, "entry", cnt, "bytes", string(buf[q:min(q+60, len(buf))]))
+			}
+			metas = metas[:nmeta] // those of the batch cut short
+			break
+		}
+		pos, n = q, cnt
+		sp.mu.Lock()
+		sp.batches = append(sp.batches, batchEnd{pos, n})
+		sp.metas, sp.raw = metas, sp.rawOwn
+		sp.mu.Unlock()
+		select {
+		case sp.more <- struct{}{}:
+		default:
+		}
+		sp.give(pos)
+	}
+}
+
+// skipFrames returns q past any FRAME opcodes at buf[q] (whose lengths
+// fit the input, as the VM checks), or -1 at the end of buf.
+func skipFrames(buf []byte, q int) int {
+	for q < len(buf) && buf[q] == 0x95 {
+		if q+9 > len(buf) {
+			return -1
+		}
+		l := uint64(buf[q+1]) | uint64(buf[q+2])<<8 | uint64(buf[q+3])<<16 | uint64(buf[q+4])<<24 |
+			uint64(buf[q+5])<<32 | uint64(buf[q+6])<<40 | uint64(buf[q+7])<<48 | uint64(buf[q+8])<<56
+		if l > uint64(len(buf)-q-9) {
+			return -1
+		}
+		q += 9
+	}
+	if q >= len(buf) {
+		return -1
+	}
+	return q
+}
+
+// entry reads the entry dict at buf[q] (EMPTY_DICT MEMOIZE MARK ...
+// SETITEMS) as ReadEntry would, into e: false for anything ReadEntry
+// leaves to the ordinary path, or that needs the decoder's memo to read
+// (a key or action not known from the skim, a reference past the
+// splitter's start).
+func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int, bool) {
+	if q = dictStart(buf, q); q < 0 {
+		return 0, false
+	}
+	*e = Event{}
+	var seen uint16
+	var m regionMeta
+	var stream int64
+	for {
+		if q = skipFrames(buf, q); q < 0 {
+			return 0, false
+		}
+		if buf[q] == opSetItems {
+			q++
+			break
+		}
+		j, next := memoRef(buf, q)
+		if next == 0 || j >= sp.base {
+			return 0, false
+		}
+		kw := sp.code(j)
+		if kw == 0 || kw >= codeAction {
+			return 0, false
+		}
+		bit := uint16(1) << kw
+		if seen&bit != 0 {
+			return 0, false
+		}
+		seen |= bit
+		if q = skipFrames(buf, next); q < 0 {
+			return 0, false
+		}
+		var x int64
+		switch buf[q] {
+		case opBinGet, opLongBinGet:
+			j, next := memoRef(buf, q)
+			if next == 0 || j >= sp.base {
+				return 0, false
+			}
+			q = next
+			switch kw {
+			case kwAction:
+				c := sp.code(j)
+				if c < codeAction || Action(c-codeAction) == ActionUnknown {
+					return 0, false
+				}
+				e.Action = Action(c - codeAction)
+			case kwFrames:
+				if j > math.MaxInt32 {
+					return 0, false
+				}
+				e.Stack = StackID(j)
+				e.Flags |= FlagHasFrames | flagStackRef
+			case kwCompileContext:
+				m.cc, m.ccSeen = j+1, true
+			case kwUserMetadata:
+				m.um, m.umSeen, m.umFirst = j+1, true, seen&(1<<kwCompileContext) == 0
+			default:
+				return 0, false
+			}
+			continue
+		case ']':
+			// An empty frames list, memoized or not (one memo entry more).
+			if kw != kwFrames {
+				return 0, false
+			}
+			q++
+			if q < len(buf) && buf[q] == 0x94 {
+				q++
+				e.Flags |= flagEmptyList
+			}
+			e.Stack = NoStack
+			e.Flags |= FlagHasFrames
+			continue
+		case opNone:
+			q++
+			switch kw {
+			case kwAddr:
+			case kwFrames:
+				e.Stack = NoStack
+				e.Flags |= FlagHasFrames
+			case kwCompileContext:
+				m.cc, m.ccSeen = 0, true
+			case kwUserMetadata:
+				m.um, m.umSeen, m.umFirst = 0, true, seen&(1<<kwCompileContext) == 0
+			default:
+				return 0, false
+			}
+			continue
+		case opBinInt1:
+			if q+2 > len(buf) {
+				return 0, false
+			}
+			x = int64(buf[q+1])
+			q += 2
+		case opBinInt2:
+			if q+3 > len(buf) {
+				return 0, false
+			}
+			x = int64(uint16(buf[q+1]) | uint16(buf[q+2])<<8)
+			q += 3
+		case opBinInt:
+			if q+5 > len(buf) {
+				return 0, false
+			}
+			x = int64(int32(uint32(buf[q+1]) | uint32(buf[q+2])<<8 | uint32(buf[q+3])<<16 | uint32(buf[q+4])<<24))
+			q += 5
+		case opLong1:
+			v, next := long1At(buf, q)
+			if next == 0 {
+				return 0, false
+			}
+			x, q = v, next
+		default:
+			return 0, false
+		}
+		switch kw {
+		case kwAddr:
+			if x < 0 {
+				return 0, false
+			}
+			e.Addr = uint64(x)
+		case kwSize:
+			if x < 0 {
+				return 0, false
+			}
+			e.Size = uint64(x)
+		case kwStream:
+			stream = x
+		case kwTimeUS:
+			e.TimeUS = x
+			e.Flags |= FlagHasTime
+		default:
+			return 0, false
+		}
+	}
+	// As commitEntry: an action, and the dict complete here (DictEndsAt).
+	if seen&(1<<kwAction) == 0 || q+10 > len(buf) {
+		return 0, false
+	}
+	if r := q; buf[r] == 0x95 {
+		if r += 9; buf[r] == '(' {
+			return 0, false
+		}
+	} else if buf[r] == '(' {
+		return 0, false
+	}
+	if seen&(1<<kwStream) != 0 {
+		i, ok := sp.rawIndex[stream]
+		if !ok {
+			if len(sp.rawOwn) >= MaxStreams {
+				return 0, false
+			}
+			i = len(sp.rawOwn)
+			sp.rawOwn = append(sp.rawOwn, stream)
+			sp.rawIndex[stream] = i
+		}
+		e.Stream = StreamID(i + 1)
+	}
+	if m.ccSeen || m.umSeen {
+		*metas = append(*metas, m)
+		e.Meta = MetaID(len(*metas))
+	}
+	return q, true
+}
+
+// accept answers the splitter's offer as the decoder appends entries:
+// it writes below pred from now on, or refuses when it is past the offer
+// already.
+// atX says the decoder is at the MARK where the part starts (Split).
+func (b *builder) accept(sp *splitter, atX bool) {
+	at := sp.at.Load()
+	if at < 0 || sp.acked.Load() != 0 {
+		return
+	}
+	n, off := len(b.events), b.d.Offset()
+	if n > sp.pred || n == sp.pred && !atX || off > at || off == at && !atX {
+		sp.acked.Store(2)
+		return
+	}
+	// The entries expected, at the rate per byte seen before the part.
+	if want := int(float64(sp.pred)*float64(len(sp.buf))/float64(max(at, 1))*1.1) + 1024; want > cap(b.events) {
+		// The reserve was short (entries smaller than guessed).
+		b.moveEvents(func(old []Event) []Event {
+			to := make([]Event, len(old), want)
+			copyInPieces(to, old)
+			return to
+		})
+	}
+	sp.arr = b.events[:cap(b.events)]
+	// Its capacity ends at pred: an entry more than predicted moves the
+	// array (appendEvent), leaving the splitter's part to the old one.
+	b.events = b.events[:n:sp.pred]
+	sp.acked.Store(1)
+}
+
+// sameArray reports whether b.events is still the array handed over.
+func (sp *splitter) sameArray() bool {
+	if cap(sp.arr) == 0 || cap(sp.b.events) == 0 {
+		return false
+	}
+	return unsafe.SliceData(sp.arr) == unsafe.SliceData(sp.b.events)
+}
+
+// Split implements pickle.Splitter: at the MARK where the splitter's part
+// starts, it takes the batches the splitter reads, as they come, while
+// everything is as the splitter assumed.
+func (sp *splitter) Split(d *pickle.Decoder) (bool, error) {
+	b := sp.b
+	if sp.acked.Load() == 0 {
+		b.accept(sp, true) // a part offered since the last entries appended
+	}
+	sp.at.Store(-1)
+	b.split = nil
+	took, err := sp.merge(d)
+	sp.finish()
+	if sp.sameArray() {
+		b.events = sp.arr[:len(b.events)] // the whole capacity again
+	}
+	sp.arr, sp.metas, sp.batches = nil, nil, nil
+	return took, err
+}
+
+// merge does the work of Split; the splitter may still be running.
+func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
+	b := sp.b
+	if debugSplit {
+		l, ok := d.Top()
+		println("merge: acked", sp.acked.Load(), "same", sp.sameArray(), "m", len(b.events), "memo", d.MemoCount(), "top", l.Kind.String(), ok)
+	}
+	if sp.acked.Load() != 1 || !sp.sameArray() {
+		return false, nil
+	}
+	m := len(b.events)
+	if m != sp.pred || uint64(d.MemoCount()) != sp.base {
+		return false, nil
+	}
+	list, ok := d.Top()
+	if !ok || list.Kind != pickle.List {
+		return false, nil
+	}
+	run := b.openRuns[list]
+	if run != nil && run.first+run.n != uint64(m) || run == nil && d.Len(list) != 0 {
+		return false, nil
+	}
+	b.events = sp.arr[:m] // the whole capacity again
+	stacks := map[uint64]StackID{}
+	strs := map[uint64]pickle.Value{}
+	none := pickle.Value{Kind: pickle.None}
+	// valid resolves the memo references of an entry, as ReadEntry would
+	// see them.
+	valid := func(e *Event, metas []regionMeta) bool {
+		if e.Flags&flagStackRef != 0 {
+			j := uint64(e.Stack)
+			if _, ok := stacks[j]; !ok {
+				v, ok := d.MemoPlain(j)
+				switch {
+				case !ok:
+					return false
+				case v.Kind == pickle.Handle && v.Sub == hStack:
+					stacks[j] = StackID(v.X)
+				case v.Kind == pickle.Handle && v.Sub == hEmpty, v.Kind == pickle.None:
+					stacks[j] = NoStack
+				default:
+					return false
+				}
+			}
+		}
+		if e.Meta != 0 {
+			rm := &metas[e.Meta-1]
+			for _, ref := range [2]uint64{rm.cc, rm.um} {
+				if ref == 0 {
+					continue
+				}
+				if _, ok := strs[ref-1]; !ok {
+					v, ok := d.MemoPlain(ref - 1)
+					if !ok || v.Kind != pickle.String && v.Kind != pickle.None {
+						return false
+					}
+					strs[ref-1] = v
+				}
+			}
+		}
+		return true
+	}
+	str := func(ref uint64) pickle.Value {
+		if ref == 0 {
+			return none
+		}
+		return strs[ref-1]
+	}
+	merged, end := 0, -1
+	for next := 0; ; {
+		sp.mu.Lock()
+		batches, metas, raw, finished := sp.batches, sp.metas, sp.raw, sp.finished
+		sp.mu.Unlock()
+		if next == len(batches) {
+			if finished {
+				break
+			}
+			select {
+			case <-sp.more:
+			case <-sp.done:
+			}
+			continue
+		}
+		for ; next < len(batches); next++ {
+			be := batches[next]
+			evs := sp.arr[sp.pred+merged : sp.pred+be.n]
+			for i := range evs {
+				if !valid(&evs[i], metas) {
+					goto done
+				}
+			}
+			// What commitEntry does for each entry, in order.
+			for i := range evs {
+				e := evs[i]
+				if e.Stream != 0 {
+					e.Stream = b.tmpStream(raw[e.Stream-1])
+				}
+				if e.Flags&FlagHasTime != 0 {
+					b.sawTime = true
+				}
+				if e.Flags&flagStackRef != 0 {
+					e.Stack = stacks[uint64(e.Stack)]
+					e.Flags &^= flagStackRef
+				}
+				emptyList := e.Flags&flagEmptyList != 0
+				e.Flags &^= flagEmptyList
+				if e.Meta != 0 {
+					rm := &metas[e.Meta-1]
+					var meta EventMeta
+					if rm.umSeen && rm.umFirst {
+						meta.UserMetadata, _ = b.stringValue(str(rm.um), "user_metadata")
+						b.sawUserMeta = true
+					}
+					if rm.ccSeen {
+						meta.CompileContext, _ = b.stringValue(str(rm.cc), "compile_context")
+						b.sawCompile = true
+					}
+					if rm.umSeen && !rm.umFirst {
+						meta.UserMetadata, _ = b.stringValue(str(rm.um), "user_metadata")
+						b.sawUserMeta = true
+					}
+					e.Meta = b.s.AddMeta(meta)
+				}
+				// The memo entries its dict and frames got, as MEMOIZE
+				// gave them.
+				d.Memoize(b.appendEvent(&e))
+				if emptyList {
+					d.Memoize(pickle.MakeHandle(hEmpty, 0))
+				}
+			}
+			merged, end = be.n, be.end
+		}
+	}
+done:
+	if debugSplit {
+		println("split at", sp.at.Load(), "pred", sp.pred, "base", sp.base, "merged", merged, "end", end)
+	}
+	if merged == 0 {
+		return false, nil
+	}
+	if run == nil {
+		b.openRuns[list] = &eventRun{first: uint64(m), n: uint64(merged)}
+	} else {
+		run.n += uint64(merged)
+	}
+	splitMerged.Add(int64(merged))
+	d.SkipTo(end)
+	return true, nil
+}
