@@ -111,9 +111,11 @@ type splitter struct {
 	finished bool
 	more     chan struct{} // a batch was published, or the splitter finished
 
-	rawIndex map[int64]int
-	rawOwn   []int64 // the splitter's raw (a stream once seen stays)
-	released int     // mapped pages below are given back
+	rawIndex   map[int64]int
+	rawOwn     []int64 // the splitter's raw (a stream once seen stays)
+	lastRaw    int64   // the last stream read, and its index in rawOwn
+	lastStream int
+	released   int // mapped pages below are given back
 }
 
 // batchEnd is the input offset past a batch the splitter read and the
@@ -275,40 +277,96 @@ func (sp *splitter) give(pos int) {
 	}
 }
 
+// skimFixed holds the lengths of the fixed-length opcodes the skim steps
+// over without a closer look (0: the others).
+var skimFixed = func() (t [256]uint8) {
+	for _, op := range []byte("N\x88\x89])\x8faesu\x90bdlt\x85\x86\x87\x91R\x81\x92\x93012oQ\x97\x98") {
+		t[op] = 1
+	}
+	for _, op := range []byte("Kh\x80\x82") {
+		t[op] = 2
+	}
+	t['M'], t[0x83] = 3, 3
+	t['J'], t['j'], t[0x84] = 5, 5, 5
+	t['G'] = 9
+	return t
+}()
+
 // skim finds where the part starts, the first MARK of a batch of entry
 // dicts past splitFrac of the input, and sets pred and base; -1 when
-// there is none or the skim cannot follow the input.
+// there is none or the skim cannot follow the input. It is
+// pickle.Skim's walk with the commonest opcodes inlined: it is all the
+// splitter does before its part, so its speed decides how early the part
+// can start.
 func (sp *splitter) skim() int {
 	buf := sp.buf
-	k := pickle.Skim{Buf: buf, OnString: sp.onString}
 	target := int(float64(len(buf)) * splitFrac)
 	events := 0
-	for steps := 0; ; steps++ {
-		p := k.Pos
-		if p >= len(buf) {
-			return -1
-		}
-		if steps&(1<<16-1) == 0 {
+	var memo uint64
+	var last byte
+	next := 1 << 20
+	for p := 0; p < len(buf); {
+		if p >= next {
 			if sp.stop.Load() {
 				return -1
 			}
 			sp.give(p)
+			next = p + 1<<20
 		}
-		switch buf[p] {
+		op := buf[p]
+		if n := skimFixed[op]; n != 0 {
+			p += int(n)
+			last = op
+			continue
+		}
+		switch op {
+		case 0x94: // MEMOIZE of anything but a str
+			memo++
+			p++
+		case 0x8c: // SHORT_BINUNICODE, memoized or not
+			if p+1 >= len(buf) {
+				return -1
+			}
+			e := p + 2 + int(buf[p+1])
+			if e < len(buf) && buf[e] == 0x94 {
+				if e-p-2 <= 16 {
+					sp.onString(memo, buf[p+2:e])
+				}
+				memo++
+				e++
+			}
+			p = e
+		case 0x8a: // LONG1
+			if p+1 >= len(buf) {
+				return -1
+			}
+			p += 2 + int(buf[p+1])
 		case '}':
 			if sp.actionKey(buf, dictStart(buf, p)) {
 				events++
 			}
+			p++
 		case '(':
-			if p >= target && k.Last == 'e' && p+1 < len(buf) && buf[p+1] == '}' {
-				sp.pred, sp.base = events, k.Memo
+			if p >= target && last == 'e' && p+1 < len(buf) && buf[p+1] == '}' {
+				sp.pred, sp.base = events, memo
 				return p
 			}
+			p++
+		case 0x95: // FRAME: transparent
+			if p = skipFrames(buf, p); p < 0 {
+				return -1
+			}
+			continue
+		default:
+			n := pickle.OpLen(buf, p)
+			if n == 0 {
+				return -1 // an explicit memo put, a text opcode, STOP...
+			}
+			p += n
 		}
-		if !k.Step() {
-			return -1
-		}
+		last = op
 	}
+	return -1
 }
 
 // read reads whole batches of entries from x into arr[pred:],
@@ -369,8 +427,16 @@ func (sp *splitter) read(x int) {
 }
 
 // skipFrames returns q past any FRAME opcodes at buf[q] (whose lengths
-// fit the input, as the VM checks), or -1 at the end of buf.
+// fit the input, as the VM checks), or -1 at the end of buf. It inlines
+// for the common case, no FRAME.
 func skipFrames(buf []byte, q int) int {
+	if q < len(buf) && buf[q] != 0x95 {
+		return q
+	}
+	return skipFramesAt(buf, q)
+}
+
+func skipFramesAt(buf []byte, q int) int {
 	for q < len(buf) && buf[q] == 0x95 {
 		if q+9 > len(buf) {
 			return -1
@@ -541,7 +607,10 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 		return 0, false
 	}
 	if seen&(1<<kwStream) != 0 {
-		i, ok := sp.rawIndex[stream]
+		i, ok := sp.lastStream, sp.lastRaw == stream && len(sp.rawOwn) > 0
+		if !ok {
+			i, ok = sp.rawIndex[stream]
+		}
 		if !ok {
 			if len(sp.rawOwn) >= MaxStreams {
 				return 0, false
@@ -551,6 +620,7 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 			sp.rawIndex[stream] = i
 		}
 		e.Stream = StreamID(i + 1)
+		sp.lastRaw, sp.lastStream = stream, i
 	}
 	if m.ccSeen || m.umSeen {
 		*metas = append(*metas, m)
