@@ -431,6 +431,10 @@ func prefixed(kind string, err error) error {
 // decodePickle runs the VM and assembles the snapshot.
 func decodePickle(d *pickle.Decoder, b *builder) error {
 	b.attach(d)
+	if debugSplit {
+		debugLock()
+		defer debugMark("decoder done")
+	}
 	// However the decode ends, the feed's reader and the versioner are
 	// let go; a failed one feeds nothing whole.
 	defer b.feed.publish(nil, true)
