@@ -62,19 +62,44 @@ var splitSkimFirst = false
 // memo index of its frames.
 const flagStackRef EventFlag = 1 << 7
 
-// flagEmptyList marks an event the splitter read whose frames were an
-// empty list given a memo entry (after the dict's own).
-const flagEmptyList EventFlag = 1 << 6
+// flagOwnStack marks an event the splitter read whose Stack indexes
+// spans, its own frames list.
+const flagOwnStack EventFlag = 1 << 6
 
 // codeAction+a is the code of a memoized str naming action a; codes below
 // it are the kw* of entry keys.
 const codeAction = 32
 
 // regionMeta is what an entry the splitter read had of compile_context
-// and user_metadata: memo index+1 (0: None).
+// and user_metadata: memo index+1 of a memoized str (0: None), or, when
+// lit, a str written in the entry, at off in the input, n bytes.
 type regionMeta struct {
-	cc, um                  uint64
+	cc, um                  strRef
 	ccSeen, umSeen, umFirst bool
+}
+
+type strRef struct {
+	memo   uint64
+	off, n int32
+	lit    bool
+}
+
+// stackSpan is an entry's own frames list: n memo indices of frames from
+// off in the splitter's frameRefs.
+type stackSpan struct{ off, n int32 }
+
+// The memo entries an entry the splitter read gives after its dict's own,
+// in file order, kept in its Version (2 bits each, the count in bits 8-9)
+// until the merge.
+const (
+	memoCC     = 1 // its compile_context str
+	memoUM     = 2 // its user_metadata str
+	memoFrames = 3 // its frames list
+)
+
+func addMemo(e *Event, kind int32) {
+	n := e.Version >> 8
+	e.Version = (e.Version &^ (3 << 8)) | kind<<(2*n) | (n+1)<<8
 }
 
 type codeCacheEntry struct {
@@ -111,12 +136,21 @@ type splitter struct {
 	batches  []batchEnd
 	metas    []regionMeta
 	raw      []int64
+	spans    []stackSpan
+	frames   []uint32 // memo indices of the frames of spans
 	finished bool
 	more     chan struct{} // a batch was published, or the splitter finished
 
-	rawIndex   map[int64]int
-	rawOwn     []int64 // the splitter's raw (a stream once seen stays)
-	lastRaw    int64   // the last stream read, and its index in rawOwn
+	rawIndex  map[int64]int
+	rawOwn    []int64 // the splitter's raw (a stream once seen stays)
+	spansOwn  []stackSpan
+	framesOwn []uint32
+	// The memo entries the splitter's part makes: the next index, and
+	// what the frames lists and strs among them are (spans index, str).
+	memo       uint64
+	localStack map[uint64]int32
+	localStr   map[uint64]strRef
+	lastRaw    int64 // the last stream read, and its index in rawOwn
 	lastStream int
 	released   int // mapped pages below are given back
 }
@@ -384,6 +418,7 @@ func (sp *splitter) skim() int {
 func (sp *splitter) read(x int) {
 	buf, arr := sp.buf, sp.arr
 	room := cap(arr) - sp.pred
+	sp.memo, sp.localStack, sp.localStr = sp.base, map[uint64]int32{}, map[uint64]strRef{}
 	pos, n := x, 0
 	var metas []regionMeta
 	for !sp.stop.Load() {
@@ -392,7 +427,7 @@ func (sp *splitter) read(x int) {
 			break
 		}
 		q++
-		cnt, nmeta := n, len(metas)
+		cnt, nmeta, nspan, nframe := n, len(metas), len(sp.spansOwn), len(sp.framesOwn)
 		complete := false
 		for {
 			if q = skipFrames(buf, q); q < 0 {
@@ -418,12 +453,14 @@ func (sp *splitter) read(x int) {
 				println("split: the splitter stops at byte", q, "(an entry it leaves to the decoder)")
 			}
 			metas = metas[:nmeta] // those of the batch cut short
+			sp.spansOwn, sp.framesOwn = sp.spansOwn[:nspan], sp.framesOwn[:nframe]
 			break
 		}
 		pos, n = q, cnt
 		sp.mu.Lock()
 		sp.batches = append(sp.batches, batchEnd{pos, n})
 		sp.metas, sp.raw = metas, sp.rawOwn
+		sp.spans, sp.frames = sp.spansOwn, sp.framesOwn
 		sp.mu.Unlock()
 		select {
 		case sp.more <- struct{}{}:
@@ -470,6 +507,7 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 	if q = dictStart(buf, q); q < 0 {
 		return 0, false
 	}
+	memo := sp.memo + 1 // the dict's own entry is sp.memo
 	*e = Event{}
 	var seen uint16
 	var m regionMeta
@@ -502,10 +540,35 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 		switch buf[q] {
 		case opBinGet, opLongBinGet:
 			j, next := memoRef(buf, q)
-			if next == 0 || j >= sp.base {
+			if next == 0 || j >= memo {
 				return 0, false
 			}
 			q = next
+			if j >= sp.base {
+				// What an entry of the part made: a frames list or a str.
+				switch kw {
+				case kwFrames:
+					i, ok := sp.localStack[j]
+					if !ok {
+						return 0, false
+					}
+					e.Stack = StackID(i)
+					e.Flags |= FlagHasFrames | flagOwnStack
+				case kwCompileContext, kwUserMetadata:
+					r, ok := sp.localStr[j]
+					if !ok {
+						return 0, false
+					}
+					if kw == kwCompileContext {
+						m.cc, m.ccSeen = r, true
+					} else {
+						m.um, m.umSeen, m.umFirst = r, true, seen&(1<<kwCompileContext) == 0
+					}
+				default:
+					return 0, false
+				}
+				continue
+			}
 			switch kw {
 			case kwAction:
 				c := sp.code(j)
@@ -520,25 +583,106 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 				e.Stack = StackID(j)
 				e.Flags |= FlagHasFrames | flagStackRef
 			case kwCompileContext:
-				m.cc, m.ccSeen = j+1, true
+				m.cc, m.ccSeen = strRef{memo: j + 1}, true
 			case kwUserMetadata:
-				m.um, m.umSeen, m.umFirst = j+1, true, seen&(1<<kwCompileContext) == 0
+				m.um, m.umSeen, m.umFirst = strRef{memo: j + 1}, true, seen&(1<<kwCompileContext) == 0
 			default:
 				return 0, false
 			}
 			continue
+		case 0x8c:
+			// A str of its own (compile_context "N/A" in every entry of
+			// PyTorch's files), memoized or not.
+			if kw != kwCompileContext && kw != kwUserMetadata || q+1 >= len(buf) {
+				return 0, false
+			}
+			end := q + 2 + int(buf[q+1])
+			if end > len(buf) {
+				return 0, false
+			}
+			r := strRef{off: int32(q + 2), n: int32(end - q - 2), lit: true}
+			memoized := end < len(buf) && buf[end] == 0x94
+			if memoized {
+				end++
+			}
+			if kw == kwCompileContext {
+				m.cc, m.ccSeen = r, true
+				if memoized {
+					addMemo(e, memoCC)
+				}
+			} else {
+				m.um, m.umSeen, m.umFirst = r, true, seen&(1<<kwCompileContext) == 0
+				if memoized {
+					addMemo(e, memoUM)
+				}
+			}
+			if memoized {
+				sp.localStr[memo] = r
+				memo++
+			}
+			q = end
+			continue
 		case ']':
-			// An empty frames list, memoized or not (one memo entry more).
-			if kw != kwFrames {
+			// A frames list of its own (as PyTorch writes every entry's),
+			// memoized or not: its items are memoized frames, in batches
+			// (MARK ... APPENDS) or one (item APPEND).
+			if kw != kwFrames || e.Version>>8 == 3 {
 				return 0, false
 			}
 			q++
+			listMemo := uint64(0) // its memo index+1
 			if q < len(buf) && buf[q] == 0x94 {
 				q++
-				e.Flags |= flagEmptyList
+				addMemo(e, memoFrames)
+				listMemo = memo + 1
+				memo++
 			}
-			e.Stack = NoStack
-			e.Flags |= FlagHasFrames
+			off := len(sp.framesOwn)
+			for {
+				r := skipFrames(buf, q)
+				if r < 0 {
+					return 0, false
+				}
+				if buf[r] == '(' {
+					for r++; ; {
+						if r = skipFrames(buf, r); r < 0 {
+							return 0, false
+						}
+						if buf[r] == 'e' {
+							r++
+							break
+						}
+						j, next := memoRef(buf, r)
+						if next == 0 || j >= sp.base || len(sp.framesOwn)-off >= 1<<16 {
+							return 0, false
+						}
+						sp.framesOwn = append(sp.framesOwn, uint32(j))
+						r = next
+					}
+					q = r
+					continue
+				}
+				if j, next := memoRef(buf, r); next != 0 {
+					if a := skipFrames(buf, next); a >= 0 && buf[a] == 'a' {
+						if j >= sp.base {
+							return 0, false
+						}
+						sp.framesOwn = append(sp.framesOwn, uint32(j))
+						q = a + 1
+						continue
+					}
+				}
+				break // the next key, or SETITEMS
+			}
+			if len(sp.spansOwn) >= math.MaxInt32 {
+				return 0, false
+			}
+			e.Stack = StackID(len(sp.spansOwn))
+			if listMemo > 0 {
+				sp.localStack[listMemo-1] = int32(e.Stack)
+			}
+			sp.spansOwn = append(sp.spansOwn, stackSpan{int32(off), int32(len(sp.framesOwn) - off)})
+			e.Flags |= FlagHasFrames | flagOwnStack
 			continue
 		case opNone:
 			q++
@@ -548,9 +692,9 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 				e.Stack = NoStack
 				e.Flags |= FlagHasFrames
 			case kwCompileContext:
-				m.cc, m.ccSeen = 0, true
+				m.cc, m.ccSeen = strRef{}, true
 			case kwUserMetadata:
-				m.um, m.umSeen, m.umFirst = 0, true, seen&(1<<kwCompileContext) == 0
+				m.um, m.umSeen, m.umFirst = strRef{}, true, seen&(1<<kwCompileContext) == 0
 			default:
 				return 0, false
 			}
@@ -633,6 +777,7 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 		*metas = append(*metas, m)
 		e.Meta = MetaID(len(*metas))
 	}
+	sp.memo = memo
 	return q, true
 }
 
@@ -720,7 +865,7 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 	none := pickle.Value{Kind: pickle.None}
 	// valid resolves the memo references of an entry, as ReadEntry would
 	// see them.
-	valid := func(e *Event, metas []regionMeta) bool {
+	valid := func(e *Event, metas []regionMeta, spans []stackSpan, frames []uint32) bool {
 		if e.Flags&flagStackRef != 0 {
 			// Resolved here, once: what the memo holds is what ReadEntry
 			// would have read.
@@ -737,33 +882,50 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 			}
 			e.Flags &^= flagStackRef
 		}
+		if e.Flags&flagOwnStack != 0 {
+			// Its own list: interned in the merge, in order; here only
+			// checked to hold frames (else the list stays generic and
+			// event refuses it).
+			sp := spans[e.Stack]
+			for _, j := range frames[sp.off : sp.off+sp.n] {
+				if v, ok := d.MemoPlain(uint64(j)); !ok || v.Kind != pickle.Handle || v.Sub != hFrame {
+					return false
+				}
+			}
+		}
 		if e.Meta != 0 {
 			rm := &metas[e.Meta-1]
-			for _, ref := range [2]uint64{rm.cc, rm.um} {
-				if ref == 0 {
+			for _, ref := range [2]strRef{rm.cc, rm.um} {
+				if ref.memo == 0 {
 					continue
 				}
-				if _, ok := strs[ref-1]; !ok {
-					v, ok := d.MemoPlain(ref - 1)
+				if _, ok := strs[ref.memo-1]; !ok {
+					v, ok := d.MemoPlain(ref.memo - 1)
 					if !ok || v.Kind != pickle.String && v.Kind != pickle.None {
 						return false
 					}
-					strs[ref-1] = v
+					strs[ref.memo-1] = v
 				}
 			}
 		}
 		return true
 	}
-	str := func(ref uint64) pickle.Value {
-		if ref == 0 {
+	// str gives the value of a str an entry holds, interning one of its
+	// own as the decoder does when it reads it.
+	str := func(ref strRef) pickle.Value {
+		switch {
+		case ref.lit:
+			return d.MakeStringBytes(sp.buf[ref.off : ref.off+ref.n])
+		case ref.memo == 0:
 			return none
 		}
-		return strs[ref-1]
+		return strs[ref.memo-1]
 	}
+	var items []pickle.Value
 	merged, end := 0, -1
 	for next := 0; ; {
 		sp.mu.Lock()
-		batches, metas, raw, finished := sp.batches, sp.metas, sp.raw, sp.finished
+		batches, metas, raw, spans, frames, finished := sp.batches, sp.metas, sp.raw, sp.spans, sp.frames, sp.finished
 		sp.mu.Unlock()
 		if next == len(batches) {
 			if finished {
@@ -779,7 +941,7 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 			be := batches[next]
 			evs := sp.arr[sp.pred+merged : sp.pred+be.n]
 			for i := range evs {
-				if !valid(&evs[i], metas) {
+				if !valid(&evs[i], metas, spans, frames) {
 					goto done
 				}
 			}
@@ -792,30 +954,56 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 				if e.Flags&FlagHasTime != 0 {
 					b.sawTime = true
 				}
-				emptyList := e.Flags&flagEmptyList != 0
-				e.Flags &^= flagEmptyList
+				script := e.Version
+				e.Version = 0
+				var own pickle.Value // its frames list, finished
+				if e.Flags&flagOwnStack != 0 {
+					e.Flags &^= flagOwnStack
+					span := spans[e.Stack]
+					own, e.Stack = pickle.MakeHandle(hEmpty, 0), NoStack
+					if span.n > 0 {
+						items = items[:0]
+						for _, j := range frames[span.off : span.off+span.n] {
+							v, _ := d.MemoPlain(uint64(j))
+							items = append(items, v)
+						}
+						e.Stack = b.internStack(items)
+						own = pickle.MakeHandle(hStack, uint64(e.Stack))
+					}
+				}
+				var cc, um pickle.Value
 				if e.Meta != 0 {
 					rm := &metas[e.Meta-1]
 					var meta EventMeta
 					if rm.umSeen && rm.umFirst {
-						meta.UserMetadata, _ = b.stringValue(str(rm.um), "user_metadata")
+						um = str(rm.um)
+						meta.UserMetadata, _ = b.stringValue(um, "user_metadata")
 						b.sawUserMeta = true
 					}
 					if rm.ccSeen {
-						meta.CompileContext, _ = b.stringValue(str(rm.cc), "compile_context")
+						cc = str(rm.cc)
+						meta.CompileContext, _ = b.stringValue(cc, "compile_context")
 						b.sawCompile = true
 					}
 					if rm.umSeen && !rm.umFirst {
-						meta.UserMetadata, _ = b.stringValue(str(rm.um), "user_metadata")
+						um = str(rm.um)
+						meta.UserMetadata, _ = b.stringValue(um, "user_metadata")
 						b.sawUserMeta = true
 					}
 					e.Meta = b.s.AddMeta(meta)
 				}
-				// The memo entries its dict and frames got, as MEMOIZE
-				// gave them.
+				// The memo entries its dict and what it holds got, in the
+				// order MEMOIZE gave them.
 				d.Memoize(b.appendEvent(&e))
-				if emptyList {
-					d.Memoize(pickle.MakeHandle(hEmpty, 0))
+				for k := range script >> 8 {
+					switch script >> (2 * k) & 3 {
+					case memoCC:
+						d.Memoize(cc)
+					case memoUM:
+						d.Memoize(um)
+					case memoFrames:
+						d.Memoize(own)
+					}
 				}
 			}
 			merged, end = be.n, be.end
