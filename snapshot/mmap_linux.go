@@ -46,7 +46,7 @@ func decodeMapped(f *os.File, name string, size int64, opt *Options) (s *Snapsho
 		if opt.Progress != nil {
 			opt.Progress(off, size)
 		}
-		if end := int(off)&^(mapWindow-1) - mapWindow; end > released {
+		if end := int(off)&^(releaseEvery-1) - releaseEvery; end > released {
 			_ = syscall.Madvise(data[released:end], syscall.MADV_DONTNEED)
 			released = end
 		}
