@@ -273,17 +273,16 @@ func (sp *splitter) run(x int) {
 		sp.finished = true
 		sp.mu.Unlock()
 	}()
-	// The file may be truncated under the mapping: the splitter's part is
-	// then dropped, and the decoder reports the fault when it gets there.
+	// The file may be truncated under the mapping: the splitter's part
+	// then ends, and the decoder reports the fault when it gets there.
 	debug.SetPanicOnFault(true)
 	defer func() {
 		if r := recover(); r != nil {
+			// A fault (the file truncated under the mapping): the batches
+			// published before are whole; the decoder reads on after them.
 			if debugSplit {
 				println("split: the splitter failed:", fmt.Sprint(r))
 			}
-			sp.mu.Lock()
-			sp.batches = nil // none of it is trusted
-			sp.mu.Unlock()
 		}
 	}()
 	if debugSplit {
@@ -795,8 +794,11 @@ func (b *builder) accept(sp *splitter, atX bool) {
 		sp.acked.Store(2)
 		return
 	}
-	// The entries expected, at the rate per byte seen before the part.
-	if want := int(float64(sp.pred)*float64(len(sp.buf))/float64(max(at, 1))*1.1) + 1024; want > cap(b.events) {
+	// The entries expected, at the rate per byte seen before the part, but
+	// no more than the next doubling would reserve (an input dense with
+	// tiny entries at first must not reserve for more than it can hold).
+	want := int(float64(sp.pred)*float64(len(sp.buf))/float64(max(at, 1))*1.1) + 1024
+	if want = min(want, 2*cap(b.events)+1024); want > cap(b.events) {
 		// The reserve was short (entries smaller than guessed).
 		b.moveEvents(func(old []Event) []Event {
 			to := make([]Event, len(old), want)
@@ -927,7 +929,7 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 		sp.mu.Lock()
 		batches, metas, raw, spans, frames, finished := sp.batches, sp.metas, sp.raw, sp.spans, sp.frames, sp.finished
 		sp.mu.Unlock()
-		if next == len(batches) {
+		if next >= len(batches) {
 			if finished {
 				break
 			}
