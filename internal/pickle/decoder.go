@@ -705,6 +705,10 @@ func (d *Decoder) get(i uint64) error {
 // Decode runs the VM until STOP and returns the (finished) result.
 func (d *Decoder) Decode() (Value, error) {
 	v, err := d.run()
+	// The memo serves the VM only: its pages (8 bytes an entry, a tenth of
+	// a snapshot's size) are let go before the caller assembles the
+	// result, which allocates meanwhile.
+	d.memo, d.memoMap, d.memoLen = nil, nil, 0
 	if err != nil {
 		var pe *Error
 		if !errors.As(err, &pe) {
