@@ -63,6 +63,7 @@ type builder struct {
 	pf       *prefaulter // faults b.events in ahead of event (may be nil)
 	feed     *EventFeed  // publishes b.events as they are decoded (may be nil)
 	ver      *versioner  // versions b.events as they are decoded (may be nil)
+	split    *splitter   // reads a part of the entries on another core (may be nil)
 	// verWanted: start ver once there are feedEvery entries.
 	verWanted bool
 	segs      []Segment

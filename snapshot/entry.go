@@ -296,16 +296,16 @@ func (b *builder) commitEntry(d *pickle.Decoder, e *Event, seen uint16, stream i
 func (b *builder) appendEvent(e *Event) pickle.Value {
 	n := len(b.events)
 	if n == cap(b.events) {
-		b.pf.stop() // the array moves; the new one is faulted as written
-		b.pf = nil
-		b.ver.drain(b.events) // no Version is written into the old array
-		b.events = roomFor(b.events)
-		b.feed.publish(b.events, false) // the reader reads the new array
-		if n >= feedEvery {
-			b.startVersions(cap(b.events))
+		if b.split != nil {
+			// More entries than the splitter predicted before its part: it
+			// keeps the old array, and its part is read again (Split).
+			b.split.stop.Store(true)
 		}
-		b.ver.publish(b.events)
+		b.moveEvents(roomFor[Event])
 	} else if n&(feedEvery-1) == 0 {
+		if b.split != nil {
+			b.accept(b.split, false)
+		}
 		b.pf.advance(n * int(unsafe.Sizeof(*e)))
 		b.feed.publish(b.events, false)
 		if n > 0 {
@@ -324,6 +324,21 @@ func (b *builder) appendEvent(e *Event) pickle.Value {
 	}
 	b.events = append(b.events, *e)
 	return pickle.MakeHandle(hEvent, uint64(n))
+}
+
+// moveEvents moves the events to the copy grow makes of them, with more
+// room.
+func (b *builder) moveEvents(grow func([]Event) []Event) {
+	n := len(b.events)
+	b.pf.stop() // the array moves; the new one is faulted as written
+	b.pf = nil
+	b.ver.drain(b.events) // no Version is written into the old array
+	b.events = grow(b.events)
+	b.feed.publish(b.events, false) // the reader reads the new array
+	if n >= feedEvery {
+		b.startVersions(cap(b.events))
+	}
+	b.ver.publish(b.events)
 }
 
 // lookupAction parses an action string and caches it by string id.

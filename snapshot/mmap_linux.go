@@ -46,10 +46,12 @@ func decodeMapped(f *os.File, name string, size int64, opt *Options) (s *Snapsho
 		if opt.Progress != nil {
 			opt.Progress(off, size)
 		}
-		if end := int(off)&^(mapWindow-1) - mapWindow; end > released {
+		if end := int(off)&^(releaseEvery-1) - releaseEvery; end > released {
 			_ = syscall.Madvise(data[released:end], syscall.MADV_DONTNEED)
 			released = end
 		}
+	}, func(lo, hi int) {
+		_ = syscall.Madvise(data[lo:hi], syscall.MADV_DONTNEED)
 	}, opt)
 	if err == nil && opt.Progress != nil {
 		opt.Progress(size, size)

@@ -169,7 +169,7 @@ func DecodeBytes(b []byte, name string, opt *Options) (*Snapshot, error) {
 		if opt.MaxBytes > 0 && int64(len(b)) > opt.MaxBytes {
 			return nil, decodeError(name, fmt.Errorf("input is %d bytes, more than the %d-byte limit", len(b), opt.MaxBytes))
 		}
-		s, err := decodePickleBytes(b, name, nil, opt)
+		s, err := decodePickleBytes(b, name, nil, nil, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -189,7 +189,8 @@ const mapWindow = 4 << 20
 
 // decodePickleBytes decodes an in-memory pickle, calling progress (when
 // set) with the offset reached every few MB.
-func decodePickleBytes(b []byte, name string, progress func(off int64), opt *Options) (*Snapshot, error) {
+// release, when set, gives back the mapped pages of b[lo:hi].
+func decodePickleBytes(b []byte, name string, progress func(off int64), release func(lo, hi int), opt *Options) (*Snapshot, error) {
 	defer opt.eagerGC(int64(len(b)))()
 	s := &Snapshot{Source: Source{Name: name, Size: int64(len(b)), FileSize: int64(len(b)), Encoding: "pickle"}}
 	b2 := newBuilder(s, int64(len(b)))
@@ -198,6 +199,7 @@ func decodePickleBytes(b []byte, name string, progress func(off int64), opt *Opt
 	if progress != nil {
 		d.SetProgress(mapWindow, progress)
 	}
+	startSplit(b2, d, b, release)
 	if err := decodePickle(d, b2); err != nil {
 		return nil, decodeError(name, err)
 	}
@@ -429,10 +431,15 @@ func prefixed(kind string, err error) error {
 // decodePickle runs the VM and assembles the snapshot.
 func decodePickle(d *pickle.Decoder, b *builder) error {
 	b.attach(d)
+	if debugSplit {
+		debugLock()
+		defer debugMark("decoder done")
+	}
 	// However the decode ends, the feed's reader and the versioner are
 	// let go; a failed one feeds nothing whole.
 	defer b.feed.publish(nil, true)
 	defer b.ver.finish(nil)
+	defer func() { b.split.finish() }() // nil once its part is taken
 	root, err := d.Decode()
 	b.pf.stop()
 	b.pf = nil

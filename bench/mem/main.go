@@ -72,12 +72,24 @@ func main() {
 	atOnce := flag.Bool("at-once", false, "with -drive: zoom right after the first window, the curves and markers asked for meanwhile")
 	answers := flag.Bool("answers", false, "with -drive: also ask for the peak, classes and fragmentation answers")
 	gc := flag.Bool("gc", false, "collect before each profile, so that it shows the live heap of that moment (a profile otherwise shows the heap at the last collection)")
+	cpu := flag.String("cpuprofile", "", "write a CPU profile of the command here (with -heap, the heap profiles' collections are in it)")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: mem [-heap FILE] -- COMMAND ARGS...")
 		os.Exit(2)
 	}
 	runtime.MemProfileRate = 64 << 10
+	if *cpu != "" {
+		f, err := os.Create(*cpu)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 
 	var (
 		mu   sync.Mutex
@@ -140,6 +152,9 @@ func main() {
 		code = cli.Main(flag.Args(), os.Stdin, out, os.Stderr)
 	}
 	wall := time.Since(t0)
+	if *cpu != "" {
+		pprof.StopCPUProfile()
+	}
 	close(done)
 	wg.Wait()
 	end := readStatus()

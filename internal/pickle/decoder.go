@@ -91,6 +91,7 @@ type Decoder struct {
 	app   Appender
 	dfin  DictFinisher
 	entry EntryReader
+	split Splitter // reads part of the input on another core (see Splitter)
 	// strRewrites counts overwrites of memo slots holding a str (see
 	// MemoRewrites).
 	strRewrites uint64
@@ -704,6 +705,10 @@ func (d *Decoder) get(i uint64) error {
 // Decode runs the VM until STOP and returns the (finished) result.
 func (d *Decoder) Decode() (Value, error) {
 	v, err := d.run()
+	// The memo serves the VM only: its pages (8 bytes an entry, a tenth of
+	// a snapshot's size) are let go before the caller assembles the
+	// result, which allocates meanwhile.
+	d.memo, d.memoMap, d.memoLen = nil, nil, 0
 	if err != nil {
 		var pe *Error
 		if !errors.As(err, &pe) {
@@ -786,6 +791,15 @@ func (d *Decoder) run() (Value, error) {
 				return Value{}, err
 			}
 		case opMark:
+			if d.split != nil && d.split.SplitAt() == d.opOff {
+				took, err := d.split.Split(d)
+				if err != nil {
+					return Value{}, err
+				}
+				if took {
+					continue
+				}
+			}
 			if len(d.marks)+len(d.stack) >= MaxStack {
 				return Value{}, d.opErr("stack too deep: more than %d entries", MaxStack)
 			}

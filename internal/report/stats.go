@@ -2,9 +2,9 @@ package report
 
 import (
 	"bufio"
+	"cmp"
 	"io"
 	"slices"
-	"sort"
 	"strconv"
 
 	"github.com/gpumem/gpumem/internal/units"
@@ -59,23 +59,35 @@ func Stats(w io.Writer, s *snapshot.Snapshot) error {
 
 	// Python sorts by (total_size, size of active_allocated blocks); its
 	// sort is stable, so ties keep file order.
-	order := make([]int, len(s.Segments))
-	active := make([]uint64, len(s.Segments))
+	// Sorted by those keys and then the index (the stable order), on a
+	// compact array: a stable sort reaching into the segments was a fifth
+	// of stats' time on a 1 GB snapshot.
+	type segKey struct {
+		total, active uint64
+		i             int
+	}
+	keys := make([]segKey, len(s.Segments))
 	for i := range s.Segments {
-		order[i] = i
+		keys[i] = segKey{total: s.Segments[i].TotalSize, i: i}
 		for _, b := range s.SegmentBlocks(i) {
 			if b.State == snapshot.BlockActiveAllocated {
-				active[i] += b.Size
+				keys[i].active += b.Size
 			}
 		}
 	}
-	sort.SliceStable(order, func(a, b int) bool {
-		sa, sb := &s.Segments[order[a]], &s.Segments[order[b]]
-		if sa.TotalSize != sb.TotalSize {
-			return sa.TotalSize < sb.TotalSize
+	slices.SortFunc(keys, func(a, b segKey) int {
+		if c := cmp.Compare(a.total, b.total); c != 0 {
+			return c
 		}
-		return active[order[a]] < active[order[b]]
+		if c := cmp.Compare(a.active, b.active); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
 	})
+	order := make([]int, len(keys))
+	for k := range keys {
+		order[k] = keys[k].i
+	}
 
 	var totalReserved, totalAllocated, freeExternal, freeInternal int64
 	type blockRange struct{ start, size int64 }

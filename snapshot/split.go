@@ -1,0 +1,1033 @@
+package snapshot
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/gpumem/gpumem/internal/pickle"
+)
+
+// Decoding on two cores. A big snapshot is mostly its trace entries, one
+// after another in lists that the pickler writes in batches (MARK, up to
+// a thousand entry dicts, APPENDS). The VM cannot start in the middle:
+// entries refer to keys, action names and stacks through the memo, whose
+// indices count every MEMOIZE before them. So a second goroutine, the
+// splitter, skims the input from the start (opcode lengths only, several
+// times faster than decoding), counting memo entries and noting which
+// memoized strs are entry keys and action names, until it reaches a batch
+// of entries about splitFrac into the input. It offers that batch to the
+// decoder, which accepts while it has fewer entries than the skim counted
+// before it (it then never writes past that index). From there the
+// splitter reads whole batches of entries into the events array, at the
+// index the skim predicted: the shape ReadEntry reads, and the one
+// PyTorch writes (each entry's own frames list and compile-context str),
+// keeping the memo references it cannot resolve as indices, and it
+// publishes each batch. When the decoder reaches the offered MARK it
+// checks that everything is as the splitter assumed (the list on top is
+// the trace being read, the memo count and the event count are the
+// predicted ones) and merges the batches as they come, each once its
+// memo references are what ReadEntry accepts: for each entry what
+// commitEntry (or, for a list or str of its own, the generic path) would
+// have done, in the same order, and its MEMOIZEs. Then it jumps past
+// them. Anything unusual ends the splitter's part (the decoder reads on
+// from there) or drops it, so the result is the one-core decode's, always
+// (TestSplitMatchesSequential, TestSplitSynthetic, FuzzSplit).
+
+// splitMin is the smallest pickle the splitter reads a part of.
+var splitMin = 48 << 20
+
+// splitFrac is where in the input the splitter starts reading entries.
+// Per MB of a tiled snapshot, in thread CPU time: the decoder decodes in
+// 2.1 ms and merges what the splitter read in 0.6 ms; the splitter skims
+// in 0.8 ms and reads in 0.8 ms, and shares its core with the versioner.
+// The two finish together when the part starts about a fifth in.
+var splitFrac = 0.22
+
+// debugSplit (GPUMEM_DEBUG_SPLIT set) prints what the splitter did and
+// when (splitdebug_linux.go).
+var debugSplit = os.Getenv("GPUMEM_DEBUG_SPLIT") != ""
+
+// splitMerged counts the entries splitters gave (tests check that they
+// compared something).
+var splitMerged atomic.Int64
+
+// splitSkimFirst makes the decoder wait for the skim before it starts, so
+// that tests see a part offered before the decoder gets there on inputs
+// of any size.
+var splitSkimFirst = false
+
+// flagStackRef marks an event the splitter read whose Stack is still the
+// memo index of its frames.
+const flagStackRef EventFlag = 1 << 7
+
+// flagOwnStack marks an event the splitter read whose Stack indexes
+// spans, its own frames list.
+const flagOwnStack EventFlag = 1 << 6
+
+// codeAction+a is the code of a memoized str naming action a; codes below
+// it are the kw* of entry keys.
+const codeAction = 32
+
+// regionMeta is what an entry the splitter read had of compile_context
+// and user_metadata: memo index+1 of a memoized str (0: None), or, when
+// lit, a str written in the entry, at off in the input, n bytes.
+type regionMeta struct {
+	cc, um                  strRef
+	ccSeen, umSeen, umFirst bool
+}
+
+type strRef struct {
+	memo   uint64
+	off, n int32
+	lit    bool
+}
+
+// stackSpan is an entry's own frames list: n memo indices of frames from
+// off in the splitter's frameRefs.
+type stackSpan struct{ off, n int32 }
+
+// The memo entries an entry the splitter read gives after its dict's own,
+// in file order, kept in its Version (2 bits each, the count in bits 8-9)
+// until the merge.
+const (
+	memoCC     = 1 // its compile_context str
+	memoUM     = 2 // its user_metadata str
+	memoFrames = 3 // its frames list
+)
+
+func addMemo(e *Event, kind int32) {
+	n := e.Version >> 8
+	e.Version = (e.Version &^ (3 << 8)) | kind<<(2*n) | (n+1)<<8
+}
+
+type codeCacheEntry struct {
+	idx  uint64 // memo index+1
+	code uint8
+}
+
+// splitter reads a part of the trace entries on another goroutine.
+type splitter struct {
+	b       *builder
+	buf     []byte
+	release func(lo, hi int) // gives back mapped pages passed (nil: none)
+
+	codes map[uint64]uint8 // memo index -> key kw or codeAction+action
+	cache [64]codeCacheEntry
+
+	// Set before at: the offer.
+	pred int    // events before at, as the skim counts them
+	base uint64 // memo entries before at
+	at   atomic.Int64
+	// acked: 0 while the decoder has not answered the offer, 1 accepted
+	// (arr is then the events array and the decoder writes below pred),
+	// 2 refused.
+	acked atomic.Int32
+	arr   []Event
+	stop  atomic.Bool
+	done  chan struct{}
+
+	// What the splitter has read, published batch by batch under mu (the
+	// decoder merges batches as they come): the end offset and entry
+	// count after each whole batch, the metas and streams of those
+	// entries; finished once it reads no more.
+	mu       sync.Mutex
+	batches  []batchEnd
+	metas    []regionMeta
+	raw      []int64
+	spans    []stackSpan
+	frames   []uint32 // memo indices of the frames of spans
+	finished bool
+	more     chan struct{} // a batch was published, or the splitter finished
+
+	rawIndex  map[int64]int
+	rawOwn    []int64 // the splitter's raw (a stream once seen stays)
+	spansOwn  []stackSpan
+	framesOwn []uint32
+	// The memo entries the splitter's part makes: the next index, and
+	// what the frames lists and strs among them are (spans index, str).
+	memo       uint64
+	localStack map[uint64]int32
+	localStr   map[uint64]strRef
+	lastRaw    int64 // the last stream read, and its index in rawOwn
+	lastStream int
+	released   int // mapped pages below are given back
+}
+
+// batchEnd is the input offset past a batch the splitter read and the
+// number of entries read up to there.
+type batchEnd struct{ end, n int }
+
+// startSplit starts a splitter on buf when it is big enough and a
+// protocol 4+ pickle (MEMOIZE numbers memo entries by count).
+func startSplit(b *builder, d *pickle.Decoder, buf []byte, release func(lo, hi int)) {
+	if len(buf) < splitMin || len(buf) < 2 || buf[0] != 0x80 || buf[1] < 4 || cap(b.events) == 0 {
+		return
+	}
+	sp := &splitter{b: b, buf: buf, release: release, codes: map[uint64]uint8{},
+		done: make(chan struct{}), more: make(chan struct{}, 1), rawIndex: map[int64]int{}}
+	sp.at.Store(-1)
+	b.split = sp
+	d.SetSplitter(sp)
+	x := -1
+	if splitSkimFirst {
+		if x = sp.skim(); x < 0 {
+			x = -2 // no part: the goroutine ends at once
+		} else {
+			sp.at.Store(int64(x))
+		}
+	}
+	go sp.run(x)
+}
+
+// SplitAt implements pickle.Splitter.
+func (sp *splitter) SplitAt() int64 { return sp.at.Load() }
+
+// finish stops the splitter and waits for it (nil: none).
+func (sp *splitter) finish() {
+	if sp == nil {
+		return
+	}
+	sp.stop.Store(true)
+	<-sp.done
+}
+
+func (sp *splitter) onString(idx uint64, s []byte) {
+	var c uint8
+	switch string(s) {
+	case "action":
+		c = kwAction
+	case "addr":
+		c = kwAddr
+	case "size":
+		c = kwSize
+	case "stream":
+		c = kwStream
+	case "time_us":
+		c = kwTimeUS
+	case "frames":
+		c = kwFrames
+	case "compile_context":
+		c = kwCompileContext
+	case "user_metadata":
+		c = kwUserMetadata
+	default:
+		if len(s) > 32 {
+			return
+		}
+		a := ParseAction(string(s))
+		if a == ActionUnknown {
+			return
+		}
+		c = codeAction + uint8(a)
+	}
+	sp.codes[idx] = c
+}
+
+// code returns the code of memo entry j (0: none).
+func (sp *splitter) code(j uint64) uint8 {
+	c := &sp.cache[j%uint64(len(sp.cache))]
+	if c.idx == j+1 {
+		return c.code
+	}
+	code := sp.codes[j]
+	*c = codeCacheEntry{idx: j + 1, code: code}
+	return code
+}
+
+// dictStart returns the offset of the first key of the dict whose
+// EMPTY_DICT is at buf[q] when it goes on with MEMOIZE and MARK (FRAME
+// opcodes may come between any two), or -1.
+func dictStart(buf []byte, q int) int {
+	if q = skipFrames(buf, q+1); q < 0 || buf[q] != 0x94 {
+		return -1
+	}
+	if q = skipFrames(buf, q+1); q < 0 || buf[q] != '(' {
+		return -1
+	}
+	return skipFrames(buf, q+1)
+}
+
+// actionKey reports whether the dict key at buf[q] is "action".
+func (sp *splitter) actionKey(buf []byte, q int) bool {
+	if q < 0 || q >= len(buf) {
+		return false
+	}
+	if j, next := memoRef(buf, q); next != 0 {
+		return sp.code(j) == kwAction
+	}
+	return buf[q] == 0x8c && q+8 <= len(buf) && buf[q+1] == 6 && string(buf[q+2:q+8]) == "action"
+}
+
+// releaseEvery is how far the splitter reads between two hand-backs of
+// mapped pages it has passed (pages read stay resident until then).
+const releaseEvery = 1 << 20
+
+// run is the splitter's goroutine: the skim (unless done, x >= 0), the
+// offer, and the part.
+func (sp *splitter) run(x int) {
+	defer close(sp.done)
+	defer func() {
+		sp.mu.Lock()
+		sp.finished = true
+		sp.mu.Unlock()
+	}()
+	// The file may be truncated under the mapping: the splitter's part
+	// then ends, and the decoder reports the fault when it gets there.
+	debug.SetPanicOnFault(true)
+	defer func() {
+		if r := recover(); r != nil {
+			// A fault (the file truncated under the mapping): the batches
+			// published before are whole; the decoder reads on after them.
+			if debugSplit {
+				println("split: the splitter failed:", fmt.Sprint(r))
+			}
+		}
+	}()
+	if debugSplit {
+		debugLock()
+	}
+	if x == -1 {
+		x = sp.skim()
+	}
+	if debugSplit {
+		debugMark("splitter skimmed")
+		defer debugMark("splitter done")
+	}
+	if x < 0 {
+		return
+	}
+	// Offer the part from x on; the decoder answers as it appends entries.
+	sp.at.Store(int64(x))
+	for sp.acked.Load() == 0 {
+		if sp.stop.Load() {
+			return
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	if sp.acked.Load() != 1 {
+		return
+	}
+	sp.read(x)
+}
+
+// give hands back the mapped pages well behind pos.
+func (sp *splitter) give(pos int) {
+	if end := pos&^(releaseEvery-1) - releaseEvery; sp.release != nil && end > sp.released {
+		sp.release(sp.released, end)
+		sp.released = end
+	}
+}
+
+// skimFixed holds the lengths of the fixed-length opcodes the skim steps
+// over without a closer look (0: the others).
+var skimFixed = func() (t [256]uint8) {
+	for _, op := range []byte("N\x88\x89])\x8faesu\x90bdlt\x85\x86\x87\x91R\x81\x92\x93012oQ\x97\x98") {
+		t[op] = 1
+	}
+	for _, op := range []byte("Kh\x80\x82") {
+		t[op] = 2
+	}
+	t['M'], t[0x83] = 3, 3
+	t['J'], t['j'], t[0x84] = 5, 5, 5
+	t['G'] = 9
+	return t
+}()
+
+// skim finds where the part starts, the first MARK of a batch of entry
+// dicts past splitFrac of the input, and sets pred and base; -1 when
+// there is none or the skim cannot follow the input. It is
+// pickle.Skim's walk with the commonest opcodes inlined: it is all the
+// splitter does before its part, so its speed decides how early the part
+// can start.
+func (sp *splitter) skim() int {
+	buf := sp.buf
+	target := int(float64(len(buf)) * splitFrac)
+	events := 0
+	var memo uint64
+	var last byte
+	next := 1 << 20
+	for p := 0; p < len(buf); {
+		if p >= next {
+			if sp.stop.Load() {
+				return -1
+			}
+			sp.give(p)
+			next = p + 1<<20
+		}
+		op := buf[p]
+		if n := skimFixed[op]; n != 0 {
+			p += int(n)
+			last = op
+			continue
+		}
+		switch op {
+		case 0x94: // MEMOIZE of anything but a str
+			memo++
+			p++
+		case 0x8c: // SHORT_BINUNICODE, memoized or not
+			if p+1 >= len(buf) {
+				return -1
+			}
+			e := p + 2 + int(buf[p+1])
+			if e < len(buf) && buf[e] == 0x94 {
+				if e-p-2 <= 16 {
+					sp.onString(memo, buf[p+2:e])
+				}
+				memo++
+				e++
+			}
+			p = e
+		case 0x8a: // LONG1
+			if p+1 >= len(buf) {
+				return -1
+			}
+			p += 2 + int(buf[p+1])
+		case '}':
+			if sp.actionKey(buf, dictStart(buf, p)) {
+				events++
+			}
+			p++
+		case '(':
+			if p >= target && last == 'e' && p+1 < len(buf) && buf[p+1] == '}' {
+				sp.pred, sp.base = events, memo
+				return p
+			}
+			p++
+		case 0x95: // FRAME: transparent
+			if p = skipFrames(buf, p); p < 0 {
+				return -1
+			}
+			continue
+		default:
+			n := pickle.OpLen(buf, p)
+			if n == 0 {
+				return -1 // an explicit memo put, a text opcode, STOP...
+			}
+			p += n
+		}
+		last = op
+	}
+	return -1
+}
+
+// read reads whole batches of entries from x into arr[pred:],
+// publishing each.
+func (sp *splitter) read(x int) {
+	buf, arr := sp.buf, sp.arr
+	room := cap(arr) - sp.pred
+	sp.memo, sp.localStack, sp.localStr = sp.base, map[uint64]int32{}, map[uint64]strRef{}
+	pos, n := x, 0
+	var metas []regionMeta
+	for !sp.stop.Load() {
+		q := skipFrames(buf, pos)
+		if q < 0 || buf[q] != '(' {
+			break
+		}
+		q++
+		cnt, nmeta, nspan, nframe := n, len(metas), len(sp.spansOwn), len(sp.framesOwn)
+		complete := false
+		for {
+			if q = skipFrames(buf, q); q < 0 {
+				break
+			}
+			if buf[q] == 'e' {
+				q++
+				complete = true
+				break
+			}
+			if buf[q] != '}' || cnt >= room || cnt-n >= 1<<16 {
+				break
+			}
+			next, ok := sp.entry(buf, q, &arr[sp.pred+cnt], &metas)
+			if !ok {
+				break
+			}
+			q = next
+			cnt++
+		}
+		if !complete {
+			if debugSplit && q >= 0 {
+				println("split: the splitter stops at byte", q, "(an entry it leaves to the decoder)")
+			}
+			metas = metas[:nmeta] // those of the batch cut short
+			sp.spansOwn, sp.framesOwn = sp.spansOwn[:nspan], sp.framesOwn[:nframe]
+			break
+		}
+		pos, n = q, cnt
+		sp.mu.Lock()
+		sp.batches = append(sp.batches, batchEnd{pos, n})
+		sp.metas, sp.raw = metas, sp.rawOwn
+		sp.spans, sp.frames = sp.spansOwn, sp.framesOwn
+		sp.mu.Unlock()
+		select {
+		case sp.more <- struct{}{}:
+		default:
+		}
+		sp.give(pos)
+	}
+}
+
+// skipFrames returns q past any FRAME opcodes at buf[q] (whose lengths
+// fit the input, as the VM checks), or -1 at the end of buf. It inlines
+// for the common case, no FRAME.
+func skipFrames(buf []byte, q int) int {
+	if q < len(buf) && buf[q] != 0x95 {
+		return q
+	}
+	return skipFramesAt(buf, q)
+}
+
+func skipFramesAt(buf []byte, q int) int {
+	for q < len(buf) && buf[q] == 0x95 {
+		if q+9 > len(buf) {
+			return -1
+		}
+		l := uint64(buf[q+1]) | uint64(buf[q+2])<<8 | uint64(buf[q+3])<<16 | uint64(buf[q+4])<<24 |
+			uint64(buf[q+5])<<32 | uint64(buf[q+6])<<40 | uint64(buf[q+7])<<48 | uint64(buf[q+8])<<56
+		if l > uint64(len(buf)-q-9) {
+			return -1
+		}
+		q += 9
+	}
+	if q >= len(buf) {
+		return -1
+	}
+	return q
+}
+
+// entry reads the entry dict at buf[q] (EMPTY_DICT MEMOIZE MARK ...
+// SETITEMS) as ReadEntry would, into e: false for anything ReadEntry
+// leaves to the ordinary path, or that needs the decoder's memo to read
+// (a key or action not known from the skim, a reference past the
+// splitter's start).
+func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int, bool) {
+	if q = dictStart(buf, q); q < 0 {
+		return 0, false
+	}
+	memo := sp.memo + 1 // the dict's own entry is sp.memo
+	*e = Event{}
+	var seen uint16
+	var m regionMeta
+	var stream int64
+	for {
+		if q = skipFrames(buf, q); q < 0 {
+			return 0, false
+		}
+		if buf[q] == opSetItems {
+			q++
+			break
+		}
+		j, next := memoRef(buf, q)
+		if next == 0 || j >= sp.base {
+			return 0, false
+		}
+		kw := sp.code(j)
+		if kw == 0 || kw >= codeAction {
+			return 0, false
+		}
+		bit := uint16(1) << kw
+		if seen&bit != 0 {
+			return 0, false
+		}
+		seen |= bit
+		if q = skipFrames(buf, next); q < 0 {
+			return 0, false
+		}
+		var x int64
+		switch buf[q] {
+		case opBinGet, opLongBinGet:
+			j, next := memoRef(buf, q)
+			if next == 0 || j >= memo {
+				return 0, false
+			}
+			q = next
+			if j >= sp.base {
+				// What an entry of the part made: a frames list or a str.
+				switch kw {
+				case kwFrames:
+					i, ok := sp.localStack[j]
+					if !ok {
+						return 0, false
+					}
+					e.Stack = StackID(i)
+					e.Flags |= FlagHasFrames | flagOwnStack
+				case kwCompileContext, kwUserMetadata:
+					r, ok := sp.localStr[j]
+					if !ok {
+						return 0, false
+					}
+					if kw == kwCompileContext {
+						m.cc, m.ccSeen = r, true
+					} else {
+						m.um, m.umSeen, m.umFirst = r, true, seen&(1<<kwCompileContext) == 0
+					}
+				default:
+					return 0, false
+				}
+				continue
+			}
+			switch kw {
+			case kwAction:
+				c := sp.code(j)
+				if c < codeAction || Action(c-codeAction) == ActionUnknown {
+					return 0, false
+				}
+				e.Action = Action(c - codeAction)
+			case kwFrames:
+				if j > math.MaxInt32 {
+					return 0, false
+				}
+				e.Stack = StackID(j)
+				e.Flags |= FlagHasFrames | flagStackRef
+			case kwCompileContext:
+				m.cc, m.ccSeen = strRef{memo: j + 1}, true
+			case kwUserMetadata:
+				m.um, m.umSeen, m.umFirst = strRef{memo: j + 1}, true, seen&(1<<kwCompileContext) == 0
+			default:
+				return 0, false
+			}
+			continue
+		case 0x8c:
+			// A str of its own (compile_context "N/A" in every entry of
+			// PyTorch's files), memoized or not.
+			if kw != kwCompileContext && kw != kwUserMetadata || q+1 >= len(buf) {
+				return 0, false
+			}
+			end := q + 2 + int(buf[q+1])
+			if end > len(buf) {
+				return 0, false
+			}
+			r := strRef{off: int32(q + 2), n: int32(end - q - 2), lit: true}
+			memoized := end < len(buf) && buf[end] == 0x94
+			if memoized {
+				end++
+			}
+			if kw == kwCompileContext {
+				m.cc, m.ccSeen = r, true
+				if memoized {
+					addMemo(e, memoCC)
+				}
+			} else {
+				m.um, m.umSeen, m.umFirst = r, true, seen&(1<<kwCompileContext) == 0
+				if memoized {
+					addMemo(e, memoUM)
+				}
+			}
+			if memoized {
+				sp.localStr[memo] = r
+				memo++
+			}
+			q = end
+			continue
+		case ']':
+			// A frames list of its own (as PyTorch writes every entry's),
+			// memoized or not: its items are memoized frames, in batches
+			// (MARK ... APPENDS) or one (item APPEND).
+			if kw != kwFrames || e.Version>>8 == 3 {
+				return 0, false
+			}
+			q++
+			listMemo := uint64(0) // its memo index+1
+			if q < len(buf) && buf[q] == 0x94 {
+				q++
+				addMemo(e, memoFrames)
+				listMemo = memo + 1
+				memo++
+			}
+			off := len(sp.framesOwn)
+			for {
+				r := skipFrames(buf, q)
+				if r < 0 {
+					return 0, false
+				}
+				if buf[r] == '(' {
+					for r++; ; {
+						if r = skipFrames(buf, r); r < 0 {
+							return 0, false
+						}
+						if buf[r] == 'e' {
+							r++
+							break
+						}
+						j, next := memoRef(buf, r)
+						if next == 0 || j >= sp.base || len(sp.framesOwn)-off >= 1<<16 {
+							return 0, false
+						}
+						sp.framesOwn = append(sp.framesOwn, uint32(j))
+						r = next
+					}
+					q = r
+					continue
+				}
+				if j, next := memoRef(buf, r); next != 0 {
+					if a := skipFrames(buf, next); a >= 0 && buf[a] == 'a' {
+						if j >= sp.base {
+							return 0, false
+						}
+						sp.framesOwn = append(sp.framesOwn, uint32(j))
+						q = a + 1
+						continue
+					}
+				}
+				break // the next key, or SETITEMS
+			}
+			if len(sp.spansOwn) >= math.MaxInt32 {
+				return 0, false
+			}
+			e.Stack = StackID(len(sp.spansOwn))
+			if listMemo > 0 {
+				sp.localStack[listMemo-1] = int32(e.Stack)
+			}
+			sp.spansOwn = append(sp.spansOwn, stackSpan{int32(off), int32(len(sp.framesOwn) - off)})
+			e.Flags |= FlagHasFrames | flagOwnStack
+			continue
+		case opNone:
+			q++
+			switch kw {
+			case kwAddr:
+			case kwFrames:
+				e.Stack = NoStack
+				e.Flags |= FlagHasFrames
+			case kwCompileContext:
+				m.cc, m.ccSeen = strRef{}, true
+			case kwUserMetadata:
+				m.um, m.umSeen, m.umFirst = strRef{}, true, seen&(1<<kwCompileContext) == 0
+			default:
+				return 0, false
+			}
+			continue
+		case opBinInt1:
+			if q+2 > len(buf) {
+				return 0, false
+			}
+			x = int64(buf[q+1])
+			q += 2
+		case opBinInt2:
+			if q+3 > len(buf) {
+				return 0, false
+			}
+			x = int64(uint16(buf[q+1]) | uint16(buf[q+2])<<8)
+			q += 3
+		case opBinInt:
+			if q+5 > len(buf) {
+				return 0, false
+			}
+			x = int64(int32(uint32(buf[q+1]) | uint32(buf[q+2])<<8 | uint32(buf[q+3])<<16 | uint32(buf[q+4])<<24))
+			q += 5
+		case opLong1:
+			v, next := long1At(buf, q)
+			if next == 0 {
+				return 0, false
+			}
+			x, q = v, next
+		default:
+			return 0, false
+		}
+		switch kw {
+		case kwAddr:
+			if x < 0 {
+				return 0, false
+			}
+			e.Addr = uint64(x)
+		case kwSize:
+			if x < 0 {
+				return 0, false
+			}
+			e.Size = uint64(x)
+		case kwStream:
+			stream = x
+		case kwTimeUS:
+			e.TimeUS = x
+			e.Flags |= FlagHasTime
+		default:
+			return 0, false
+		}
+	}
+	// As commitEntry: an action, and the dict complete here (DictEndsAt).
+	if seen&(1<<kwAction) == 0 || q+10 > len(buf) {
+		return 0, false
+	}
+	if r := q; buf[r] == 0x95 {
+		if r += 9; buf[r] == '(' {
+			return 0, false
+		}
+	} else if buf[r] == '(' {
+		return 0, false
+	}
+	if seen&(1<<kwStream) != 0 {
+		i, ok := sp.lastStream, sp.lastRaw == stream && len(sp.rawOwn) > 0
+		if !ok {
+			i, ok = sp.rawIndex[stream]
+		}
+		if !ok {
+			if len(sp.rawOwn) >= MaxStreams {
+				return 0, false
+			}
+			i = len(sp.rawOwn)
+			sp.rawOwn = append(sp.rawOwn, stream)
+			sp.rawIndex[stream] = i
+		}
+		e.Stream = StreamID(i + 1)
+		sp.lastRaw, sp.lastStream = stream, i
+	}
+	if m.ccSeen || m.umSeen {
+		*metas = append(*metas, m)
+		e.Meta = MetaID(len(*metas))
+	}
+	sp.memo = memo
+	return q, true
+}
+
+// accept answers the splitter's offer as the decoder appends entries:
+// it writes below pred from now on, or refuses when it is past the offer
+// already.
+// atX says the decoder is at the MARK where the part starts (Split).
+func (b *builder) accept(sp *splitter, atX bool) {
+	at := sp.at.Load()
+	if at < 0 || sp.acked.Load() != 0 {
+		return
+	}
+	n, off := len(b.events), b.d.Offset()
+	if n > sp.pred || n == sp.pred && !atX || off > at || off == at && !atX {
+		sp.acked.Store(2)
+		return
+	}
+	// The entries expected, at the rate per byte seen before the part, but
+	// no more than the next doubling would reserve (an input dense with
+	// tiny entries at first must not reserve for more than it can hold).
+	want := int(float64(sp.pred)*float64(len(sp.buf))/float64(max(at, 1))*1.1) + 1024
+	if want = min(want, 2*cap(b.events)+1024); want > cap(b.events) {
+		// The reserve was short (entries smaller than guessed).
+		b.moveEvents(func(old []Event) []Event {
+			to := make([]Event, len(old), want)
+			copyInPieces(to, old)
+			return to
+		})
+	}
+	sp.arr = b.events[:cap(b.events)]
+	// Its capacity ends at pred: an entry more than predicted moves the
+	// array (appendEvent), leaving the splitter's part to the old one.
+	b.events = b.events[:n:sp.pred]
+	sp.acked.Store(1)
+}
+
+// sameArray reports whether b.events is still the array handed over.
+func (sp *splitter) sameArray() bool {
+	if cap(sp.arr) == 0 || cap(sp.b.events) == 0 {
+		return false
+	}
+	return unsafe.SliceData(sp.arr) == unsafe.SliceData(sp.b.events)
+}
+
+// Split implements pickle.Splitter: at the MARK where the splitter's part
+// starts, it takes the batches the splitter reads, as they come, while
+// everything is as the splitter assumed.
+func (sp *splitter) Split(d *pickle.Decoder) (bool, error) {
+	b := sp.b
+	if debugSplit {
+		debugMark("decoder at the part")
+		defer debugMark("decoder merged")
+	}
+	if sp.acked.Load() == 0 {
+		b.accept(sp, true) // a part offered since the last entries appended
+	}
+	sp.at.Store(-1)
+	b.split = nil
+	took, err := sp.merge(d)
+	sp.finish()
+	if sp.sameArray() {
+		b.events = sp.arr[:len(b.events)] // the whole capacity again
+	}
+	sp.arr, sp.metas, sp.batches = nil, nil, nil
+	return took, err
+}
+
+// merge does the work of Split; the splitter may still be running.
+func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
+	b := sp.b
+	if sp.acked.Load() != 1 || !sp.sameArray() {
+		return false, nil
+	}
+	m := len(b.events)
+	if m != sp.pred || uint64(d.MemoCount()) != sp.base {
+		return false, nil
+	}
+	list, ok := d.Top()
+	if !ok || list.Kind != pickle.List {
+		return false, nil
+	}
+	run := b.openRuns[list]
+	if run != nil && run.first+run.n != uint64(m) || run == nil && d.Len(list) != 0 {
+		return false, nil
+	}
+	b.events = sp.arr[:m] // the whole capacity again
+	strs := map[uint64]pickle.Value{}
+	none := pickle.Value{Kind: pickle.None}
+	// valid resolves the memo references of an entry, as ReadEntry would
+	// see them.
+	valid := func(e *Event, metas []regionMeta, spans []stackSpan, frames []uint32) bool {
+		if e.Flags&flagStackRef != 0 {
+			// Resolved here, once: what the memo holds is what ReadEntry
+			// would have read.
+			v, ok := d.MemoPlain(uint64(e.Stack))
+			switch {
+			case !ok:
+				return false
+			case v.Kind == pickle.Handle && v.Sub == hStack:
+				e.Stack = StackID(v.X)
+			case v.Kind == pickle.Handle && v.Sub == hEmpty, v.Kind == pickle.None:
+				e.Stack = NoStack
+			default:
+				return false
+			}
+			e.Flags &^= flagStackRef
+		}
+		if e.Flags&flagOwnStack != 0 {
+			// Its own list: interned in the merge, in order; here only
+			// checked to hold frames (else the list stays generic and
+			// event refuses it).
+			sp := spans[e.Stack]
+			for _, j := range frames[sp.off : sp.off+sp.n] {
+				if v, ok := d.MemoPlain(uint64(j)); !ok || v.Kind != pickle.Handle || v.Sub != hFrame {
+					return false
+				}
+			}
+		}
+		if e.Meta != 0 {
+			rm := &metas[e.Meta-1]
+			for _, ref := range [2]strRef{rm.cc, rm.um} {
+				if ref.memo == 0 {
+					continue
+				}
+				if _, ok := strs[ref.memo-1]; !ok {
+					v, ok := d.MemoPlain(ref.memo - 1)
+					if !ok || v.Kind != pickle.String && v.Kind != pickle.None {
+						return false
+					}
+					strs[ref.memo-1] = v
+				}
+			}
+		}
+		return true
+	}
+	// str gives the value of a str an entry holds, interning one of its
+	// own as the decoder does when it reads it.
+	str := func(ref strRef) pickle.Value {
+		switch {
+		case ref.lit:
+			return d.MakeStringBytes(sp.buf[ref.off : ref.off+ref.n])
+		case ref.memo == 0:
+			return none
+		}
+		return strs[ref.memo-1]
+	}
+	var items []pickle.Value
+	merged, end := 0, -1
+	for next := 0; ; {
+		sp.mu.Lock()
+		batches, metas, raw, spans, frames, finished := sp.batches, sp.metas, sp.raw, sp.spans, sp.frames, sp.finished
+		sp.mu.Unlock()
+		if next >= len(batches) {
+			if finished {
+				break
+			}
+			select {
+			case <-sp.more:
+			case <-sp.done:
+			}
+			continue
+		}
+		for ; next < len(batches); next++ {
+			be := batches[next]
+			evs := sp.arr[sp.pred+merged : sp.pred+be.n]
+			for i := range evs {
+				if !valid(&evs[i], metas, spans, frames) {
+					goto done
+				}
+			}
+			// What commitEntry does for each entry, in order.
+			for i := range evs {
+				e := evs[i]
+				if e.Stream != 0 {
+					e.Stream = b.tmpStream(raw[e.Stream-1])
+				}
+				if e.Flags&FlagHasTime != 0 {
+					b.sawTime = true
+				}
+				script := e.Version
+				e.Version = 0
+				var own pickle.Value // its frames list, finished
+				if e.Flags&flagOwnStack != 0 {
+					e.Flags &^= flagOwnStack
+					span := spans[e.Stack]
+					own, e.Stack = pickle.MakeHandle(hEmpty, 0), NoStack
+					if span.n > 0 {
+						items = items[:0]
+						for _, j := range frames[span.off : span.off+span.n] {
+							v, _ := d.MemoPlain(uint64(j))
+							items = append(items, v)
+						}
+						e.Stack = b.internStack(items)
+						own = pickle.MakeHandle(hStack, uint64(e.Stack))
+					}
+				}
+				var cc, um pickle.Value
+				if e.Meta != 0 {
+					rm := &metas[e.Meta-1]
+					var meta EventMeta
+					if rm.umSeen && rm.umFirst {
+						um = str(rm.um)
+						meta.UserMetadata, _ = b.stringValue(um, "user_metadata")
+						b.sawUserMeta = true
+					}
+					if rm.ccSeen {
+						cc = str(rm.cc)
+						meta.CompileContext, _ = b.stringValue(cc, "compile_context")
+						b.sawCompile = true
+					}
+					if rm.umSeen && !rm.umFirst {
+						um = str(rm.um)
+						meta.UserMetadata, _ = b.stringValue(um, "user_metadata")
+						b.sawUserMeta = true
+					}
+					e.Meta = b.s.AddMeta(meta)
+				}
+				// The memo entries its dict and what it holds got, in the
+				// order MEMOIZE gave them.
+				d.Memoize(b.appendEvent(&e))
+				for k := range script >> 8 {
+					switch script >> (2 * k) & 3 {
+					case memoCC:
+						d.Memoize(cc)
+					case memoUM:
+						d.Memoize(um)
+					case memoFrames:
+						d.Memoize(own)
+					}
+				}
+			}
+			merged, end = be.n, be.end
+		}
+	}
+done:
+	if debugSplit {
+		println("split: part from the batch predicted after", sp.pred, "entries:", merged, "entries merged, up to byte", end)
+	}
+	if merged == 0 {
+		return false, nil
+	}
+	if run == nil {
+		b.openRuns[list] = &eventRun{first: uint64(m), n: uint64(merged)}
+	} else {
+		run.n += uint64(merged)
+	}
+	splitMerged.Add(int64(merged))
+	d.SkipTo(end)
+	return true, nil
+}

@@ -1,0 +1,232 @@
+package snapshot
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gpumem/gpumem/internal/corpus"
+)
+
+// decodeSplit decodes b in memory with the splitter starting at frac of
+// the input whatever its size, or without a splitter when frac < 0; it
+// returns how many entries the splitter's part gave.
+func decodeSplit(b []byte, name string, frac float64) (*Snapshot, int64, error) {
+	savedMin, savedFrac, savedFirst := splitMin, splitFrac, splitSkimFirst
+	defer func() { splitMin, splitFrac, splitSkimFirst = savedMin, savedFrac, savedFirst }()
+	if frac < 0 {
+		splitMin = math.MaxInt
+	} else {
+		splitMin, splitFrac, splitSkimFirst = 0, frac, true
+	}
+	before := splitMerged.Load()
+	s, err := DecodeBytes(b, name, nil)
+	return s, splitMerged.Load() - before, err
+}
+
+// sameDecode checks that the splitter changes nothing: the same model, or
+// the same error.
+func sameDecode(t *testing.T, b []byte, name string, frac float64) int64 {
+	t.Helper()
+	want, _, werr := decodeSplit(b, name, -1)
+	got, merged, gerr := decodeSplit(b, name, frac)
+	if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+		t.Fatalf("split at %.2f: error %v, want %v", frac, gerr, werr)
+	}
+	if werr != nil {
+		return merged
+	}
+	if !reflect.DeepEqual(got, want) {
+		for i := range want.Traces {
+			if i < len(got.Traces) && !reflect.DeepEqual(got.Traces[i], want.Traces[i]) {
+				ge, we := got.Traces[i].Events, want.Traces[i].Events
+				for k := range min(len(ge), len(we)) {
+					if ge[k] != we[k] {
+						t.Errorf("trace %d event %d: %+v, want %+v", i, k, ge[k], we[k])
+						break
+					}
+				}
+				t.Errorf("trace %d differs (%d vs %d events)", i, len(ge), len(we))
+			}
+		}
+		t.Fatalf("split at %.2f changes the model (metas %d vs %d, strings %d vs %d, streams %v vs %v)",
+			frac, len(got.Metas), len(want.Metas), len(got.Strings), len(want.Strings), got.Streams, want.Streams)
+	}
+	return merged
+}
+
+// TestSplitMatchesSequential decodes every real snapshot with the splitter
+// starting at several places and without it: the models must be
+// identical. (Real files give the splitter little: PyTorch writes each
+// entry's frames as a list of its own and its compile context as a str of
+// its own, which the splitter leaves to the decoder; the tiled benchmark
+// files share them through the memo. TestSplitSynthetic checks that the
+// splitter's entries are merged.)
+func TestSplitMatchesSequential(t *testing.T) {
+	var merged atomic.Int64
+	files := 0
+	for _, f := range corpus.Files(t) {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(raw) < 2 || raw[0] != 0x80 || raw[1] < 4 {
+			continue
+		}
+		files++
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			for _, frac := range []float64{0, 0.1, 0.45, 0.8} {
+				merged.Add(sameDecode(t, raw, f, frac))
+			}
+		})
+	}
+	if files == 0 {
+		t.Error("no protocol 4+ snapshot: the comparison tested nothing")
+	}
+	t.Logf("%d protocol 4+ snapshots, %d entries from the splitter", files, merged.Load())
+}
+
+// splitPickle writes a snapshot with n entries in batches of batch
+// (Python's pickler writes 1000), with FRAME opcodes between opcodes
+// inside entries every frameEvery entries, compile contexts, user
+// metadata, several streams and, when newStacks, a stack first written
+// in the middle of the trace and used after.
+func splitPickle(n, batch, frameEvery int, newStacks bool) []byte {
+	return splitPickleOdd(n, batch, frameEvery, newStacks, 0)
+}
+
+// splitPickleOdd is splitPickle with entry odd (when > 0) written with its
+// addr before its action: a trace entry all the same, which the
+// splitter's skim does not count.
+func splitPickleOdd(n, batch, frameEvery int, newStacks bool, odd int) []byte {
+	p := newTracePickle()
+	frame := func() { p.b = append(p.b, 0x95, 0, 0, 0, 0, 0, 0, 0, 0) }
+	stack := -1
+	for i := 1; i <= n; i++ {
+		p.beginEntry()
+		if frameEvery > 0 && i%frameEvery == 0 {
+			frame()
+		}
+		if i == odd {
+			p.key("addr")
+			p.b = append(p.b, 'K', 1)
+		}
+		p.key("action")
+		switch i % 3 {
+		case 0:
+			p.key("alloc")
+		case 1:
+			p.key("free_requested")
+		default:
+			p.key("free_completed")
+		}
+		if i != odd {
+			p.key("addr")
+			p.b = append(p.b, 'J', byte(i/3), byte(i>>11), 0, 0)
+		}
+		if frameEvery > 0 && i%frameEvery == 1 {
+			frame()
+		}
+		p.key("size")
+		p.b = append(p.b, 'M', byte(i), 2)
+		p.key("stream")
+		p.b = append(p.b, 'K', byte(i%3))
+		p.key("time_us")
+		p.b = append(p.b, 0x8a, 5, byte(i), byte(i>>8), byte(i>>16), 0, 1)
+		if i%7 == 0 {
+			p.key("compile_context")
+			p.key("ctx-" + string(rune('a'+i%5)))
+		}
+		if i%11 == 0 {
+			p.key("user_metadata")
+			if i%2 == 0 {
+				p.b = append(p.b, 'N')
+			} else {
+				p.key("meta")
+			}
+		}
+		p.key("frames")
+		switch {
+		case newStacks && i == n/2:
+			// A new stack of one new frame.
+			stack = p.memo
+			p.b = append(p.b, ']', 0x94, '(', '}', 0x94, '(')
+			p.memo += 2
+			p.str("filename")
+			p.str("f.py")
+			p.str("name")
+			p.str("fn")
+			p.str("line")
+			p.b = append(p.b, 'K', 7, 'u', 'e')
+		case stack >= 0 && i%2 == 0:
+			p.b = append(p.b, 'j', byte(stack), byte(stack>>8), byte(stack>>16), 0)
+		default:
+			p.b = append(p.b, ']')
+		}
+		p.b = append(p.b, 'u')
+		if i%batch == 0 && i < n {
+			p.b = append(p.b, 'e', '(')
+		}
+	}
+	return p.end()
+}
+
+// TestSplitSynthetic covers what real files seldom have: frames inside
+// entries, metadata, streams, a stack first seen mid-trace (the
+// splitter's part ends there and the decoder reads on).
+func TestSplitSynthetic(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		n, batch, frameEvery int
+		newStacks            bool
+		wantMerged           bool
+	}{
+		{"plain", 5000, 1000, 0, false, true},
+		{"frames", 5000, 1000, 97, false, true},
+		{"new stack", 5000, 1000, 0, true, true},
+		{"small batches", 3000, 7, 13, true, true},
+		{"one batch", 500, 1000, 0, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := splitPickle(tc.n, tc.batch, tc.frameEvery, tc.newStacks)
+			merged := int64(0)
+			for _, frac := range []float64{0, 0.2, 0.5, 0.9} {
+				merged += sameDecode(t, b, tc.name, frac)
+				// Cut short, anywhere: the same error either way.
+				for _, cut := range []int{len(b) / 3, len(b) / 2, len(b) - 5} {
+					sameDecode(t, b[:cut], tc.name, frac)
+				}
+			}
+			if (merged > 0) != tc.wantMerged {
+				t.Errorf("splitter gave %d entries, want some: %v", merged, tc.wantMerged)
+			}
+		})
+	}
+}
+
+// TestSplitMispredicted: an entry the skim does not count before the
+// splitter's part makes the decoder reach the predicted count early; the
+// part is then dropped and the decoder reads it, with the same result.
+func TestSplitMispredicted(t *testing.T) {
+	b := splitPickleOdd(60000, 1000, 0, false, 3)
+	if merged := sameDecode(t, b, "odd", 0.6); merged != 0 {
+		t.Errorf("splitter gave %d entries from a mispredicted part", merged)
+	}
+	if merged := sameDecode(t, splitPickle(60000, 1000, 0, false), "even", 0.6); merged == 0 {
+		t.Error("splitter gave nothing on the same file without the odd entry")
+	}
+}
+
+// FuzzSplit: on any input, the splitter's decode is the one-core decode
+// (the same model or the same error).
+func FuzzSplit(f *testing.F) {
+	f.Add(splitPickle(300, 7, 13, true), uint8(50))
+	f.Add(splitPickle(100, 10, 0, false), uint8(10))
+	f.Add([]byte("\x80\x04}(\x8c\x08segments]u."), uint8(0))
+	f.Fuzz(func(t *testing.T, b []byte, at uint8) {
+		sameDecode(t, b, "fuzz", float64(at%101)/100)
+	})
+}
