@@ -117,18 +117,12 @@ func (t *pageTrace) report(w io.Writer, times []float64, slowMs, minMs float64) 
 			}
 		}
 	}
+	// GPUMEM_TRACE_DUMP=FILE keeps the trace's events as JSON, for a
+	// closer look than the listing.
 	if f := os.Getenv("GPUMEM_TRACE_DUMP"); f != "" {
-		b, _ := json.Marshal(t.events)
-		_ = os.WriteFile(f, b, 0o644)
-	}
-	if os.Getenv("GPUMEM_TRACE_DEBUG") != "" {
-		names := map[string]int{}
-		for _, e := range t.events {
-			if e.Pid == pid && e.Tid == tid {
-				names[e.Ph+" "+e.Name]++
-			}
+		if b, err := json.Marshal(t.events); err == nil {
+			_ = os.WriteFile(f, b, 0o644)
 		}
-		fmt.Fprintf(w, "bench: trace: %d events, thread %d/%d: %v\n", len(t.events), pid, tid, names)
 	}
 	sort.Slice(spans, func(i, j int) bool {
 		if spans[i].ts != spans[j].ts {
