@@ -7,7 +7,7 @@ func (s *Snapshot) Annotate() {
 	for t := range s.Traces {
 		s.Traces[t].Viz = nil
 	}
-	annotate(s, true, true)
+	annotate(s, true, true, nil)
 }
 
 // annotate computes memory_viz's annotate_snapshot beside the raw values,
@@ -17,8 +17,9 @@ func (s *Snapshot) Annotate() {
 // versions, the address versions (per address, how many times it was
 // freed, or unmapped for segments, before). The versions part writes only
 // the Version fields, so that readers of the rest may run meanwhile
-// (Options.Early). Streams are already renamed by the decoder.
-func annotate(s *Snapshot, traces, versions bool) {
+// (Options.Early). Streams are already renamed by the decoder. pause, when
+// not nil, is called every 65,536 entries (Options.Pause).
+func annotate(s *Snapshot, traces, versions bool, pause func()) {
 	var blockVer, segVer *versionMap
 	// The trace entries' versions counted during the decode: annotate
 	// goes on from there with the dump's segments and blocks.
@@ -53,6 +54,9 @@ func annotate(s *Snapshot, traces, versions bool) {
 		}
 		last := -1 // raw index of the last event kept in Viz
 		for i := range evs {
+			if pause != nil && i&(1<<16-1) == 0 {
+				pause()
+			}
 			e := &evs[i]
 			if evVersions {
 				switch e.Action {

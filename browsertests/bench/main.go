@@ -33,6 +33,7 @@ var (
 	settle    = flag.Duration("settle", 2*time.Second, "wait after starting Chromium, before the clock starts, so that its start-up does not compete with gpumem (a user's browser is already running)")
 	nodeHeapM = flag.Int("node-heap-mb", 16000, "node's --max-old-space-size for PyTorch's pipeline")
 	binary    = flag.String("gpumem", "", "`path` of a gpumem binary to time instead of building this checkout (an earlier build, for before/after figures in one session)")
+	traceSlow = flag.Float64("trace-slow", 0, "trace Chromium while the zooms run and list the page's main-thread tasks during each zoom slower than `ms` (0: no trace; tracing slows the page a little)")
 )
 
 func main() {
@@ -174,11 +175,13 @@ func awaitPromise(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams {
 
 // timedKey presses key and returns the ms until the page has fetched and
 // drawn the new window (the refreshed counter moves, then one frame).
+// The console.timeStamp marks bound the zoom in a trace (-trace-slow).
 const timedKey = `new Promise(resolve => {
   const g = window.gpumem, before = g.refreshed, t0 = performance.now();
+  console.timeStamp('zoom %d');
   document.dispatchEvent(new KeyboardEvent('keydown', {key: %q, bubbles: true}));
   const check = () => g.refreshed > before
-    ? requestAnimationFrame(() => resolve(performance.now() - t0))
+    ? requestAnimationFrame(() => { console.timeStamp('zoomed %d'); resolve(performance.now() - t0); })
     : setTimeout(check, 1);
   check();
 })`
@@ -190,6 +193,17 @@ const windowServerTimes = `performance.getEntriesByType('resource').filter(e => 
   const t = Object.fromEntries(e.serverTiming.map(s => [s.name, s.duration]));
   return Math.round(e.responseEnd - e.startTime) + '/' + Math.round(t.window) + '/' + Math.round(t.cpu);
 }).join(' ')`
+
+// windowStalls lists, for the last 24 window requests, the ms each waited
+// in the browser before it was sent (a free connection: Chromium opens
+// at most 6 to a host), and the other requests open when it started.
+const windowStalls = `(() => {
+  const rs = performance.getEntriesByType('resource');
+  return rs.filter(e => e.name.includes('api/window?')).slice(-24).map(e => {
+    const open = rs.filter(o => o !== e && o.startTime <= e.startTime && o.responseEnd > e.startTime).map(o => o.name.replace(/^.*\/api\//, '').replace(/\?.*/, ''));
+    return Math.round(e.requestStart - e.startTime) + (open.length ? '[' + open.join(',') + ']' : '');
+  }).join(' ');
+})()`
 
 // pageTimes lists, in ms since the navigation started, when each request
 // the page made ended, and the first paint.
@@ -295,17 +309,33 @@ func benchFile(chrome, gpumem, path string) (time.Duration, time.Duration, error
 
 	// Zoom in 8 times, pan 8 times, zoom out 8 times.
 	var times []float64
-	for _, key := range append(append(rep("+", 8), rep("ArrowRight", 8)...), rep("-", 8)...) {
+	var trace *pageTrace
+	if *traceSlow > 0 {
+		if trace, err = startTrace(ctx); err != nil {
+			return 0, 0, err
+		}
+	}
+	for i, key := range append(append(rep("+", 8), rep("ArrowRight", 8)...), rep("-", 8)...) {
 		var ms float64
-		if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(timedKey, key), &ms, awaitPromise)); err != nil {
+		if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(timedKey, i, key, i), &ms, awaitPromise)); err != nil {
 			return 0, 0, err
 		}
 		times = append(times, ms)
 	}
 	fmt.Fprintf(os.Stderr, "bench: %s: zoom/pan ms in order: %.0f\n", filepath.Base(path), times)
+	if trace != nil {
+		if err := trace.stop(ctx); err != nil {
+			return 0, 0, err
+		}
+		trace.report(os.Stderr, times, *traceSlow, 4)
+	}
 	var server string
 	if err := chromedp.Run(ctx, chromedp.Evaluate(windowServerTimes, &server)); err == nil {
 		fmt.Fprintf(os.Stderr, "bench: %s: the 24 window answers, request to response end / server wall / server CPU (ms): %s\n", filepath.Base(path), server)
+	}
+	var stalls string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(windowStalls, &stalls)); err == nil {
+		fmt.Fprintf(os.Stderr, "bench: %s: the 24 window requests, ms queued in the browser before sent [other requests open then]: %s\n", filepath.Base(path), stalls)
 	}
 	var ph string
 	_ = chromedp.Run(ctx, chromedp.Evaluate(`JSON.stringify(window.gpumem.phases)`, &ph))

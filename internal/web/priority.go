@@ -163,6 +163,15 @@ func (u *userRequests) waitAnswered() {
 	}
 }
 
+// waitAnsweredUnless is waitAnswered returning early, too, once wanted
+// reports true (checked as often): for work that a request being answered
+// may wait on.
+func (u *userRequests) waitAnsweredUnless(wanted func() bool) {
+	for u.inFlight.Load() > 0 && !wanted() {
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // busy reports whether the user is waiting on a request or has not paused
 // since the last one.
 func (u *userRequests) busy() bool {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"runtime"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpumem/gpumem/internal/demo"
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 func TestInBackground(t *testing.T) {
@@ -118,5 +120,73 @@ func TestAnalysisPausesForUser(t *testing.T) {
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("the analysis never finished once the user paused")
+	}
+}
+
+// TestVersionsPause checks that the address versions' pass of a file the
+// server loads waits while a request the user waits on is answered, goes
+// on once none is, and does not wait while a request waits for the
+// versions (it may be that one).
+func TestVersionsPause(t *testing.T) {
+	srv := New(Options{})
+	u := &srv.user
+	var pause func()
+	_, errc := srv.Store.Load("x", func(opt *snapshot.Options) (*snapshot.Snapshot, error) {
+		pause = opt.Pause
+		return nil, errors.New("not a snapshot")
+	})
+	<-errc
+	if pause == nil {
+		t.Fatal("the server's decode has no Options.Pause")
+	}
+	f := srv.Store.file(0)
+	returned := func() bool {
+		done := make(chan struct{})
+		go func() { pause(); close(done) }()
+		select {
+		case <-done:
+			return true
+		case <-time.After(50 * time.Millisecond):
+			return false
+		}
+	}
+	if !returned() {
+		t.Fatal("the pass paused with no request in flight")
+	}
+	u.inFlight.Add(1)
+	done := make(chan struct{})
+	go func() { pause(); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("the pass went on while a window was being answered")
+	case <-time.After(50 * time.Millisecond):
+	}
+	u.inFlight.Add(-1)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pass did not go on once the window was answered")
+	}
+	u.inFlight.Add(1)
+	defer u.inFlight.Add(-1)
+	f.readyWaiters.Add(1)
+	defer f.readyWaiters.Add(-1)
+	if !returned() {
+		t.Fatal("the pass paused while a request waited for the versions")
+	}
+	// A request waiting for a file to be ready is counted so.
+	g := srv.Store.addPending("y")
+	ctx, cancel := context.WithCancel(context.Background())
+	waited := make(chan struct{})
+	go func() { _ = g.wait(ctx); close(waited) }()
+	for deadline := time.Now().Add(5 * time.Second); g.readyWaiters.Load() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a request waiting for the file is not counted in readyWaiters")
+		}
+	}
+	cancel()
+	<-waited
+	if n := g.readyWaiters.Load(); n != 0 {
+		t.Errorf("readyWaiters %d after the wait ended, want 0", n)
 	}
 }

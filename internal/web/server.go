@@ -97,6 +97,7 @@ func New(opt Options) *Server {
 	srv := &Server{Store: st, opt: opt}
 	st.userBusy = srv.user.busy
 	st.answerWaiting = srv.user.answerWaiting
+	st.userAnswered = srv.user.waitAnsweredUnless
 	return srv
 }
 

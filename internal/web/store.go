@@ -33,6 +33,10 @@ type Store struct {
 	// answerWaiting, when set, says that an answer request waits on the
 	// analysis: it stops pausing for the user then.
 	answerWaiting func() bool
+	// userAnswered, when set, returns once no request the user waits on
+	// is being answered or wanted says to go on: the address versions'
+	// pass pauses on it (file.pauseVersions).
+	userAnswered func(wanted func() bool)
 	// versionsWait bounds how long a loaded file's address versions wait
 	// for the page to draw its first view (markDrawn).
 	versionsWait time.Duration
@@ -113,8 +117,12 @@ type file struct {
 	// the decoder fills in the address versions after that.
 	drawn     chan struct{}
 	drawnOnce sync.Once
-	// versionsWait is the store's.
+	// versionsWait and userAnswered are the store's.
 	versionsWait time.Duration
+	userAnswered func(wanted func() bool)
+	// readyWaiters counts the requests waiting for the file to be ready
+	// (wait): the versions' pass does not pause while there are any.
+	readyWaiters atomic.Int32
 
 	infoOnce sync.Once
 	info     fileInfo
@@ -167,6 +175,12 @@ func (s *Store) Load(name string, load Loader) (int, <-chan error) {
 				f.totalBytes.Store(total)
 			},
 			Early: f.showEarly,
+			// The versions' pass starts as the page draws its first
+			// view and the user's first zooms come: it gives them the
+			// core while they are answered, as the window index's
+			// build does (a first zoom on a 1 GB snapshot waited
+			// 100-300 ms for a core beside it on two cores).
+			Pause: f.pauseVersions,
 			Feed: func(feed *snapshot.EventFeed) {
 				f.fed = replay.LayoutFeed(feed, func(layout func()) { go layout() })
 			},
@@ -228,6 +242,15 @@ func (f *file) wait(ctx context.Context) error {
 	select {
 	case <-f.ready:
 		return f.loadErr
+	default:
+	}
+	// A request waiting here may be one the user waits on: the versions'
+	// pass must not pause for it (pauseVersions).
+	f.readyWaiters.Add(1)
+	defer f.readyWaiters.Add(-1)
+	select {
+	case <-f.ready:
+		return f.loadErr
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -251,7 +274,7 @@ func (s *Store) addPending(name string) *file {
 	}
 	f := &file{ID: len(s.files), Name: name, shown: make(chan struct{}), ready: make(chan struct{}), devs: map[int]*deviceData{},
 		timelines: map[tlKey]*tlEntry{}, build: s.build, userBusy: s.userBusy, answerWaiting: s.answerWaiting, rules: s.rules,
-		drawn: make(chan struct{}), versionsWait: s.versionsWait}
+		drawn: make(chan struct{}), versionsWait: s.versionsWait, userAnswered: s.userAnswered}
 	s.files = append(s.files, f)
 	return f
 }
@@ -295,6 +318,16 @@ func (f *file) showEarly(snap *snapshot.Snapshot) {
 		case <-f.drawn:
 		case <-t.C:
 		}
+	}
+}
+
+// pauseVersions is the file's snapshot.Options.Pause: the address
+// versions' pass waits while the server answers a request the user waits
+// on (a window, a state step), unless a request waits for the versions
+// (one of those may be it).
+func (f *file) pauseVersions() {
+	if f.userAnswered != nil {
+		f.userAnswered(func() bool { return f.readyWaiters.Load() > 0 })
 	}
 }
 
