@@ -117,7 +117,7 @@ func (d *Device) stateOf(event int, segs, allocs []int32) *replay.State {
 	st := &replay.State{Event: event, Segments: make([]replay.SegmentState, 0, len(segs)), Blocks: make([]replay.StateBlock, 0, len(allocs))}
 	for k, i := range segs {
 		d.pauseAt(k)
-		it := &d.Segments.Items[i]
+		it := d.Segments.Item(int(i))
 		var sg replay.SegmentState
 		switch {
 		case it.Dump >= 0:
@@ -140,7 +140,7 @@ func (d *Device) stateOf(event int, segs, allocs []int32) *replay.State {
 	last := int32(len(d.Active.Events))
 	for k, i := range allocs {
 		d.pauseAt(k)
-		it := &d.Active.Items[i]
+		it := d.Active.Item(int(i))
 		stack, _, addr := d.itemSource(int(i))
 		b := replay.StateBlock{Addr: addr, Requested: it.Size, Size: round(it.Size), Stack: stack, Segment: -1}
 		if it.Died == last {
@@ -227,11 +227,11 @@ func (d *Device) FragmentationCurve(actions []int) []Fragmentation {
 	// The item each action pushes or pops, per timeline.
 	who := func(lt *replay.Lifetimes) []int32 {
 		w := make([]int32, len(lt.Events))
-		for i := range lt.Items {
-			if b := lt.Items[i].Born; b >= 0 {
+		for i := range lt.Len() {
+			if b := lt.Born(i); b >= 0 {
 				w[b] = int32(i)
 			}
-			if e := lt.Items[i].Died; int(e) < len(lt.Events) {
+			if e := lt.Died(i); int(e) < len(lt.Events) {
 				w[e] = int32(i)
 			}
 		}
@@ -245,9 +245,9 @@ func (d *Device) FragmentationCurve(actions []int) []Fragmentation {
 		next int // the next action to apply
 	}
 	newSet := func(lt *replay.Lifetimes) *liveSet {
-		ls := &liveSet{lt: lt, who: who(lt), pos: make([]int32, len(lt.Items))}
-		for i := range lt.Items {
-			if lt.Items[i].Born < 0 {
+		ls := &liveSet{lt: lt, who: who(lt), pos: make([]int32, lt.Len())}
+		for i := range lt.Len() {
+			if lt.Born(i) < 0 {
 				ls.ids = append(ls.ids, int32(i))
 				ls.pos[i] = int32(len(ls.ids))
 			}

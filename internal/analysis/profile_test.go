@@ -133,7 +133,7 @@ func TestSiteItems(t *testing.T) {
 	for _, s := range a.Sites {
 		var b uint64
 		for _, i := range s.Items {
-			b += d.Active.Items[i].Size
+			b += d.Active.Size(int(i))
 		}
 		if b != s.Bytes || len(s.Items) != s.Count {
 			t.Errorf("site %v: items %v sum %d, bytes %d count %d", s.Frames, s.Items, b, s.Bytes, s.Count)

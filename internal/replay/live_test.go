@@ -19,7 +19,7 @@ func TestCorpusLifetimes(t *testing.T) {
 					t.Errorf("%s device %d %v: lifetimes peak %d, stats %d", s.Source.Name, d, kind, lt.PeakBytes, st.PeakBytes)
 				}
 				var live uint64
-				lt.Live(lt.PeakAction, func(i int) { live += lt.Items[i].Size })
+				lt.Live(lt.PeakAction, func(i int) { live += lt.Size(i) })
 				if len(lt.Events) > 0 && live != lt.PeakBytes {
 					t.Errorf("%s device %d %v: live after peak action %d = %d, want %d", s.Source.Name, d, kind, lt.PeakAction, live, lt.PeakBytes)
 				}
@@ -56,8 +56,8 @@ func TestNewLifetimesPaused(t *testing.T) {
 		got.Pause = func() { calls++ }
 		calls = 0
 		got.Live(len(got.Events)/2, func(int) {})
-		if want := (len(got.Items) + pauseEvery) / (pauseEvery + 1); calls != want {
-			t.Errorf("kind %v: Live paused %d times over %d elements, want %d", kind, calls, len(got.Items), want)
+		if want := (got.Len() + pauseEvery) / (pauseEvery + 1); calls != want {
+			t.Errorf("kind %v: Live paused %d times over %d elements, want %d", kind, calls, got.Len(), want)
 		}
 	}
 }
