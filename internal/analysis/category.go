@@ -926,9 +926,9 @@ func (d *Device) NewCategorySweep() *CategorySweep {
 func (c *CategorySweep) Apply(k int) {
 	switch x := c.act[k]; {
 	case x > 0:
-		c.Live[c.d.Category(int(x-1))] += c.d.Active.Size(int(x-1))
+		c.Live[c.d.Category(int(x-1))] += c.d.Active.Size(int(x - 1))
 	case x < 0:
-		c.Live[c.d.Category(int(-x-1))] -= c.d.Active.Size(int(-x-1))
+		c.Live[c.d.Category(int(-x-1))] -= c.d.Active.Size(int(-x - 1))
 	}
 }
 

@@ -323,10 +323,10 @@ func (p *perfettoWriter) device(d int) {
 			}
 		}
 		if x := born[i]; x > 0 {
-			live[dv.Category(int(x-1))] += lt.Size(int(x-1))
+			live[dv.Category(int(x-1))] += lt.Size(int(x - 1))
 		}
 		if x := died[i]; x > 0 {
-			live[dv.Category(int(x-1))] -= lt.Size(int(x-1))
+			live[dv.Category(int(x-1))] -= lt.Size(int(x - 1))
 		}
 		emit(i, c.At(i))
 	}
