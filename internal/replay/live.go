@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"math/bits"
 	"sort"
 
 	"github.com/gpumem/gpumem/internal/rules"
@@ -29,9 +30,12 @@ type Lifetimes struct {
 	// Events[k] is the raw trace event index (into Trace.Events) of
 	// action k, in increasing order.
 	Events []int32
-	// Timesteps[k] is memory_viz's timestep of action k with every element
-	// drawn (the viewer's x axis).
-	Timesteps []int32
+	// Action k's timestep is k plus 3 for each free among the actions
+	// before it that leaves a gap in the stack (see Timestep): those
+	// frees as bits, and their count before each word's first action, an
+	// eighth of the 4 bytes an action a column of timesteps took.
+	gaps       []uint64
+	gapsBefore []int32
 	// PeakBytes is max(max_at_time), the number ComputeStats reports as
 	// PeakBytes; PeakAction is the first action after which the live total
 	// equals it (-1: before the first action).
@@ -123,13 +127,14 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 	l := buildElements(s, device, kind == KindSegments, nil, pause)
 	n := len(l.actions)
 	lt := &Lifetimes{
-		Kind:      kind,
-		src:       l.elems,
-		born:      make([]int32, len(l.elems)),
-		died:      make([]int32, len(l.elems)),
-		Events:    make([]int32, n),
-		Timesteps: make([]int32, n),
-		Pause:     pause,
+		Kind:       kind,
+		src:        l.elems,
+		born:       make([]int32, len(l.elems)),
+		died:       make([]int32, len(l.elems)),
+		Events:     make([]int32, n),
+		gaps:       make([]uint64, (n+63)/64),
+		gapsBefore: make([]int32, (n+63)/64),
+		Pause:      pause,
 	}
 	for i := range lt.born {
 		lt.born[i], lt.died[i] = -1, int32(n)
@@ -146,11 +151,13 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 	if n == 0 {
 		lt.PeakBytes = 0 // memory_viz counts the initial stack only at an action
 	}
-	timestep := int32(0)
+	gaps := int32(0)
 	for k, id := range l.actions {
 		pauseAt(pause, k)
 		e := &l.elems[id]
-		lt.Timesteps[k] = timestep
+		if k&63 == 0 {
+			lt.gapsBefore[k>>6] = gaps
+		}
 		if pos[id] == 0 { // an alloc: pushed on top
 			lt.born[id] = int32(k)
 			pos[id] = int32(len(live.down) + 1)
@@ -163,20 +170,28 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 			if total > lt.PeakBytes {
 				lt.PeakBytes, lt.PeakAction = total, k
 			}
-			timestep++
 			continue
 		}
 		// a free
 		lt.died[id] = int32(k)
 		lt.Events[k] = e.freeEvent()
-		timestep++
 		if live.free(pos[id] - 1) {
-			timestep += 3
+			lt.gaps[k>>6] |= 1 << (k & 63)
+			gaps++
 		}
 		pos[id] = 0
 		total -= e.size
 	}
 	return lt
+}
+
+// Timestep is memory_viz's timestep of action k (0 <= k < len(Events))
+// with every element drawn (the viewer's x axis): one per action before
+// it, and 3 more per free before it that left a gap in the stack.
+func (lt *Lifetimes) Timestep(k int) int32 {
+	w := k >> 6
+	before := lt.gapsBefore[w] + int32(bits.OnesCount64(lt.gaps[w]&(1<<(k&63)-1)))
+	return int32(k) + 3*before
 }
 
 // ActionAtEvent returns the last action whose raw event index is at most
