@@ -102,10 +102,18 @@ func fragmentationOf(st *replay.State) (Fragmentation, []freeRange) {
 // trace never allocated are added. O(live log live); no replay of the
 // trace. It equals replay.History's state (tested on the real corpus).
 func (d *Device) StateAt(m Moment) *replay.State {
-	var segs, allocs []int32
-	d.Segments.Live(d.Segments.ActionAtEvent(m.Event), func(i int) { segs = append(segs, int32(i)) })
-	d.Active.Live(m.Action, func(i int) { allocs = append(allocs, int32(i)) })
-	return d.stateOf(m.Event, segs, allocs)
+	return d.stateOf(m.Event, liveItems(d.Segments, d.Segments.ActionAtEvent(m.Event)), liveItems(d.Active, m.Action))
+}
+
+// liveItems lists the elements of lt live after action k, counted first:
+// at a 1 GB snapshot's peak they are a million, and the list grown by
+// appends held up to twice that.
+func liveItems(lt *replay.Lifetimes, k int) []int32 {
+	n := 0
+	lt.Live(k, func(int) { n++ })
+	out := make([]int32, 0, n)
+	lt.Live(k, func(i int) { out = append(out, int32(i)) })
+	return out
 }
 
 // stateOf builds the state after raw event ev from the live segments
