@@ -77,15 +77,15 @@ type Lifetime struct {
 // Len is the number of elements.
 func (lt *Lifetimes) Len() int { return len(lt.src) }
 
-// Item returns element i.
+// Item returns element i. (Small enough to be inlined: the
+// classification reads every element several times.)
 func (lt *Lifetimes) Item(i int) Lifetime {
-	e := &lt.src[i]
-	it := Lifetime{Size: e.size, Alloc: -1, Free: e.freeEvent(), Dump: -1, Born: lt.born[i], Died: lt.died[i]}
-	switch e.kind() {
-	case srcAlloc:
-		it.Alloc = e.ref
-	case srcGhostBlock, srcDumpSeg:
-		it.Dump = e.ref
+	e := lt.src[i]
+	it := Lifetime{Size: e.size, Alloc: e.ref, Free: max(e.free, -1), Dump: -1, Born: lt.born[i], Died: lt.died[i]}
+	if e.free < freeNone { // srcGhostBlock, srcDumpSeg
+		it.Alloc, it.Dump = -1, e.ref
+	} else if e.free == e.ref { // srcFree
+		it.Alloc = -1
 	}
 	return it
 }
