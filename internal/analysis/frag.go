@@ -128,8 +128,8 @@ func (d *Device) stateOf(event int, segs, allocs []int32) *replay.State {
 		it := d.Segments.Item(int(i))
 		var sg replay.SegmentState
 		switch {
-		case it.Dump >= 0:
-			ds := &s.Segments[it.Dump]
+		case it.Dump() >= 0:
+			ds := &s.Segments[it.Dump()]
 			sg = replay.SegmentState{Addr: ds.Address, Size: ds.TotalSize, Stream: ds.Stream, PoolID: ds.PoolID, Stack: ds.Stack}
 		case it.Alloc >= 0:
 			e := &ev[it.Alloc]

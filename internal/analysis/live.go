@@ -44,7 +44,7 @@ func (d *Device) Allocation(i int) Allocation {
 		a.Stream = 0
 	}
 	a.Category, a.Rule = d.Category(i), d.EffectiveRule(i)
-	if it := d.Active.Item(i); it.Alloc < 0 && it.Dump < 0 && it.Free >= 0 && a.Stack != snapshot.NoStack {
+	if it := d.Active.Item(i); it.Alloc < 0 && it.Dump() < 0 && it.Free >= 0 && a.Stack != snapshot.NoStack {
 		a.FreedStack = d.freesHaveOwnStacks()
 	}
 	return a
@@ -88,8 +88,8 @@ func (d *Device) itemSource(i int) (snapshot.StackID, snapshot.StreamID, uint64)
 	case it.Alloc >= 0:
 		e := &ev[it.Alloc]
 		return e.Stack, e.Stream, e.Addr
-	case it.Dump >= 0:
-		b := &d.S.Blocks[it.Dump]
+	case it.Dump() >= 0:
+		b := &d.S.Blocks[it.Dump()]
 		return blockStack(d.S, b), -1, b.Addr
 	case it.Free >= 0:
 		// Allocated before the trace: with context "alloc" the free

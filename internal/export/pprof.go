@@ -57,8 +57,8 @@ func BuildMemoryProfiles(d *analysis.Device) (*MemoryProfiles, error) {
 		case it.Alloc >= 0:
 			itemOfAlloc[it.Alloc] = i
 			addr = ev[it.Alloc].Addr
-		case it.Dump >= 0:
-			addr = s.Blocks[it.Dump].Addr
+		case it.Dump() >= 0:
+			addr = s.Blocks[it.Dump()].Addr
 		default:
 			continue
 		}

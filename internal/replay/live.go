@@ -20,13 +20,10 @@ import (
 // trace), Died == len(Events) means live at the end.
 type Lifetimes struct {
 	Kind Kind
-	// The elements, as columns: src is the element list the lifetimes
-	// were computed from (kept, not copied: size, source and free event
-	// in 16 bytes), born and died their first and last actions. A
-	// []Lifetime of 32 bytes per element was 250 MB of a 1 GB tile's
-	// answers, made beside the 125 MB list it was copied from.
-	src        []elemSrc
-	born, died []int32
+	// items are the elements, 24 bytes each: a Lifetime of 32 (a
+	// dump index beside the event indices) was 250 MB of a 1 GB tile's
+	// answers.
+	items []Lifetime
 	// Events[k] is the raw trace event index (into Trace.Events) of
 	// action k, in increasing order.
 	Events []int32
@@ -65,50 +62,39 @@ type Lifetime struct {
 	// Size is the plotted size: the requested bytes of an allocation, the
 	// total size of a segment.
 	Size uint64
-	// Alloc and Free are raw trace event indices, -1 when not in the trace.
+	// Alloc and Free are raw trace event indices, negative when not in
+	// the trace. An Alloc below -1 holds the element's dump entry (see
+	// Dump), which only elements not allocated in the trace have.
 	Alloc, Free int32
-	// Dump is the index into Snapshot.Blocks (allocations) or
-	// Snapshot.Segments (segments) of the dump entry this element comes
-	// from when its allocation is not in the trace; -1 otherwise.
-	Dump       int32
-	Born, Died int32
+	Born, Died  int32
 }
 
-// Len is the number of elements.
-func (lt *Lifetimes) Len() int { return len(lt.src) }
-
-// Item returns element i. (Small enough to be inlined: the
-// classification reads every element several times.)
-func (lt *Lifetimes) Item(i int) Lifetime {
-	e := lt.src[i]
-	it := Lifetime{Size: e.size, Alloc: e.ref, Free: max(e.free, -1), Dump: -1, Born: lt.born[i], Died: lt.died[i]}
-	if e.free < freeNone { // srcGhostBlock, srcDumpSeg
-		it.Alloc, it.Dump = -1, e.ref
-	} else if e.free == e.ref { // srcFree
-		it.Alloc = -1
-	}
-	return it
-}
-
-// Size is element i's Size.
-func (lt *Lifetimes) Size(i int) uint64 { return lt.src[i].size }
-
-// Born is element i's Born: the action that pushes it (-1: live before
-// the first).
-func (lt *Lifetimes) Born(i int) int32 { return lt.born[i] }
-
-// Died is element i's Died: the action that pops it (len(Events): live
-// at the end).
-func (lt *Lifetimes) Died(i int) int32 { return lt.died[i] }
-
-// Alloc is element i's Alloc: its raw alloc event, -1 when not in the
-// trace.
-func (lt *Lifetimes) Alloc(i int) int32 {
-	if e := &lt.src[i]; e.kind() == srcAlloc {
-		return e.ref
+// Dump is the index into Snapshot.Blocks (allocations) or
+// Snapshot.Segments (segments) of the dump entry this element comes from
+// when its allocation is not in the trace; -1 otherwise.
+func (it *Lifetime) Dump() int32 {
+	if it.Alloc < -1 {
+		return -2 - it.Alloc
 	}
 	return -1
 }
+
+// Len is the number of elements.
+func (lt *Lifetimes) Len() int { return len(lt.items) }
+
+// Item returns element i.
+func (lt *Lifetimes) Item(i int) *Lifetime { return &lt.items[i] }
+
+// Size is element i's Size.
+func (lt *Lifetimes) Size(i int) uint64 { return lt.items[i].Size }
+
+// Born is element i's Born: the action that pushes it (-1: live before
+// the first).
+func (lt *Lifetimes) Born(i int) int32 { return lt.items[i].Born }
+
+// Died is element i's Died: the action that pops it (len(Events): live
+// at the end).
+func (lt *Lifetimes) Died(i int) int32 { return lt.items[i].Died }
 
 // NewLifetimes computes the lifetimes of the elements of a device's
 // timeline of kind KindActive or KindSegments (KindActiveWithPools is
@@ -128,16 +114,23 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 	n := len(l.actions)
 	lt := &Lifetimes{
 		Kind:       kind,
-		src:        l.elems,
-		born:       make([]int32, len(l.elems)),
-		died:       make([]int32, len(l.elems)),
+		items:      make([]Lifetime, len(l.elems)),
 		Events:     make([]int32, n),
 		gaps:       make([]uint64, (n+63)/64),
 		gapsBefore: make([]int32, (n+63)/64),
 		Pause:      pause,
 	}
-	for i := range lt.born {
-		lt.born[i], lt.died[i] = -1, int32(n)
+	for i := range l.elems {
+		pauseAt(pause, i)
+		e := &l.elems[i]
+		it := Lifetime{Size: e.size, Alloc: -1, Free: e.freeEvent(), Born: -1, Died: int32(n)}
+		switch e.kind() {
+		case srcAlloc:
+			it.Alloc = e.ref
+		case srcGhostBlock, srcDumpSeg:
+			it.Alloc = -2 - e.ref
+		}
+		lt.items[i] = it
 	}
 	live := newLiveStack(len(l.elems))
 	pos := make([]int32, len(l.elems)) // stack position+1 while live
@@ -159,7 +152,7 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 			lt.gapsBefore[k>>6] = gaps
 		}
 		if pos[id] == 0 { // an alloc: pushed on top
-			lt.born[id] = int32(k)
+			lt.items[id].Born = int32(k)
 			pos[id] = int32(len(live.down) + 1)
 			live.push()
 			total += e.size
@@ -173,7 +166,7 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 			continue
 		}
 		// a free
-		lt.died[id] = int32(k)
+		lt.items[id].Died = int32(k)
 		lt.Events[k] = e.freeEvent()
 		if live.free(pos[id] - 1) {
 			lt.gaps[k>>6] |= 1 << (k & 63)
@@ -203,9 +196,9 @@ func (lt *Lifetimes) ActionAtEvent(raw int) int {
 // Live calls f for every element live after action k (k == -1: before
 // the first action). O(elements).
 func (lt *Lifetimes) Live(k int, f func(i int)) {
-	for i, b := range lt.born {
+	for i := range lt.items {
 		pauseAt(lt.Pause, i)
-		if int(b) <= k && k < int(lt.died[i]) {
+		if it := &lt.items[i]; int(it.Born) <= k && k < int(it.Died) {
 			f(i)
 		}
 	}

@@ -63,13 +63,29 @@ func TestNewLifetimesPaused(t *testing.T) {
 	}
 }
 
-// TestLifetimesTimestep checks Timestep, kept as bits of the frees that
+// TestLifetimesTimestep checks each element's sources and Timestep, kept as bits of the frees that
 // leave a gap, against timesteps counted on a plain stack: one per action,
 // 3 more after a free of an element that is not on top (memory_viz's
 // shift of the elements above it).
 func TestLifetimesTimestep(t *testing.T) {
 	gaps := 0
+	dumps := 0
 	check := func(t *testing.T, name string, l *elementList, lt *Lifetimes) {
+		// Each element's sources, packed in 24 bytes, read back.
+		for i := range l.elems {
+			e, it := &l.elems[i], lt.Item(i)
+			alloc, dump := int32(-1), int32(-1)
+			switch e.kind() {
+			case srcAlloc:
+				alloc = e.ref
+			case srcGhostBlock, srcDumpSeg:
+				dump = e.ref
+				dumps++
+			}
+			if it.Size != e.size || max(it.Alloc, -1) != alloc || it.Dump() != dump || it.Free != e.freeEvent() {
+				t.Fatalf("%s: element %d: size %d alloc %d dump %d free %d, want %d %d %d %d", name, i, it.Size, it.Alloc, it.Dump(), it.Free, e.size, alloc, dump, e.freeEvent())
+			}
+		}
 		stack := append([]int32(nil), l.initial...)
 		ts := int32(0)
 		for k, id := range l.actions {
@@ -104,6 +120,9 @@ func TestLifetimesTimestep(t *testing.T) {
 				check(t, s.Source.Name, buildElements(s, d, kind == KindSegments, nil, nil), NewLifetimes(s, d, kind))
 			}
 		}
+	}
+	if dumps == 0 {
+		t.Fatal("no element from the dump: Dump is not checked")
 	}
 	if gaps == 0 {
 		t.Fatal("no free left a gap: the test checks nothing of the gaps")
