@@ -29,7 +29,7 @@ func TestColourByCategory(t *testing.T) {
 	}
 	d := analysis.NewDevice(s, s.DefaultDevice())
 	seen := map[string]bool{}
-	for i := range d.Active.Items {
+	for i := range d.Active.Len() {
 		seen[d.Category(i).String()] = true
 	}
 	var want []string

@@ -52,10 +52,10 @@ func BatchDependent(r Rule) bool {
 // pass it failed in). Allocations whose category a user rule set scale
 // by the rule the built-in classification found.
 func (d *Device) BatchRequests(scale float64) []alloc.Request {
-	items := d.Active.Items
+	items := d.Active
 	ev := d.Events()
 	sized := func(i int) uint64 {
-		sz := items[i].Size
+		sz := items.Size(i)
 		if BatchDependent(d.CategoryRule(i)) {
 			sz = uint64(math.Round(float64(sz) * scale))
 		}
@@ -86,21 +86,21 @@ func (d *Device) BatchRequests(scale float64) []alloc.Request {
 		return si >= 0 && d.S.Segments[si].InPrivatePool()
 	}
 	var pre []int
-	for i := range items {
-		if items[i].Born < 0 && !skip(i) {
+	for i := range items.Len() {
+		if items.Born(i) < 0 && !skip(i) {
 			pre = append(pre, i)
 		}
 	}
 	addrOf := func(i int) uint64 { _, _, a := d.itemSource(i); return a }
 	sort.Slice(pre, func(a, b int) bool { return addrOf(pre[a]) < addrOf(pre[b]) })
-	reqs := make([]alloc.Request, 0, len(pre)+2*len(items))
+	reqs := make([]alloc.Request, 0, len(pre)+2*items.Len())
 	for _, i := range pre {
 		reqs = append(reqs, alloc.Request{ID: int32(i), Size: sized(i), Stream: stream(i)})
 	}
 	n := len(d.Active.Events)
 	act := make([]int32, n) // +i+1 born, -i-1 died at action k
-	for i := range items {
-		it := &items[i]
+	for i := range items.Len() {
+		it := items.Item(i)
 		if it.Born >= 0 && int(it.Born) < n {
 			act[it.Born] = int32(i + 1)
 		}
@@ -154,7 +154,7 @@ func (d *Device) BatchRequests(scale float64) []alloc.Request {
 // scalesWithBatch says whether any allocation of the trace scales with
 // the batch.
 func (d *Device) scalesWithBatch() bool {
-	for i := range d.Active.Items {
+	for i := range d.Active.Len() {
 		if BatchDependent(d.CategoryRule(i)) {
 			return true
 		}

@@ -82,11 +82,11 @@ func BatchAnswerOf(s *snapshot.Snapshot, path string, dev int, o BatchOptions) (
 	}
 	j.Elapsed = time.Since(start)
 	j.Control, j.Scaled = control[0], scaled[0]
-	for i := range d.Active.Items {
+	for i := range d.Active.Len() {
 		j.Allocations++
 		if BatchDependent(d.CategoryRule(i)) {
 			j.ScaledAllocations++
-			sz := d.Active.Items[i].Size
+			sz := d.Active.Size(i)
 			j.ScaledBytes += sz
 			j.ScaledBytesAfter += uint64(float64(sz)*o.Scale + 0.5)
 		}

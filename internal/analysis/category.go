@@ -403,10 +403,10 @@ const (
 // optimizer states). docs/categories.md lists the rules.
 func classify(d *Device) ([]Category, []Rule) {
 	s := d.S
-	items := d.Active.Items
+	items := d.Active
 	n := int32(len(d.Active.Events))
-	cats := make([]Category, len(items))
-	rules := make([]Rule, len(items))
+	cats := make([]Category, items.Len())
+	rules := make([]Rule, items.Len())
 	set := func(i int, c Category, r Rule) { cats[i], rules[i] = c, r }
 	ev := d.Events()
 
@@ -468,12 +468,12 @@ func classify(d *Device) ([]Category, []Rule) {
 
 	// Per item: its evidence and phase. Items are in element order, which
 	// for trace allocations is birth order.
-	evs := make([]evidence, len(items))
-	phases := make([]phase, len(items))
+	evs := make([]evidence, items.Len())
+	phases := make([]phase, items.Len())
 	inBackward := false // between a Python backward call and the next main-thread frames
-	for i := range items {
+	for i := range items.Len() {
 		d.pauseAt(i)
-		it := &items[i]
+		it := items.Item(i)
 		var t int64
 		hasT := false
 		if it.Alloc >= 0 {
@@ -508,10 +508,10 @@ func classify(d *Device) ([]Category, []Rule) {
 
 	// runEnd[i]: the birth of the next allocation in a different known
 	// phase (n when none): "outlived its phase" is Died >= runEnd.
-	runEnd := make([]int32, len(items))
+	runEnd := make([]int32, items.Len())
 	next := [4]int32{n, n, n, n} // next birth of each phase, scanning backwards
-	for i := len(items) - 1; i >= 0; i-- {
-		it := &items[i]
+	for i := items.Len() - 1; i >= 0; i-- {
+		it := items.Item(i)
 		if before(it) {
 			continue
 		}
@@ -531,10 +531,10 @@ func classify(d *Device) ([]Category, []Rule) {
 	// nextFwd[i]: the birth of the next allocation made in a module's
 	// forward in the same forward run (n when none): an allocation made
 	// outside the modules and still live then is the pass's input.
-	nextFwd := make([]int32, len(items))
+	nextFwd := make([]int32, items.Len())
 	nf := n
-	for i := len(items) - 1; i >= 0; i-- {
-		it := &items[i]
+	for i := items.Len() - 1; i >= 0; i-- {
+		it := items.Item(i)
 		if before(it) {
 			continue
 		}
@@ -569,8 +569,8 @@ func classify(d *Device) ([]Category, []Rule) {
 	// Allocations of a forward run made before its first module forward
 	// (the batch put on the device) are inputs when they outlive the run.
 	seenForward := false
-	for i := range items {
-		it := &items[i]
+	for i := range items.Len() {
+		it := items.Item(i)
 		e, p := evs[i], phases[i]
 		switch {
 		case e&evWorkspace != 0:
@@ -700,8 +700,8 @@ func classify(d *Device) ([]Category, []Rule) {
 		size uint64
 	}
 	perSite := map[stackSize]int{}
-	for i := range items {
-		it := &items[i]
+	for i := range items.Len() {
+		it := items.Item(i)
 		c := cats[i]
 		if (c == Gradient || c == OptimizerState) && evs[i]&evStack != 0 {
 			paired[it.Size] = true
@@ -715,9 +715,9 @@ func classify(d *Device) ([]Category, []Rule) {
 	// The sizes of cuBLAS workspaces: PyTorch's defaults (":4096:2:16:8"
 	// on Hopper, ":4096:8" before) and those recognised by their frames.
 	workspace := map[uint64]bool{8519680: true, 33554432: true}
-	for i := range items {
+	for i := range items.Len() {
 		if evs[i]&evWorkspace != 0 {
-			workspace[items[i].Size] = true
+			workspace[items.Size(i)] = true
 		}
 	}
 	limit := map[uint64]int{}
@@ -736,11 +736,11 @@ func classify(d *Device) ([]Category, []Rule) {
 	// AccumulateGrad makes a block of a size (out of place under
 	// create_graph, or a clone), its frees are old gradients instead.
 	accumMade := map[uint64]bool{}
-	pass := make([]int32, len(items)) // backward pass of each trace allocation (0: none)
+	pass := make([]int32, items.Len()) // backward pass of each trace allocation (0: none)
 	var passes, firstAdd int32
 	prev := phaseNone
-	for i := range items {
-		it := &items[i]
+	for i := range items.Len() {
+		it := items.Item(i)
 		if evs[i]&evAccumulate != 0 {
 			accumMade[it.Size] = true
 		}
@@ -761,8 +761,8 @@ func classify(d *Device) ([]Category, []Rule) {
 	kept := map[uint64]int{} // per size: adds in the first pass, less the gradients they cannot be into
 	if firstAdd > 0 {
 		start := n
-		for i := range items {
-			it := &items[i]
+		for i := range items.Len() {
+			it := items.Item(i)
 			if pass[i] == firstAdd {
 				start = min(start, it.Born)
 				if it.Free >= 0 && evOf(ev[it.Free].Stack)&evAccumulate != 0 {
@@ -770,8 +770,8 @@ func classify(d *Device) ([]Category, []Rule) {
 				}
 			}
 		}
-		for i := range items {
-			it := &items[i]
+		for i := range items.Len() {
+			it := items.Item(i)
 			switch {
 			case before(it) && it.Died < n && (cats[i] == Gradient || cats[i] == Unknown):
 				// A kept gradient freed in the trace, or maybe one (what
@@ -786,8 +786,8 @@ func classify(d *Device) ([]Category, []Rule) {
 	// gradient or state, per size in element order.
 	group := map[uint64][]int{}
 	var sizes []uint64
-	for i := range items {
-		it := &items[i]
+	for i := range items.Len() {
+		it := items.Item(i)
 		if !before(it) || it.Died != n || evs[i]&evStack != 0 || rules[i] != RuleNone {
 			continue
 		}
@@ -888,7 +888,7 @@ type Totals [maxCategories]uint64
 // CategoriesAt sums the live allocations' bytes per category at m.
 func (d *Device) CategoriesAt(m Moment) Totals {
 	var t Totals
-	d.Active.Live(m.Action, func(i int) { t[d.Category(i)] += d.Active.Items[i].Size })
+	d.Active.Live(m.Action, func(i int) { t[d.Category(i)] += d.Active.Size(i) })
 	return t
 }
 
@@ -908,8 +908,8 @@ type CategorySweep struct {
 func (d *Device) NewCategorySweep() *CategorySweep {
 	lt := d.Active
 	c := &CategorySweep{d: d, act: make([]int32, len(lt.Events))}
-	for i := range lt.Items {
-		it := &lt.Items[i]
+	for i := range lt.Len() {
+		it := lt.Item(i)
 		if it.Born < 0 {
 			c.Live[d.Category(i)] += it.Size
 		} else if int(it.Born) < len(c.act) {
@@ -926,9 +926,9 @@ func (d *Device) NewCategorySweep() *CategorySweep {
 func (c *CategorySweep) Apply(k int) {
 	switch x := c.act[k]; {
 	case x > 0:
-		c.Live[c.d.Category(int(x-1))] += c.d.Active.Items[x-1].Size
+		c.Live[c.d.Category(int(x-1))] += c.d.Active.Size(int(x - 1))
 	case x < 0:
-		c.Live[c.d.Category(int(-x-1))] -= c.d.Active.Items[-x-1].Size
+		c.Live[c.d.Category(int(-x-1))] -= c.d.Active.Size(int(-x - 1))
 	}
 }
 
@@ -937,7 +937,7 @@ func (c *CategorySweep) Apply(k int) {
 // category names in Categories' order) or by "stream" (the legend names
 // the streams present, in memory_viz's stream numbering).
 func (d *Device) Classes(by string) (legend []string, classes []uint8, err error) {
-	classes = make([]uint8, len(d.Active.Items))
+	classes = make([]uint8, d.Active.Len())
 	switch by {
 	case "category":
 		order := map[Category]uint8{}

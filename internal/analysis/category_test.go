@@ -85,10 +85,10 @@ func trainStep(t *testing.T) (*Device, map[uint64]Category) {
 
 func TestClassify(t *testing.T) {
 	d, want := trainStep(t)
-	if len(d.Active.Items) != len(want) {
-		t.Fatalf("%d allocations, want %d", len(d.Active.Items), len(want))
+	if d.Active.Len() != len(want) {
+		t.Fatalf("%d allocations, want %d", d.Active.Len(), len(want))
 	}
-	for i := range d.Active.Items {
+	for i := range d.Active.Len() {
 		_, _, addr := d.itemSource(i)
 		if got := d.Category(i); got != want[addr] {
 			t.Errorf("allocation at %#x: %v, want %v", addr, got, want[addr])
@@ -223,9 +223,9 @@ func TestCountedGroups(t *testing.T) {
 			d := NewDevice(build(t, []seg{{addr: segAddr, blocks: before}}, events(tt.accumMakes)), 0)
 			var got [maxCategories]uint64
 			rules := map[Rule]int{}
-			for i := range d.Active.Items {
+			for i := range d.Active.Len() {
 				if _, _, addr := d.itemSource(i); addr >= segAddr && addr < segAddr+20*mb {
-					got[d.Category(i)] += d.Active.Items[i].Size
+					got[d.Category(i)] += d.Active.Size(i)
 					rules[d.CategoryRule(i)]++
 				}
 			}

@@ -268,10 +268,10 @@ func TestCorpusNewKinds(t *testing.T) {
 		d.Active.Live(m.Action, func(i int) {
 			k := key{d.Category(i), d.CategoryRule(i)}
 			s := got[k]
-			s.bytes += d.Active.Items[i].Size
+			s.bytes += d.Active.Size(i)
 			s.count++
 			got[k] = s
-			live += d.Active.Items[i].Size
+			live += d.Active.Size(i)
 		})
 		var sum uint64
 		for _, w := range tt.want {
@@ -318,7 +318,7 @@ func TestCorpusUnknownShare(t *testing.T) {
 			}
 			var live, unknown, ws uint64
 			d.Active.Live(m.Action, func(i int) {
-				sz := d.Active.Items[i].Size
+				sz := d.Active.Size(i)
 				live += sz
 				if d.Category(i) == Unknown {
 					unknown += sz

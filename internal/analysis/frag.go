@@ -102,10 +102,18 @@ func fragmentationOf(st *replay.State) (Fragmentation, []freeRange) {
 // trace never allocated are added. O(live log live); no replay of the
 // trace. It equals replay.History's state (tested on the real corpus).
 func (d *Device) StateAt(m Moment) *replay.State {
-	var segs, allocs []int32
-	d.Segments.Live(d.Segments.ActionAtEvent(m.Event), func(i int) { segs = append(segs, int32(i)) })
-	d.Active.Live(m.Action, func(i int) { allocs = append(allocs, int32(i)) })
-	return d.stateOf(m.Event, segs, allocs)
+	return d.stateOf(m.Event, liveItems(d.Segments, d.Segments.ActionAtEvent(m.Event)), liveItems(d.Active, m.Action))
+}
+
+// liveItems lists the elements of lt live after action k, counted first:
+// at a 1 GB snapshot's peak they are a million, and the list grown by
+// appends held up to twice that.
+func liveItems(lt *replay.Lifetimes, k int) []int32 {
+	n := 0
+	lt.Live(k, func(int) { n++ })
+	out := make([]int32, 0, n)
+	lt.Live(k, func(i int) { out = append(out, int32(i)) })
+	return out
 }
 
 // stateOf builds the state after raw event ev from the live segments
@@ -117,11 +125,11 @@ func (d *Device) stateOf(event int, segs, allocs []int32) *replay.State {
 	st := &replay.State{Event: event, Segments: make([]replay.SegmentState, 0, len(segs)), Blocks: make([]replay.StateBlock, 0, len(allocs))}
 	for k, i := range segs {
 		d.pauseAt(k)
-		it := &d.Segments.Items[i]
+		it := d.Segments.Item(int(i))
 		var sg replay.SegmentState
 		switch {
-		case it.Dump >= 0:
-			ds := &s.Segments[it.Dump]
+		case it.Dump() >= 0:
+			ds := &s.Segments[it.Dump()]
 			sg = replay.SegmentState{Addr: ds.Address, Size: ds.TotalSize, Stream: ds.Stream, PoolID: ds.PoolID, Stack: ds.Stack}
 		case it.Alloc >= 0:
 			e := &ev[it.Alloc]
@@ -140,7 +148,7 @@ func (d *Device) stateOf(event int, segs, allocs []int32) *replay.State {
 	last := int32(len(d.Active.Events))
 	for k, i := range allocs {
 		d.pauseAt(k)
-		it := &d.Active.Items[i]
+		it := d.Active.Item(int(i))
 		stack, _, addr := d.itemSource(int(i))
 		b := replay.StateBlock{Addr: addr, Requested: it.Size, Size: round(it.Size), Stack: stack, Segment: -1}
 		if it.Died == last {
@@ -227,11 +235,11 @@ func (d *Device) FragmentationCurve(actions []int) []Fragmentation {
 	// The item each action pushes or pops, per timeline.
 	who := func(lt *replay.Lifetimes) []int32 {
 		w := make([]int32, len(lt.Events))
-		for i := range lt.Items {
-			if b := lt.Items[i].Born; b >= 0 {
+		for i := range lt.Len() {
+			if b := lt.Born(i); b >= 0 {
 				w[b] = int32(i)
 			}
-			if e := lt.Items[i].Died; int(e) < len(lt.Events) {
+			if e := lt.Died(i); int(e) < len(lt.Events) {
 				w[e] = int32(i)
 			}
 		}
@@ -245,9 +253,9 @@ func (d *Device) FragmentationCurve(actions []int) []Fragmentation {
 		next int // the next action to apply
 	}
 	newSet := func(lt *replay.Lifetimes) *liveSet {
-		ls := &liveSet{lt: lt, who: who(lt), pos: make([]int32, len(lt.Items))}
-		for i := range lt.Items {
-			if lt.Items[i].Born < 0 {
+		ls := &liveSet{lt: lt, who: who(lt), pos: make([]int32, lt.Len())}
+		for i := range lt.Len() {
+			if lt.Born(i) < 0 {
 				ls.ids = append(ls.ids, int32(i))
 				ls.pos[i] = int32(len(ls.ids))
 			}

@@ -8,7 +8,7 @@ import (
 // Allocation is one allocation of the Active Memory Timeline with what is
 // known about it.
 type Allocation struct {
-	// Item indexes Device.Active.Items.
+	// Item indexes Device.Active (Lifetimes.Item).
 	Item int32
 	// Bytes is the requested size (what the timeline plots).
 	Bytes  uint64
@@ -29,7 +29,7 @@ type Allocation struct {
 
 // Allocation describes item i of d.Active.
 func (d *Device) Allocation(i int) Allocation {
-	it := &d.Active.Items[i]
+	it := d.Active.Item(i)
 	a := Allocation{Item: int32(i), Bytes: it.Size}
 	var addr uint64
 	a.Stack, a.Stream, addr = d.itemSource(i)
@@ -44,7 +44,7 @@ func (d *Device) Allocation(i int) Allocation {
 		a.Stream = 0
 	}
 	a.Category, a.Rule = d.Category(i), d.EffectiveRule(i)
-	if it := &d.Active.Items[i]; it.Alloc < 0 && it.Dump < 0 && it.Free >= 0 && a.Stack != snapshot.NoStack {
+	if it := d.Active.Item(i); it.Alloc < 0 && it.Dump() < 0 && it.Free >= 0 && a.Stack != snapshot.NoStack {
 		a.FreedStack = d.freesHaveOwnStacks()
 	}
 	return a
@@ -59,8 +59,8 @@ func (d *Device) freesHaveOwnStacks() bool {
 	d.freeOwnOnce.Do(func() {
 		ev := d.Events()
 		paired := false
-		for i := range d.Active.Items {
-			it := &d.Active.Items[i]
+		for i := range d.Active.Len() {
+			it := d.Active.Item(i)
 			if it.Alloc < 0 || it.Free < 0 {
 				continue
 			}
@@ -82,14 +82,14 @@ func (d *Device) freesHaveOwnStacks() bool {
 // itemSource is the stack, stream and address of item i of d.Active;
 // stream -1 when only the dump segment knows it.
 func (d *Device) itemSource(i int) (snapshot.StackID, snapshot.StreamID, uint64) {
-	it := &d.Active.Items[i]
+	it := d.Active.Item(i)
 	ev := d.Events()
 	switch {
 	case it.Alloc >= 0:
 		e := &ev[it.Alloc]
 		return e.Stack, e.Stream, e.Addr
-	case it.Dump >= 0:
-		b := &d.S.Blocks[it.Dump]
+	case it.Dump() >= 0:
+		b := &d.S.Blocks[it.Dump()]
 		return blockStack(d.S, b), -1, b.Addr
 	case it.Free >= 0:
 		// Allocated before the trace: with context "alloc" the free

@@ -143,8 +143,8 @@ func (d *Device) Resolve(spec string) (Moment, error) {
 	if m.Event >= 0 && m.Event < len(ev) && ev[m.Event].Flags&snapshot.FlagHasTime != 0 {
 		m.TimeUS, m.HasTime = ev[m.Event].TimeUS, true
 	}
-	if m.Action >= 0 && m.Action < len(d.Active.Timesteps) {
-		m.Timestep = int(d.Active.Timesteps[m.Action])
+	if m.Action >= 0 && m.Action < len(d.Active.Events) {
+		m.Timestep = int(d.Active.Timestep(m.Action))
 	}
 	return m, nil
 }
@@ -153,15 +153,15 @@ func (d *Device) Resolve(spec string) (Moment, error) {
 // Active Memory Timeline (the viewer's x axis): after the last action at
 // or before t.
 func (d *Device) MomentAtTimestep(t float64) Moment {
-	ts := d.Active.Timesteps
-	k := sort.Search(len(ts), func(k int) bool { return float64(ts[k]) > t }) - 1
+	lt := d.Active
+	k := sort.Search(len(lt.Events), func(k int) bool { return float64(lt.Timestep(k)) > t }) - 1
 	m := Moment{Spec: "timestep " + strconv.FormatFloat(math.Floor(max(t, 0)), 'f', -1, 64), Action: k, Event: d.eventOfAction(d.Active, k)}
 	ev := d.Events()
 	if m.Event >= 0 && ev[m.Event].Flags&snapshot.FlagHasTime != 0 {
 		m.TimeUS, m.HasTime = ev[m.Event].TimeUS, true
 	}
 	if k >= 0 {
-		m.Timestep = int(ts[k])
+		m.Timestep = int(lt.Timestep(k))
 	}
 	return m
 }

@@ -31,7 +31,7 @@ func synthRun(t testing.TB, w synth.Workload, o synth.Options) (*Device, *synth.
 
 // truthOf is the true category of item i of d.Active.
 func truthOf(d *Device, res *synth.Result, i int) string {
-	it := &d.Active.Items[i]
+	it := d.Active.Item(i)
 	if it.Alloc >= 0 {
 		return res.Truth.Events[it.Alloc]
 	}
@@ -53,7 +53,7 @@ func score(d *Device, res *synth.Result, each func(func(i int))) (right, total u
 	}
 	want, got := map[key]uint64{}, map[key]uint64{}
 	each(func(i int) {
-		sz := d.Active.Items[i].Size
+		sz := d.Active.Size(i)
 		total += sz
 		w, g := truthOf(d, res, i), d.Category(i).String()
 		if r := d.CategoryRule(i); r == RuleWeightsCounted || r == RuleGradsCounted {
@@ -135,7 +135,7 @@ func TestPatternTruth(t *testing.T) {
 			}
 			// Every allocation of the trace, by bytes.
 			right, total, wrong := score(d, res, func(f func(int)) {
-				for i := range d.Active.Items {
+				for i := range d.Active.Len() {
 					f(i)
 				}
 			})
@@ -143,8 +143,8 @@ func TestPatternTruth(t *testing.T) {
 				// The gradients kept from before recording are the counted
 				// rules' (not another rule's by chance).
 				counted := map[Rule]uint64{}
-				for i := range d.Active.Items {
-					counted[d.CategoryRule(i)] += d.Active.Items[i].Size
+				for i := range d.Active.Len() {
+					counted[d.CategoryRule(i)] += d.Active.Size(i)
 				}
 				if counted[RuleGradsCounted] == 0 || counted[RuleGradsCounted] != counted[RuleWeightsCounted] {
 					t.Errorf("grads-counted %d B, weights-counted %d B: want equal and non-zero", counted[RuleGradsCounted], counted[RuleWeightsCounted])

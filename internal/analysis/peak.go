@@ -161,7 +161,7 @@ func (d *Device) LiveAnswer(m Moment, o LiveOptions) *Live {
 		a.Categories[c.String()] = cats[c]
 	}
 	d.Active.Live(m.Action, func(i int) {
-		sz := d.Active.Items[i].Size
+		sz := d.Active.Size(i)
 		if BatchDependent(d.CategoryRule(i)) {
 			a.batchBytes += sz
 		}

@@ -124,16 +124,16 @@ func TestTopFramesWithoutUserFrames(t *testing.T) {
 // them), and the moment at a timestep is the one the timeline shows.
 func TestSiteItems(t *testing.T) {
 	d := liveSnap(t)
-	m := d.MomentAtTimestep(float64(d.Active.Timesteps[2]))
+	m := d.MomentAtTimestep(float64(d.Active.Timestep(2)))
 	if m.Event != 2 || m.Action != 2 {
-		t.Fatalf("moment at timestep %d: %+v", d.Active.Timesteps[2], m)
+		t.Fatalf("moment at timestep %d: %+v", d.Active.Timestep(2), m)
 	}
 	a := d.LiveAnswer(m, LiveOptions{Depth: 1, Items: true})
 	var total uint64
 	for _, s := range a.Sites {
 		var b uint64
 		for _, i := range s.Items {
-			b += d.Active.Items[i].Size
+			b += d.Active.Size(int(i))
 		}
 		if b != s.Bytes || len(s.Items) != s.Count {
 			t.Errorf("site %v: items %v sum %d, bytes %d count %d", s.Frames, s.Items, b, s.Bytes, s.Count)

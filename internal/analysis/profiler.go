@@ -20,9 +20,9 @@ func profilerCategories(d *Device) ([]Category, bool) {
 		byName[c.String()] = c
 	}
 	ev := d.Events()
-	cats := make([]Category, len(d.Active.Items))
-	for i := range d.Active.Items {
-		it := &d.Active.Items[i]
+	cats := make([]Category, d.Active.Len())
+	for i := range d.Active.Len() {
+		it := d.Active.Item(i)
 		var e *snapshot.Event
 		switch {
 		case it.Alloc >= 0 && int(it.Alloc) < len(ev):

@@ -54,12 +54,12 @@ func (d *Device) SiteCurve(frames []string, depth, buckets int) *SiteCurve {
 	// death (both raw events; born before the trace: from the start).
 	lt := d.Active
 	delta := make([]int64, n+1)
-	for i := range lt.Items {
+	for i := range lt.Len() {
 		d.pauseAt(i)
 		if !of(d.itemStack(i)) {
 			continue
 		}
-		it := &lt.Items[i]
+		it := lt.Item(i)
 		from, to := 0, n
 		if it.Born >= 0 {
 			from = int(lt.Events[it.Born])

@@ -183,12 +183,12 @@ func (d *Device) SetUserRules(u *UserRules) { d.user = u }
 // its category (-1: none): the first rule matching any frame.
 func applyUserRules(d *Device, u *UserRules) []int16 {
 	s := d.S
-	items := d.Active.Items
-	out := make([]int16, len(items))
+	items := d.Active
+	out := make([]int16, items.Len())
 	frameRule := make([]int16, len(s.Frames)) // first rule matching the frame +1; 0: not yet computed
 	stackRule := map[snapshot.StackID]int16{}
 	var buf []byte
-	for i := range items {
+	for i := range items.Len() {
 		d.pauseAt(i)
 		st := d.itemStack(i)
 		k, ok := stackRule[st]

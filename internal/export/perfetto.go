@@ -276,8 +276,8 @@ func (p *perfettoWriter) device(d int) {
 		}
 		return lt.Events[k]
 	}
-	for i := range lt.Items {
-		it := &lt.Items[i]
+	for i := range lt.Len() {
+		it := lt.Item(i)
 		if b := raw(it.Born); it.Alloc >= 0 {
 			born[it.Alloc] = int32(i + 1)
 		} else if b >= 0 {
@@ -323,10 +323,10 @@ func (p *perfettoWriter) device(d int) {
 			}
 		}
 		if x := born[i]; x > 0 {
-			live[dv.Category(int(x-1))] += lt.Items[x-1].Size
+			live[dv.Category(int(x-1))] += lt.Size(int(x - 1))
 		}
 		if x := died[i]; x > 0 {
-			live[dv.Category(int(x-1))] -= lt.Items[x-1].Size
+			live[dv.Category(int(x-1))] -= lt.Size(int(x - 1))
 		}
 		emit(i, c.At(i))
 	}

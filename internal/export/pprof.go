@@ -50,15 +50,15 @@ func BuildMemoryProfiles(d *analysis.Device) (*MemoryProfiles, error) {
 	itemOfAlloc := make(map[int32]int, len(ev)/2)
 	liveAt := map[uint64]int{}
 	end := int32(len(d.Active.Events))
-	for i := range d.Active.Items {
-		it := &d.Active.Items[i]
+	for i := range d.Active.Len() {
+		it := d.Active.Item(i)
 		var addr uint64
 		switch {
 		case it.Alloc >= 0:
 			itemOfAlloc[it.Alloc] = i
 			addr = ev[it.Alloc].Addr
-		case it.Dump >= 0:
-			addr = s.Blocks[it.Dump].Addr
+		case it.Dump() >= 0:
+			addr = s.Blocks[it.Dump()].Addr
 		default:
 			continue
 		}

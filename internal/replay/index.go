@@ -1,5 +1,7 @@
 package replay
 
+import "math"
+
 // maxTree is a static max segment tree over int32 values, used to list the
 // positions of a prefix whose value exceeds a threshold in
 // O(k log n) for k results: intervals by start order, pruned by end.
@@ -22,21 +24,6 @@ func newMaxTreeOf(n int, val func(i int) int32) maxTree {
 	}
 	t.build()
 	return t
-}
-
-// endTrees builds the max trees of the ends of ids and of the ends
-// negated, their leaves in one pass over ids (newMaxTreeOf's call per
-// leaf was most of building a timeline's buckets).
-func endTrees(ids, end []int32) (ends, negEnds maxTree) {
-	ends, negEnds = emptyMaxTree(len(ids)), emptyMaxTree(len(ids))
-	a, b := ends.v[ends.size:], negEnds.v[negEnds.size:]
-	for i, id := range ids {
-		e := end[id]
-		a[i], b[i] = e, -e
-	}
-	ends.build()
-	negEnds.build()
-	return ends, negEnds
 }
 
 // emptyMaxTree allocates the tree of n leaves, to be filled in and built.
@@ -89,31 +76,6 @@ func (t *maxTree) walk(node, lo, hi, from, limit int, above int32, fn func(int) 
 	}
 	mid := (lo + hi) / 2
 	return t.walk(2*node, lo, mid, from, limit, above, fn) && t.walk(2*node+1, mid, hi, from, limit, above, fn)
-}
-
-// count returns how many leaves from <= i < limit have a value > above,
-// as eachIn would list them; neg is the tree of the negated values, whose
-// maxima let it count a whole subtree at once.
-func (t *maxTree) count(neg *maxTree, from, limit int, above int32) int {
-	limit = min(limit, t.n)
-	if limit <= from {
-		return 0
-	}
-	return t.countWalk(neg, 1, 0, t.size, from, limit, above)
-}
-
-func (t *maxTree) countWalk(neg *maxTree, node, lo, hi, from, limit int, above int32) int {
-	if lo >= limit || hi <= from || t.v[node] <= above {
-		return 0
-	}
-	if lo >= from && hi <= limit && -int64(neg.v[node]) > int64(above) {
-		return min(hi, t.n) - lo
-	}
-	if hi-lo == 1 {
-		return 1
-	}
-	mid := (lo + hi) / 2
-	return t.countWalk(neg, 2*node, lo, mid, from, limit, above) + t.countWalk(neg, 2*node+1, mid, hi, from, limit, above)
 }
 
 // blockMinMax is a segment tree of per-block minima and maxima: the
@@ -206,4 +168,111 @@ func (r *rangeMinMax) query(i0, i1 int) (mn, mx uint64) {
 	}
 	// Whole blocks b0+1 .. b1-1 through the tree.
 	return r.fold(b0+1, b1, mn, mx)
+}
+
+// endTree lists, like maxTree, the positions of a range whose value
+// exceeds a threshold, and counts them, over the ends of a bucket's
+// elements: the values themselves in one column, and a tree over blocks
+// of endBlock of them holding each block's maximum and minimum. A block
+// is one cache line, read whole where the tree says it holds a result.
+// A maxTree and its negation (for counting) took 16 bytes per element
+// and up to twice that for a bucket just past a power of two, 115 MB of a
+// 1 GB snapshot's index; this takes a little over 4.
+type endTree struct {
+	v      []int32 // the values
+	size   int     // power of two >= the number of blocks
+	mx, mn []int32 // per node, the max and min of its blocks' values; leaves at size+b
+}
+
+// endBlock is how many values a leaf of an endTree's tree covers.
+const endBlock = 16
+
+// newEndTree builds the tree over vals (kept, not copied).
+func newEndTree(vals []int32) endTree {
+	nb := (len(vals) + endBlock - 1) / endBlock
+	size := 1
+	for size < nb {
+		size <<= 1
+	}
+	t := endTree{v: vals, size: size, mx: make([]int32, 2*size), mn: make([]int32, 2*size)}
+	for b := range size {
+		mx, mn := int32(math.MinInt32), int32(math.MaxInt32)
+		if b < nb {
+			for _, e := range vals[b*endBlock : min((b+1)*endBlock, len(vals))] {
+				mx, mn = max(mx, e), min(mn, e)
+			}
+		}
+		t.mx[size+b], t.mn[size+b] = mx, mn
+	}
+	t.mx[0], t.mn[0] = math.MinInt32, math.MaxInt32
+	for i := size - 1; i >= 1; i-- {
+		t.mx[i], t.mn[i] = max(t.mx[2*i], t.mx[2*i+1]), min(t.mn[2*i], t.mn[2*i+1])
+	}
+	return t
+}
+
+// each calls fn, in increasing order, for every i < limit with
+// v[i] > above.
+func (t *endTree) each(limit int, above int32, fn func(i int)) {
+	t.eachIn(0, limit, above, fn)
+}
+
+// eachIn calls fn, in increasing order, for every from <= i < limit with
+// v[i] > above.
+func (t *endTree) eachIn(from, limit int, above int32, fn func(i int)) {
+	limit = min(limit, len(t.v))
+	if limit <= from {
+		return
+	}
+	t.walk(1, 0, t.size, from, limit, above, fn)
+}
+
+// walk is eachIn over node, which covers blocks [lo, hi).
+func (t *endTree) walk(node, lo, hi, from, limit int, above int32, fn func(int)) {
+	if lo*endBlock >= limit || hi*endBlock <= from || t.mx[node] <= above {
+		return
+	}
+	if hi-lo == 1 {
+		for i := max(from, lo*endBlock); i < min(limit, hi*endBlock); i++ {
+			if t.v[i] > above {
+				fn(i)
+			}
+		}
+		return
+	}
+	mid := (lo + hi) / 2
+	t.walk(2*node, lo, mid, from, limit, above, fn)
+	t.walk(2*node+1, mid, hi, from, limit, above, fn)
+}
+
+// count returns how many from <= i < limit have v[i] > above, as eachIn
+// would list them, counting a whole node at once when its minimum is
+// above.
+func (t *endTree) count(from, limit int, above int32) int {
+	limit = min(limit, len(t.v))
+	if limit <= from {
+		return 0
+	}
+	return t.countWalk(1, 0, t.size, from, limit, above)
+}
+
+func (t *endTree) countWalk(node, lo, hi, from, limit int, above int32) int {
+	i0, i1 := lo*endBlock, min(hi*endBlock, len(t.v))
+	if i0 >= limit || i1 <= from || t.mx[node] <= above {
+		return 0
+	}
+	if i0 >= from && i1 <= limit && t.mn[node] > above {
+		return i1 - i0
+	}
+	if hi-lo == 1 {
+		n := 0
+		for i := max(from, i0); i < min(limit, i1); i++ {
+			if t.v[i] > above {
+				n++
+			}
+		}
+		return n
+	}
+	mid := (lo + hi) / 2
+	return t.countWalk(2*node, lo, mid, from, limit, above) + t.countWalk(2*node+1, mid, hi, from, limit, above)
 }

@@ -32,7 +32,7 @@ func (t *Timeline) overlapping(dst []int32, bi int32, t0, t1 float64, r posRange
 func (t *Timeline) countOverlapping(bi int32, t0, t1 float64, r posRange) int {
 	b := &t.buckets[bi]
 	from, limit := t.bucketSpan(b, t1, r)
-	return b.ends.count(&b.negEnds, from, limit, floorEnd(t0))
+	return b.ends.count(from, limit, floorEnd(t0))
 }
 
 // posRange is a range of stack positions [lo, hi); a window's candidates

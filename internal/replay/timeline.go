@@ -96,8 +96,7 @@ type bucket struct {
 	sizeClass, durClass int
 	ids                 []int32
 	starts              []int32
-	ends                maxTree
-	negEnds             maxTree // the ends negated: minima, to count fast
+	ends                endTree // the ends, by start
 }
 
 // newTimeline builds the timeline, with pre (when not nil) the pairing of
@@ -277,6 +276,7 @@ func (t *Timeline) buildBuckets(order []int32) {
 	}
 	ids := make([]int32, len(order))
 	starts := make([]int32, len(order))
+	ends := make([]int32, len(order))
 	next := make([]int32, len(counts))
 	at := int32(0)
 	for bi, c := range counts {
@@ -288,7 +288,7 @@ func (t *Timeline) buildBuckets(order []int32) {
 		j := next[which[i]]
 		next[which[i]]++
 		ids[j] = id
-		starts[j] = t.start[id]
+		starts[j], ends[j] = t.start[id], t.end[id]
 	}
 	at = 0
 	for bi := range t.buckets {
@@ -297,7 +297,7 @@ func (t *Timeline) buildBuckets(order []int32) {
 		at = hi
 		b.ids, b.starts = ids[lo:hi:hi], starts[lo:hi:hi]
 		t.pauseIndexAt(0)
-		b.ends, b.negEnds = endTrees(b.ids, t.end)
+		b.ends = newEndTree(ends[lo:hi:hi])
 	}
 	t.bySize = make([]int32, len(t.buckets))
 	for bi := range t.bySize {

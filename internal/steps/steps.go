@@ -359,8 +359,8 @@ func liveTotals(d *analysis.Device) *totals {
 	n := len(lt.Events)
 	delta := make([]int64, n+1)
 	t := &totals{after: make([]uint64, n)}
-	for i := range lt.Items {
-		it := &lt.Items[i]
+	for i := range lt.Len() {
+		it := lt.Item(i)
 		if it.Born < 0 {
 			t.init += it.Size
 		} else {

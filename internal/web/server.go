@@ -577,7 +577,7 @@ func (s *Server) handleElem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e := elemInfo(tl, id)
-	if dv := p.f.device(p.device).classifiedDevice(); dv != nil && allocationView(p, tl) && id < len(dv.Active.Items) {
+	if dv := p.f.device(p.device).classifiedDevice(); dv != nil && allocationView(p, tl) && id < dv.Active.Len() {
 		e.Category, e.CategoryReason = dv.Category(id).String(), dv.CategoryReason(id)
 	}
 	writeJSON(w, http.StatusOK, e)
