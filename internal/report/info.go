@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpumem/gpumem/internal/analysis"
+	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
 )
 
@@ -371,7 +372,7 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 				in.TimeSpan.LastUS = max(in.TimeSpan.LastUS, last)
 				in.TimeSpan.DurationUS = in.TimeSpan.LastUS - in.TimeSpan.FirstUS
 			}
-			di.PreTraceFrees, di.PreTraceSegmentFrees = preTraceFrees(events)
+			di.PreTraceFrees, di.PreTraceSegmentFrees = replay.PreTraceFrees(events)
 			di.noAllocStacks = allocs > 0 && allocsWithStack == 0
 		}
 		if s.Profiler != nil {
@@ -486,131 +487,6 @@ type poolKey struct {
 	id    [2]int64
 	has   bool
 	large bool
-}
-
-// preTraceFrees counts blocks and segments that the trace frees without
-// having allocated them: they were allocated before the trace's first
-// entry, because recording started late or the max_entries ring buffer
-// dropped the oldest entries.
-func preTraceFrees(events []snapshot.Event) (blocks, segments int) {
-	const (
-		live = iota + 1
-		requested
-	)
-	// Open-addressing tables: a Go map's hashing and growth were most of
-	// info's time after the decode on a 264 MB snapshot.
-	state := newAddrState()
-	segs := newAddrState()
-	for i := range events {
-		e := &events[i]
-		switch e.Action {
-		case snapshot.ActionAlloc:
-			state.put(e.Addr, live)
-		case snapshot.ActionFreeRequested:
-			if state.get(e.Addr) == 0 {
-				blocks++
-			}
-			state.put(e.Addr, requested)
-		case snapshot.ActionFreeCompleted:
-			if state.get(e.Addr) == 0 {
-				blocks++
-			}
-			state.del(e.Addr)
-		case snapshot.ActionSegmentAlloc:
-			segs.put(e.Addr, live)
-		case snapshot.ActionSegmentFree:
-			if segs.get(e.Addr) == 0 {
-				segments++
-			}
-			segs.del(e.Addr)
-		}
-	}
-	return blocks, segments
-}
-
-// addrState maps addresses to a small nonzero state (0: absent), with
-// linear probing and deletion by backward shift.
-type addrState struct {
-	keys  []uint64
-	vals  []uint8
-	n     int
-	shift uint
-}
-
-func newAddrState() *addrState {
-	t := &addrState{}
-	t.alloc(1 << 10)
-	return t
-}
-
-func (t *addrState) alloc(size int) {
-	t.keys, t.vals = make([]uint64, size), make([]uint8, size)
-	t.shift = 64
-	for s := size; s > 1; s >>= 1 {
-		t.shift--
-	}
-}
-
-// slot is where key's probe sequence starts (Fibonacci hashing: addresses
-// are multiples of 512).
-func (t *addrState) slot(key uint64) int { return int((key * 0x9E3779B97F4A7C15) >> t.shift) }
-
-func (t *addrState) get(key uint64) uint8 {
-	mask := len(t.keys) - 1
-	for i := t.slot(key); t.vals[i] != 0; i = (i + 1) & mask {
-		if t.keys[i] == key {
-			return t.vals[i]
-		}
-	}
-	return 0
-}
-
-func (t *addrState) put(key uint64, v uint8) {
-	if 2*(t.n+1) > len(t.keys) {
-		keys, vals := t.keys, t.vals
-		t.alloc(2 * len(keys))
-		t.n = 0
-		for i, k := range keys {
-			if vals[i] != 0 {
-				t.put(k, vals[i])
-			}
-		}
-	}
-	mask := len(t.keys) - 1
-	for i := t.slot(key); ; i = (i + 1) & mask {
-		if t.vals[i] == 0 {
-			t.keys[i], t.vals[i] = key, v
-			t.n++
-			return
-		}
-		if t.keys[i] == key {
-			t.vals[i] = v
-			return
-		}
-	}
-}
-
-func (t *addrState) del(key uint64) {
-	mask := len(t.keys) - 1
-	i := t.slot(key)
-	for ; t.vals[i] != 0; i = (i + 1) & mask {
-		if t.keys[i] == key {
-			break
-		}
-	}
-	if t.vals[i] == 0 {
-		return
-	}
-	// Move later entries of the run into the hole when their probe
-	// sequence starts at or before it.
-	for j := (i + 1) & mask; t.vals[j] != 0; j = (j + 1) & mask {
-		if home := t.slot(t.keys[j]); (j-home)&mask >= (j-i)&mask {
-			t.keys[i], t.vals[i] = t.keys[j], t.vals[j]
-			i = j
-		}
-	}
-	t.vals[i] = 0
-	t.n--
 }
 
 func stringUse(m map[string]int) StringUse {
