@@ -220,6 +220,50 @@ func TestSplitMispredicted(t *testing.T) {
 	}
 }
 
+// TestSplitFedMin: a viewer's decode (one with a Feed) of an input under
+// splitFedMin reads it on one core, as a command's decode of the same
+// input splits it; from splitFedMin on, the viewer's splits too.
+func TestSplitFedMin(t *testing.T) {
+	b := splitPickle(60000, 1000, 0, false)
+	savedMin, savedFrac, savedFirst, savedFed := splitMin, splitFrac, splitSkimFirst, splitFedMin
+	defer func() { splitMin, splitFrac, splitSkimFirst, splitFedMin = savedMin, savedFrac, savedFirst, savedFed }()
+	splitMin, splitFrac, splitSkimFirst = 0, 0.3, true
+	for _, tc := range []struct {
+		name      string
+		fedMin    int
+		feed      bool
+		wantSplit bool
+	}{
+		{"command", len(b) + 1, false, true},
+		{"viewer under splitFedMin", len(b) + 1, true, false},
+		{"viewer at splitFedMin", len(b), true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			splitFedMin = tc.fedMin
+			opt := &Options{}
+			if tc.feed {
+				opt.Feed = func(f *EventFeed) {
+					go func() {
+						for have := 0; ; {
+							evs, done := f.Next(have)
+							if have = len(evs); done {
+								return
+							}
+						}
+					}()
+				}
+			}
+			before := splitMerged.Load()
+			if _, err := DecodeBytes(b, "fed", opt); err != nil {
+				t.Fatal(err)
+			}
+			if merged := splitMerged.Load() - before; (merged > 0) != tc.wantSplit {
+				t.Errorf("splitter gave %d entries, want some: %v", merged, tc.wantSplit)
+			}
+		})
+	}
+}
+
 // FuzzSplit: on any input, the splitter's decode is the one-core decode
 // (the same model or the same error).
 func FuzzSplit(f *testing.F) {
