@@ -241,11 +241,19 @@ func TestSplitFedMin(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			splitFedMin = tc.fedMin
 			opt := &Options{}
+			var feed *EventFeed
+			firstCap := make(chan int, 1)
+			read := make(chan struct{})
 			if tc.feed {
 				opt.Feed = func(f *EventFeed) {
+					feed = f
 					go func() {
+						defer close(read)
 						for have := 0; ; {
 							evs, done := f.Next(have)
+							if have == 0 {
+								firstCap <- cap(evs)
+							}
 							if have = len(evs); done {
 								return
 							}
@@ -254,11 +262,27 @@ func TestSplitFedMin(t *testing.T) {
 				}
 			}
 			before := splitMerged.Load()
-			if _, err := DecodeBytes(b, "fed", opt); err != nil {
+			s, err := DecodeBytes(b, "fed", opt)
+			if err != nil {
 				t.Fatal(err)
 			}
 			if merged := splitMerged.Load() - before; (merged > 0) != tc.wantSplit {
 				t.Errorf("splitter gave %d entries, want some: %v", merged, tc.wantSplit)
+			}
+			if feed == nil {
+				return
+			}
+			<-read
+			// A reader sizes its arrays from Expected, the room reserved
+			// from the input's size (this dense synthetic trace outgrows
+			// it): while the splitter reads, the published array's
+			// capacity ends at its part, short of that room.
+			c := <-firstCap
+			if len(s.Traces[0].Events) == 0 || feed.Expected() < c {
+				t.Errorf("Expected() = %d, less than the first capacity published %d", feed.Expected(), c)
+			}
+			if tc.wantSplit && c >= feed.Expected() {
+				t.Errorf("first published capacity %d, Expected() %d: the split's shorter array not seen", c, feed.Expected())
 			}
 		})
 	}
