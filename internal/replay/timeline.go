@@ -135,7 +135,7 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 			leaves[lo+p] = e
 		}
 	}
-	if n := len(t.byPos); n >= 1<<16 {
+	if n := len(t.byPos); n >= twoCoreMin {
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
