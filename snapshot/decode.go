@@ -126,6 +126,7 @@ func (b *builder) startFeed(opt *Options) {
 	b.wantVersions(opt)
 	if opt != nil && opt.Feed != nil {
 		b.feed = newEventFeed()
+		b.feed.expect = cap(b.events)
 		opt.Feed(b.feed)
 	}
 }

@@ -15,6 +15,9 @@ type EventFeed struct {
 	more sync.Cond
 	evs  []Event // published so far
 	done bool
+	// expect is the number of entries the decoder reserved room for as
+	// it started (from the input's size; see Expected).
+	expect int
 }
 
 // feedEvery is how many entries the decoder decodes between two
@@ -39,6 +42,17 @@ func (f *EventFeed) publish(evs []Event, done bool) {
 	}
 	f.mu.Unlock()
 	f.more.Broadcast()
+}
+
+// Expected is the number of entries the decoder reserved room for as it
+// started, from the input's size: a reader sizes its own arrays from it
+// once. The capacity of what Next returns is no guide: while the splitter
+// reads its part (split.go), the decoder's array ends at that part.
+func (f *EventFeed) Expected() int {
+	if f == nil {
+		return 0
+	}
+	return f.expect
 }
 
 // Next blocks until more than have entries are published or the decode

@@ -42,6 +42,17 @@ import (
 // splitMin is the smallest pickle the splitter reads a part of.
 var splitMin = 48 << 20
 
+// splitFedMin is the smallest pickle a viewer's decode (one with an
+// EventFeed: gpumem serve) splits. The page the viewer serves loads
+// meanwhile: on two cores Chromium took about 0.25 s of CPU in the first
+// 0.3 s of an 80 MB tile's first paint, so that a decode this short has
+// no second core to split onto, and the split's own work (skim and merge,
+// 25 ms of CPU on that tile) only delayed the paint: with it the 80 MB
+// tile's decode took 0.19-0.21 s, without it 0.19-0.22 s, at 0.245 s
+// against 0.22 s of server CPU (bench/RESULTS-web.md, #32 part 32h). A
+// bigger decode outlasts the page's load and keeps the split.
+var splitFedMin = 128 << 20
+
 // splitFrac is where in the input the splitter starts reading entries.
 // Per MB of a tiled snapshot, in thread CPU time: the decoder decodes in
 // 2.1 ms and merges what the splitter read in 0.6 ms; the splitter skims
@@ -167,6 +178,9 @@ type batchEnd struct{ end, n int }
 // protocol 4+ pickle (MEMOIZE numbers memo entries by count).
 func startSplit(b *builder, d *pickle.Decoder, buf []byte, release func(lo, hi int)) {
 	if len(buf) < splitMin || len(buf) < 2 || buf[0] != 0x80 || buf[1] < 4 || cap(b.events) == 0 {
+		return
+	}
+	if b.feed != nil && len(buf) < splitFedMin {
 		return
 	}
 	sp := &splitter{b: b, buf: buf, release: release, codes: map[uint64]uint8{},

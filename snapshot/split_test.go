@@ -220,6 +220,74 @@ func TestSplitMispredicted(t *testing.T) {
 	}
 }
 
+// TestSplitFedMin: a viewer's decode (one with a Feed) of an input under
+// splitFedMin reads it on one core, as a command's decode of the same
+// input splits it; from splitFedMin on, the viewer's splits too.
+func TestSplitFedMin(t *testing.T) {
+	b := splitPickle(60000, 1000, 0, false)
+	savedMin, savedFrac, savedFirst, savedFed := splitMin, splitFrac, splitSkimFirst, splitFedMin
+	defer func() { splitMin, splitFrac, splitSkimFirst, splitFedMin = savedMin, savedFrac, savedFirst, savedFed }()
+	splitMin, splitFrac, splitSkimFirst = 0, 0.3, true
+	for _, tc := range []struct {
+		name      string
+		fedMin    int
+		feed      bool
+		wantSplit bool
+	}{
+		{"command", len(b) + 1, false, true},
+		{"viewer under splitFedMin", len(b) + 1, true, false},
+		{"viewer at splitFedMin", len(b), true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			splitFedMin = tc.fedMin
+			opt := &Options{}
+			var feed *EventFeed
+			firstCap := make(chan int, 1)
+			read := make(chan struct{})
+			if tc.feed {
+				opt.Feed = func(f *EventFeed) {
+					feed = f
+					go func() {
+						defer close(read)
+						for have := 0; ; {
+							evs, done := f.Next(have)
+							if have == 0 {
+								firstCap <- cap(evs)
+							}
+							if have = len(evs); done {
+								return
+							}
+						}
+					}()
+				}
+			}
+			before := splitMerged.Load()
+			s, err := DecodeBytes(b, "fed", opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if merged := splitMerged.Load() - before; (merged > 0) != tc.wantSplit {
+				t.Errorf("splitter gave %d entries, want some: %v", merged, tc.wantSplit)
+			}
+			if feed == nil {
+				return
+			}
+			<-read
+			// A reader sizes its arrays from Expected, the room reserved
+			// from the input's size (this dense synthetic trace outgrows
+			// it): while the splitter reads, the published array's
+			// capacity ends at its part, short of that room.
+			c := <-firstCap
+			if len(s.Traces[0].Events) == 0 || feed.Expected() < c {
+				t.Errorf("Expected() = %d, less than the first capacity published %d", feed.Expected(), c)
+			}
+			if tc.wantSplit && c >= feed.Expected() {
+				t.Errorf("first published capacity %d, Expected() %d: the split's shorter array not seen", c, feed.Expected())
+			}
+		})
+	}
+}
+
 // FuzzSplit: on any input, the splitter's decode is the one-core decode
 // (the same model or the same error).
 func FuzzSplit(f *testing.F) {

@@ -20,7 +20,7 @@ import (
 // the zooms start right after the first window, the curves and markers
 // asked for beside them (a user quick on the keys, before the window
 // index is built).
-func drive(base string, answers, atOnce bool) error {
+func drive(base string, answers, atOnce, firstOnly bool) error {
 	client := &http.Client{Timeout: 10 * time.Minute}
 	var timing string // the last answer's Server-Timing
 	get := func(path string) ([]byte, time.Duration, error) {
@@ -74,6 +74,9 @@ func drive(base string, answers, atOnce bool) error {
 		return err
 	}
 	fmt.Printf("first window: %v\n", d.Round(time.Millisecond))
+	if firstOnly {
+		return nil
+	}
 	side := make(chan error, 1)
 	go func() {
 		for _, u := range []string{fmt.Sprintf("/api/curves?%s&x0=0&x1=%.0f&w=1600", p, T), "/api/markers?" + p} {

@@ -69,6 +69,7 @@ func main() {
 	quiet := flag.Bool("q", true, "discard the command's standard output")
 	runFor := flag.Duration("for", 0, "report after this long and exit, the command still running (for serve, driven from outside meanwhile)")
 	driveURL := flag.String("drive", "", "with -for: ask the server at this `URL` (http://127.0.0.1:PORT) what the viewer bench's page asks (see drive)")
+	firstOnly := flag.Bool("first", false, "with -drive: stop once the first window is answered (a -cpuprofile of the serve path to the first paint)")
 	atOnce := flag.Bool("at-once", false, "with -drive: zoom right after the first window, the curves and markers asked for meanwhile")
 	answers := flag.Bool("answers", false, "with -drive: also ask for the peak, classes and fragmentation answers")
 	gc := flag.Bool("gc", false, "collect before each profile, so that it shows the live heap of that moment (a profile otherwise shows the heap at the last collection)")
@@ -143,11 +144,13 @@ func main() {
 	if *runFor > 0 {
 		go cli.Main(flag.Args(), os.Stdin, out, os.Stderr)
 		if *driveURL != "" {
-			if err := drive(strings.TrimSuffix(*driveURL, "/"), *answers, *atOnce); err != nil {
+			if err := drive(strings.TrimSuffix(*driveURL, "/"), *answers, *atOnce, *firstOnly); err != nil {
 				fmt.Fprintln(os.Stderr, "drive:", err)
 			}
 		}
-		time.Sleep(time.Until(t0.Add(*runFor)))
+		if !*firstOnly {
+			time.Sleep(time.Until(t0.Add(*runFor)))
+		}
 	} else {
 		code = cli.Main(flag.Args(), os.Stdin, out, os.Stderr)
 	}

@@ -65,6 +65,7 @@ func layoutDiff(got, want *Timeline) string {
 // checks that the layout done while decoding (pairing and stack) gives the
 // same timeline as the one done after.
 func TestFedLayoutMatches(t *testing.T) {
+	defer twoCores(t)()
 	used := 0
 	files := corpus.Files(t)
 	for _, path := range files {
@@ -90,6 +91,15 @@ func TestFedLayoutMatches(t *testing.T) {
 	}
 }
 
+// twoCores makes the first view's layout take its two-goroutine path
+// on inputs of any size (twoCoreMin), and returns what restores it.
+func twoCores(t *testing.T) func() {
+	t.Helper()
+	saved := twoCoreMin
+	twoCoreMin = 2
+	return func() { twoCoreMin = saved }
+}
+
 // randomPickle is randomSnapshot written as a pickle.
 func randomPickle(t testing.TB, r *rand.Rand, n int) []byte {
 	var buf bytes.Buffer
@@ -103,6 +113,7 @@ func randomPickle(t testing.TB, r *rand.Rand, n int) []byte {
 // blocks allocated before the trace, merged and split frees, blocks still
 // allocated in the dump), which runs without the corpus too.
 func TestFedLayoutRandom(t *testing.T) {
+	defer twoCores(t)()
 	r := rand.New(rand.NewSource(7))
 	for iter := 0; iter < 40; iter++ {
 		got, want, _ := fedLayouts(randomPickle(t, r, r.Intn(400)))

@@ -1,6 +1,9 @@
 package replay
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // maxTree is a static max segment tree over int32 values, used to list the
 // positions of a prefix whose value exceeds a threshold in
@@ -44,6 +47,38 @@ func (t *maxTree) build() {
 	for i := t.size - 1; i >= 1; i-- {
 		t.v[i] = max(t.v[2*i], t.v[2*i+1])
 	}
+}
+
+// buildTwoCores is build with the inner nodes of each half of the tree
+// computed on its own goroutine: every node but the root is in one
+// half's subtree, and each level of a half reads only that half's level
+// below. The Active Memory Timeline's tree (aliveTree) is built between
+// the decode's end and the first window, while the second core idles:
+// on the 1 GB tile's 5 M elements build took 20 ms of that time.
+func (t *maxTree) buildTwoCores() {
+	if t.size < 1<<16 {
+		t.build()
+		return
+	}
+	for i := t.n; i < t.size; i++ {
+		t.v[t.size+i] = -1 << 31
+	}
+	t.v[0] = -1 << 31
+	var wg sync.WaitGroup
+	for h := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for w := t.size / 2; w >= 2; w /= 2 {
+				lo := w + h*w/2
+				for i := lo + w/2 - 1; i >= lo; i-- {
+					t.v[i] = max(t.v[2*i], t.v[2*i+1])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.v[1] = max(t.v[2], t.v[3])
 }
 
 // each calls fn, in increasing order, for every leaf i < limit with

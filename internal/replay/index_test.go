@@ -57,3 +57,22 @@ func TestEndTreeMatchesScan(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxTreeBuildTwoCores: the tree built on two goroutines is the one
+// build makes, node for node, for sizes on both sides of its threshold
+// and leaf counts that fill the last level or not.
+func TestMaxTreeBuildTwoCores(t *testing.T) {
+	for _, n := range []int{1, 3, 1000, 1 << 16, 1<<16 + 1, 3<<17 + 5, 1 << 18} {
+		r := rand.New(rand.NewSource(int64(n)))
+		want, got := emptyMaxTree(n), emptyMaxTree(n)
+		for i := range n {
+			v := r.Int31n(1 << 20)
+			want.v[want.size+i], got.v[got.size+i] = v, v
+		}
+		want.build()
+		got.buildTwoCores()
+		if !slices.Equal(got.v, want.v) {
+			t.Errorf("%d leaves: the two cores' tree differs from build's", n)
+		}
+	}
+}
