@@ -418,7 +418,16 @@ func (t *Timeline) Search(addrQuery, frameQuery string) []int { return t.search(
 // Initial values are the dump's totals with the whole trace undone.
 // O(n) time; about 2 bytes per event (values are recomputed from the
 // trace, at most 64 events per At).
-func NewCurves(s *snapshot.Snapshot, device int) *Curves { return newCurves(s, device) }
+func NewCurves(s *snapshot.Snapshot, device int) *Curves { return newCurves(s, device, nil) }
+
+// NewCurvesPaused is NewCurves calling pause (when not nil) about every
+// millisecond of work in its two passes over the trace, so that a server
+// can park the build while it answers a request the user waits on: a
+// build that runs on at low priority holds a processor, and the
+// collector's stop-the-world phases wait for it to be preempted.
+func NewCurvesPaused(s *snapshot.Snapshot, device int, pause func()) *Curves {
+	return newCurves(s, device, pause)
+}
 
 // Len returns the number of raw trace events.
 func (c *Curves) Len() int { return len(c.events) }

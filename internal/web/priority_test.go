@@ -190,3 +190,54 @@ func TestVersionsPause(t *testing.T) {
 		t.Errorf("readyWaiters %d after the wait ended, want 0", n)
 	}
 }
+
+// TestCurvesPauseWired checks the totals curves' pause (pauseCurves,
+// which the build calls about every 65,536 events, replay's
+// TestCurvesPause): it parks while a window or state step is answered,
+// goes on once it is, and does not park while another request waits for
+// the curves.
+func TestCurvesPauseWired(t *testing.T) {
+	srv := New(Options{})
+	u := &srv.user
+	_, errc := srv.Store.Load("x", func(opt *snapshot.Options) (*snapshot.Snapshot, error) {
+		return &snapshot.Snapshot{Traces: []snapshot.Trace{{}}}, nil
+	})
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	dd := srv.Store.file(0).device(0)
+	returns := func() bool {
+		done := make(chan struct{})
+		go func() { dd.pauseCurves(); close(done) }()
+		select {
+		case <-done:
+			return true
+		case <-time.After(50 * time.Millisecond):
+			return false
+		}
+	}
+	if !returns() {
+		t.Fatal("the curves paused with no request in flight")
+	}
+	u.inFlight.Add(1)
+	done := make(chan struct{})
+	go func() { dd.pauseCurves(); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("the curves went on while a window was being answered")
+	case <-time.After(50 * time.Millisecond):
+	}
+	u.inFlight.Add(-1)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the curves did not go on once the window was answered")
+	}
+	u.inFlight.Add(1)
+	defer u.inFlight.Add(-1)
+	dd.curvesCallers.Add(2) // the build's own call and a request's
+	defer dd.curvesCallers.Add(-2)
+	if !returns() {
+		t.Fatal("the curves paused while a request waited for them")
+	}
+}
