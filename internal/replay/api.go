@@ -448,7 +448,9 @@ func (c *Curves) Downsample(i0, i1, buckets int) *Downsampled { return c.downsam
 // (segments are kept by start and end address, never in a shifted
 // slice), so building is O(n + (n/K)·D) time for n events and checkpoints
 // of D differences each; memory O(dump + (n/K)·D).
-func NewHistory(s *snapshot.Snapshot, device int) *History { return newHistory(s, device, nil, nil) }
+func NewHistory(s *snapshot.Snapshot, device int) *History {
+	return newHistory(s, device, nil, nil, nil)
+}
 
 // StartHistory is NewHistory with the checkpoints built in the background:
 // it returns once the dump's state is ready, so that the state at the end
@@ -461,7 +463,19 @@ func StartHistory(s *snapshot.Snapshot, device int, spawn func(func()), busy fun
 	if spawn == nil {
 		spawn = func(f func()) { go f() }
 	}
-	return newHistory(s, device, spawn, busy)
+	return newHistory(s, device, spawn, busy, nil)
+}
+
+// StartHistoryPaused is StartHistory calling pause (when not nil) about
+// every 65,536 blocks and segments while it takes in the dump's state,
+// before it returns (half a second on a 1 GB snapshot): a server parks
+// it so while it answers a window. The caller's pause must not block
+// while a request waits for the history.
+func StartHistoryPaused(s *snapshot.Snapshot, device int, spawn func(func()), busy func() bool, pause func()) *History {
+	if spawn == nil {
+		spawn = func(f func()) { go f() }
+	}
+	return newHistory(s, device, spawn, busy, pause)
 }
 
 // CheckpointEvery is the least distance in events between stored states.

@@ -35,9 +35,10 @@ type deviceData struct {
 	// userAnswered is the store's: the totals curves' build parks on it
 	// while a window or a state step is answered (pauseCurves).
 	userAnswered func(wanted func() bool)
-	// curvesCallers counts the calls of totals under way: past the first
-	// (the one building), a request waits for the curves.
-	curvesCallers atomic.Int32
+	// curvesCallers and historyCallers count the calls of totals and
+	// stateHist under way: past the first (the one building), a request
+	// waits for what it builds.
+	curvesCallers, historyCallers atomic.Int32
 }
 
 func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {

@@ -191,12 +191,13 @@ func TestVersionsPause(t *testing.T) {
 	}
 }
 
-// TestCurvesPauseWired checks the totals curves' pause (pauseCurves,
-// which the build calls about every 65,536 events, replay's
-// TestCurvesPause): it parks while a window or state step is answered,
-// goes on once it is, and does not park while another request waits for
-// the curves.
-func TestCurvesPauseWired(t *testing.T) {
+// TestBuildPausesWired checks the pauses of the totals curves' build
+// (pauseCurves) and of the state history's intake of the dump
+// (pauseHistory), which replay calls about every 65,536 items
+// (TestCurvesPause, TestStartHistoryPause): each parks while a window or
+// state step is answered, goes on once it is, and does not park while
+// another request waits for what it builds.
+func TestBuildPausesWired(t *testing.T) {
 	srv := New(Options{})
 	u := &srv.user
 	_, errc := srv.Store.Load("x", func(opt *snapshot.Options) (*snapshot.Snapshot, error) {
@@ -206,38 +207,47 @@ func TestCurvesPauseWired(t *testing.T) {
 		t.Fatal(err)
 	}
 	dd := srv.Store.file(0).device(0)
-	returns := func() bool {
+	for _, c := range []struct {
+		name    string
+		pause   func()
+		callers *atomic.Int32
+	}{
+		{"the totals curves", dd.pauseCurves, &dd.curvesCallers},
+		{"the state history", dd.pauseHistory, &dd.historyCallers},
+	} {
+		returns := func() bool {
+			done := make(chan struct{})
+			go func() { c.pause(); close(done) }()
+			select {
+			case <-done:
+				return true
+			case <-time.After(50 * time.Millisecond):
+				return false
+			}
+		}
+		if !returns() {
+			t.Fatalf("%s paused with no request in flight", c.name)
+		}
+		u.inFlight.Add(1)
 		done := make(chan struct{})
-		go func() { dd.pauseCurves(); close(done) }()
+		go func() { c.pause(); close(done) }()
 		select {
 		case <-done:
-			return true
+			t.Fatalf("%s went on while a window was being answered", c.name)
 		case <-time.After(50 * time.Millisecond):
-			return false
 		}
-	}
-	if !returns() {
-		t.Fatal("the curves paused with no request in flight")
-	}
-	u.inFlight.Add(1)
-	done := make(chan struct{})
-	go func() { dd.pauseCurves(); close(done) }()
-	select {
-	case <-done:
-		t.Fatal("the curves went on while a window was being answered")
-	case <-time.After(50 * time.Millisecond):
-	}
-	u.inFlight.Add(-1)
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the curves did not go on once the window was answered")
-	}
-	u.inFlight.Add(1)
-	defer u.inFlight.Add(-1)
-	dd.curvesCallers.Add(2) // the build's own call and a request's
-	defer dd.curvesCallers.Add(-2)
-	if !returns() {
-		t.Fatal("the curves paused while a request waited for them")
+		u.inFlight.Add(-1)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s did not go on once the window was answered", c.name)
+		}
+		u.inFlight.Add(1)
+		c.callers.Add(2) // the build's own call and a request's
+		if !returns() {
+			t.Fatalf("%s paused while a request waited for it", c.name)
+		}
+		c.callers.Add(-2)
+		u.inFlight.Add(-1)
 	}
 }

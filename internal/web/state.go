@@ -19,10 +19,22 @@ type stateHistory struct {
 }
 
 func (d *deviceData) stateHist() (*stateHistory, error) {
+	d.historyCallers.Add(1)
+	defer d.historyCallers.Add(-1)
 	return d.history.get(func() *stateHistory {
-		return &stateHistory{d: d, h: replay.StartHistory(d.snap, d.device, spawnLater, d.userBusy)}
+		return &stateHistory{d: d, h: replay.StartHistoryPaused(d.snap, d.device, spawnLater, d.userBusy, d.pauseHistory)}
 	},
 		"building the state history of device %d", d.device)
+}
+
+// pauseHistory is the state history's pause while it takes in the dump's
+// state (warmState starts it once the file is ready, during the first
+// zooms): it parks while the server answers a window or a state step,
+// unless a request waits for the history (see pauseCurves).
+func (d *deviceData) pauseHistory() {
+	if d.userAnswered != nil {
+		d.userAnswered(func() bool { return d.historyCallers.Load() > 1 })
+	}
 }
 
 // stateJSON is the /api/state answer.
