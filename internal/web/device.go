@@ -35,10 +35,10 @@ type deviceData struct {
 	// userAnswered is the store's: the totals curves' build parks on it
 	// while a window or a state step is answered (pauseCurves).
 	userAnswered func(wanted func() bool)
-	// curvesCallers and historyCallers count the calls of totals and
-	// stateHist under way: past the first (the one building), a request
-	// waits for what it builds.
-	curvesCallers, historyCallers atomic.Int32
+	// curvesCallers counts the calls of totals under way: past the first
+	// (the one building), a request waits for the curves. historyWanted
+	// counts the requests in stateHist (stateHistFor).
+	curvesCallers, historyWanted atomic.Int32
 }
 
 func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {

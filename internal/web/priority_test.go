@@ -211,9 +211,10 @@ func TestBuildPausesWired(t *testing.T) {
 		name    string
 		pause   func()
 		callers *atomic.Int32
+		waiting int32 // callers that make a request wait
 	}{
-		{"the totals curves", dd.pauseCurves, &dd.curvesCallers},
-		{"the state history", dd.pauseHistory, &dd.historyCallers},
+		{"the totals curves", dd.pauseCurves, &dd.curvesCallers, 2}, // the build's own call and a request's
+		{"the state history", dd.pauseHistory, &dd.historyWanted, 1},
 	} {
 		returns := func() bool {
 			done := make(chan struct{})
@@ -243,11 +244,11 @@ func TestBuildPausesWired(t *testing.T) {
 			t.Fatalf("%s did not go on once the window was answered", c.name)
 		}
 		u.inFlight.Add(1)
-		c.callers.Add(2) // the build's own call and a request's
+		c.callers.Add(c.waiting)
 		if !returns() {
 			t.Fatalf("%s paused while a request waited for it", c.name)
 		}
-		c.callers.Add(-2)
+		c.callers.Add(-c.waiting)
 		u.inFlight.Add(-1)
 	}
 }

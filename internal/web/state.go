@@ -18,9 +18,16 @@ type stateHistory struct {
 	end lazy[*stateJSON] // the state at the end of the trace, the view's first
 }
 
-func (d *deviceData) stateHist() (*stateHistory, error) {
-	d.historyCallers.Add(1)
-	defer d.historyCallers.Add(-1)
+func (d *deviceData) stateHist() (*stateHistory, error) { return d.stateHistFor(true) }
+
+// stateHistFor is stateHist; wanted says that a request waits for the
+// history (every caller but warmState): its intake of the dump does not
+// pause then, as the request may be the one being answered.
+func (d *deviceData) stateHistFor(wanted bool) (*stateHistory, error) {
+	if wanted {
+		d.historyWanted.Add(1)
+		defer d.historyWanted.Add(-1)
+	}
 	return d.history.get(func() *stateHistory {
 		return &stateHistory{d: d, h: replay.StartHistoryPaused(d.snap, d.device, spawnLater, d.userBusy, d.pauseHistory)}
 	},
@@ -30,10 +37,10 @@ func (d *deviceData) stateHist() (*stateHistory, error) {
 // pauseHistory is the state history's pause while it takes in the dump's
 // state (warmState starts it once the file is ready, during the first
 // zooms): it parks while the server answers a window or a state step,
-// unless a request waits for the history (see pauseCurves).
+// unless a request waits for the history.
 func (d *deviceData) pauseHistory() {
 	if d.userAnswered != nil {
-		d.userAnswered(func() bool { return d.historyCallers.Load() > 1 })
+		d.userAnswered(func() bool { return d.historyWanted.Load() > 0 })
 	}
 }
 
@@ -82,7 +89,7 @@ func (f *file) warmState(device int) {
 			}
 			inBackground(soon, func() {
 				defer func() { _ = recover() }() // a failure shows when the view is opened
-				if h, err := d.stateHist(); err == nil {
+				if h, err := d.stateHistFor(false); err == nil {
 					h.stateJSON(h.h.Len() - 1)
 				}
 			})
