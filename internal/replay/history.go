@@ -370,11 +370,15 @@ func newHistory(s *snapshot.Snapshot, device int, spawn func(func()), busy func(
 		return in
 	}
 	if spawn != nil {
-		// Off the caller's path, and in spawn: the dump's state sorted and
-		// copied for the steps (a million blocks on a 1 GB snapshot) ran
-		// in a goroutine of its own, at the priority of the window
-		// answers it competed with in the server.
-		spawn(func() { h.build(start(true)) })
+		// Off the caller's path. The dump's state sorted stays out of
+		// spawn (a server's lowest priority): the state view's first
+		// request waits for it (baseSorted), and made at nice 19 on a
+		// loaded machine it took 2.2 s to open against 0.8 s (one run each)
+		// (bench/RESULTS-web.md, #32 part 32g).
+		go func() {
+			in := start(true)
+			spawn(func() { h.build(in) })
+		}()
 	} else {
 		h.build(start(false))
 	}
