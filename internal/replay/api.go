@@ -468,7 +468,7 @@ func StartHistory(s *snapshot.Snapshot, device int, spawn func(func()), busy fun
 
 // StartHistoryPaused is StartHistory calling pause (when not nil) about
 // every 65,536 blocks and segments while it takes in the dump's state,
-// before it returns (half a second on a 1 GB snapshot): a server parks
+// before it returns (0.65 s in one run on a 1 GB snapshot): a server parks
 // it so while it answers a window. The caller's pause must not block
 // while a request waits for the history.
 func StartHistoryPaused(s *snapshot.Snapshot, device int, spawn func(func()), busy func() bool, pause func()) *History {
