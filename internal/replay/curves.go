@@ -43,7 +43,7 @@ type Curves struct {
 
 const curveBlock = 64
 
-func newCurves(s *snapshot.Snapshot, device int) *Curves {
+func newCurves(s *snapshot.Snapshot, device int, pause func()) *Curves {
 	c := &Curves{divs: s.AllocatorSettings.Divisions()}
 	if device >= 0 && device < len(s.Traces) {
 		c.events = s.Traces[device].Events
@@ -84,6 +84,7 @@ func newCurves(s *snapshot.Snapshot, device int) *Curves {
 	override := map[int32]uint64{}
 	var requested []allocFree // free_requested of allocs live so far
 	for i := range events {
+		pauseAt(pause, i)
 		e := &events[i]
 		switch e.Action {
 		case snapshot.ActionAlloc:
@@ -139,6 +140,7 @@ func newCurves(s *snapshot.Snapshot, device int) *Curves {
 	var cur [4]int64
 	ov := 0
 	for b := 0; b < nb; b++ {
+		pauseAt(pause, b*curveBlock)
 		c.cp[b] = cur
 		mn := [4]int64{math.MaxInt64, math.MaxInt64, math.MaxInt64, math.MaxInt64}
 		mx := [4]int64{math.MinInt64, math.MinInt64, math.MinInt64, math.MinInt64}

@@ -3,7 +3,9 @@ package replay
 import (
 	"math/rand"
 	"reflect"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gpumem/gpumem/internal/rules"
 	"github.com/gpumem/gpumem/snapshot"
@@ -228,5 +230,40 @@ func TestCorpusCurvesMatchNaive(t *testing.T) {
 		for _, d := range s.Devices() {
 			checkCurvesAgainstNaive(t, name, s, d, r)
 		}
+	}
+}
+
+// TestCurvesPause checks that NewCurvesPaused calls its pause about every
+// 65,536 events of both passes over the trace and does not go on while it
+// blocks (a server parks the build so while it answers a zoom), and that
+// the curves are NewCurves's.
+func TestCurvesPause(t *testing.T) {
+	s := trainingTrace(300_000, 7)
+	n := len(s.Traces[0].Events)
+	var calls atomic.Int32
+	hold := make(chan struct{})
+	done := make(chan *Curves)
+	go func() {
+		done <- NewCurvesPaused(s, 0, func() {
+			calls.Add(1)
+			<-hold
+		})
+	}()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("the build went on while its pause blocked")
+	default:
+	}
+	if c := calls.Load(); c != 1 {
+		t.Fatalf("%d pauses while held, want 1", c)
+	}
+	close(hold)
+	got := <-done
+	if want := 2 * ((n + pauseEvery) / (pauseEvery + 1)); int(calls.Load()) < want {
+		t.Fatalf("%d pauses over %d events, want at least %d (one every %d, each pass)", calls.Load(), n, want, pauseEvery+1)
+	}
+	if want := NewCurves(s, 0); !reflect.DeepEqual(got, want) {
+		t.Fatal("the paused build's curves differ from NewCurves's")
 	}
 }

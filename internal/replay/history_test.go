@@ -559,3 +559,46 @@ func TestStepsAllocateLittle(t *testing.T) {
 		}
 	}
 }
+
+// TestStartHistoryPause checks that StartHistoryPaused calls its pause
+// about every 65,536 blocks and segments while it takes in the dump's
+// state and does not go on while the pause blocks (a server parks it so
+// while it answers a window), and that the states are the naive replay's.
+func TestStartHistoryPause(t *testing.T) {
+	s := randomSnapshot(rand.New(rand.NewSource(11)), 30000)
+	items := 0
+	for _, seg := range s.Segments {
+		if seg.Device == 0 {
+			items += 1 + int(seg.NumBlocks)
+		}
+	}
+	var calls atomic.Int32
+	hold := make(chan struct{})
+	done := make(chan *History)
+	go func() {
+		done <- StartHistoryPaused(s, 0, nil, nil, func() {
+			calls.Add(1)
+			<-hold
+		})
+	}()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("StartHistoryPaused went on while its pause blocked")
+	default:
+	}
+	if c := calls.Load(); c != 1 {
+		t.Fatalf("%d pauses while held, want 1", c)
+	}
+	close(hold)
+	h := <-done
+	if want := (items + pauseEvery) / (pauseEvery + 1); int(calls.Load()) < want {
+		t.Fatalf("%d pauses over %d blocks and segments, want at least %d", calls.Load(), items, want)
+	}
+	n := h.Len()
+	for _, idx := range []int{n - 1, n - 2, n / 2, -1} {
+		if !reflect.DeepEqual(h.StateAt(idx), naiveState(h, idx)) {
+			t.Fatalf("state after %d differs from the naive replay", idx)
+		}
+	}
+}

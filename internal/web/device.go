@@ -32,6 +32,13 @@ type deviceData struct {
 	// userBusy pauses the state history's background build (see Store);
 	// the analysis pauses too unless answerWaiting.
 	userBusy, answerWaiting func() bool
+	// userAnswered is the store's: the totals curves' build parks on it
+	// while a window or a state step is answered (pauseCurves).
+	userAnswered func(wanted func() bool)
+	// curvesCallers counts the calls of totals under way: past the first
+	// (the one building), a request waits for the curves. historyWanted
+	// counts the requests in stateHist (stateHistFor).
+	curvesCallers, historyWanted atomic.Int32
 }
 
 func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {
@@ -94,8 +101,23 @@ func (d *deviceData) pauseForUser() {
 }
 
 func (d *deviceData) totals() (*replay.Curves, error) {
-	return d.curves.get(func() *replay.Curves { return replay.NewCurves(d.snap, d.device) },
+	d.curvesCallers.Add(1)
+	defer d.curvesCallers.Add(-1)
+	return d.curves.get(func() *replay.Curves { return replay.NewCurvesPaused(d.snap, d.device, d.pauseCurves) },
 		"computing the totals curves of device %d", d.device)
+}
+
+// pauseCurves is the totals curves' pause: their build (half a second
+// of CPU on a 1 GB snapshot, requested by the page right after its first
+// paint) parks while the server answers a window or a state step, unless
+// another request waits for the curves. Parked, it holds no processor:
+// running on at low priority it did, and a collection's stop-the-world
+// phase, which must preempt it, waited while a loaded machine left its
+// thread without a core (bench/RESULTS-web.md, #32 part 32e).
+func (d *deviceData) pauseCurves() {
+	if d.userAnswered != nil {
+		d.userAnswered(func() bool { return d.curvesCallers.Load() > 1 })
+	}
 }
 
 // curvesWindow encodes the allocated, reserved and active totals over the

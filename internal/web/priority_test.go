@@ -190,3 +190,65 @@ func TestVersionsPause(t *testing.T) {
 		t.Errorf("readyWaiters %d after the wait ended, want 0", n)
 	}
 }
+
+// TestBuildPausesWired checks the pauses of the totals curves' build
+// (pauseCurves) and of the state history's intake of the dump
+// (pauseHistory), which replay calls about every 65,536 items
+// (TestCurvesPause, TestStartHistoryPause): each parks while a window or
+// state step is answered, goes on once it is, and does not park while
+// another request waits for what it builds.
+func TestBuildPausesWired(t *testing.T) {
+	srv := New(Options{})
+	u := &srv.user
+	_, errc := srv.Store.Load("x", func(opt *snapshot.Options) (*snapshot.Snapshot, error) {
+		return &snapshot.Snapshot{Traces: []snapshot.Trace{{}}}, nil
+	})
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	dd := srv.Store.file(0).device(0)
+	for _, c := range []struct {
+		name    string
+		pause   func()
+		callers *atomic.Int32
+		waiting int32 // callers that make a request wait
+	}{
+		{"the totals curves", dd.pauseCurves, &dd.curvesCallers, 2}, // the build's own call and a request's
+		{"the state history", dd.pauseHistory, &dd.historyWanted, 1},
+	} {
+		returns := func() bool {
+			done := make(chan struct{})
+			go func() { c.pause(); close(done) }()
+			select {
+			case <-done:
+				return true
+			case <-time.After(50 * time.Millisecond):
+				return false
+			}
+		}
+		if !returns() {
+			t.Fatalf("%s paused with no request in flight", c.name)
+		}
+		u.inFlight.Add(1)
+		done := make(chan struct{})
+		go func() { c.pause(); close(done) }()
+		select {
+		case <-done:
+			t.Fatalf("%s went on while a window was being answered", c.name)
+		case <-time.After(50 * time.Millisecond):
+		}
+		u.inFlight.Add(-1)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s did not go on once the window was answered", c.name)
+		}
+		u.inFlight.Add(1)
+		c.callers.Add(c.waiting)
+		if !returns() {
+			t.Fatalf("%s paused while a request waited for it", c.name)
+		}
+		c.callers.Add(-c.waiting)
+		u.inFlight.Add(-1)
+	}
+}

@@ -18,11 +18,30 @@ type stateHistory struct {
 	end lazy[*stateJSON] // the state at the end of the trace, the view's first
 }
 
-func (d *deviceData) stateHist() (*stateHistory, error) {
+func (d *deviceData) stateHist() (*stateHistory, error) { return d.stateHistFor(true) }
+
+// stateHistFor is stateHist; wanted says that a request waits for the
+// history (every caller but warmState): its intake of the dump does not
+// pause then, as the request may be the one being answered.
+func (d *deviceData) stateHistFor(wanted bool) (*stateHistory, error) {
+	if wanted {
+		d.historyWanted.Add(1)
+		defer d.historyWanted.Add(-1)
+	}
 	return d.history.get(func() *stateHistory {
-		return &stateHistory{d: d, h: replay.StartHistory(d.snap, d.device, spawnLater, d.userBusy)}
+		return &stateHistory{d: d, h: replay.StartHistoryPaused(d.snap, d.device, spawnLater, d.userBusy, d.pauseHistory)}
 	},
 		"building the state history of device %d", d.device)
+}
+
+// pauseHistory is the state history's pause while it takes in the dump's
+// state (warmState starts it once the file is ready, during the first
+// zooms): it parks while the server answers a window or a state step,
+// unless a request waits for the history.
+func (d *deviceData) pauseHistory() {
+	if d.userAnswered != nil {
+		d.userAnswered(func() bool { return d.historyWanted.Load() > 0 })
+	}
 }
 
 // stateJSON is the /api/state answer.
@@ -70,7 +89,7 @@ func (f *file) warmState(device int) {
 			}
 			inBackground(soon, func() {
 				defer func() { _ = recover() }() // a failure shows when the view is opened
-				if h, err := d.stateHist(); err == nil {
+				if h, err := d.stateHistFor(false); err == nil {
 					h.stateJSON(h.h.Len() - 1)
 				}
 			})

@@ -364,7 +364,7 @@ func (f *file) device(d int) *deviceData {
 	dd := f.devs[d]
 	if dd == nil {
 		dd = newDeviceData(f.Snap, d)
-		dd.userBusy, dd.answerWaiting, dd.rules = f.userBusy, f.answerWaiting, f.rules
+		dd.userBusy, dd.answerWaiting, dd.userAnswered, dd.rules = f.userBusy, f.answerWaiting, f.userAnswered, f.rules
 		f.devs[d] = dd
 	}
 	return dd
