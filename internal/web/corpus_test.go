@@ -367,3 +367,53 @@ func TestVersionsWaitForFirstView(t *testing.T) {
 		})
 	}
 }
+
+// TestCorpusDumpStateJSON: the state view's first answer, laid out from
+// the snapshot's own segments and blocks (dumpState), is byte for byte
+// what the history gives at the end of the trace, on every real snapshot
+// with segments.
+func TestCorpusDumpStateJSON(t *testing.T) {
+	checked := 0
+	for _, path := range corpus.Files(t) {
+		s, err := snapshot.Open(path, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(s.Segments) == 0 {
+			continue
+		}
+		checked++
+		for _, d := range s.Devices() {
+			checkDumpStateJSON(t, filepath.Base(path), s, d)
+		}
+	}
+	if checked == 0 {
+		corpus.Missing(t, "no real snapshot with segments")
+	}
+}
+
+// checkDumpStateJSON fails when dumpState's JSON differs from the
+// history's at the last event.
+func checkDumpStateJSON(t *testing.T, name string, s *snapshot.Snapshot, device int) {
+	t.Helper()
+	dd := newDeviceData(s, device)
+	got, err := dd.dumpState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &stateHistory{d: dd, h: replay.NewHistory(s, device)}
+	want := h.build(h.h.Len() - 1)
+	if g, w := string(got.appendJSON(nil)), string(want.appendJSON(nil)); g != w {
+		t.Fatalf("%s device %d: the dump's state answer (%d bytes) differs from the history's (%d bytes) at byte %d",
+			name, device, len(g), len(w), firstDiff(g, w))
+	}
+}
+
+func firstDiff(a, b string) int {
+	for i := 0; i < min(len(a), len(b)); i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}

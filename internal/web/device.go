@@ -25,10 +25,14 @@ type deviceData struct {
 
 	curves  lazy[*replay.Curves]
 	history lazy[*stateHistory]
-	warmed  sync.Once              // warmState started
-	an      lazy[*analysis.Device] // categories, peak and OOM answers (answers.go)
-	anMade  atomic.Pointer[analysis.Device]
-	rules   *analysis.UserRules // serve --categories
+	dump    lazy[*stateJSON] // dumpState
+	// dumpSrc is dumpSource's.
+	dumpSrc     *replay.Dump
+	dumpSrcOnce sync.Once
+	warmed      sync.Once              // warmState started
+	an          lazy[*analysis.Device] // categories, peak and OOM answers (answers.go)
+	anMade      atomic.Pointer[analysis.Device]
+	rules       *analysis.UserRules // serve --categories
 	// userBusy pauses the state history's background build (see Store);
 	// the analysis pauses too unless answerWaiting.
 	userBusy, answerWaiting func() bool

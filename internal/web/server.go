@@ -629,12 +629,8 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	dd := p.f.device(p.device)
 	lines := []string{}
-	hist, err := dd.stateHist()
-	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
-		return
-	}
-	h := hist.h
+	// The texts need no history: the view's list shows at once.
+	h := dd.dumpSource()
 	for i := from; i < from+count && i < h.Len(); i++ {
 		lines = append(lines, eventLine(h.Event(i)))
 	}
@@ -673,14 +669,25 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	hist, err := dd.stateHist()
-	if err != nil {
-		writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
-		return
+	var st *stateJSON
+	if idx == len(dd.viz)-1 {
+		// The view opens here: the dump, without waiting for the history.
+		var err error
+		if st, err = dd.dumpState(); err != nil {
+			writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
+			return
+		}
+	} else {
+		hist, err := dd.stateHist()
+		if err != nil {
+			writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
+			return
+		}
+		st = hist.stateJSON(idx)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = hist.stateJSON(idx).writeTo(w)
+	_ = st.writeTo(w)
 }
 
 func (s *Server) handleSettings(w http.ResponseWriter, r *http.Request) {

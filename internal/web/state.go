@@ -13,9 +13,29 @@ import (
 // stateHistory answers "what did the allocator hold after event i" with
 // replay's checkpointed history.
 type stateHistory struct {
-	d   *deviceData
-	h   *replay.History
-	end lazy[*stateJSON] // the state at the end of the trace, the view's first
+	d *deviceData
+	h *replay.History
+}
+
+// stateSource is what a state answer reads its event from: a History, or
+// a Dump for the state at the end of the trace.
+type stateSource interface {
+	Len() int
+	Event(i int) replay.EventInfo
+	EventStack(i int, st *replay.State) string
+}
+
+// dumpState is the state at the end of the trace, the view's first: the
+// dump itself, laid out from the snapshot's segments and blocks without
+// the history (which took 0.1-0.7 s more to open the view on a 1 GB
+// snapshot, racing its background build; bench/RESULTS-web.md, #32 part
+// 32i). It is what the history gives for that index (corpus_test.go).
+func (d *deviceData) dumpState() (*stateJSON, error) {
+	return d.dump.get(func() *stateJSON {
+		dp := d.dumpSource()
+		idx := dp.Len() - 1
+		return layoutJSON(dp, idx, dp.StateTop(maxStateSegments))
+	}, "the state at the end of device %d's trace", d.device)
 }
 
 func (d *deviceData) stateHist() (*stateHistory, error) { return d.stateHistFor(true) }
@@ -74,10 +94,17 @@ type segJSON struct {
 	Blocks  []blockJSON `json:"blocks"`
 }
 
+// dumpSource is the device's replay.Dump, which also gives the events'
+// texts (the view's list) without the history.
+func (d *deviceData) dumpSource() *replay.Dump {
+	d.dumpSrcOnce.Do(func() { d.dumpSrc = replay.NewDump(d.snap, d.device) })
+	return d.dumpSrc
+}
+
 // warmState prepares in the background, once per device and when the file
-// is ready, what opening the Allocator State History needs first: the
-// history (whose checkpoints are then built in the background too) and the
-// state at the end of the trace. The server calls it when the page asks
+// is ready, what opening the Allocator State History needs: the state at
+// the end of the trace (the view's first), then the history for the steps
+// (whose checkpoints are then built in the background too). The server calls it when the page asks
 // for a timeline's markers, which it does after its first paint.
 func (f *file) warmState(device int) {
 	d := f.device(device)
@@ -89,8 +116,8 @@ func (f *file) warmState(device int) {
 			}
 			inBackground(soon, func() {
 				defer func() { _ = recover() }() // a failure shows when the view is opened
-				if h, err := d.stateHistFor(false); err == nil {
-					h.stateJSON(h.h.Len() - 1)
+				if _, err := d.dumpState(); err == nil {
+					_, _ = d.stateHistFor(false)
 				}
 			})
 		}()
@@ -99,24 +126,29 @@ func (f *file) warmState(device int) {
 
 func (h *stateHistory) stateJSON(idx int) *stateJSON {
 	if idx == h.h.Len()-1 {
-		st, _ := h.end.get(func() *stateJSON { return h.build(idx) }, "the state at the end of device %d's trace", h.d.device)
-		if st != nil {
+		if st, err := h.d.dumpState(); err == nil {
 			return st
 		}
 	}
 	return h.build(idx)
 }
 
-// build lays out the state after event idx for the page.
+// build lays out the state after event idx for the page, from the
+// history.
 func (h *stateHistory) build(idx int) *stateJSON {
 	// Past maxStateSegments only the largest are sent (the totals cover
-	// all); the page does memory_viz's packing, from address order.
-	st := h.h.StateTop(idx, maxStateSegments)
+	// all).
+	return layoutJSON(h.h, idx, h.h.StateTop(idx, maxStateSegments))
+}
+
+// layoutJSON lays out st, the state after event idx of src, for the page:
+// segments by address (the page does memory_viz's packing).
+func layoutJSON(src stateSource, idx int, st *replay.State) *stateJSON {
 	out := &stateJSON{Index: idx, Segments: make([]segJSON, 0, len(st.Segments)), Omitted: st.Omitted}
-	if idx >= 0 && idx < h.h.Len() {
-		e := h.h.Event(idx)
+	if idx >= 0 && idx < src.Len() {
+		e := src.Event(idx)
 		out.Event = e.Text
-		out.Stack = strings.TrimPrefix(h.h.EventStack(idx, nil), e.Text+"\n")
+		out.Stack = strings.TrimPrefix(src.EventStack(idx, nil), e.Text+"\n")
 	}
 	order := make([]int, len(st.Segments))
 	for i := range order {

@@ -3,10 +3,12 @@ package web
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/replay"
+	"github.com/gpumem/gpumem/snapshot"
 )
 
 // decodeAny decodes b for comparison.
@@ -75,4 +77,68 @@ func TestStateJSONStrings(t *testing.T) {
 	if err := json.Unmarshal([]byte(`[1,2,3,"no",5]`), new(blockJSON)); err == nil {
 		t.Error("a block with a string for pending was read")
 	}
+}
+
+// TestDumpStateJSONDemo: on the demo snapshot and on one with more
+// segments than an answer draws (only the largest sent), the dump's
+// answer is the history's byte for byte; /api/state without idx serves
+// it before any history exists, and the events list needs none either.
+func TestDumpStateJSONDemo(t *testing.T) {
+	snap, err := demo.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDumpStateJSON(t, "demo", snap, snap.DefaultDevice())
+	checkDumpStateJSON(t, "many segments", manySegments(maxStateSegments+50), 0)
+}
+
+// TestStateOpensWithoutHistory: the requests that open the state view
+// (the events list, the state at the end) are answered without the
+// history, and the answer is the one at that index with it.
+func TestStateOpensWithoutHistory(t *testing.T) {
+	srv, h := newTestServer(t)
+	ev := get(t, h, "localhost:8123", "/api/events?view=state&from=0&count=200")
+	end := get(t, h, "localhost:8123", "/api/state?view=state")
+	if ev.Code != 200 || end.Code != 200 {
+		t.Fatalf("status %d, %d", ev.Code, end.Code)
+	}
+	dd := srv.files[0].device(0)
+	if dd.history.done.Load() {
+		t.Fatal("opening the state view built the history")
+	}
+	last := len(dd.viz) - 1
+	if w := get(t, h, "localhost:8123", "/api/state?view=state&idx="+itoa(last)); w.Body.String() != end.Body.String() {
+		t.Fatalf("idx %d answers\n%s\nthe default\n%s", last, w.Body.String(), end.Body.String())
+	}
+	hist, err := dd.stateHist()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := hist.build(last).writeTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != end.Body.String() {
+		t.Fatalf("the history's state at the end\n%s\ndiffers from the answer\n%s", b.String(), end.Body.String())
+	}
+	if get(t, h, "localhost:8123", "/api/state?view=state&idx="+itoa(last-1)).Code != 200 {
+		t.Fatal("a step back failed")
+	}
+}
+
+// manySegments is a snapshot of n segments of sizes in no order, with
+// blocks active, pending and free, and no trace.
+func manySegments(n int) *snapshot.Snapshot {
+	s := &snapshot.Snapshot{Strings: []string{""}, Streams: []int64{0}, Stacks: snapshot.StackTable{Offsets: []int32{0, 0}}}
+	addr := uint64(1 << 30)
+	for i := range n {
+		size := uint64(2<<20) * uint64(1+(i*7919)%13)
+		s.Segments = append(s.Segments, snapshot.Segment{Address: addr, TotalSize: size, FirstBlock: int32(len(s.Blocks)), NumBlocks: 2})
+		s.Blocks = append(s.Blocks,
+			snapshot.Block{Addr: addr, Size: size / 2, RequestedSize: size/2 - uint64(i%512), HasRequestedSize: true, State: snapshot.BlockState(i % 3)},
+			snapshot.Block{Addr: addr + size/2, Size: size / 2, State: snapshot.BlockState((i + 1) % 3)})
+		addr += size
+	}
+	s.Traces = []snapshot.Trace{{}}
+	return s
 }
