@@ -390,4 +390,3 @@ func TestRandomSnapshotsDoNotPanic(t *testing.T) {
 		}()
 	}
 }
-
