@@ -105,24 +105,6 @@ func (d *Dump) StateTop(n int) *State {
 		out = append(out, blocks[i])
 	}
 	ss.blocks = out
-	order := make([]int32, len(ss.segs))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int {
-		sa, sb := &ss.segs[a], &ss.segs[b]
-		if c := cmp.Compare(sa.size, sb.size); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(sa.addr, sb.addr); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	})
-	ss.addrPos = order
-	ss.sizes = make([]uint64, len(order))
-	for i, k := range order {
-		ss.sizes[i] = ss.segs[k].size
-	}
+	ss.orderBySize()
 	return h.layoutState(len(h.viz)-1, ss, max(n, 1))
 }

@@ -143,25 +143,7 @@ func (h *History) sortFull(w *work) *sortedState {
 		blocksDone <- bs
 	}()
 	ss.segs = w.segs.sorted()
-	order := make([]int32, len(ss.segs))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int {
-		sa, sb := &ss.segs[a], &ss.segs[b]
-		if c := cmp.Compare(sa.size, sb.size); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(sa.addr, sb.addr); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	})
-	ss.addrPos = order
-	ss.sizes = make([]uint64, len(order))
-	for i, k := range order {
-		ss.sizes[i] = ss.segs[k].size
-	}
+	ss.orderBySize()
 	ss.blocks = <-blocksDone
 	return ss
 }
@@ -359,4 +341,29 @@ func mergeByAddr[T any](buf, sorted []T, changed []uint64, addr func(*T) uint64,
 		}
 	}
 	return append(out, sorted[at:]...)
+}
+
+// orderBySize sets the size order of ss.segs (addrPos: positions in
+// address order, smallest first; equal sizes by address, then position)
+// and the sizes in that order, which a state's layout reads in order.
+func (ss *sortedState) orderBySize() {
+	order := make([]int32, len(ss.segs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		sa, sb := &ss.segs[a], &ss.segs[b]
+		if c := cmp.Compare(sa.size, sb.size); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(sa.addr, sb.addr); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	ss.addrPos = order
+	ss.sizes = make([]uint64, len(order))
+	for i, k := range order {
+		ss.sizes[i] = ss.segs[k].size
+	}
 }
