@@ -343,9 +343,9 @@ func mergeByAddr[T any](buf, sorted []T, changed []uint64, addr func(*T) uint64,
 	return append(out, sorted[at:]...)
 }
 
-// orderBySize sets the size order of ss.segs (addrPos: positions in
-// address order, smallest first; equal sizes by address, then position)
-// and the sizes in that order, which a state's layout reads in order.
+// orderBySize sets addrPos, the positions in ss.segs (address order) by
+// size, smallest first (equal sizes by address, then position), and
+// sizes, the sizes in that order, which a state's layout reads in order.
 func (ss *sortedState) orderBySize() {
 	order := make([]int32, len(ss.segs))
 	for i := range order {
