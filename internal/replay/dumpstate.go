@@ -84,13 +84,9 @@ func (d *Dump) StateTop(n int) *State {
 			continue
 		}
 		for bi := seg.FirstBlock; bi < seg.FirstBlock+seg.NumBlocks; bi++ {
-			b := &s.Blocks[bi]
-			if b.State == snapshot.BlockInactive {
+			r, ok := dumpBlockRef(&s.Blocks[bi], bi)
+			if !ok {
 				continue
-			}
-			r := blockRef(uint32(bi)) | refDump
-			if b.State == snapshot.BlockActivePendingFree {
-				r |= refPending
 			}
 			blocks = append(blocks, h.stateBlock(r))
 		}

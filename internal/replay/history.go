@@ -296,6 +296,20 @@ func (s *segSet) sorted() []segRec {
 	return out
 }
 
+// dumpBlockRef is the reference to the dump's block bi (b): an inactive
+// block is none (simulate_memory leaves it out); an active one pending
+// free is marked so.
+func dumpBlockRef(b *snapshot.Block, bi int32) (blockRef, bool) {
+	if b.State == snapshot.BlockInactive {
+		return 0, false
+	}
+	r := blockRef(uint32(bi)) | refDump
+	if b.State == snapshot.BlockActivePendingFree {
+		r |= refPending
+	}
+	return r, true
+}
+
 func newHistory(s *snapshot.Snapshot, device int, spawn func(func()), busy func() bool, pause func()) *History {
 	h := &History{s: s, device: device, viz: vizEvents(s, device), divs: s.AllocatorSettings.Divisions(), busy: busy}
 	if device >= 0 && device < len(s.Traces) {
@@ -323,12 +337,9 @@ func newHistory(s *snapshot.Snapshot, device int, spawn func(func()), busy func(
 			pauseAt(pause, k)
 			k++
 			b := &s.Blocks[bi]
-			if b.State == snapshot.BlockInactive {
+			r, ok := dumpBlockRef(b, bi)
+			if !ok {
 				continue
-			}
-			r := blockRef(uint32(bi)) | refDump
-			if b.State == snapshot.BlockActivePendingFree {
-				r |= refPending
 			}
 			w.blocks.set(b.Addr, r)
 		}

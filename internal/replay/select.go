@@ -460,15 +460,7 @@ func (t *Timeline) prefixAt(x float64, limit int32, stop float64) *stackPrefix {
 				return true
 			}
 			mark(p)
-			sp.pos = append(sp.pos, int32(p))
-			sp.below = append(sp.below, sp.total)
-			sp.blk = append(sp.blk, false)
-			sp.total += w * float64(t.src[id].size)
-			if sp.total >= stop {
-				sp.limit = int32(p + 1)
-				return false
-			}
-			return true
+			return !sp.addElement(p, w*float64(t.src[id].size), stop)
 		})
 		return sp
 	}
@@ -522,18 +514,28 @@ func (t *Timeline) prefixAt(x float64, limit int32, stop float64) *stackPrefix {
 			}
 			id := t.byPos[p]
 			if w := t.weight(id, x); w > 0 {
-				sp.pos = append(sp.pos, int32(p))
-				sp.below = append(sp.below, sp.total)
-				sp.blk = append(sp.blk, false)
-				sp.total += w * float64(t.src[id].size)
-				if sp.total >= stop {
-					sp.limit = int32(p + 1)
+				if sp.addElement(p, w*float64(t.src[id].size), stop) {
 					return sp
 				}
 			}
 		}
 	}
 	return sp
+}
+
+// addElement adds the element at stack position p, bytes high at the
+// window's left edge, and reports whether the prefix now reaches stop
+// (the limit is then the position above it).
+func (sp *stackPrefix) addElement(p int, bytes, stop float64) bool {
+	sp.pos = append(sp.pos, int32(p))
+	sp.below = append(sp.below, sp.total)
+	sp.blk = append(sp.blk, false)
+	sp.total += bytes
+	if sp.total >= stop {
+		sp.limit = int32(p + 1)
+		return true
+	}
+	return false
 }
 
 // fillFirst completes first up to the block of limit.
