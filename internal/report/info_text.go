@@ -107,16 +107,7 @@ func WriteInfo(w io.Writer, in *Info) error {
 			trace += fmt.Sprintf(", %d with a stack", d.EntriesWithStack)
 		}
 		kv("  trace", "%s", trace)
-		if d.TimeSpan != nil {
-			kv("  trace time", "%s .. %s (%s)", FormatTimeUS(d.TimeSpan.FirstUS), FormatTimeUS(d.TimeSpan.LastUS), FormatDurationUS(d.TimeSpan.DurationUS))
-		}
-		if len(d.Actions) > 0 {
-			var rows [][]string
-			for _, a := range d.Actions {
-				rows = append(rows, []string{a.Action, strconv.Itoa(a.Count)})
-			}
-			writeTable(bw, "    ", "lr", rows)
-		}
+		writeTraceSpan(bw, kv, &d)
 	}
 
 	bw.WriteString("\n")
@@ -225,6 +216,20 @@ func writeAnnotations(kv func(k, format string, args ...any), an AnnotationInfo,
 	}
 }
 
+// writeTraceSpan writes a device's trace time and its entries by action.
+func writeTraceSpan(bw *bufio.Writer, kv func(k, format string, args ...any), d *DeviceInfo) {
+	if d.TimeSpan != nil {
+		kv("  trace time", "%s .. %s (%s)", FormatTimeUS(d.TimeSpan.FirstUS), FormatTimeUS(d.TimeSpan.LastUS), FormatDurationUS(d.TimeSpan.DurationUS))
+	}
+	if len(d.Actions) > 0 {
+		var rows [][]string
+		for _, a := range d.Actions {
+			rows = append(rows, []string{a.Action, strconv.Itoa(a.Count)})
+		}
+		writeTable(bw, "    ", "lr", rows)
+	}
+}
+
 // writeProfilerDevice writes one device of a torch.profiler output: its
 // peak and trace; it has no segments or blocks to list.
 func writeProfilerDevice(bw *bufio.Writer, kv func(k, format string, args ...any), p *ProfilerInfo, d *DeviceInfo) {
@@ -240,16 +245,7 @@ func writeProfilerDevice(bw *bufio.Writer, kv func(k, format string, args ...any
 	}
 	kv("  segments", "none recorded")
 	kv("  trace", "%s, %d with a stack", plural(d.TraceEntries, "entry"), d.EntriesWithStack)
-	if d.TimeSpan != nil {
-		kv("  trace time", "%s .. %s (%s)", FormatTimeUS(d.TimeSpan.FirstUS), FormatTimeUS(d.TimeSpan.LastUS), FormatDurationUS(d.TimeSpan.DurationUS))
-	}
-	if len(d.Actions) > 0 {
-		var rows [][]string
-		for _, a := range d.Actions {
-			rows = append(rows, []string{a.Action, strconv.Itoa(a.Count)})
-		}
-		writeTable(bw, "    ", "lr", rows)
-	}
+	writeTraceSpan(bw, kv, d)
 }
 
 // writeTable writes rows as aligned columns two spaces apart; align has one
