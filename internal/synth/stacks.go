@@ -105,23 +105,19 @@ func (t *stackTable) backward(node string) snapshot.StackID {
 // accumulateFrames is AccumulateGrad's apply, run by loss.backward() for
 // a leaf (a parameter) once its incoming gradient is computed.
 func accumulateFrames() []frame {
-	return cat(
-		cpp("torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)",
-			"torch::autograd::Node::operator()(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)",
-			"torch::autograd::Engine::evaluate_function(std::shared_ptr<torch::autograd::GraphTask>&, torch::autograd::Node*, torch::autograd::InputBuffer&, std::shared_ptr<torch::autograd::ReadyQueue> const&)",
-			"torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)"),
-		[]frame{
-			{torchDir + "autograd/graph.py", 829, "_engine_run_backward"},
-			{torchDir + "autograd/__init__.py", 353, "backward"},
-			{torchDir + "_tensor.py", 648, "backward"},
-		},
-		trainStep(157))
+	return engineFrames("torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)")
 }
 
 // backwardFrames is what loss.backward() adds below an autograd node.
 func backwardFrames(node string) []frame {
+	return engineFrames("torch::autograd::generated::" + node + "::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)")
+}
+
+// engineFrames is the autograd engine running a node's apply, called
+// from loss.backward() in the training step.
+func engineFrames(apply string) []frame {
 	return cat(
-		cpp("torch::autograd::generated::"+node+"::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)",
+		cpp(apply,
 			"torch::autograd::Node::operator()(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)",
 			"torch::autograd::Engine::evaluate_function(std::shared_ptr<torch::autograd::GraphTask>&, torch::autograd::Node*, torch::autograd::InputBuffer&, std::shared_ptr<torch::autograd::ReadyQueue> const&)",
 			"torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)"),
