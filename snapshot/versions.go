@@ -41,7 +41,7 @@ type versionState struct {
 // as one whose versioner starts once it has feedEvery entries
 // (startVersions).
 func (b *builder) wantVersions(opt *Options) {
-	b.verWanted = opt == nil || opt.Early == nil
+	b.verWanted = opt == nil || opt.Early == nil && !opt.NoVersions
 }
 
 // startVersions starts the versioner when the decode wants one, as the

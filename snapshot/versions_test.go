@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/corpus"
@@ -163,4 +164,77 @@ func outOfOrderTrace() []byte {
 	}
 	b = append(b, 'e')
 	return append(b, 'u', '.')
+}
+
+// TestNoVersions: a decode without the address versions
+// (Options.NoVersions) is the ordinary decode with every Version 0, with
+// and without Early, on every real snapshot and on one big enough for the
+// versioner; Annotate then gives the ordinary decode's versions.
+func TestNoVersions(t *testing.T) {
+	files := corpus.Files(t)
+	if !testing.Short() {
+		files = append(files, bigSnapshot(t))
+	}
+	left := 0 // versions other than 0 left out, over all files
+	defer func() {
+		if left == 0 {
+			t.Error("no snapshot had a version other than 0: the comparison tested nothing")
+		}
+	}()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := DecodeBytes(data, f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantVers := versionsOf(want)
+		nonzero := 0
+		for _, v := range wantVers {
+			if v != 0 {
+				nonzero++
+			}
+		}
+		zeroVersions(want)
+		for _, early := range []bool{false, true} {
+			opt := &Options{NoVersions: true}
+			if early {
+				opt.Early = func(*Snapshot) {}
+			}
+			got, err := DecodeBytes(data, f, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range versionsOf(got) {
+				if v != 0 {
+					t.Fatalf("%s (early %v): version %d is %d, want none", filepath.Base(f), early, i, v)
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s (early %v): the model differs from the ordinary decode's but for the versions", filepath.Base(f), early)
+			}
+			got.Annotate()
+			if gv := versionsOf(got); !reflect.DeepEqual(gv, wantVers) {
+				t.Fatalf("%s (early %v): Annotate's versions differ from the ordinary decode's", filepath.Base(f), early)
+			}
+		}
+		left += nonzero
+	}
+}
+
+// zeroVersions sets every Version of s to 0.
+func zeroVersions(s *Snapshot) {
+	for _, tr := range s.Traces {
+		for i := range tr.Events {
+			tr.Events[i].Version = 0
+		}
+	}
+	for i := range s.Segments {
+		s.Segments[i].Version = 0
+	}
+	for i := range s.Blocks {
+		s.Blocks[i].Version = 0
+	}
 }

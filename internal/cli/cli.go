@@ -35,6 +35,9 @@ type Env struct {
 	// maxDecompressed is --max-decompressed (0: the decoder's default
 	// bound), set by the flag sets of the commands that read snapshots.
 	maxDecompressed int64
+	// noVersions is set by the commands whose answers do not read
+	// memory_viz's address versions (snapshot.Options.NoVersions).
+	noVersions bool
 }
 
 // Command is one subcommand.

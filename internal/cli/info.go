@@ -27,6 +27,7 @@ func runInfo(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	env.noVersions = true // its answers do not read address versions
 	snaps, err := LoadArgs(env, files, *useDemo)
 	if err != nil {
 		return err

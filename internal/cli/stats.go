@@ -25,6 +25,7 @@ func runStats(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	env.noVersions = true // its answers do not read address versions
 	s, err := loadOne(env, files, *useDemo)
 	if err != nil {
 		return err
