@@ -95,7 +95,7 @@ func decodePath(env *Env, path string, opt *snapshot.Options) (*snapshot.Snapsho
 	// The command's choice, not the library's: a big decode collects
 	// eagerly (the GC setting is the process's, which is this one).
 	opt.EagerGC = true
-	opt.NoVersions = env.noVersions
+	opt.NoVersions = opt.NoVersions || env.noVersions
 	if path == "-" {
 		s, err = snapshot.Decode(env.Stdin, "-", opt)
 	} else {
