@@ -341,7 +341,7 @@ func (b *builder) segment(v pickle.Value, kv []pickle.Value) (pickle.Value, erro
 			seg.FirstBlock = int32(blockItems[0].X)
 		} else {
 			for _, it := range blockItems {
-				b.blocks = append(roomFor(b.blocks), b.blocks[it.X])
+				b.blocks = append(b.roomForBlocks(), b.blocks[it.X])
 			}
 			seg.FirstBlock = int32(len(b.blocks) - len(blockItems))
 		}
@@ -371,7 +371,7 @@ func (b *builder) segment(v pickle.Value, kv []pickle.Value) (pickle.Value, erro
 	if extra != nil {
 		seg.Extra = b.addExtra(extra)
 	}
-	b.segs = append(roomFor(b.segs), seg)
+	b.segs = append(b.roomForSegs(), seg)
 	return pickle.MakeHandle(hSegment, uint64(len(b.segs)-1)), nil
 }
 
@@ -481,7 +481,7 @@ func (b *builder) block(v pickle.Value, kv []pickle.Value) (pickle.Value, error)
 	if extra != nil {
 		bl.Extra = b.addExtra(extra)
 	}
-	b.blocks = append(roomFor(b.blocks), bl)
+	b.blocks = append(b.roomForBlocks(), bl)
 	return pickle.MakeHandle(hBlock, uint64(len(b.blocks)-1)), nil
 }
 
@@ -683,6 +683,21 @@ func roomFor[T any](s []T) []T {
 	return n
 }
 
+// roomForHint is roomFor for an array expected to hold about hint
+// items in the end (0: unknown): when it must grow past a smaller
+// capacity, it is allocated for all of them at once, with 1/32 to spare.
+func roomForHint[T any](s []T, hint int) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	if want := hint + hint/32 + 256; hint > 0 && want > len(s) {
+		n := make([]T, len(s), want)
+		copyInPieces(n, s)
+		return n
+	}
+	return roomFor(s)
+}
+
 // copyInPieces copies src into dst a quarter MiB at a time, yielding
 // between pieces. A copy is a memmove, where the Go runtime cannot
 // preempt a goroutine; a garbage collection that needs this goroutine's
@@ -698,4 +713,23 @@ func copyInPieces[T any](dst, src []T) {
 		}
 		copy(dst[i:], src[i:min(i+step, len(src))])
 	}
+}
+
+// roomForBlocks is roomFor for the blocks, sized from the splitter's
+// count of the dump's blocks when it has one (splitter.dumpHint).
+func (b *builder) roomForBlocks() []Block {
+	if len(b.blocks) < cap(b.blocks) {
+		return b.blocks
+	}
+	_, n := b.split.dumpHint()
+	return roomForHint(b.blocks, n)
+}
+
+// roomForSegs is roomForBlocks for the segments.
+func (b *builder) roomForSegs() []Segment {
+	if len(b.segs) < cap(b.segs) {
+		return b.segs
+	}
+	n, _ := b.split.dumpHint()
+	return roomForHint(b.segs, n)
 }

@@ -508,7 +508,7 @@ func (b *builder) readBlock(d *pickle.Decoder, buf []byte, p int, self int64) (p
 	if seen&(1<<kwFrames) == 0 && bl.RequestedSize == 0 {
 		bl.RequestedSize = bl.Size // legacy default, as block does
 	}
-	b.blocks = append(roomFor(b.blocks), bl)
+	b.blocks = append(b.roomForBlocks(), bl)
 	return pickle.MakeHandle(hBlock, uint64(len(b.blocks)-1)), end, true
 }
 

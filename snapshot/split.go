@@ -131,6 +131,14 @@ type splitter struct {
 	codes map[uint64]uint8 // memo index -> key kw or codeAction+action
 	cache [64]codeCacheEntry
 
+	// The dump's size as the skim counts it (dumpHint): dicts whose
+	// first key is the memoized "device" (segments) or "address"
+	// (blocks), by memo index+1 of those keys; published in dump, segments
+	// in the high half, once the skim reaches the first trace entry.
+	devKey, addressKey   uint64
+	segsSeen, blocksSeen int
+	dump                 atomic.Uint64
+
 	// Set before at: the offer.
 	pred int    // events before at, as the skim counts them
 	base uint64 // memo entries before at
@@ -230,6 +238,16 @@ func (sp *splitter) onString(idx uint64, s []byte) {
 		c = kwCompileContext
 	case "user_metadata":
 		c = kwUserMetadata
+	case "device":
+		if sp.devKey == 0 {
+			sp.devKey = idx + 1
+		}
+		return
+	case "address":
+		if sp.addressKey == 0 {
+			sp.addressKey = idx + 1
+		}
+		return
 	default:
 		if len(s) > 32 {
 			return
@@ -330,6 +348,49 @@ func (sp *splitter) run(x int) {
 	sp.read(x)
 }
 
+// countDump counts the dict whose first key is at buf[q] as a segment or
+// a block when that key is the memoized "device" or "address".
+func (sp *splitter) countDump(buf []byte, q int) {
+	j, next := memoRef(buf, q)
+	switch {
+	case next == 0:
+	case j+1 == sp.devKey:
+		sp.segsSeen++
+	case j+1 == sp.addressKey:
+		sp.blocksSeen++
+	}
+}
+
+// publishDump publishes the segments and blocks counted, as the skim
+// reaches the trace: PyTorch writes the dump's segments first.
+func (sp *splitter) publishDump() {
+	segs, blocks := min(sp.segsSeen, math.MaxInt32), min(sp.blocksSeen, math.MaxInt32)
+	sp.dump.Store(uint64(segs)<<32 | uint64(blocks))
+}
+
+// dumpHint returns how many segments and blocks the skim counted in the
+// dump before the trace (0 when it has not got there): a capacity for
+// the decoder's segments and blocks, bounded by what the input could
+// hold, so that they are allocated once, not doubled from small (the
+// copies left 190 MiB of garbage resident at the end of a 1 GB tile's
+// decode, and their pages were faulted in for nothing).
+func (sp *splitter) dumpHint() (segs, blocks int) {
+	if sp == nil {
+		return 0, 0
+	}
+	d := sp.dump.Load()
+	segs, blocks = int(d>>32), int(d&math.MaxUint32)
+	// A segment dict takes at least 12 keys, a block dict 5: a count
+	// past these bounds is not PyTorch's dump, and is not trusted.
+	if segs > len(sp.buf)/64 {
+		segs = 0
+	}
+	if blocks > len(sp.buf)/32 {
+		blocks = 0
+	}
+	return segs, blocks
+}
+
 // give hands back the mapped pages well behind pos.
 func (sp *splitter) give(pos int) {
 	if end := pos&^(releaseEvery-1) - releaseEvery; sp.release != nil && end > sp.released {
@@ -403,8 +464,14 @@ func (sp *splitter) skim() int {
 			}
 			p += 2 + int(buf[p+1])
 		case '}':
-			if sp.actionKey(buf, dictStart(buf, p)) {
+			q := dictStart(buf, p)
+			if sp.actionKey(buf, q) {
+				if events == 0 {
+					sp.publishDump()
+				}
 				events++
+			} else if q >= 0 && events == 0 {
+				sp.countDump(buf, q)
 			}
 			p++
 		case '(':

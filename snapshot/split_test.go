@@ -298,3 +298,42 @@ func FuzzSplit(f *testing.F) {
 		sameDecode(t, b, "fuzz", float64(at%101)/100)
 	})
 }
+
+// TestDumpHint: with the splitter's count of the dump (dumpHint), the
+// segments and blocks of every real snapshot are allocated for their
+// number at once: never more room than doubling gives, and less on the
+// files where doubling overshoots.
+func TestDumpHint(t *testing.T) {
+	tighter := 0
+	for _, f := range corpus.Files(t) {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(raw) < 2 || raw[0] != 0x80 || raw[1] < 4 {
+			continue
+		}
+		got, _, err := decodeSplit(raw, f, 0)
+		if err != nil {
+			continue // sameDecode checks the errors
+		}
+		want, _, err := decodeSplit(raw, f, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check := func(what string, n, gotCap, wantCap int) {
+			if gotCap > max(wantCap, n+n/32+256) {
+				t.Errorf("%s: %d %s in room for %d (doubling: %d)", filepath.Base(f), n, what, gotCap, wantCap)
+			}
+			if gotCap < wantCap {
+				tighter++
+			}
+		}
+		check("blocks", len(got.Blocks), cap(got.Blocks), cap(want.Blocks))
+		check("segments", len(got.Segments), cap(got.Segments), cap(want.Segments))
+	}
+	if tighter == 0 {
+		t.Error("the count of the dump made no array smaller: it was not used")
+	}
+	t.Logf("%d arrays allocated once for their size", tighter)
+}
