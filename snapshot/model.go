@@ -183,23 +183,25 @@ type Source struct {
 // Segment is one cudaMalloc (or one contiguous mapped range of an
 // expandable segment) at dump time.
 type Segment struct {
-	Device        int32
+	// The fields are in order of size, so that a Segment is 88 bytes,
+	// not 96 (a 1 GB tiled snapshot holds 760,000).
 	Address       uint64
 	TotalSize     uint64
 	AllocatedSize uint64 // sum of sizes of active_allocated blocks
 	ActiveSize    uint64 // sum of sizes of active blocks
 	RequestedSize uint64 // sum of requested sizes of active blocks
-	Stream        StreamID
-	Large         bool // segment_type == "large"
 	PoolID        [2]int64
-	HasPoolID     bool // false when the file has no segment_pool_id (before 2.1)
-	IsExpandable  bool
+	Device        int32
 	Stack         StackID
 	// Version is memory_viz's segment address version at dump time.
-	Version    int32
-	FirstBlock int32
-	NumBlocks  int32
-	Extra      ExtraID
+	Version      int32
+	FirstBlock   int32
+	NumBlocks    int32
+	Extra        ExtraID
+	Stream       StreamID
+	Large        bool // segment_type == "large"
+	HasPoolID    bool // false when the file has no segment_pool_id (before 2.1)
+	IsExpandable bool
 }
 
 // BlockState is a block's allocation state.
@@ -225,24 +227,27 @@ func (s BlockState) String() string {
 
 // Block is a contiguous sub-range of a segment.
 type Block struct {
+	// The fields are in order of size, so that a Block is 56 bytes, not
+	// 64 (a 1 GB tiled snapshot holds 1.3 million).
+
 	// Addr is the block's address computed as memory_viz does, by
 	// accumulating sizes from the segment's address.
 	Addr uint64
 	// RawAddress is the file's "address" key (2.1+); HasAddress says whether
 	// it was present.
 	RawAddress    uint64
-	HasAddress    bool
 	Size          uint64
 	RequestedSize uint64 // as in the file (stale for inactive blocks)
-	// HasRequestedSize is false for legacy blocks without requested_size.
-	HasRequestedSize bool
-	State            BlockState
-	Stack            StackID
+	Stack         StackID
 	// Version is memory_viz's block address version at dump time.
 	Version      int32
 	FirstHistory int32
 	NumHistory   int32
 	Extra        ExtraID
+	HasAddress   bool
+	// HasRequestedSize is false for legacy blocks without requested_size.
+	HasRequestedSize bool
+	State            BlockState
 }
 
 // HistoryItem is one legacy block history record {addr, real_size, frames}.
