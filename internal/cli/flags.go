@@ -86,6 +86,7 @@ func newFlagSet(env *Env, name, args, about string) *flag.FlagSet {
 	}
 	fs.Usage = func() {} // run prints the help or the one line
 	env.flags, env.args = fs, args
+	env.noVersions = false // the command sets it again if it may
 	env.help = func(w io.Writer) {
 		fmt.Fprintf(w, "usage: gpumem %s %s\n\n%s\n", name, args, strings.TrimSpace(about))
 		if hasFlags(fs) {
