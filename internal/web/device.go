@@ -137,8 +137,8 @@ func (d *deviceData) curvesWindow(tl *timeline, x0, x1 float64, w int, mode stri
 	tl.axes()
 	vs := tl.vizStep
 	t0, t1 := tl.toStep(x0, mode), tl.toStep(x1, mode)
-	v0 := sort.Search(len(vs), func(i int) bool { return float64(vs[i]) >= t0 })
-	v1 := sort.Search(len(vs), func(i int) bool { return float64(vs[i]) > t1 })
+	v0 := vs.search(func(s int32) bool { return float64(s) >= t0 })
+	v1 := vs.search(func(s int32) bool { return float64(s) > t1 })
 	var xs []float64
 	var vals [3][]float64
 	add := func(x float64, t replay.Totals) {
@@ -160,8 +160,8 @@ func (d *deviceData) curvesWindow(tl *timeline, x0, x1 float64, w int, mode stri
 		for b := 0; b < ds.Buckets; b++ {
 			raw := ds.Bounds[b]
 			vi := sort.Search(len(d.viz), func(i int) bool { return d.viz[i] >= raw })
-			vi = min(vi, len(vs)-1)
-			x := tl.fromStep(float64(vs[vi]), mode)
+			vi = min(vi, vs.len()-1)
+			x := tl.fromStep(float64(vs.at(vi)), mode)
 			add(x, replay.Totals{Allocated: ds.AllocatedMax[b], Reserved: ds.ReservedMax[b], Active: ds.ActiveMax[b]})
 		}
 	}
@@ -198,9 +198,9 @@ func (d *deviceData) markers(tl *timeline) []marker {
 		e := &d.events[r]
 		switch e.Action {
 		case snapshot.ActionOOM:
-			out = append(out, marker{float64(tl.vizStep[i]), float64(e.TimeUS), "oom", "OOM: requested " + units.VizShort(e.Size)})
+			out = append(out, marker{float64(tl.vizStep.at(i)), float64(e.TimeUS), "oom", "OOM: requested " + units.VizShort(e.Size)})
 		case snapshot.ActionSnapshot:
-			out = append(out, marker{float64(tl.vizStep[i]), float64(e.TimeUS), "snapshot", "snapshot"})
+			out = append(out, marker{float64(tl.vizStep.at(i)), float64(e.TimeUS), "snapshot", "snapshot"})
 		}
 	}
 	for _, a := range d.snap.Annotations {
@@ -210,8 +210,8 @@ func (d *deviceData) markers(tl *timeline) []marker {
 		ev := -1.0
 		if d.HasTime {
 			i := sort.Search(len(d.viz), func(i int) bool { return d.events[d.viz[i]].TimeUS >= a.TimeUS })
-			if i < len(tl.vizStep) {
-				ev = float64(tl.vizStep[i])
+			if i < tl.vizStep.len() {
+				ev = float64(tl.vizStep.at(i))
 			}
 		}
 		label := a.Name
