@@ -31,7 +31,6 @@ type Timeline struct {
 	off0  []uint64 // bottom edge when pushed
 	pos   []int32  // stack position (push order)
 	slid  []bool   // its free slid the elements above it down
-	freed []bool   // freed in the trace (else alive at the end)
 	byPos []int32  // element at each stack position
 
 	// aliveTree lists, by stack position, the time an element stops
@@ -123,7 +122,7 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	leaves := t.aliveTree.v[t.aliveTree.size:]
 	fill := func(lo, hi int) {
 		for p, id := range t.byPos[lo:hi] {
-			if !t.freed[id] {
+			if !t.freed(id) {
 				t.end[id] = timestep         // each id once: byPos is a permutation
 				leaves[lo+p] = math.MaxInt32 // alive to the end
 				continue
@@ -191,7 +190,7 @@ func (t *Timeline) stackBlocks() {
 		ids := t.byPos[lo : lo+prefixBlock]
 		for k, id := range ids {
 			e := int32(math.MaxInt32)
-			if t.freed[id] {
+			if t.freed(id) {
 				e = t.end[id]
 			}
 			keys[k] = int64(e)<<8 | int64(k)
@@ -325,12 +324,18 @@ func (t *Timeline) buildBuckets(order []int32) {
 	slices.SortFunc(t.bySize, func(a, b int32) int { return t.buckets[b].sizeClass - t.buckets[a].sizeClass })
 }
 
+// freed reports whether element id is freed in the trace (else it is
+// alive at the end): a free event is paired with it. A column of its own
+// was a byte an element beside the 16 of its source, which is read with
+// it anyway.
+func (t *Timeline) freed(id int32) bool { return t.src[id].free >= 0 }
+
 // weight is how much of element j's size still lies under the elements
 // above it at time x: 1 while alive, sliding to 0 over 3 timesteps after a
 // free that slid, 0 after a free at the top.
 func (t *Timeline) weight(j int32, x float64) float64 {
 	e := float64(t.end[j])
-	if x < e || !t.freed[j] {
+	if x < e || !t.freed(j) {
 		return 1
 	}
 	if t.slid[j] && x < e+3 {
