@@ -147,6 +147,7 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 		fill(0, n)
 	}
 	t.aliveTree.buildTwoCores()
+	t.releaseRoom()
 	// src keeps its room: a fed pairing reserves for every entry the
 	// decoder expected, but the pages of the room never written are never
 	// faulted in, and trimming it copied 120 MB (the 1 GB tile's 5 M
@@ -170,6 +171,25 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	})
 	t.finishRuns()
 	return t
+}
+
+// releaseRoom releases the unwritten room of the stacked columns (see
+// releaseRoom): a fed layout reserved them for more elements and runs
+// than the trace had.
+func (t *Timeline) releaseRoom() {
+	releaseRoom(t.src)
+	releaseRoom(t.start)
+	releaseRoom(t.end)
+	releaseRoom(t.off0)
+	releaseRoom(t.pos)
+	releaseRoom(t.slid)
+	releaseRoom(t.byPos)
+	releaseRoom(t.freeEnd)
+	releaseRoom(t.freeSize)
+	releaseRoom(t.freePos)
+	if t.cruns != nil {
+		releaseRoom(t.cruns.code)
+	}
 }
 
 // prefixBlock is the number of stack positions of a block (stackBlocks).
