@@ -147,7 +147,8 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 		fill(0, n)
 	}
 	t.aliveTree.buildTwoCores()
-	t.releaseRoom()
+	// Off the first paint's path: 9 ms on the 1 GB tile.
+	go t.releaseRoom()
 	// src keeps its room: a fed pairing reserves for every entry the
 	// decoder expected, but the pages of the room never written are never
 	// faulted in, and trimming it copied 120 MB (the 1 GB tile's 5 M
@@ -175,7 +176,8 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 
 // releaseRoom releases the unwritten room of the stacked columns (see
 // releaseRoom): a fed layout reserved them for more elements and runs
-// than the trace had.
+// than the trace had. It only reads what newTimeline wrote before it
+// started it, and writes nothing the timeline reads.
 func (t *Timeline) releaseRoom() {
 	releaseRoom(t.src)
 	releaseRoom(t.start)
@@ -187,9 +189,7 @@ func (t *Timeline) releaseRoom() {
 	releaseRoom(t.freeEnd)
 	releaseRoom(t.freeSize)
 	releaseRoom(t.freePos)
-	if t.cruns != nil {
-		releaseRoom(t.cruns.code)
-	}
+	releaseRoom(t.cruns.code)
 }
 
 // prefixBlock is the number of stack positions of a block (stackBlocks).
