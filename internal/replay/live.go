@@ -132,13 +132,18 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 		}
 		lt.items[i] = it
 	}
-	live := newLiveStack(len(l.elems))
-	pos := make([]int32, len(l.elems)) // stack position+1 while live
+	// The actions read the lifetimes, not the elements: the element list
+	// (16 bytes an element, 84 MB on the 1 GB tile) is let go before the
+	// stack's arrays are made, which can then take its room.
+	items := lt.items
+	l.elems = nil
+	live := newLiveStack(len(items))
+	pos := make([]int32, len(items)) // stack position+1 while live
 	var total uint64
 	for _, id := range l.initial {
 		pos[id] = int32(len(live.down) + 1)
 		live.push()
-		total += l.elems[id].size
+		total += items[id].Size
 	}
 	lt.PeakBytes, lt.PeakAction = total, -1
 	if n == 0 {
@@ -147,33 +152,32 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 	gaps := int32(0)
 	for k, id := range l.actions {
 		pauseAt(pause, k)
-		e := &l.elems[id]
+		e := &items[id]
 		if k&63 == 0 {
 			lt.gapsBefore[k>>6] = gaps
 		}
 		if pos[id] == 0 { // an alloc: pushed on top
-			lt.items[id].Born = int32(k)
+			e.Born = int32(k)
 			pos[id] = int32(len(live.down) + 1)
 			live.push()
-			total += e.size
-			lt.Events[k] = -1 // only for a dump block popped into an empty trace's actions
-			if e.kind() == srcAlloc {
-				lt.Events[k] = e.ref
-			}
+			total += e.Size
+			// -1 only for a dump block popped into an empty trace's
+			// actions (its Alloc holds its dump entry, below -1).
+			lt.Events[k] = max(e.Alloc, -1)
 			if total > lt.PeakBytes {
 				lt.PeakBytes, lt.PeakAction = total, k
 			}
 			continue
 		}
 		// a free
-		lt.items[id].Died = int32(k)
-		lt.Events[k] = e.freeEvent()
+		e.Died = int32(k)
+		lt.Events[k] = e.Free
 		if live.free(pos[id] - 1) {
 			lt.gaps[k>>6] |= 1 << (k & 63)
 			gaps++
 		}
 		pos[id] = 0
-		total -= e.size
+		total -= e.Size
 	}
 	return lt
 }
