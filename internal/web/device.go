@@ -39,6 +39,9 @@ type deviceData struct {
 	// userAnswered is the store's: the totals curves' build parks on it
 	// while a window or a state step is answered (pauseCurves).
 	userAnswered func(wanted func() bool)
+	// activeTimeline returns the device's Active Memory Timeline when it
+	// is built already, else nil (the store's builtTimeline).
+	activeTimeline func() *replay.Timeline
 	// curvesCallers counts the calls of totals under way: past the first
 	// (the one building), a request waits for the curves. historyWanted
 	// counts the requests in stateHist (stateHistFor).
@@ -66,7 +69,16 @@ func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {
 func (d *deviceData) analysisDevice() (*analysis.Device, error) {
 	build := func() (*analysis.Device, error) {
 		dv, err := d.an.get(func() *analysis.Device {
-			a := analysis.NewDevicePaused(d.snap, d.device, d.pauseForUser)
+			// The lifetimes of the timeline the page draws come from it
+			// when it is built (it is, past the first paint): not a
+			// second pairing and stack of every allocation.
+			var active *replay.Lifetimes
+			if d.activeTimeline != nil {
+				if tl := d.activeTimeline(); tl != nil {
+					active = tl.Lifetimes(d.pauseForUser)
+				}
+			}
+			a := analysis.NewDevicePausedWith(d.snap, d.device, active, d.pauseForUser)
 			a.SetUserRules(d.rules)
 			return a
 		}, "analysing device %d", d.device)
