@@ -51,9 +51,19 @@ func NewDevice(s *snapshot.Snapshot, d int) *Device { return NewDevicePaused(s, 
 // something else: on two cores, the peak answer of a 1 GB snapshot made
 // each state step 1.5 times slower.
 func NewDevicePaused(s *snapshot.Snapshot, d int, pause func()) *Device {
+	return NewDevicePausedWith(s, d, nil, pause)
+}
+
+// NewDevicePausedWith is NewDevicePaused with active, when not nil, the
+// Active Memory Timeline's lifetimes of device d made already (a
+// viewer's from the timeline it draws: replay.Timeline.Lifetimes).
+func NewDevicePausedWith(s *snapshot.Snapshot, d int, active *replay.Lifetimes, pause func()) *Device {
+	if active == nil {
+		active = replay.NewLifetimesPaused(s, d, replay.KindActive, pause)
+	}
 	dv := &Device{
 		S: s, Index: d, pause: pause,
-		Active:   replay.NewLifetimesPaused(s, d, replay.KindActive, pause),
+		Active:   active,
 		Segments: replay.NewLifetimesPaused(s, d, replay.KindSegments, pause),
 	}
 	dv.segs = replay.DeviceSegments(s, d)

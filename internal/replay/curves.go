@@ -34,14 +34,20 @@ type Curves struct {
 	// live at the dump (their block's size) and frees of them. Sorted.
 	ovIdx  []int32
 	ovSize []uint64
-	// Per counter, min and max segment trees over blocks (leaves at
-	// treeSize+b), of unclamped values.
-	treeSize int
-	tmin     [4][]int64
-	tmax     [4][]int64
+	// Per counter, the min and max of unclamped values over each block
+	// (bmin[k][b]) and over each group of curveGroup blocks (gmin[k][g]):
+	// a range of blocks reads at most 2*curveGroup of the first and its
+	// groups, where a segment tree over the blocks took twice the blocks'
+	// room again, rounded up to a power of two (32 MiB on the 1 GB tile,
+	// for 16 here).
+	bmin, bmax [4][]int64
+	gmin, gmax [4][]int64
 }
 
-const curveBlock = 64
+const (
+	curveBlock = 64
+	curveGroup = 16
+)
 
 func newCurves(s *snapshot.Snapshot, device int, pause func()) *Curves {
 	c := &Curves{divs: s.AllocatorSettings.Divisions()}
@@ -136,7 +142,9 @@ func newCurves(s *snapshot.Snapshot, device int, pause func()) *Curves {
 	// the trace's net change.
 	nb := (n + curveBlock - 1) / curveBlock
 	c.cp = make([][4]int64, nb+1)
-	c.allocTrees(nb)
+	for k := range 4 {
+		c.bmin[k], c.bmax[k] = make([]int64, nb), make([]int64, nb)
+	}
 	var cur [4]int64
 	ov := 0
 	for b := 0; b < nb; b++ {
@@ -152,7 +160,7 @@ func newCurves(s *snapshot.Snapshot, device int, pause func()) *Curves {
 			}
 		}
 		for k := range 4 {
-			c.tmin[k][c.treeSize+b], c.tmax[k][c.treeSize+b] = mn[k], mx[k]
+			c.bmin[k][b], c.bmax[k][b] = mn[k], mx[k]
 		}
 	}
 	c.cp[nb] = cur
@@ -166,14 +174,17 @@ func newCurves(s *snapshot.Snapshot, device int, pause func()) *Curves {
 			c.cp[b][k] += start[k]
 		}
 	}
+	ng := (nb + curveGroup - 1) / curveGroup
 	for k := range 4 {
-		for b := 0; b < nb; b++ {
-			c.tmin[k][c.treeSize+b] += start[k]
-			c.tmax[k][c.treeSize+b] += start[k]
+		bmin, bmax := c.bmin[k], c.bmax[k]
+		for b := range bmin {
+			bmin[b] += start[k]
+			bmax[b] += start[k]
 		}
-		for i := c.treeSize - 1; i >= 1; i-- {
-			c.tmin[k][i] = min(c.tmin[k][2*i], c.tmin[k][2*i+1])
-			c.tmax[k][i] = max(c.tmax[k][2*i], c.tmax[k][2*i+1])
+		c.gmin[k], c.gmax[k] = make([]int64, ng), make([]int64, ng)
+		for g := range ng {
+			lo, hi := g*curveGroup, min(nb, (g+1)*curveGroup)
+			c.gmin[k][g], c.gmax[k][g] = slices.Min(bmin[lo:hi]), slices.Max(bmax[lo:hi])
 		}
 	}
 	return c
@@ -227,20 +238,26 @@ func (c *Curves) replay(i0, i1 int, fn func(i int, cur *[4]int64)) {
 	}
 }
 
-// allocTrees makes the min/max trees for nb blocks, empty.
-func (c *Curves) allocTrees(nb int) {
-	size := 1
-	for size < nb {
-		size <<= 1
-	}
-	c.treeSize = size
-	for k := range 4 {
-		c.tmin[k] = make([]int64, 2*size)
-		c.tmax[k] = make([]int64, 2*size)
-		for i := range c.tmin[k] {
-			c.tmin[k][i] = math.MaxInt64
-			c.tmax[k][i] = math.MinInt64
+// foldBlocks folds into mn and mx each counter's min and max over the
+// whole blocks [b, b1): the blocks up to a group's start, whole groups,
+// then the blocks left.
+func (c *Curves) foldBlocks(b, b1 int, mn, mx *[4]int64) {
+	leaf := func(b int) {
+		for k := range 4 {
+			mn[k], mx[k] = min(mn[k], c.bmin[k][b]), max(mx[k], c.bmax[k][b])
 		}
+	}
+	for ; b < b1 && b%curveGroup != 0; b++ {
+		leaf(b)
+	}
+	for ; b+curveGroup <= b1; b += curveGroup {
+		g := b / curveGroup
+		for k := range 4 {
+			mn[k], mx[k] = min(mn[k], c.gmin[k][g]), max(mx[k], c.gmax[k][g])
+		}
+	}
+	for ; b < b1; b++ {
+		leaf(b)
 	}
 }
 
@@ -285,23 +302,7 @@ func (c *Curves) minMax(i0, i1 int) (mn, mx [4]int64) {
 	}
 	scan(i0, (b0+1)*curveBlock)
 	scan(b1*curveBlock, i1)
-	lo, hi := b0+1+c.treeSize, b1+c.treeSize
-	for lo < hi {
-		if lo&1 == 1 {
-			for k := range 4 {
-				mn[k], mx[k] = min(mn[k], c.tmin[k][lo]), max(mx[k], c.tmax[k][lo])
-			}
-			lo++
-		}
-		if hi&1 == 1 {
-			hi--
-			for k := range 4 {
-				mn[k], mx[k] = min(mn[k], c.tmin[k][hi]), max(mx[k], c.tmax[k][hi])
-			}
-		}
-		lo >>= 1
-		hi >>= 1
-	}
+	c.foldBlocks(b0+1, b1, &mn, &mx)
 	return
 }
 

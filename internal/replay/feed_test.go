@@ -48,7 +48,7 @@ func layoutDiff(got, want *Timeline) string {
 	}{
 		{"elements", got.src, want.src}, {"starts", got.start, want.start}, {"ends", got.end, want.end},
 		{"bottom edges", got.off0, want.off0}, {"positions", got.pos, want.pos}, {"slides", got.slid, want.slid},
-		{"frees", got.freed, want.freed}, {"stack order", got.byPos, want.byPos},
+		{"stack order", got.byPos, want.byPos},
 		{"slid frees", [][]int32{got.freeEnd, got.freePos}, [][]int32{want.freeEnd, want.freePos}},
 		{"slid frees' sizes", got.freeSize, want.freeSize},
 		{"runs", got.cruns.code, want.cruns.code}, {"run checkpoints", got.cruns.cp, want.cruns.cp},

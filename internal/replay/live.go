@@ -132,13 +132,18 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 		}
 		lt.items[i] = it
 	}
-	live := newLiveStack(len(l.elems))
-	pos := make([]int32, len(l.elems)) // stack position+1 while live
+	// The actions read the lifetimes, not the elements: the element list
+	// (16 bytes an element, 84 MB on the 1 GB tile) is let go before the
+	// stack's arrays are made, which can then take its room.
+	items := lt.items
+	l.elems = nil
+	live := newLiveStack(len(items))
+	pos := make([]int32, len(items)) // stack position+1 while live
 	var total uint64
 	for _, id := range l.initial {
 		pos[id] = int32(len(live.down) + 1)
 		live.push()
-		total += l.elems[id].size
+		total += items[id].Size
 	}
 	lt.PeakBytes, lt.PeakAction = total, -1
 	if n == 0 {
@@ -147,33 +152,112 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 	gaps := int32(0)
 	for k, id := range l.actions {
 		pauseAt(pause, k)
-		e := &l.elems[id]
+		e := &items[id]
 		if k&63 == 0 {
 			lt.gapsBefore[k>>6] = gaps
 		}
 		if pos[id] == 0 { // an alloc: pushed on top
-			lt.items[id].Born = int32(k)
+			e.Born = int32(k)
 			pos[id] = int32(len(live.down) + 1)
 			live.push()
-			total += e.size
-			lt.Events[k] = -1 // only for a dump block popped into an empty trace's actions
-			if e.kind() == srcAlloc {
-				lt.Events[k] = e.ref
-			}
+			total += e.Size
+			// -1 only for a dump block popped into an empty trace's
+			// actions (its Alloc holds its dump entry, below -1).
+			lt.Events[k] = max(e.Alloc, -1)
 			if total > lt.PeakBytes {
 				lt.PeakBytes, lt.PeakAction = total, k
 			}
 			continue
 		}
 		// a free
-		lt.items[id].Died = int32(k)
-		lt.Events[k] = e.freeEvent()
+		e.Died = int32(k)
+		lt.Events[k] = e.Free
 		if live.free(pos[id] - 1) {
 			lt.gaps[k>>6] |= 1 << (k & 63)
 			gaps++
 		}
 		pos[id] = 0
-		total -= e.size
+		total -= e.Size
+	}
+	return lt
+}
+
+// Lifetimes returns the lifetimes of t's elements, as NewLifetimesPaused
+// makes them for t's device and KindActive, from what t holds: its
+// elements and its runs, which list its actions in order (a push, or a
+// free and whether it slid). nil when t is not a stacked timeline of the
+// Active Memory Timeline's elements (the segment view, or the private
+// pools view with pools).
+//
+// NewLifetimesPaused pairs the trace's allocations and stacks them again:
+// on the 1 GB tile that was a second element list and action order (126
+// MB, let go after) and most of a second of CPU, in the viewer's
+// background beside the user's first zooms.
+func (t *Timeline) Lifetimes(pause func()) *Lifetimes {
+	if t.kind == KindSegments || t.cruns == nil || t.ser != nil {
+		return nil
+	}
+	code := t.cruns.code
+	n := 0 // actions: the runs but a sliding free's second
+	for _, c := range code {
+		if c&3 != runSlideEnd {
+			n++
+		}
+	}
+	lt := &Lifetimes{
+		Kind:       KindActive,
+		items:      make([]Lifetime, len(t.src)),
+		Events:     make([]int32, n),
+		gaps:       make([]uint64, (n+63)/64),
+		gapsBefore: make([]int32, (n+63)/64),
+		Pause:      pause,
+	}
+	for i := range t.src {
+		pauseAt(pause, i)
+		e := &t.src[i]
+		it := Lifetime{Size: e.size, Alloc: -1, Free: e.freeEvent(), Born: -1, Died: int32(n)}
+		switch e.kind() {
+		case srcAlloc:
+			it.Alloc = e.ref
+		case srcGhostBlock, srcDumpSeg:
+			it.Alloc = -2 - e.ref
+		}
+		lt.items[i] = it
+	}
+	// The initial stack's bytes are the runs' shift (stacker.finish).
+	total := t.cruns.shift
+	lt.PeakBytes, lt.PeakAction = total, -1
+	if n == 0 {
+		lt.PeakBytes = 0 // memory_viz counts the initial stack only at an action
+	}
+	k, gaps := 0, int32(0)
+	for _, c := range code {
+		kind := c & 3
+		if kind == runSlideEnd {
+			continue
+		}
+		pauseAt(pause, k)
+		e := &lt.items[c>>2]
+		if k&63 == 0 {
+			lt.gapsBefore[k>>6] = gaps
+		}
+		if kind == runPush {
+			e.Born = int32(k)
+			total += e.Size
+			lt.Events[k] = max(e.Alloc, -1)
+			if total > lt.PeakBytes {
+				lt.PeakBytes, lt.PeakAction = total, k
+			}
+		} else {
+			e.Died = int32(k)
+			lt.Events[k] = e.Free
+			if kind == runFreeSlide {
+				lt.gaps[k>>6] |= 1 << (k & 63)
+				gaps++
+			}
+			total -= e.Size
+		}
+		k++
 	}
 	return lt
 }

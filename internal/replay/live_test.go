@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"math/rand"
 	"reflect"
 	"slices"
@@ -126,5 +127,59 @@ func TestLifetimesTimestep(t *testing.T) {
 	}
 	if gaps == 0 {
 		t.Fatal("no free left a gap: the test checks nothing of the gaps")
+	}
+}
+
+// TestTimelineLifetimes: the lifetimes a stacked timeline gives are
+// NewLifetimes' for KindActive, on every real snapshot, random traces
+// and a timeline laid out from a decode's feed; the segment view and a
+// materialized timeline give none.
+func TestTimelineLifetimes(t *testing.T) {
+	check := func(name string, tl *Timeline, want *Lifetimes) {
+		t.Helper()
+		got := tl.Lifetimes(nil)
+		if got == nil {
+			t.Fatalf("%s: a stacked active timeline gave no lifetimes", name)
+		}
+		if !reflect.DeepEqual(got, want) {
+			what := "elements"
+			switch {
+			case !reflect.DeepEqual(got.Events, want.Events):
+				what = "action events"
+			case !reflect.DeepEqual(got.gaps, want.gaps) || !reflect.DeepEqual(got.gapsBefore, want.gapsBefore):
+				what = "gaps"
+			case got.PeakBytes != want.PeakBytes || got.PeakAction != want.PeakAction:
+				what = "peak"
+			}
+			t.Fatalf("%s: the timeline's lifetimes differ from NewLifetimes' (%s)", name, what)
+		}
+	}
+	for _, s := range corpusSnapshotsAll(t) {
+		for _, d := range s.Devices() {
+			want := NewLifetimes(s, d, KindActive)
+			check(s.Source.Name, NewTimeline(s, d, KindActive), want)
+			if !hasPrivatePools(s, d) {
+				check(s.Source.Name+" (pools view)", NewTimeline(s, d, KindActiveWithPools), want)
+			} else if NewTimeline(s, d, KindActiveWithPools).Lifetimes(nil) != nil {
+				t.Fatalf("%s: a materialized timeline gave lifetimes", s.Source.Name)
+			}
+			if NewTimeline(s, d, KindSegments).Lifetimes(nil) != nil {
+				t.Fatalf("%s: the segment timeline gave lifetimes", s.Source.Name)
+			}
+		}
+	}
+	r := rand.New(rand.NewSource(12))
+	for iter := range 20 {
+		s := randomSnapshot(r, 1+r.Intn(3000))
+		check(fmt.Sprintf("random %d", iter), NewTimeline(s, 0, KindActive), NewLifetimes(s, 0, KindActive))
+	}
+	defer twoCores(t)()
+	for iter := range 10 {
+		got, want, _ := fedLayouts(randomPickle(t, r, r.Intn(400)))
+		if got == nil {
+			t.Fatalf("fed %d: the fed work does not cover the only trace", iter)
+		}
+		check(fmt.Sprintf("fed %d", iter), got, want.Lifetimes(nil))
+		check(fmt.Sprintf("fed %d", iter), got, NewLifetimes(got.s, got.device, KindActive))
 	}
 }

@@ -127,3 +127,30 @@ func (t *Timeline) queryRuns(i0, i1 int) (mn, mx uint64) {
 	t.walkRuns(b1*runBlock, i1, see)
 	return r.fold(b0+1, b1, mn, mx)
 }
+
+// ActionSlides returns a bit per memory_viz action of a stacked timeline,
+// in action order, set for a free that slides the elements above it down
+// (3 timesteps more than the one every action takes), and the number of
+// actions. ok is false for a materialized timeline (the private pools
+// view with pools), whose clock also moves for the pools' envelopes.
+//
+// It reads the runs, one or two per action in order, so that the viewer's
+// event axis (the timestep of each trace event) is a walk over the trace
+// beside it rather than a second pairing and stack of every allocation.
+func (t *Timeline) ActionSlides() (slides []uint64, actions int, ok bool) {
+	if t.cruns == nil {
+		return nil, 0, false
+	}
+	code := t.cruns.code
+	slides = make([]uint64, (len(code)+63)/64)
+	for _, c := range code {
+		switch c & 3 {
+		case runSlideEnd:
+			continue // the second run of the free before it
+		case runFreeSlide:
+			slides[actions>>6] |= 1 << (actions & 63)
+		}
+		actions++
+	}
+	return slides[:(actions+63)/64], actions, true
+}

@@ -19,7 +19,7 @@ type stacker struct {
 	start, end []int32
 	off0       []uint64 // pushed ones: total when pushed (before finish, without the initial stack)
 	pos        []int32  // pushed ones: position among the pushed (before finish); -1 others
-	slid, done []bool
+	slid       []bool
 
 	byPos []int32 // the pushed elements in push order
 	live  *liveStack
@@ -42,7 +42,7 @@ type stacker struct {
 func newStacker(elems, actions int) *stacker {
 	st := &stacker{
 		start: make([]int32, 0, elems), end: make([]int32, 0, elems), off0: make([]uint64, 0, elems),
-		pos: make([]int32, 0, elems), slid: make([]bool, 0, elems), done: make([]bool, 0, elems),
+		pos: make([]int32, 0, elems), slid: make([]bool, 0, elems),
 		byPos: make([]int32, 0, elems),
 		// At most every element's free slides. Reserved whole, these grow
 		// without copying: doubling them copied and faulted in 15 MB on
@@ -67,7 +67,6 @@ func (st *stacker) grow(id int32) {
 		st.off0 = append(st.off0, 0)
 		st.pos = append(st.pos, -1)
 		st.slid = append(st.slid, false)
-		st.done = append(st.done, false)
 	}
 }
 
@@ -97,8 +96,8 @@ func (st *stacker) take(elems []elemSrc, actions []int32) {
 			st.advance(id, runPush, 1)
 			continue
 		}
-		if st.done[id] {
-			continue // cannot happen: an element has one alloc and one free
+		if st.end[id] != 0 {
+			continue // freed already (cannot happen: an element has one alloc and one free)
 		}
 		// A free. Of an element of the initial stack (a free with no
 		// alloc in the trace), everything above it is pushed or freed
@@ -114,8 +113,7 @@ func (st *stacker) take(elems []elemSrc, actions []int32) {
 		} else {
 			st.advance(id, runFree, 1)
 		}
-		st.done[id] = true
-		st.end[id] = st.timestep
+		st.end[id] = st.timestep // at least 1: the free took a timestep
 		if slides {
 			st.slid[id] = true
 			// Collected here, the slid frees come sorted by end.
@@ -137,7 +135,7 @@ func (st *stacker) take(elems []elemSrc, actions []int32) {
 
 // finish takes the rest of l's actions, puts l's initial stack under the
 // pushed elements and fills in t's stack (start, end, off0, pos, slid,
-// freed, byPos, the slid frees, the runs, timesteps and peak).
+// byPos, the slid frees, the runs, timesteps and peak).
 func (st *stacker) finish(t *Timeline, l *elementList) {
 	st.take(l.elems, l.actions)
 	n := len(l.elems)
@@ -173,7 +171,7 @@ func (st *stacker) finish(t *Timeline, l *elementList) {
 	} else {
 		t.byPos = append(append(make([]int32, 0, n), l.initial...), st.byPos...)
 	}
-	t.start, t.end, t.off0, t.pos, t.slid, t.freed = st.start, st.end, st.off0, st.pos, st.slid, st.done
+	t.start, t.end, t.off0, t.pos, t.slid = st.start, st.end, st.off0, st.pos, st.slid
 	t.cruns = st.cruns
 	t.timesteps = int(st.timestep)
 	// Kept with their room, as src is (see newTimeline).

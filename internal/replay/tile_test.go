@@ -153,14 +153,14 @@ func tile(t testing.TB, path string) {
 func timelineBytes(t *Timeline) map[string]int {
 	t.waitBuckets()
 	m := map[string]int{
-		"src":        cap(t.src) * int(unsafe.Sizeof(elemSrc{})),
-		"start+end":  4 * (cap(t.start) + cap(t.end)),
-		"off0":       8 * cap(t.off0),
-		"pos+byPos":  4 * (cap(t.pos) + cap(t.byPos)),
-		"slid+freed": cap(t.slid) + cap(t.freed),
-		"aliveTree":  4 * cap(t.aliveTree.v),
-		"frees":      4*(cap(t.freeEnd)+cap(t.freePos)) + 8*cap(t.freeSize),
-		"runs":       4*cap(t.runStart) + 8*cap(t.runVal),
+		"src":       cap(t.src) * int(unsafe.Sizeof(elemSrc{})),
+		"start+end": 4 * (cap(t.start) + cap(t.end)),
+		"off0":      8 * cap(t.off0),
+		"pos+byPos": 4 * (cap(t.pos) + cap(t.byPos)),
+		"slid":      cap(t.slid),
+		"aliveTree": 4 * cap(t.aliveTree.v),
+		"frees":     4*(cap(t.freeEnd)+cap(t.freePos)) + 8*cap(t.freeSize),
+		"runs":      4*cap(t.runStart) + 8*cap(t.runVal),
 	}
 	if r := t.cruns; r != nil {
 		m["runs"] += 4*cap(r.code) + 8*(cap(r.cp)+cap(r.min)+cap(r.max))

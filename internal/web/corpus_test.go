@@ -102,10 +102,21 @@ func TestAxes(t *testing.T) {
 			for _, d := range s.Devices() {
 				for _, view := range []string{ViewActive, ViewSegments} {
 					tl := newTimeline(s, d, view, nil, nil)
-					if _, total, ok := vizSteps(s, d, view == ViewSegments); !ok || (int(total) != tl.tl.Timesteps() && !(total == 0 && tl.tl.Timesteps() == 1)) {
+					if _, total, ok := vizSteps(s, d, view == ViewSegments, tl.tl); !ok || (int(total) != tl.tl.Timesteps() && !(total == 0 && tl.tl.Timesteps() == 1)) {
 						t.Fatalf("device %d %s: vizSteps counts %d timesteps (ok %v), replay %d", d, view, total, ok, tl.tl.Timesteps())
 					}
 					tl.axes()
+					// Every event's timestep, against a second pairing and
+					// stack of the trace's own.
+					want, wantTotal := pairedSteps(s, d, view == ViewSegments)
+					if tl.vizStep.len() != len(want) || (int(wantTotal) != tl.tl.Timesteps() && wantTotal != 0) {
+						t.Fatalf("device %d %s: axis of %d events, want %d (timesteps %d, want %d)", d, view, tl.vizStep.len(), len(want), tl.tl.Timesteps(), wantTotal)
+					}
+					for i, w := range want {
+						if got := tl.vizStep.at(i); got != w {
+							t.Fatalf("device %d %s: event %d at step %d, want %d", d, view, i, got, w)
+						}
+					}
 					vizOf := map[int]int{}
 					if d < len(s.Traces) {
 						for i, r := range s.Traces[d].Viz {
@@ -114,11 +125,11 @@ func TestAxes(t *testing.T) {
 					}
 					for i := 0; i < tl.tl.Len(); i += max(1, tl.tl.Len()/500) {
 						e := tl.tl.Element(i)
-						if v, ok := vizOf[e.AllocEvent]; ok && int(tl.vizStep[v]) != e.Start {
-							t.Fatalf("device %d %s element %d: alloc at step %d, starts at %d", d, view, i, tl.vizStep[v], e.Start)
+						if v, ok := vizOf[e.AllocEvent]; ok && int(tl.vizStep.at(v)) != e.Start {
+							t.Fatalf("device %d %s element %d: alloc at step %d, starts at %d", d, view, i, tl.vizStep.at(v), e.Start)
 						}
-						if v, ok := vizOf[e.FreeEvent]; ok && int(tl.vizStep[v]) != e.End-1 {
-							t.Fatalf("device %d %s element %d: free at step %d, ends at %d", d, view, i, tl.vizStep[v], e.End)
+						if v, ok := vizOf[e.FreeEvent]; ok && int(tl.vizStep.at(v)) != e.End-1 {
+							t.Fatalf("device %d %s element %d: free at step %d, ends at %d", d, view, i, tl.vizStep.at(v), e.End)
 						}
 					}
 					tl.timeAxis() // made on first use of the time axis
@@ -416,4 +427,73 @@ func firstDiff(a, b string) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// pairedSteps is the event axis computed on its own, as
+// process_alloc_data does it: allocations paired with their frees by
+// address, then stacked, the live elements above a freed one found by
+// dropping dead entries off the top. It is TestAxes' oracle for vizSteps,
+// which reads which frees slid from the timeline.
+func pairedSteps(s *snapshot.Snapshot, device int, segmentsView bool) (steps []int32, total int32) {
+	if device < 0 || device >= len(s.Traces) {
+		return nil, 0
+	}
+	events, viz := s.Traces[device].Events, s.Traces[device].Viz
+	allocAct, freeAct, freeAct2 := snapshot.ActionAlloc, snapshot.ActionFree, snapshot.ActionFreeCompleted
+	if segmentsView {
+		allocAct, freeAct, freeAct2 = snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree, snapshot.ActionSegmentFree
+	}
+	act := make([]int32, len(viz)) // element id, -1 for no action
+	var initial []int32            // frees whose alloc is not in the trace
+	open := map[uint64]int32{}
+	n := int32(0)
+	for i, raw := range viz {
+		e := &events[raw]
+		act[i] = -1
+		switch e.VizAction() {
+		case allocAct:
+			act[i] = n
+			open[e.Addr] = n
+			n++
+		case freeAct, freeAct2:
+			if id, found := open[e.Addr]; found {
+				act[i] = id
+				delete(open, e.Addr)
+			} else {
+				act[i] = n
+				initial = append(initial, n)
+				n++
+			}
+		}
+	}
+	pushed := make([]bool, n)
+	dead := make([]bool, n)
+	stack := make([]int32, 0, n)
+	for k := len(initial) - 1; k >= 0; k-- {
+		stack = append(stack, initial[k])
+		pushed[initial[k]] = true
+	}
+	steps = make([]int32, len(viz))
+	for i, id := range act {
+		steps[i] = total
+		if id < 0 {
+			continue
+		}
+		total++
+		if !pushed[id] {
+			pushed[id] = true
+			stack = append(stack, id)
+			continue
+		}
+		for len(stack) > 0 && dead[stack[len(stack)-1]] {
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 && stack[len(stack)-1] == id {
+			stack = stack[:len(stack)-1]
+		} else {
+			dead[id] = true
+			total += 3
+		}
+	}
+	return steps, total
 }

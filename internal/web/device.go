@@ -39,6 +39,9 @@ type deviceData struct {
 	// userAnswered is the store's: the totals curves' build parks on it
 	// while a window or a state step is answered (pauseCurves).
 	userAnswered func(wanted func() bool)
+	// activeTimeline returns the device's Active Memory Timeline when it
+	// is built already, else nil (the store's builtTimeline).
+	activeTimeline func() *replay.Timeline
 	// curvesCallers counts the calls of totals under way: past the first
 	// (the one building), a request waits for the curves. historyWanted
 	// counts the requests in stateHist (stateHistFor).
@@ -66,7 +69,16 @@ func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {
 func (d *deviceData) analysisDevice() (*analysis.Device, error) {
 	build := func() (*analysis.Device, error) {
 		dv, err := d.an.get(func() *analysis.Device {
-			a := analysis.NewDevicePaused(d.snap, d.device, d.pauseForUser)
+			// The lifetimes of the timeline the page draws come from it
+			// when it is built (it is, past the first paint): not a
+			// second pairing and stack of every allocation.
+			var active *replay.Lifetimes
+			if d.activeTimeline != nil {
+				if tl := d.activeTimeline(); tl != nil {
+					active = tl.Lifetimes(d.pauseForUser)
+				}
+			}
+			a := analysis.NewDevicePausedWith(d.snap, d.device, active, d.pauseForUser)
 			a.SetUserRules(d.rules)
 			return a
 		}, "analysing device %d", d.device)
@@ -137,8 +149,8 @@ func (d *deviceData) curvesWindow(tl *timeline, x0, x1 float64, w int, mode stri
 	tl.axes()
 	vs := tl.vizStep
 	t0, t1 := tl.toStep(x0, mode), tl.toStep(x1, mode)
-	v0 := sort.Search(len(vs), func(i int) bool { return float64(vs[i]) >= t0 })
-	v1 := sort.Search(len(vs), func(i int) bool { return float64(vs[i]) > t1 })
+	v0 := vs.search(func(s int32) bool { return float64(s) >= t0 })
+	v1 := vs.search(func(s int32) bool { return float64(s) > t1 })
 	var xs []float64
 	var vals [3][]float64
 	add := func(x float64, t replay.Totals) {
@@ -160,8 +172,8 @@ func (d *deviceData) curvesWindow(tl *timeline, x0, x1 float64, w int, mode stri
 		for b := 0; b < ds.Buckets; b++ {
 			raw := ds.Bounds[b]
 			vi := sort.Search(len(d.viz), func(i int) bool { return d.viz[i] >= raw })
-			vi = min(vi, len(vs)-1)
-			x := tl.fromStep(float64(vs[vi]), mode)
+			vi = min(vi, vs.len()-1)
+			x := tl.fromStep(float64(vs.at(vi)), mode)
 			add(x, replay.Totals{Allocated: ds.AllocatedMax[b], Reserved: ds.ReservedMax[b], Active: ds.ActiveMax[b]})
 		}
 	}
@@ -198,9 +210,9 @@ func (d *deviceData) markers(tl *timeline) []marker {
 		e := &d.events[r]
 		switch e.Action {
 		case snapshot.ActionOOM:
-			out = append(out, marker{float64(tl.vizStep[i]), float64(e.TimeUS), "oom", "OOM: requested " + units.VizShort(e.Size)})
+			out = append(out, marker{float64(tl.vizStep.at(i)), float64(e.TimeUS), "oom", "OOM: requested " + units.VizShort(e.Size)})
 		case snapshot.ActionSnapshot:
-			out = append(out, marker{float64(tl.vizStep[i]), float64(e.TimeUS), "snapshot", "snapshot"})
+			out = append(out, marker{float64(tl.vizStep.at(i)), float64(e.TimeUS), "snapshot", "snapshot"})
 		}
 	}
 	for _, a := range d.snap.Annotations {
@@ -210,8 +222,8 @@ func (d *deviceData) markers(tl *timeline) []marker {
 		ev := -1.0
 		if d.HasTime {
 			i := sort.Search(len(d.viz), func(i int) bool { return d.events[d.viz[i]].TimeUS >= a.TimeUS })
-			if i < len(tl.vizStep) {
-				ev = float64(tl.vizStep[i])
+			if i < tl.vizStep.len() {
+				ev = float64(tl.vizStep.at(i))
 			}
 		}
 		label := a.Name

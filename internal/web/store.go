@@ -365,9 +365,22 @@ func (f *file) device(d int) *deviceData {
 	if dd == nil {
 		dd = newDeviceData(f.Snap, d)
 		dd.userBusy, dd.answerWaiting, dd.userAnswered, dd.rules = f.userBusy, f.answerWaiting, f.userAnswered, f.rules
+		dd.activeTimeline = func() *replay.Timeline { return f.builtTimeline(d, ViewActive) }
 		f.devs[d] = dd
 	}
 	return dd
+}
+
+// builtTimeline is the file's timeline of view on device d when it is
+// built already (without error), else nil: it starts no build.
+func (f *file) builtTimeline(d int, view string) *replay.Timeline {
+	f.mu.Lock()
+	e := f.timelines[tlKey{d, view}]
+	f.mu.Unlock()
+	if e == nil || !e.done.Load() || e.err != nil {
+		return nil
+	}
+	return e.v.tl
 }
 
 // timeline is the file's timeline of view on device d, built on first

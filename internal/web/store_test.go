@@ -5,10 +5,13 @@ import (
 	"go/parser"
 	"go/token"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/gpumem/gpumem/internal/corpus"
+	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -63,6 +66,59 @@ func TestStoreKnowsNoHTTP(t *testing.T) {
 		for _, imp := range f.Imports {
 			if p, _ := strconv.Unquote(imp.Path.Value); p == "net/http" || strings.HasPrefix(p, "net/http/") {
 				t.Errorf("%s imports %s; HTTP belongs in the handlers", name, p)
+			}
+		}
+	}
+}
+
+// TestAnalysisTakesTimelineLifetimes: once the Active Memory Timeline is
+// built, the device's analysis takes its lifetimes from it, and they are
+// those the analysis makes on its own (NewLifetimes), on the demo and on
+// real snapshots; before it is built, nothing builds it for them.
+func TestAnalysisTakesTimelineLifetimes(t *testing.T) {
+	snaps := []*snapshot.Snapshot{}
+	if s, err := demo.Open(); err != nil {
+		t.Fatal(err)
+	} else {
+		snaps = append(snaps, s)
+	}
+	for _, path := range corpus.Files(t)[:8] {
+		s, err := snapshot.Open(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps = append(snaps, s)
+	}
+	for _, s := range snaps {
+		st := NewStore()
+		f := st.file(st.Add(s.Source.Name, s))
+		d := s.DefaultDevice()
+		dd := f.device(d)
+		if dd.activeTimeline() != nil {
+			t.Fatalf("%s: a timeline before any was built", s.Source.Name)
+		}
+		if _, err := f.timeline(d, ViewActive); err != nil {
+			t.Fatal(err)
+		}
+		if dd.activeTimeline() == nil {
+			t.Fatalf("%s: the built timeline not found", s.Source.Name)
+		}
+		dv, err := dd.analysisDevice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := dv.Active, replay.NewLifetimes(s, d, replay.KindActive)
+		if got.Len() != want.Len() || !slices.Equal(got.Events, want.Events) || got.PeakBytes != want.PeakBytes || got.PeakAction != want.PeakAction {
+			t.Fatalf("%s: the analysis's lifetimes differ from NewLifetimes' (%d elements, want %d)", s.Source.Name, got.Len(), want.Len())
+		}
+		for i := range got.Len() {
+			if *got.Item(i) != *want.Item(i) {
+				t.Fatalf("%s: element %d is %+v, want %+v", s.Source.Name, i, *got.Item(i), *want.Item(i))
+			}
+		}
+		for k := range got.Events {
+			if got.Timestep(k) != want.Timestep(k) {
+				t.Fatalf("%s: action %d at timestep %d, want %d", s.Source.Name, k, got.Timestep(k), want.Timestep(k))
 			}
 		}
 	}

@@ -48,8 +48,8 @@ type timeline struct {
 	tl     *replay.Timeline
 
 	axisOnce sync.Once
-	// vizStep[i] is the timestep at which memory_viz event i happens.
-	vizStep  []int32
+	// vizStep is the timestep at which each memory_viz event happens.
+	vizStep  *stepAxis
 	timeOnce sync.Once
 	// stepTime[t] is time_us at timestep t (len Timesteps()+1), nil when
 	// the trace has no times. It is made when the time axis is first
@@ -82,7 +82,7 @@ func (t *timeline) axes() {
 		}
 		t.vizStep = nil
 		if t.view != ViewPrivate || t.tl.Envelopes() == 0 {
-			steps, total, ok := vizSteps(t.snap, t.device, t.view == ViewSegments)
+			steps, total, ok := vizSteps(t.snap, t.device, t.view == ViewSegments, t.tl)
 			// With no actions memory_viz draws the dump as one timestep
 			// of its own, an action with no event.
 			if ok && (int(total) == t.tl.Timesteps() || total == 0) {
@@ -90,7 +90,7 @@ func (t *timeline) axes() {
 			}
 		}
 		if t.vizStep == nil {
-			t.vizStep = t.stepsFromElements(viz)
+			t.vizStep = &stepAxis{plain: t.stepsFromElements(viz)}
 		}
 	})
 }
@@ -120,7 +120,7 @@ func (t *timeline) timeAxis() {
 		st := make([]float64, n)
 		known := make([]bool, n)
 		for i, r := range viz {
-			s := int(t.vizStep[i])
+			s := int(t.vizStep.at(i))
 			if s < n && !known[s] {
 				st[s], known[s] = float64(events[r].TimeUS), true
 			}
