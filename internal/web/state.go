@@ -49,15 +49,16 @@ func (d *deviceData) stateHistFor(wanted bool) (*stateHistory, error) {
 		defer d.historyWanted.Add(-1)
 	}
 	return d.history.get(func() *stateHistory {
-		return &stateHistory{d: d, h: replay.StartHistoryPaused(d.snap, d.device, spawnLater, d.userBusy, d.pauseHistory)}
+		return &stateHistory{d: d, h: d.dumpSource().StartHistory(spawnLater, d.userBusy, d.pauseHistory)}
 	},
 		"building the state history of device %d", d.device)
 }
 
 // pauseHistory is the state history's pause while it takes in the dump's
-// state (warmState starts it once the file is ready, during the first
-// zooms): it parks while the server answers a window or a state step,
-// unless a request waits for the history.
+// state, when it does (a dump whose segments share an address; otherwise
+// the history starts from the dump's sorted state, which the view's open
+// made: replay.Dump.StartHistory): it parks while the server answers a
+// window or a state step, unless a request waits for the history.
 func (d *deviceData) pauseHistory() {
 	if d.userAnswered != nil {
 		d.userAnswered(func() bool { return d.historyWanted.Load() > 0 })
