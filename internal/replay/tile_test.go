@@ -282,6 +282,8 @@ func BenchmarkTileStateSteps(b *testing.B) {
 		st := d.StateTop(20000)
 		b.Logf("%s: open (Dump.StateTop) %v, CPU %v: %d of %d segments, %d blocks", from, time.Since(t0), procCPU()-c0, len(st.Segments), len(st.Segments)+st.Omitted, len(st.Blocks))
 		var h *History
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
 		t1, c1 := time.Now(), procCPU()
 		if from == "dump" {
 			h = d.StartHistory(nil, nil, nil)
@@ -295,6 +297,8 @@ func BenchmarkTileStateSteps(b *testing.B) {
 			h.StateTop(n-k, 20000)
 			b.Logf("%s: step to %d: %v, CPU %v", from, n-k, time.Since(t2), procCPU()-c2)
 		}
+		runtime.ReadMemStats(&m1)
+		b.Logf("%s: allocated from the start to the fifth step %.0f MiB", from, float64(m1.TotalAlloc-m0.TotalAlloc)/(1<<20))
 		t3 := time.Now()
 		h.StateTop(n/2, 20000)
 		b.Logf("%s: jump to the middle (%d) right after: %v", from, n/2, time.Since(t3))

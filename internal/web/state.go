@@ -54,6 +54,18 @@ func (d *deviceData) stateHistFor(wanted bool) (*stateHistory, error) {
 		"building the state history of device %d", d.device)
 }
 
+// startHistory starts the state history in the background, if it is not
+// yet, when the view opens: from the dump the open laid out, that is
+// O(1), and its checkpoint build (at the lowest priority, paused while the
+// user steps or zooms) then has the user's time in the view to reach
+// where a jump far back goes, which waits for it.
+func (d *deviceData) startHistory() {
+	go func() {
+		defer func() { _ = recover() }() // a failure shows at the first step
+		_, _ = d.stateHistFor(false)
+	}()
+}
+
 // pauseHistory is the state history's pause while it takes in the dump's
 // state, when it does (a dump whose segments share an address; otherwise
 // the history starts from the dump's sorted state, which the view's open
