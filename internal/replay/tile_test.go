@@ -275,12 +275,19 @@ func BenchmarkTileStateSteps(b *testing.B) {
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	for _, from := range []string{"dump", "snapshot", "dump"} {
+	live := func() float64 {
 		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return float64(m.HeapAlloc) / (1 << 20)
+	}
+	for _, from := range []string{"dump", "snapshot", "dump"} {
+		h0 := live()
 		d := NewDump(s, dev)
 		t0, c0 := time.Now(), procCPU()
 		st := d.StateTop(20000)
 		b.Logf("%s: open (Dump.StateTop) %v, CPU %v: %d of %d segments, %d blocks", from, time.Since(t0), procCPU()-c0, len(st.Segments), len(st.Segments)+st.Omitted, len(st.Blocks))
+		hOpen := live()
 		var h *History
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
@@ -299,11 +306,18 @@ func BenchmarkTileStateSteps(b *testing.B) {
 		}
 		runtime.ReadMemStats(&m1)
 		b.Logf("%s: allocated from the start to the fifth step %.0f MiB", from, float64(m1.TotalAlloc-m0.TotalAlloc)/(1<<20))
+		hSteps := live()
 		t3 := time.Now()
 		h.StateTop(n/2, 20000)
 		b.Logf("%s: jump to the middle (%d) right after: %v", from, n/2, time.Since(t3))
 		h.wait()
 		b.Logf("%s: checkpoints built %v after the start; %d every %d", from, time.Since(t1), len(h.ckpt), h.every)
+		cb := 0
+		for i := range h.ckpt {
+			cb += h.ckpt[i].bytes()
+		}
+		b.Logf("%s: live heap above the model: after the open %+.0f MiB, after five steps %+.0f MiB, with the checkpoints (%.0f MiB of them) and the jump's state %+.0f MiB",
+			from, hOpen-h0, hSteps-h0, float64(cb)/(1<<20), live()-h0)
 		runtime.KeepAlive(h)
 	}
 }
