@@ -1021,10 +1021,6 @@ func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 
 	// The blocks' Segment from positions by address to positions in
 	// st.Segments.
-	segAt := func(i int) int32 { return blocks[i].Segment }
-	if segOf != nil {
-		segAt = func(i int) int32 { return segOf[i] }
-	}
 	if first == 0 {
 		byAddr := make([]int32, len(inAddr))
 		for i, k := range ss.addrPos {
@@ -1032,14 +1028,15 @@ func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 		}
 		if segOf != nil {
 			blocks = slices.Clone(blocks) // the base's stay as they are
+			for i := range blocks {
+				blocks[i].Segment = segOf[i]
+			}
 		} else {
 			ss.shared = true
 		}
 		for i := range blocks {
-			if b := &blocks[i]; segAt(i) >= 0 {
-				b.Segment = byAddr[segAt(i)]
-			} else {
-				b.Segment = -1
+			if b := &blocks[i]; b.Segment >= 0 {
+				b.Segment = byAddr[b.Segment]
 			}
 		}
 		st.Blocks = blocks
@@ -1055,7 +1052,11 @@ func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 			a := inAddr[kp[0]].addr
 			j, _ := slices.BinarySearchFunc(blocks, a, func(b StateBlock, a uint64) int { return cmp.Compare(b.Addr, a) })
 			for ; j < len(blocks) && blocks[j].Addr < a+inAddr[kp[0]].size; j++ {
-				if segAt(j) == kp[0] {
+				sj := blocks[j].Segment
+				if segOf != nil {
+					sj = segOf[j]
+				}
+				if sj == kp[0] {
 					b := blocks[j]
 					b.Segment = kp[1]
 					st.Blocks = append(st.Blocks, b)

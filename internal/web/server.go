@@ -677,7 +677,6 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, http.StatusInternalServerError, "%s: %v", p.f.Name, err)
 			return
 		}
-		dd.startHistory()
 	} else {
 		hist, err := dd.stateHist()
 		if err != nil {

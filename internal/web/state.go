@@ -30,12 +30,19 @@ type stateSource interface {
 // the history (which took 0.1-0.7 s more to open the view on a 1 GB
 // snapshot, racing its background build; bench/RESULTS-web.md, #32 part
 // 32i). It is what the history gives for that index (corpus_test.go).
+//
+// Once it is laid out, the state history is started from it
+// (startHistory).
 func (d *deviceData) dumpState() (*stateJSON, error) {
-	return d.dump.get(func() *stateJSON {
+	st, err := d.dump.get(func() *stateJSON {
 		dp := d.dumpSource()
 		idx := dp.Len() - 1
 		return layoutJSON(dp, idx, dp.StateTop(maxStateSegments))
 	}, "the state at the end of device %d's trace", d.device)
+	if err == nil {
+		d.startHistory()
+	}
+	return st, err
 }
 
 func (d *deviceData) stateHist() (*stateHistory, error) { return d.stateHistFor(true) }
@@ -60,6 +67,9 @@ func (d *deviceData) stateHistFor(wanted bool) (*stateHistory, error) {
 // user steps or zooms) then has the user's time in the view to reach
 // where a jump far back goes, which waits for it.
 func (d *deviceData) startHistory() {
+	if d.history.done.Load() {
+		return
+	}
 	go func() {
 		defer func() { _ = recover() }() // a failure shows at the first step
 		_, _ = d.stateHistFor(false)
