@@ -1,9 +1,11 @@
 package replay
 
 import (
+	"fmt"
 	"math/rand"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/corpus"
@@ -91,5 +93,194 @@ func TestCorpusDumpMatchesHistory(t *testing.T) {
 	t.Logf("%d of %d snapshots have segments", checked, len(files))
 	if checked == 0 {
 		corpus.Missing(t, "no real snapshot with segments")
+	}
+}
+
+// checkDumpHistory fails when the History a Dump starts (from its sorted
+// state, after the view's open: StateTop) answers any of idxs other than
+// a History of its own (NewHistory, which takes in the dump from the
+// snapshot) and the naive replay, or when the Dump's state at the end
+// changes meanwhile (the History reads the Dump's arrays, which stay as
+// they are). Steps are asked as the view asks them: one after another,
+// with the Dump's open beside them.
+func checkDumpHistory(t *testing.T, name string, s *snapshot.Snapshot, device int, idxs []int) {
+	t.Helper()
+	ref := NewHistory(s, device)
+	d := NewDump(s, device)
+	open := d.StateTop(maxTop)
+	h := d.StartHistory(nil, nil, nil)
+	if h != d.StartHistory(nil, nil, nil) {
+		t.Fatalf("%s device %d: a second StartHistory started another History", name, device)
+	}
+	if !d.shared {
+		// StartHistoryPaused's, unchanged. On an inconsistent dump
+		// (segments sharing an end) its states can depend on where it
+		// undoes from and on the order of its maps: two of them can
+		// differ by a segment (a merge undoing an unmap), so none is the
+		// reference here.
+		h.wait()
+		return
+	}
+	for _, idx := range idxs {
+		got, want := h.StateTop(idx, maxTop), ref.StateTop(idx, maxTop)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s device %d: at %d the Dump's History (%d segments, %d blocks, %d allocated) differs from NewHistory's (%d, %d, %d)",
+				name, device, idx, len(got.Segments), len(got.Blocks), got.Allocated, len(want.Segments), len(want.Blocks), want.Allocated)
+		}
+		if got := h.StateTop(idx, 3); !reflect.DeepEqual(got, ref.StateTop(idx, 3)) {
+			t.Fatalf("%s device %d: at %d the Dump's History's 3 largest segments differ from NewHistory's", name, device, idx)
+		}
+	}
+	if again := d.StateTop(maxTop); !reflect.DeepEqual(again, open) {
+		t.Fatalf("%s device %d: the Dump's state changed while its History answered", name, device)
+	}
+	h.wait()
+}
+
+// maxTop asks for every segment of a state.
+const maxTop = 1 << 30
+
+// stepIdxs are the state view's indexes: the first steps back from the
+// end, a step forward, a jump far back and steps from there, and some
+// anywhere.
+func stepIdxs(r *rand.Rand, n int) []int {
+	var idxs []int
+	for k := 2; k <= 7 && n-k >= -1; k++ {
+		idxs = append(idxs, n-k)
+	}
+	idxs = append(idxs, n-3, n-1, n-2)
+	for k := 0; k < 4; k++ {
+		i := r.Intn(n+1) - 1
+		idxs = append(idxs, i, max(i-1, -1), i)
+	}
+	return append(idxs, -1, 0, n-2)
+}
+
+// TestDumpHistoryMatchesHistory: on random dumps and traces of every
+// event kind, regular (whose History starts from the Dump's sorted state:
+// checked) and inconsistent (two segments at one start or end, blocks at
+// one address, segments out of address order), the History a Dump starts
+// answers every state the view asks as NewHistory's and the naive replay.
+func TestDumpHistoryMatchesHistory(t *testing.T) {
+	r := rand.New(rand.NewSource(321))
+	shared := 0
+	for iter := 0; iter < 40; iter++ {
+		irregular := iter%4 == 3
+		s := randomSegmentSnapshot(r, 200+r.Intn(3*CheckpointEvery), irregular)
+		switch iter % 5 {
+		case 1:
+			// The snapshot's segments out of address order.
+			r.Shuffle(len(s.Segments), func(i, j int) { s.Segments[i], s.Segments[j] = s.Segments[j], s.Segments[i] })
+		case 2:
+			// A block at an address another segment's block has (a map
+			// keeps the last), in a segment of its own.
+			if len(s.Blocks) > 0 {
+				b := s.Blocks[r.Intn(len(s.Blocks))]
+				b.State, b.RequestedSize = snapshot.BlockActiveAllocated, 7
+				s.Segments = append(s.Segments, snapshot.Segment{Address: 1 << 40, TotalSize: 1 << 20, FirstBlock: int32(len(s.Blocks)), NumBlocks: 1})
+				s.Blocks = append(s.Blocks, b)
+			}
+		}
+		d := NewDump(s, 0)
+		d.sorted()
+		if d.shared {
+			shared++
+		}
+		n := d.Len()
+		idxs := stepIdxs(r, n)
+		for idx := range n + 1 {
+			if idx%401 == 0 {
+				idxs = append(idxs, idx-1)
+			}
+		}
+		checkDumpHistory(t, fmt.Sprintf("random %d (shared %v)", iter, d.shared), s, 0, idxs)
+		if !d.shared {
+			// NewHistory's own (checked above): on an inconsistent dump
+			// it can differ from the naive replay after loading a
+			// checkpoint (segments sharing an end), which the Dump's
+			// History does not change.
+			continue
+		}
+		for _, idx := range idxs {
+			h := d.StartHistory(nil, nil, nil)
+			if got := h.StateAt(idx); !reflect.DeepEqual(got, naiveState(h, idx)) {
+				t.Fatalf("iter %d: at %d the Dump's History differs from the naive replay", iter, idx)
+			}
+		}
+	}
+	if shared < 20 {
+		t.Fatalf("only %d of 40 random dumps started their History from the Dump's sorted state", shared)
+	}
+	checkDumpHistory(t, "empty", mkSnapshot(nil, nil, nil), 0, []int{-1})
+}
+
+// TestDumpHistoryConcurrent: the Dump lays out its state while its
+// History builds its checkpoints and answers steps (go test -race).
+func TestDumpHistoryConcurrent(t *testing.T) {
+	s := randomSegmentSnapshot(rand.New(rand.NewSource(9)), 3*CheckpointEvery, false)
+	d := NewDump(s, 0)
+	want := d.StateTop(5)
+	if !d.shared {
+		t.Fatal("a regular dump's History does not start from its sorted state")
+	}
+	h := d.StartHistory(nil, nil, nil)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 20 {
+			if got := d.StateTop(5); !reflect.DeepEqual(got, want) {
+				t.Error("the Dump's state changed while its History answered")
+				return
+			}
+		}
+	}()
+	n := h.Len()
+	for k := 2; k < 40; k++ {
+		if got := h.StateAt(n - k); !reflect.DeepEqual(got, naiveState(h, n-k)) {
+			t.Fatalf("at %d the Dump's History differs from the naive replay", n-k)
+		}
+	}
+	wg.Wait()
+	h.wait()
+}
+
+// TestCorpusDumpHistoryMatchesHistory: on every real snapshot with
+// segments, the History a Dump starts answers the view's steps back from
+// the end, a step forward, jumps and the states at checkpoints as
+// NewHistory's.
+func TestCorpusDumpHistoryMatchesHistory(t *testing.T) {
+	files := corpus.Files(t)
+	r := rand.New(rand.NewSource(32))
+	checked, shared, devices := 0, 0, 0
+	for _, path := range files {
+		s, err := snapshot.Open(path, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(s.Segments) == 0 {
+			continue
+		}
+		checked++
+		for _, dev := range s.Devices() {
+			devices++
+			d := NewDump(s, dev)
+			if d.sorted(); d.shared {
+				shared++
+			}
+			n := d.Len()
+			idxs := stepIdxs(r, n)
+			for c := n - 1 - CheckpointEvery; c >= 0 && len(idxs) < 40; c -= CheckpointEvery {
+				idxs = append(idxs, c, c-1)
+			}
+			checkDumpHistory(t, filepath.Base(path), s, dev, idxs)
+		}
+	}
+	t.Logf("%d of %d snapshots have segments; %d of their %d devices' Histories started from the Dump's sorted state", checked, len(files), shared, devices)
+	if checked == 0 {
+		corpus.Missing(t, "no real snapshot with segments")
+	}
+	if shared == 0 {
+		t.Fatal("no real dump's History started from the Dump's sorted state")
 	}
 }

@@ -914,7 +914,9 @@ func (h *History) buildState(idx int, ss *sortedState) *State { return h.layoutS
 // layoutState is buildState; with top > 0 only the top largest segments
 // (the last of Segments) and the blocks drawn in them are materialized,
 // and the totals still cover the whole state. It writes the blocks'
-// Segment in ss.blocks, which the State keeps.
+// Segment in ss.blocks, which the State keeps, except in the dump's base,
+// which it only reads (a Dump lays it out while its History merges from
+// it).
 func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 	st := &State{Event: idx}
 	inAddr, bySize, blocks := ss.segs, ss.addrPos, ss.blocks
@@ -923,6 +925,12 @@ func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 	// block starts before its end), the totals and the largest free gap.
 	var covered, at uint64
 	k, cur := -1, -1
+	// Each block's segment goes in its Segment, or, for the dump's base
+	// (which a Dump lays out while the History reads it), in segOf.
+	var segOf []int32
+	if ss.base {
+		segOf = make([]int32, len(blocks))
+	}
 	done := func(j int) { // segment j (by address) has all its blocks
 		sg := &inAddr[j]
 		switch {
@@ -948,11 +956,19 @@ func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 		if b.PendingFree {
 			st.PendingFree++
 		}
-		b.Segment = -1
 		if k < 0 || b.Addr >= inAddr[k].addr+inAddr[k].size {
+			if segOf != nil {
+				segOf[i] = -1
+			} else {
+				b.Segment = -1
+			}
 			continue
 		}
-		b.Segment = int32(k)
+		if segOf != nil {
+			segOf[i] = int32(k)
+		} else {
+			b.Segment = int32(k)
+		}
 		sg := &inAddr[k]
 		if cur != k {
 			cur, at = k, sg.addr
@@ -1010,13 +1026,20 @@ func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 		for i, k := range ss.addrPos {
 			byAddr[k] = int32(i)
 		}
+		if segOf != nil {
+			blocks = slices.Clone(blocks) // the base's stay as they are
+			for i := range blocks {
+				blocks[i].Segment = segOf[i]
+			}
+		} else {
+			ss.shared = true
+		}
 		for i := range blocks {
 			if b := &blocks[i]; b.Segment >= 0 {
 				b.Segment = byAddr[b.Segment]
 			}
 		}
 		st.Blocks = blocks
-		ss.shared = true
 	} else {
 		// Only the blocks of the kept segments, still by address.
 		kept := make([][2]int32, 0, len(st.Segments)) // by address: position by address, in st.Segments
@@ -1029,7 +1052,11 @@ func (h *History) layoutState(idx int, ss *sortedState, top int) *State {
 			a := inAddr[kp[0]].addr
 			j, _ := slices.BinarySearchFunc(blocks, a, func(b StateBlock, a uint64) int { return cmp.Compare(b.Addr, a) })
 			for ; j < len(blocks) && blocks[j].Addr < a+inAddr[kp[0]].size; j++ {
-				if blocks[j].Segment == kp[0] {
+				sj := blocks[j].Segment
+				if segOf != nil {
+					sj = segOf[j]
+				}
+				if sj == kp[0] {
 					b := blocks[j]
 					b.Segment = kp[1]
 					st.Blocks = append(st.Blocks, b)

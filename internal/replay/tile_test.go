@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -246,4 +247,77 @@ func BenchmarkTileZoomPan(b *testing.B) {
 		b.Logf("%s: 24 windows, wall median %v, max %v; the query thread's CPU median %v, max %v", name, times[12], times[23], cpus[12], cpus[23])
 	}
 	runtime.KeepAlive(tl)
+}
+
+// BenchmarkTileStateSteps times the server's side of the state view's
+// open and first steps back on a large snapshot file, as the web server
+// asks them: GPUMEM_TILE=../../bench/data/baseline-1000mb.pickle go test
+// -run '^$' -bench TileStateSteps ./internal/replay (figures printed once,
+// whatever b.N). The open is the Dump's state (StateTop, 20,000
+// segments); the history is then started and five steps back are asked
+// at once, as browsertests/bench does. "dump" starts the History from
+// the Dump's sorted state (Dump.StartHistory); "snapshot" takes in the
+// dump again (StartHistoryPaused, as the server did before #32 part
+// 32l). Wall and process CPU (user+sys, all threads: the checkpoint
+// build runs beside the steps).
+func BenchmarkTileStateSteps(b *testing.B) {
+	path := os.Getenv("GPUMEM_TILE")
+	if path == "" {
+		b.Skip("set GPUMEM_TILE=FILE to time the state view's steps on a large snapshot")
+	}
+	s, err := snapshot.Open(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dev := s.DefaultDevice()
+	procCPU := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	live := func() float64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return float64(m.HeapAlloc) / (1 << 20)
+	}
+	for _, from := range []string{"dump", "snapshot", "dump"} {
+		h0 := live()
+		d := NewDump(s, dev)
+		t0, c0 := time.Now(), procCPU()
+		st := d.StateTop(20000)
+		b.Logf("%s: open (Dump.StateTop) %v, CPU %v: %d of %d segments, %d blocks", from, time.Since(t0), procCPU()-c0, len(st.Segments), len(st.Segments)+st.Omitted, len(st.Blocks))
+		hOpen := live()
+		var h *History
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		t1, c1 := time.Now(), procCPU()
+		if from == "dump" {
+			h = d.StartHistory(nil, nil, nil)
+		} else {
+			h = StartHistoryPaused(s, dev, nil, nil, nil)
+		}
+		b.Logf("%s: start %v, CPU %v", from, time.Since(t1), procCPU()-c1)
+		n := h.Len()
+		for k := 2; k <= 6; k++ {
+			t2, c2 := time.Now(), procCPU()
+			h.StateTop(n-k, 20000)
+			b.Logf("%s: step to %d: %v, CPU %v", from, n-k, time.Since(t2), procCPU()-c2)
+		}
+		runtime.ReadMemStats(&m1)
+		b.Logf("%s: allocated from the start to the fifth step %.0f MiB", from, float64(m1.TotalAlloc-m0.TotalAlloc)/(1<<20))
+		hSteps := live()
+		t3 := time.Now()
+		h.StateTop(n/2, 20000)
+		b.Logf("%s: jump to the middle (%d) right after: %v", from, n/2, time.Since(t3))
+		h.wait()
+		b.Logf("%s: checkpoints built %v after the start; %d every %d", from, time.Since(t1), len(h.ckpt), h.every)
+		cb := 0
+		for i := range h.ckpt {
+			cb += h.ckpt[i].bytes()
+		}
+		b.Logf("%s: live heap above the model: after the open %+.0f MiB, after five steps %+.0f MiB, with the checkpoints (%.0f MiB of them) and the jump's state %+.0f MiB",
+			from, hOpen-h0, hSteps-h0, float64(cb)/(1<<20), live()-h0)
+		runtime.KeepAlive(h)
+	}
 }

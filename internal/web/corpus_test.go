@@ -404,7 +404,8 @@ func TestCorpusDumpStateJSON(t *testing.T) {
 }
 
 // checkDumpStateJSON fails when dumpState's JSON differs from the
-// history's at the last event.
+// history's at the last event, or the served history's (started from the
+// dump) at the view's steps back and jumps.
 func checkDumpStateJSON(t *testing.T, name string, s *snapshot.Snapshot, device int) {
 	t.Helper()
 	dd := newDeviceData(s, device)
@@ -417,6 +418,25 @@ func checkDumpStateJSON(t *testing.T, name string, s *snapshot.Snapshot, device 
 	if g, w := string(got.appendJSON(nil)), string(want.appendJSON(nil)); g != w {
 		t.Fatalf("%s device %d: the dump's state answer (%d bytes) differs from the history's (%d bytes) at byte %d",
 			name, device, len(g), len(w), firstDiff(g, w))
+	}
+	// The steps the view asks next, from the history the open started
+	// from the dump it laid out (replay.Dump.StartHistory), as a
+	// history of its own answers them.
+	dd.startHistory()
+	served, err := dd.stateHist()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := h.h.Len()
+	for _, idx := range []int{n - 2, n - 3, n - 4, n - 5, n - 6, n - 3, n / 2, n/2 - 1, 0, -1} {
+		if idx < -1 {
+			continue
+		}
+		g, w := string(served.stateJSON(idx).appendJSON(nil)), string(h.build(idx).appendJSON(nil))
+		if g != w {
+			t.Fatalf("%s device %d: the state answer at %d (%d bytes) differs from a history of its own's (%d bytes) at byte %d",
+				name, device, idx, len(g), len(w), firstDiff(g, w))
+		}
 	}
 }
 

@@ -30,12 +30,19 @@ type stateSource interface {
 // the history (which took 0.1-0.7 s more to open the view on a 1 GB
 // snapshot, racing its background build; bench/RESULTS-web.md, #32 part
 // 32i). It is what the history gives for that index (corpus_test.go).
+//
+// Once it is laid out, the state history is started from it
+// (startHistory).
 func (d *deviceData) dumpState() (*stateJSON, error) {
-	return d.dump.get(func() *stateJSON {
+	st, err := d.dump.get(func() *stateJSON {
 		dp := d.dumpSource()
 		idx := dp.Len() - 1
 		return layoutJSON(dp, idx, dp.StateTop(maxStateSegments))
 	}, "the state at the end of device %d's trace", d.device)
+	if err == nil {
+		d.startHistory()
+	}
+	return st, err
 }
 
 func (d *deviceData) stateHist() (*stateHistory, error) { return d.stateHistFor(true) }
@@ -49,15 +56,31 @@ func (d *deviceData) stateHistFor(wanted bool) (*stateHistory, error) {
 		defer d.historyWanted.Add(-1)
 	}
 	return d.history.get(func() *stateHistory {
-		return &stateHistory{d: d, h: replay.StartHistoryPaused(d.snap, d.device, spawnLater, d.userBusy, d.pauseHistory)}
+		return &stateHistory{d: d, h: d.dumpSource().StartHistory(spawnLater, d.userBusy, d.pauseHistory)}
 	},
 		"building the state history of device %d", d.device)
 }
 
+// startHistory starts the state history in the background, if it is not
+// yet, when the view opens: from the dump the open laid out, that is
+// O(1), and its checkpoint build (at the lowest priority, paused while the
+// user steps or zooms) then has the user's time in the view to reach
+// where a jump far back goes, which waits for it.
+func (d *deviceData) startHistory() {
+	if d.history.done.Load() {
+		return
+	}
+	go func() {
+		defer func() { _ = recover() }() // a failure shows at the first step
+		_, _ = d.stateHistFor(false)
+	}()
+}
+
 // pauseHistory is the state history's pause while it takes in the dump's
-// state (warmState starts it once the file is ready, during the first
-// zooms): it parks while the server answers a window or a state step,
-// unless a request waits for the history.
+// state, when it does (a dump whose segments share an address; otherwise
+// the history starts from the dump's sorted state, which the view's open
+// made: replay.Dump.StartHistory): it parks while the server answers a
+// window or a state step, unless a request waits for the history.
 func (d *deviceData) pauseHistory() {
 	if d.userAnswered != nil {
 		d.userAnswered(func() bool { return d.historyWanted.Load() > 0 })
