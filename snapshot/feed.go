@@ -18,6 +18,10 @@ type EventFeed struct {
 	// expect is the number of entries the decoder reserved room for as
 	// it started (from the input's size; see Expected).
 	expect int
+	// published, when a test sets it, sees each publication on the
+	// decoder's goroutine: what a reader on another goroutine sees first
+	// depends on when the scheduler runs it.
+	published func(evs []Event)
 }
 
 // feedEvery is how many entries the decoder decodes between two
@@ -35,6 +39,9 @@ func newEventFeed() *EventFeed {
 func (f *EventFeed) publish(evs []Event, done bool) {
 	if f == nil {
 		return
+	}
+	if f.published != nil {
+		f.published(evs)
 	}
 	f.mu.Lock()
 	if !f.done {

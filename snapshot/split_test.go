@@ -242,23 +242,15 @@ func TestSplitFedMin(t *testing.T) {
 			splitFedMin = tc.fedMin
 			opt := &Options{}
 			var feed *EventFeed
-			firstCap := make(chan int, 1)
-			read := make(chan struct{})
+			firstCap := -1
 			if tc.feed {
 				opt.Feed = func(f *EventFeed) {
 					feed = f
-					go func() {
-						defer close(read)
-						for have := 0; ; {
-							evs, done := f.Next(have)
-							if have == 0 {
-								firstCap <- cap(evs)
-							}
-							if have = len(evs); done {
-								return
-							}
+					f.published = func(evs []Event) {
+						if firstCap < 0 && len(evs) > 0 {
+							firstCap = cap(evs)
 						}
-					}()
+					}
 				}
 			}
 			before := splitMerged.Load()
@@ -272,12 +264,11 @@ func TestSplitFedMin(t *testing.T) {
 			if feed == nil {
 				return
 			}
-			<-read
 			// A reader sizes its arrays from Expected, the room reserved
 			// from the input's size (this dense synthetic trace outgrows
 			// it): while the splitter reads, the published array's
 			// capacity ends at its part, short of that room.
-			c := <-firstCap
+			c := firstCap
 			if len(s.Traces[0].Events) == 0 || feed.Expected() < c {
 				t.Errorf("Expected() = %d, less than the first capacity published %d", feed.Expected(), c)
 			}
