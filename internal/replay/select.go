@@ -46,7 +46,7 @@ var anyPos = posRange{0, math.MaxInt32}
 // and lie at stack positions in r: a bucket's elements are in start order
 // and so in position order (an element is pushed when it starts).
 func (t *Timeline) bucketSpan(b *bucket, t1 float64, r posRange) (from, limit int) {
-	limit = sort.Search(len(b.starts), func(i int) bool { return float64(b.starts[i]) >= t1 })
+	limit = sort.Search(len(b.ids), func(i int) bool { return float64(t.start[b.ids[i]]) >= t1 })
 	if r.lo > 0 {
 		from = sort.Search(limit, func(i int) bool { return t.pos[b.ids[i]] >= r.lo })
 	}

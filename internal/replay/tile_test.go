@@ -169,7 +169,7 @@ func timelineBytes(t *Timeline) map[string]int {
 		m["runIdx"] = 8 * (cap(t.runIdx.min) + cap(t.runIdx.max))
 	}
 	for _, b := range t.buckets {
-		m["buckets"] += 4*(cap(b.ids)+cap(b.starts)+cap(b.ends.v)+cap(b.ends.mx)+cap(b.ends.mn)) + 64
+		m["buckets"] += 4*(cap(b.ids)+cap(b.ends.v)+cap(b.ends.mx)+cap(b.ends.mn)) + 64
 	}
 	return m
 }
