@@ -472,9 +472,7 @@ func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
 	if qp.bad(w) {
 		return
 	}
-	// The index build pauses while a request the user waits on is being
-	// answered (set before the first window: that starts it).
-	tl.indexPause.Do(func() { tl.tl.SetIndexPause(s.user.waitAnswered) })
+	tl.beforeWindow(&s.user)
 	// The answer's time on the server, in a Server-Timing header that the
 	// page's resource timings show (the viewer bench reads it): wall and,
 	// on the query's own thread, CPU.
@@ -485,12 +483,7 @@ func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Server-Timing", timing)
 	writeBin(w, win)
-	// The indexes of windows narrower than the whole trace are built from
-	// the first window's answer on: built beside its query they slowed the
-	// first paint of an 80 MB snapshot by about 10 ms. (Started once the
-	// page had drawn, they made a 1 GB snapshot's first zoom wait for them,
-	// 400-490 ms against 260-290.)
-	tl.tl.StartIndexes()
+	tl.afterWindow()
 }
 
 // timedWindow answers q with its goroutine locked to its thread, so that
