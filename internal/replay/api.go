@@ -394,6 +394,21 @@ func (t *Timeline) QueryWith(t0, t1 float64, widthPx, heightPx int, y0, y1 float
 	return t.query(t0, t1, widthPx, heightPx, y0, y1, o)
 }
 
+// IndexBuilt says how far the index of windows narrower than the whole
+// trace is built (StartIndexes): "none", "blocks" (the stack's blocks,
+// not yet the buckets) or "built" (a timeline that needs none, too).
+// A window answered before it is built takes longer: the server reports
+// which its answer had.
+func (t *Timeline) IndexBuilt() string {
+	switch {
+	case t.bucketsReady():
+		return "built"
+	case t.blocksReady():
+		return "blocks"
+	}
+	return "none"
+}
+
 // HitTest returns the element drawn at timestep x and byte offset y, if any.
 // O(D + log n) for D elements alive at x.
 func (t *Timeline) HitTest(x, y float64) (elem int, ok bool) { return t.hitTest(x, y) }

@@ -475,12 +475,15 @@ func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
 	tl.beforeWindow(&s.user)
 	// The answer's time on the server, in a Server-Timing header that the
 	// page's resource timings show (the viewer bench reads it): wall and,
-	// on the query's own thread, CPU.
+	// on the query's own thread, CPU; and how far the window index was
+	// built when it started.
+	index := tl.tl.IndexBuilt() // as the answer starts
 	win, wall, cpu, cpuOK := timedWindow(tl, q)
 	timing := fmt.Sprintf("window;dur=%.1f", float64(wall.Microseconds())/1000)
 	if cpuOK {
 		timing += fmt.Sprintf(", cpu;dur=%.1f", float64(cpu.Microseconds())/1000)
 	}
+	timing += fmt.Sprintf(", index;desc=%s", index)
 	w.Header().Set("Server-Timing", timing)
 	writeBin(w, win)
 	tl.afterWindow()

@@ -41,7 +41,7 @@ type windowQuery struct {
 // this size the build is done long before the first zoom, and the first
 // window alone (on an 80 MB snapshot, 10 ms) is not slowed by sharing the
 // memory bandwidth.
-const indexBesideFirst = 1 << 20
+var indexBesideFirst = 1 << 20 // a variable for the tests
 
 // beforeWindow is called before each window is answered. The first time,
 // it sets the pause of the index build: the build waits while a request
