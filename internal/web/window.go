@@ -112,7 +112,16 @@ func (t *timeline) window(q windowQuery) []byte {
 		peak = max(peak, v)
 	}
 	nPoly, nPts := len(f.IDs), len(f.Points)/2
-	out := make([]byte, 0, windowHeader+12*nPoly+8*nPts+12*q.W+4)
+	// Written in place into an answer of its exact size: a zoomed-out
+	// window of the 264 MB tile has 4.3 M points, and appending them
+	// through closures, converting each x through the time axis's checks,
+	// took 10-25 ms of its answer.
+	out := make([]byte, windowHeader+12*nPoly+8*nPts+12*q.W+4)
+	at := 0
+	put32 := func(v uint32) {
+		binary.LittleEndian.PutUint32(out[at:], v)
+		at += 4
+	}
 	flags := 0.0
 	if f.Truncated {
 		flags++
@@ -121,34 +130,53 @@ func (t *timeline) window(q windowQuery) []byte {
 		flags += 2
 	}
 	for _, v := range []float64{q.X0, q.X1, q.Y0, q.Y1, float64(nPoly), float64(nPts), float64(q.W), peak, float64(f.Summarized), flags} {
-		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(v))
+		binary.LittleEndian.PutUint64(out[at:], math.Float64bits(v))
+		at += 8
 	}
 	n := t.tl.Len()
 	for _, id := range f.IDs {
-		out = binary.LittleEndian.AppendUint32(out, uint32(id))
+		put32(uint32(id))
 	}
 	for _, id := range f.IDs {
 		k := uint32(0)
 		if int(id) >= n {
 			k = 2
 		}
-		out = binary.LittleEndian.AppendUint32(out, k)
+		put32(k)
 	}
 	for i := range f.IDs {
-		out = binary.LittleEndian.AppendUint32(out, uint32(f.Starts[i+1]-f.Starts[i]))
+		put32(uint32(f.Starts[i+1] - f.Starts[i]))
 	}
-	put := func(v float64) { out = binary.LittleEndian.AppendUint32(out, math.Float32bits(float32(v))) }
+	put := func(v float64) { put32(math.Float32bits(float32(v))) }
 	tpp := (f.T1 - f.T0) / float64(f.Width)
 	bpp := (f.Y1 - f.Y0) / float64(f.Height)
-	xOf := func(px float64) float64 { return t.fromStep(f.T0+px*tpp, q.Mode) - q.X0 }
-	for i := 0; i < nPts; i++ {
-		put(xOf(float64(f.Points[2*i])))
+	timeAxis := q.Mode == "time" && t.hasTime() // else fromStep is the identity
+	xOf := func(px float64) float64 {
+		if timeAxis {
+			return t.fromStep(f.T0+px*tpp, q.Mode) - q.X0
+		}
+		return f.T0 + px*tpp - q.X0
 	}
-	for i := 0; i < nPts; i++ {
-		put(f.Y1 - float64(f.Points[2*i+1])*bpp)
+	// Most points lie on a column's edge: their x is that edge's, found
+	// once (on the time axis, a lookup in a table of every timestep).
+	edge := make([]float64, q.W+1)
+	for c := range edge {
+		edge[c] = xOf(float64(c))
 	}
-	for c := 0; c <= q.W; c++ {
-		put(xOf(float64(c)))
+	pts := f.Points[:2*nPts]
+	for i := 0; i < len(pts); i += 2 {
+		px := float64(pts[i])
+		if c := int(px); float64(c) == px && c >= 0 && c <= q.W {
+			put(edge[c])
+		} else {
+			put(xOf(px))
+		}
+	}
+	for i := 1; i < len(pts); i += 2 {
+		put(f.Y1 - float64(pts[i])*bpp)
+	}
+	for _, x := range edge {
+		put(x)
 	}
 	for c := 0; c < q.W; c++ {
 		put(f.ColMax[c])
