@@ -200,7 +200,14 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	})
 	// Each element gets a point where its bottom edge changes, plus the
 	// point just before (the previous column) so flat stretches stay flat.
-	pts := make([][]float32, nv) // per element: x, bottom pairs in pixels
+	// The points as they come, every element's in one log (pooled): a
+	// zoomed-out window of the 264 MB tile has 15,000 elements whose
+	// bottom edges move at most columns, 2-4 M points, and 15,000 slices
+	// growing by doubling were a fifth of its time. They are put in order
+	// by element once the sweep is done.
+	logp := ptLogs.Get().(*[]ptRec)
+	defer ptLogs.Put(logp)
+	ptLog := (*logp)[:0]
 	c0 := make([]float64, nv)    // C_k at the first sample
 	// alive has a bit per element sampled now: a column visits the few
 	// alive in it (a whole-trace window has thousands of columns, 15,000
@@ -212,7 +219,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	px := func(x float64) float32 { return float32((x - t0) / tpp) }
 	py := func(bytes float64) float32 { return float32((y1 - bytes) / bpp) }
 	emit := func(k int, x, v float64) {
-		pts[k] = append(pts[k], px(x), py(v))
+		ptLog = append(ptLog, ptRec{int32(k), px(x), py(v)})
 		lastX[k], lastVal[k] = x, v
 	}
 	prevX := t0 // previous column boundary
@@ -302,6 +309,28 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		prevX = xc
 	}
 
+	*logp = ptLog
+	// pts[k] is element k's x, bottom pairs in pixels, in time order.
+	pts := make([][]float32, nv)
+	{
+		at := make([]int, nv+1)
+		for _, r := range ptLog {
+			at[r.k+1] += 2
+		}
+		for k := range nv {
+			at[k+1] += at[k]
+		}
+		flatp := float32s(at[nv])
+		defer putFloat32s(flatp)
+		flat := *flatp
+		for k := range nv {
+			pts[k] = flat[at[k]:at[k]:at[k+1]]
+		}
+		for _, r := range ptLog {
+			pts[r.k] = append(pts[r.k], r.x, r.y)
+		}
+	}
+
 	// 4. Polygons, largest first, dropping samples on flat stretches and
 	// elements entirely outside [y0, y1]; each is written once, straight
 	// into the frame.
@@ -316,11 +345,17 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 			continue
 		}
 		sizePx := float32(float64(t.src[id].size) / bpp)
-		lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
-		for i := 1; i < len(p); i += 2 {
-			lo, hi = min(lo, p[i]-sizePx), max(hi, p[i])
+		// Plain comparisons: min and max of floats, which order NaNs
+		// and zeros, were a tenth of a window with millions of points.
+		lo, hi := p[1], p[1]
+		for i := 3; i < len(p); i += 2 {
+			if y := p[i]; y < lo {
+				lo = y
+			} else if y > hi {
+				hi = y
+			}
 		}
-		if hi < 0 || lo > float32(h) {
+		if hi < 0 || lo-sizePx > float32(h) {
 			pts[k] = nil
 			continue
 		}
@@ -363,6 +398,32 @@ func int32s(n int) *[]int32 {
 
 // putInt32s gives a buffer of int32s back.
 func putInt32s(p *[]int32) { int32Bufs.Put(p) }
+
+// float32Bufs is int32Bufs for float32s.
+var float32Bufs sync.Pool
+
+// float32s returns a buffer of n float32s (not zeroed) from float32Bufs.
+func float32s(n int) *[]float32 {
+	p, _ := float32Bufs.Get().(*[]float32)
+	if p == nil {
+		p = new([]float32)
+	}
+	*p = slices.Grow((*p)[:0], n)[:n]
+	return p
+}
+
+// putFloat32s gives a buffer of float32s back.
+func putFloat32s(p *[]float32) { float32Bufs.Put(p) }
+
+// ptRec is a point of element k's bottom edge, in pixels, as a query's
+// sweep draws it.
+type ptRec struct {
+	k    int32
+	x, y float32
+}
+
+// ptLogs keeps the sweeps' point logs between queries.
+var ptLogs = sync.Pool{New: func() any { return new([]ptRec) }}
 
 // simplify drops interior points of horizontal runs from x,y pairs and
 // points at the same x and y as their predecessor.
