@@ -208,7 +208,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	logp := ptLogs.Get().(*[]ptRec)
 	defer ptLogs.Put(logp)
 	ptLog := (*logp)[:0]
-	c0 := make([]float64, nv)    // C_k at the first sample
+	c0 := make([]float64, nv) // C_k at the first sample
 	// alive has a bit per element sampled now: a column visits the few
 	// alive in it (a whole-trace window has thousands of columns, 15,000
 	// elements and a few dozen alive at a time), not every one above its
