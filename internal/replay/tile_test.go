@@ -168,6 +168,8 @@ func timelineBytes(t *Timeline) map[string]int {
 	if t.runIdx != nil {
 		m["runIdx"] = 8 * (cap(t.runIdx.min) + cap(t.runIdx.max))
 	}
+	<-t.blocksBuilt
+	m["blocks"] = 4*cap(t.blkEnd) + 8*cap(t.blkBelow) + cap(t.blkOff) + 8*cap(t.blockSize)
 	for _, b := range t.buckets {
 		m["buckets"] += 4*(cap(b.ids)+cap(b.ends.v)+cap(b.ends.mx)+cap(b.ends.mn)) + 64
 	}
