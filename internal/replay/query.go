@@ -362,7 +362,7 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		nPts += len(p)
 	}
 	f.IDs = make([]int32, 0, nv)
-	f.Points = make([]float32, 0, 2*nPts)
+	f.Points = points(2 * nPts)
 	f.Starts = slices.Grow(f.Starts, nv)
 	for _, k := range kOf {
 		p := pts[k]
@@ -414,6 +414,18 @@ func float32s(n int) *[]float32 {
 
 // putFloat32s gives a buffer of float32s back.
 func putFloat32s(p *[]float32) { float32Bufs.Put(p) }
+
+// pointBufs keeps the frames' points given back (Frame.Release).
+var pointBufs sync.Pool
+
+// points returns an empty slice with room for n float32s, from pointBufs
+// when one there is large enough.
+func points(n int) []float32 {
+	if p, _ := pointBufs.Get().(*[]float32); p != nil && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]float32, 0, n)
+}
 
 // ptRec is a point of element k's bottom edge, in pixels, as a query's
 // sweep draws it.

@@ -486,6 +486,7 @@ func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
 	timing += fmt.Sprintf(", index;desc=%s", index)
 	w.Header().Set("Server-Timing", timing)
 	writeBin(w, win)
+	putAnswer(win)
 	tl.afterWindow()
 }
 

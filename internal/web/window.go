@@ -2,7 +2,9 @@ package web
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
+	"sync"
 
 	"github.com/gpumem/gpumem/internal/replay"
 )
@@ -69,6 +71,24 @@ func (t *timeline) afterWindow() {
 	t.tl.StartIndexes()
 }
 
+// answerBufs keeps window answers given back once sent (putAnswer): a
+// zoomed-out window of the 264 MB tile is 30-40 MB, and the server's
+// collector, which runs every few tens of MB, charged each answer for
+// allocating it.
+var answerBufs sync.Pool
+
+// answerBuf returns a buffer of n bytes (not zeroed), from answerBufs when
+// one there is large enough.
+func answerBuf(n int) []byte {
+	if p, _ := answerBufs.Get().(*[]byte); p != nil && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]byte, n)
+}
+
+// putAnswer gives a window answer back once it is written.
+func putAnswer(b []byte) { answerBufs.Put(&b) }
+
 // window answers q with replay's Query and encodes the frame as
 // little-endian arrays, in data units so that the page can re-project
 // them while the next window loads:
@@ -116,7 +136,7 @@ func (t *timeline) window(q windowQuery) []byte {
 	// window of the 264 MB tile has 4.3 M points, and appending them
 	// through closures, converting each x through the time axis's checks,
 	// took 10-25 ms of its answer.
-	out := make([]byte, windowHeader+12*nPoly+8*nPts+12*q.W+4)
+	out := answerBuf(windowHeader + 12*nPoly + 8*nPts + 12*q.W + 4)
 	at := 0
 	put32 := func(v uint32) {
 		binary.LittleEndian.PutUint32(out[at:], v)
@@ -183,6 +203,10 @@ func (t *timeline) window(q windowQuery) []byte {
 	}
 	for c := 0; c < q.W; c++ {
 		put(f.ColMin[c])
+	}
+	f.Release()
+	if at != len(out) { // a reused buffer's every byte is written
+		panic(fmt.Sprintf("window answer: %d bytes written of %d", at, len(out)))
 	}
 	return out
 }
