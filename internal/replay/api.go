@@ -195,14 +195,11 @@ type Frame struct {
 }
 
 // Release gives f's points back for later queries, once they are read:
-// a zoomed-out window of the 264 MB tile has 4 M of them (35 MB), and the
-// server's collector, which runs every few tens of MB to keep its memory
-// down, charged each such answer for them. f's Points are nil after.
+// a zoomed-out window of the 264 MB tile has 4 M of them (35 MB), which
+// fresh memory had to be faulted in and cleared for (see held). f's
+// Points are nil after.
 func (f *Frame) Release() {
-	if cap(f.Points) > 0 {
-		p := f.Points[:0]
-		pointBufs.Put(&p)
-	}
+	frames.put(f.Points)
 	f.Points = nil
 }
 

@@ -205,9 +205,8 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	// bottom edges move at most columns, 2-4 M points, and 15,000 slices
 	// growing by doubling were a fifth of its time. They are put in order
 	// by element once the sweep is done.
-	logp := ptLogs.Get().(*[]ptRec)
-	defer ptLogs.Put(logp)
-	ptLog := (*logp)[:0]
+	ptLog := ptLogs.get(0)
+	defer func() { ptLogs.put(ptLog) }()
 	c0 := make([]float64, nv) // C_k at the first sample
 	// alive has a bit per element sampled now: a column visits the few
 	// alive in it (a whole-trace window has thousands of columns, 15,000
@@ -309,7 +308,6 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		prevX = xc
 	}
 
-	*logp = ptLog
 	// pts[k] is element k's x, bottom pairs in pixels, in time order.
 	pts := make([][]float32, nv)
 	{
@@ -320,9 +318,8 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		for k := range nv {
 			at[k+1] += at[k]
 		}
-		flatp := float32s(at[nv])
-		defer putFloat32s(flatp)
-		flat := *flatp
+		flat := flats.get(at[nv])
+		defer flats.put(flat)
 		for k := range nv {
 			pts[k] = flat[at[k]:at[k]:at[k+1]]
 		}
@@ -399,33 +396,48 @@ func int32s(n int) *[]int32 {
 // putInt32s gives a buffer of int32s back.
 func putInt32s(p *[]int32) { int32Bufs.Put(p) }
 
-// float32Bufs is int32Bufs for float32s.
-var float32Bufs sync.Pool
-
-// float32s returns a buffer of n float32s (not zeroed) from float32Bufs.
-func float32s(n int) *[]float32 {
-	p, _ := float32Bufs.Get().(*[]float32)
-	if p == nil {
-		p = new([]float32)
-	}
-	*p = slices.Grow((*p)[:0], n)[:n]
-	return p
+// held keeps one buffer between queries: the largest given back. A
+// zoomed-out window of the 264 MB tile needs 80-120 MB of them (its point
+// log, its points in order, the frame's points), and fresh ones, from a
+// sync.Pool that the server's frequent collections empty, were faulted in
+// and cleared again for every such window.
+type held[T any] struct {
+	mu sync.Mutex
+	b  []T
 }
 
-// putFloat32s gives a buffer of float32s back.
-func putFloat32s(p *[]float32) { float32Bufs.Put(p) }
-
-// pointBufs keeps the frames' points given back (Frame.Release).
-var pointBufs sync.Pool
-
-// points returns an empty slice with room for n float32s, from pointBufs
-// when one there is large enough.
-func points(n int) []float32 {
-	if p, _ := pointBufs.Get().(*[]float32); p != nil && cap(*p) >= n {
-		return (*p)[:0]
+// get returns a buffer of n Ts (not zeroed), the one held when it is
+// large enough.
+func (h *held[T]) get(n int) []T {
+	h.mu.Lock()
+	b := h.b
+	if cap(b) >= n {
+		h.b = nil
 	}
-	return make([]float32, 0, n)
+	h.mu.Unlock()
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
 }
+
+// put gives b back: it is held if it is larger than the one held.
+func (h *held[T]) put(b []T) {
+	h.mu.Lock()
+	if cap(b) > cap(h.b) {
+		h.b = b[:0]
+	}
+	h.mu.Unlock()
+}
+
+var (
+	flats  held[float32] // a query's points in order by element
+	frames held[float32] // the frames' points (Frame.Release)
+	ptLogs held[ptRec]   // the sweeps' point logs
+)
+
+// points returns an empty slice with room for n float32s (frames).
+func points(n int) []float32 { return frames.get(n)[:0] }
 
 // ptRec is a point of element k's bottom edge, in pixels, as a query's
 // sweep draws it.
@@ -433,9 +445,6 @@ type ptRec struct {
 	k    int32
 	x, y float32
 }
-
-// ptLogs keeps the sweeps' point logs between queries.
-var ptLogs = sync.Pool{New: func() any { return new([]ptRec) }}
 
 // simplify drops interior points of horizontal runs from x,y pairs and
 // points at the same x and y as their predecessor.

@@ -71,23 +71,38 @@ func (t *timeline) afterWindow() {
 	t.tl.StartIndexes()
 }
 
-// answerBufs keeps window answers given back once sent (putAnswer): a
-// zoomed-out window of the 264 MB tile is 30-40 MB, and the server's
-// collector, which runs every few tens of MB, charged each answer for
-// allocating it.
-var answerBufs sync.Pool
+// answerBufs holds the largest window answer given back once sent
+// (putAnswer): a zoomed-out window of the 264 MB tile is 30-40 MB, and a
+// fresh buffer (a sync.Pool's are dropped by the server's frequent
+// collections) was faulted in and cleared for each.
+var answerBufs struct {
+	mu sync.Mutex
+	b  []byte
+}
 
-// answerBuf returns a buffer of n bytes (not zeroed), from answerBufs when
-// one there is large enough.
+// answerBuf returns a buffer of n bytes (not zeroed), the one held when
+// it is large enough.
 func answerBuf(n int) []byte {
-	if p, _ := answerBufs.Get().(*[]byte); p != nil && cap(*p) >= n {
-		return (*p)[:n]
+	answerBufs.mu.Lock()
+	b := answerBufs.b
+	if cap(b) >= n {
+		answerBufs.b = nil
 	}
-	return make([]byte, n)
+	answerBufs.mu.Unlock()
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
 }
 
 // putAnswer gives a window answer back once it is written.
-func putAnswer(b []byte) { answerBufs.Put(&b) }
+func putAnswer(b []byte) {
+	answerBufs.mu.Lock()
+	if cap(b) > cap(answerBufs.b) {
+		answerBufs.b = b
+	}
+	answerBufs.mu.Unlock()
+}
 
 // window answers q with replay's Query and encodes the frame as
 // little-endian arrays, in data units so that the page can re-project
