@@ -200,13 +200,13 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	})
 	// Each element gets a point where its bottom edge changes, plus the
 	// point just before (the previous column) so flat stretches stay flat.
-	// The points as they come, every element's in one log (pooled): a
-	// zoomed-out window of the 264 MB tile has 15,000 elements whose
-	// bottom edges move at most columns, 2-4 M points, and 15,000 slices
-	// growing by doubling were a fifth of its time. They are put in order
-	// by element once the sweep is done.
-	ptLog := ptLogs.get(0)
-	defer func() { ptLogs.put(ptLog) }()
+	// The points as they come, every element's in one log of chunks kept
+	// between queries: a zoomed-out window of the 264 MB tile has 15,000
+	// elements whose bottom edges move at most columns, 2-4 M points, and
+	// 15,000 slices growing by doubling were a fifth of its time. They are
+	// put in order by element once the sweep is done.
+	var ptLog [][]ptRec
+	cur := ptChunk()
 	c0 := make([]float64, nv) // C_k at the first sample
 	// alive has a bit per element sampled now: a column visits the few
 	// alive in it (a whole-trace window has thousands of columns, 15,000
@@ -218,7 +218,11 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	px := func(x float64) float32 { return float32((x - t0) / tpp) }
 	py := func(bytes float64) float32 { return float32((y1 - bytes) / bpp) }
 	emit := func(k int, x, v float64) {
-		ptLog = append(ptLog, ptRec{int32(k), px(x), py(v)})
+		if len(cur) == cap(cur) {
+			ptLog = append(ptLog, cur)
+			cur = ptChunk()
+		}
+		cur = append(cur, ptRec{int32(k), px(x), py(v)})
 		lastX[k], lastVal[k] = x, v
 	}
 	prevX := t0 // previous column boundary
@@ -309,11 +313,15 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	}
 
 	// pts[k] is element k's x, bottom pairs in pixels, in time order.
+	ptLog = append(ptLog, cur)
+	defer putPtChunks(ptLog)
 	pts := make([][]float32, nv)
 	{
 		at := make([]int, nv+1)
-		for _, r := range ptLog {
-			at[r.k+1] += 2
+		for _, c := range ptLog {
+			for _, r := range c {
+				at[r.k+1] += 2
+			}
 		}
 		for k := range nv {
 			at[k+1] += at[k]
@@ -323,8 +331,10 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		for k := range nv {
 			pts[k] = flat[at[k]:at[k]:at[k+1]]
 		}
-		for _, r := range ptLog {
-			pts[r.k] = append(pts[r.k], r.x, r.y)
+		for _, c := range ptLog {
+			for _, r := range c {
+				pts[r.k] = append(pts[r.k], r.x, r.y)
+			}
 		}
 	}
 
@@ -397,8 +407,8 @@ func int32s(n int) *[]int32 {
 func putInt32s(p *[]int32) { int32Bufs.Put(p) }
 
 // held keeps one buffer between queries: the largest given back. A
-// zoomed-out window of the 264 MB tile needs 80-120 MB of them (its point
-// log, its points in order, the frame's points), and fresh ones, from a
+// zoomed-out window of the 264 MB tile needs 50-70 MB of them (its points
+// in order by element, the frame's points), and fresh ones, from a
 // sync.Pool that the server's frequent collections empty, were faulted in
 // and cleared again for every such window.
 type held[T any] struct {
@@ -433,8 +443,33 @@ func (h *held[T]) put(b []T) {
 var (
 	flats  held[float32] // a query's points in order by element
 	frames held[float32] // the frames' points (Frame.Release)
-	ptLogs held[ptRec]   // the sweeps' point logs
 )
+
+// ptChunks holds the chunks of the sweeps' point logs between queries.
+var ptChunks struct {
+	mu   sync.Mutex
+	free [][]ptRec
+}
+
+// ptChunk returns an empty chunk of a point log: growing one log by
+// doubling copied it over and over, for the first big window most of all.
+func ptChunk() []ptRec {
+	ptChunks.mu.Lock()
+	defer ptChunks.mu.Unlock()
+	if n := len(ptChunks.free); n > 0 {
+		c := ptChunks.free[n-1]
+		ptChunks.free = ptChunks.free[:n-1]
+		return c[:0]
+	}
+	return make([]ptRec, 0, 1<<14)
+}
+
+// putPtChunks gives a point log's chunks back.
+func putPtChunks(cs [][]ptRec) {
+	ptChunks.mu.Lock()
+	ptChunks.free = append(ptChunks.free, cs...)
+	ptChunks.mu.Unlock()
+}
 
 // points returns an empty slice with room for n float32s (frames).
 func points(n int) []float32 { return frames.get(n)[:0] }

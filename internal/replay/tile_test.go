@@ -184,7 +184,7 @@ func timelineBytes(t *Timeline) map[string]int {
 // both axes, around the centre), 8× "→" (a fifth of the span) and 8×
 // "-", each one window query at 1600×600 pixels and Detail 15,000 (the
 // page's default). The window index is started as the server starts it:
-// beside the first whole-trace window for a timeline of a million
+// beside the first whole-trace window for a timeline of 4 million
 // elements or more (web's indexBesideFirst), else after it. The first pass
 // starts right after that first answer, sooner than a page's first zoom
 // comes (100-150 ms later), so that its first queries may come before the
@@ -212,7 +212,7 @@ func BenchmarkTileZoomPan(b *testing.B) {
 	T, P := float64(tl.Timesteps()), float64(tl.PeakBytes())
 	start, c0 := time.Now(), cpu()
 	indexStart := time.Now()
-	beside := tl.Len() >= 1<<20
+	beside := tl.Len() >= 1<<22
 	if beside {
 		tl.StartIndexes()
 	}

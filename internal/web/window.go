@@ -40,10 +40,12 @@ type windowQuery struct {
 // the first window, whose answer needs no index and which the page waits
 // for, the second core is otherwise idle: the address versions' pass and
 // the rest of the background work wait for the user's requests. Below
-// this size the build is done long before the first zoom, and the first
-// window alone (on an 80 MB snapshot, 10 ms) is not slowed by sharing the
-// memory bandwidth.
-var indexBesideFirst = 1 << 20 // a variable for the tests
+// this size (4 M elements, an 80 ms build) the build is done before the
+// first zoom when started after the answer, and the first window is not
+// slowed by sharing the cores and the memory bandwidth with it: on the
+// 264 MB tile (1.6 M elements) the first window's wall time rose from
+// 77-190 to 280-340 ms at load 6 with the build beside it.
+var indexBesideFirst = 1 << 22 // a variable for the tests
 
 // beforeWindow is called before each window is answered. The first time,
 // it sets the pause of the index build: the build waits while a request
