@@ -188,10 +188,11 @@ const timedKey = `new Promise(resolve => {
 
 // windowServerTimes lists the last 24 window answers' times: from the
 // request to the response's end in the page, and the server's wall and
-// CPU time on the answer (its Server-Timing header).
+// CPU time on the answer (its Server-Timing header), marked "(none)" or
+// "(blocks)" when it started before the window index was built.
 const windowServerTimes = `performance.getEntriesByType('resource').filter(e => e.name.includes('api/window?')).slice(-24).map(e => {
-  const t = Object.fromEntries(e.serverTiming.map(s => [s.name, s.duration]));
-  return Math.round(e.responseEnd - e.startTime) + '/' + Math.round(t.window) + '/' + Math.round(t.cpu);
+  const t = Object.fromEntries(e.serverTiming.map(s => [s.name, s.description || s.duration]));
+  return Math.round(e.responseEnd - e.startTime) + '/' + Math.round(t.window) + '/' + Math.round(t.cpu) + (t.index && t.index !== 'built' ? '(' + t.index + ')' : '');
 }).join(' ')`
 
 // windowStalls lists, for the last 24 window requests, the ms each waited
@@ -331,7 +332,7 @@ func benchFile(chrome, gpumem, path string) (time.Duration, time.Duration, error
 	}
 	var server string
 	if err := chromedp.Run(ctx, chromedp.Evaluate(windowServerTimes, &server)); err == nil {
-		fmt.Fprintf(os.Stderr, "bench: %s: the 24 window answers, request to response end / server wall / server CPU (ms): %s\n", filepath.Base(path), server)
+		fmt.Fprintf(os.Stderr, "bench: %s: the 24 window answers, request to response end / server wall / server CPU (ms; (blocks) or (none): started before the window index was built): %s\n", filepath.Base(path), server)
 	}
 	var stalls string
 	if err := chromedp.Run(ctx, chromedp.Evaluate(windowStalls, &stalls)); err == nil {

@@ -88,7 +88,7 @@ func (t *Timeline) hitTestMaterialized(x, y float64) (int, bool) {
 	hit, env := -1, -1
 	for bi := range t.buckets {
 		b := &t.buckets[bi]
-		limit := sort.Search(len(b.starts), func(i int) bool { return float64(b.starts[i]) > x })
+		limit := sort.Search(len(b.ids), func(i int) bool { return float64(t.start[b.ids[i]]) > x })
 		b.ends.each(limit, int32(math.Ceil(x))-1, func(i int) {
 			id := b.ids[i]
 			if float64(t.start[id]) > x || float64(t.end[id]) < x {

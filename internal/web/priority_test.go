@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"runtime"
 	"sync/atomic"
@@ -250,5 +251,73 @@ func TestBuildPausesWired(t *testing.T) {
 		}
 		c.callers.Add(-c.waiting)
 		u.inFlight.Add(-1)
+	}
+}
+
+// TestIndexBesideFirstWindow checks when a timeline's window index is
+// built: beside the first window when the timeline is big (the build does
+// not pause for that window), else from its answer on; and after the
+// first answer, only between the user's requests.
+func TestIndexBesideFirstWindow(t *testing.T) {
+	old := indexBesideFirst
+	defer func() { indexBesideFirst = old }()
+	// Enough elements that the build has pause points past its start.
+	s := replaySnapshot(70_000)
+	built := func(tl *timeline, within time.Duration) bool {
+		for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			if tl.tl.IndexBuilt() == "built" {
+				return true
+			}
+		}
+		return false
+	}
+	u := &userRequests{}
+	u.inFlight.Add(1) // the first window, being answered
+
+	indexBesideFirst = 0 // every timeline is big
+	big := newTimeline(s, 0, "active", nil, nil)
+	if got := big.tl.IndexBuilt(); got != "none" {
+		t.Fatalf("index %q before the first window", got)
+	}
+	big.beforeWindow(u)
+	if !built(big, 10*time.Second) {
+		t.Fatalf("a big timeline's index was not built beside its first window (%s)", big.tl.IndexBuilt())
+	}
+	big.afterWindow()
+
+	indexBesideFirst = math.MaxInt // none is
+	small := newTimeline(s, 0, "active", nil, nil)
+	small.beforeWindow(u)
+	if built(small, 50*time.Millisecond) || small.tl.IndexBuilt() != "none" {
+		t.Fatalf("a small timeline's index started before its first window was answered (%s)", small.tl.IndexBuilt())
+	}
+	small.afterWindow() // the build starts, and waits for the window in flight
+	if built(small, 100*time.Millisecond) {
+		t.Fatal("the index build went on while a window was being answered")
+	}
+	u.inFlight.Add(-1)
+	if !built(small, 10*time.Second) {
+		t.Fatalf("the index build did not go on once the window was answered (%s)", small.tl.IndexBuilt())
+	}
+}
+
+// replaySnapshot is one device's trace of n allocations of 1-4 KiB, one
+// in three freed two steps later.
+func replaySnapshot(n int) *snapshot.Snapshot {
+	var evs []snapshot.Event
+	for i := range n {
+		addr, size := uint64(0x100000+i*8192), uint64(1024+i%3072)
+		evs = append(evs, snapshot.Event{Action: snapshot.ActionAlloc, Addr: addr, Size: size})
+		if i%3 == 2 {
+			a, sz := evs[len(evs)-3].Addr, evs[len(evs)-3].Size
+			evs = append(evs, snapshot.Event{Action: snapshot.ActionFreeRequested, Addr: a, Size: sz},
+				snapshot.Event{Action: snapshot.ActionFreeCompleted, Addr: a, Size: sz})
+		}
+	}
+	return &snapshot.Snapshot{
+		Strings: []string{""},
+		Streams: []int64{0},
+		Stacks:  snapshot.StackTable{Offsets: []int32{0, 0}},
+		Traces:  []snapshot.Trace{{Events: evs}},
 	}
 }

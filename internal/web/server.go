@@ -472,25 +472,22 @@ func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
 	if qp.bad(w) {
 		return
 	}
-	// The index build pauses while a request the user waits on is being
-	// answered (set before the first window: that starts it).
-	tl.indexPause.Do(func() { tl.tl.SetIndexPause(s.user.waitAnswered) })
+	tl.beforeWindow(&s.user)
 	// The answer's time on the server, in a Server-Timing header that the
 	// page's resource timings show (the viewer bench reads it): wall and,
-	// on the query's own thread, CPU.
+	// on the query's own thread, CPU; and how far the window index was
+	// built when it started.
+	index := tl.tl.IndexBuilt() // as the answer starts
 	win, wall, cpu, cpuOK := timedWindow(tl, q)
 	timing := fmt.Sprintf("window;dur=%.1f", float64(wall.Microseconds())/1000)
 	if cpuOK {
 		timing += fmt.Sprintf(", cpu;dur=%.1f", float64(cpu.Microseconds())/1000)
 	}
+	timing += fmt.Sprintf(", index;desc=%s", index)
 	w.Header().Set("Server-Timing", timing)
 	writeBin(w, win)
-	// The indexes of windows narrower than the whole trace are built from
-	// the first window's answer on: built beside its query they slowed the
-	// first paint of an 80 MB snapshot by about 10 ms. (Started once the
-	// page had drawn, they made a 1 GB snapshot's first zoom wait for them,
-	// 400-490 ms against 260-290.)
-	tl.tl.StartIndexes()
+	putAnswer(win)
+	tl.afterWindow()
 }
 
 // timedWindow answers q with its goroutine locked to its thread, so that

@@ -213,8 +213,8 @@ func TestWindowAndMeta(t *testing.T) {
 		t.Fatalf("window has %d polygons, peak %v; want 2, peak 1512", len(d.ids), d.peak)
 	}
 	// The answer's server time, for the page's resource timings.
-	if st := w.Header().Get("Server-Timing"); !regexp.MustCompile(`^window;dur=[0-9.]+(, cpu;dur=[0-9.]+)?$`).MatchString(st) {
-		t.Errorf("Server-Timing %q, want window;dur=MS[, cpu;dur=MS]", st)
+	if st := w.Header().Get("Server-Timing"); !regexp.MustCompile(`^window;dur=[0-9.]+(, cpu;dur=[0-9.]+)?, index;desc=(none|blocks|built)$`).MatchString(st) {
+		t.Errorf("Server-Timing %q, want window;dur=MS[, cpu;dur=MS], index;desc=STATE", st)
 	}
 	// B (element 1) is pushed on A at 512 and slides to 0 once A is freed.
 	for i, id := range d.ids {

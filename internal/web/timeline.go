@@ -3,6 +3,7 @@ package web
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
@@ -56,8 +57,11 @@ type timeline struct {
 	// used, not with vizStep: a float64 per timestep was 75 MB of the
 	// 1 GB tile's server, for a page that shows the event axis.
 	stepTime []float64
-	// indexPause sets the pause of tl's index build once (handleWindow).
-	indexPause sync.Once
+	// indexPause sets the pause of tl's index build once, and
+	// firstAnswered is set once the first window is answered
+	// (beforeWindow, afterWindow).
+	indexPause    sync.Once
+	firstAnswered atomic.Bool
 }
 
 // newTimeline builds the timeline of view with build, or when it is nil
