@@ -8,6 +8,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -248,6 +249,18 @@ func benchFile(chrome, gpumem, path string) (time.Duration, time.Duration, error
 	// Start: run gpumem serve. It prints its URL at once and decodes the
 	// file in the background; the page loads meanwhile, shows the
 	// progress and draws when the default device's timeline is built.
+	// Diagnostics of the start (they change nothing timed but the trace's
+	// own cost): GPUMEM_BENCH_PROCS=1 lists Chromium's CPU to the first
+	// paint by process, GPUMEM_BENCH_LOADTRACE=FILE keeps Chromium's trace
+	// from the server's start to the first paint as JSON (its categories:
+	// startTrace's).
+	var loadTrace *pageTrace
+	if os.Getenv("GPUMEM_BENCH_LOADTRACE") != "" {
+		if loadTrace, err = startTrace(ctx); err != nil {
+			return 0, 0, err
+		}
+	}
+	procs0 := browserProcCPU()
 	browser0 := browserCPU()
 	t0 := time.Now()
 	cmd := exec.Command(gpumem, "serve", "-no-browser", path)
@@ -277,6 +290,24 @@ func benchFile(chrome, gpumem, path string) (time.Duration, time.Duration, error
 	tTotal := time.Since(t0)
 	cpuStart := procCPU(cmd.Process.Pid)
 	browserStart := browserCPU() - browser0
+	if os.Getenv("GPUMEM_BENCH_PROCS") != "" {
+		var parts []string
+		for k, v := range browserProcCPU() {
+			if d := v - procs0[k]; d > 0 {
+				parts = append(parts, fmt.Sprintf("%s %v", k, d.Round(time.Millisecond)))
+			}
+		}
+		sort.Strings(parts)
+		fmt.Fprintf(os.Stderr, "bench: Chromium's CPU to first paint by process: %s\n", strings.Join(parts, ", "))
+	}
+	if loadTrace != nil {
+		if err := loadTrace.stop(ctx); err != nil {
+			return 0, 0, err
+		}
+		if b, err := json.Marshal(loadTrace.events); err == nil {
+			_ = os.WriteFile(os.Getenv("GPUMEM_BENCH_LOADTRACE"), b, 0o644)
+		}
+	}
 	// The page's files?wait request ends when the file is shown: decoded
 	// but for the address versions, which the server fills in after it has
 	// laid out the first view.
@@ -423,6 +454,55 @@ func peakRSS(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// browserProcCPU is browserCPU per process: "pid type" (the --type= of
+// its command line, "browser" without one) to its CPU time so far.
+func browserProcCPU() map[string]time.Duration {
+	dirs, _ := os.ReadDir("/proc")
+	out := map[string]time.Duration{}
+	for _, d := range dirs {
+		if d.Name()[0] < '0' || d.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if open := strings.IndexByte(string(b), '('); open >= 0 && strings.HasPrefix(string(b[open+1:]), "chrom") {
+			typ := "browser"
+			if c, err := os.ReadFile("/proc/" + d.Name() + "/cmdline"); err == nil {
+				for _, a := range strings.FieldsFunc(string(c), func(r rune) bool { return r == 0 || r == ' ' }) {
+					if t, ok := strings.CutPrefix(a, "--type="); ok {
+						typ = t
+					}
+					if t, ok := strings.CutPrefix(a, "--utility-sub-type="); ok {
+						typ += "/" + t
+					}
+				}
+			}
+			out[d.Name()+" "+typ] = schedCPU(d.Name())
+		}
+	}
+	return out
+}
+
+// schedCPU is the time on a CPU of process pid's live threads, in
+// nanoseconds (the scheduler's count: finer than stat's ticks).
+func schedCPU(pid string) time.Duration {
+	tasks, _ := os.ReadDir("/proc/" + pid + "/task")
+	var total time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + pid + "/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			ns, _ := strconv.ParseInt(f[0], 10, 64)
+			total += time.Duration(ns)
+		}
+	}
+	return total
 }
 
 // browserCPU is the CPU time used so far by the running Chromium processes

@@ -28,7 +28,11 @@ export function decodeWindow(buf) {
   for (let i = 0; i < nS; i++) starts[i + 1] = starts[i] + counts[i];
   return {
     seq: ++decodeWindow.seq, x0, x1, y0, y1, peak, summarized, truncated: (flags & 1) !== 0, exact: (flags & 2) !== 0,
-    n: nS, w, ids, kinds, counts, starts, xs, ys, colX, colMax, colMin, boxes: polygonBoxes(nS, starts, xs, ys),
+    n: nS, w, ids, kinds, counts, starts, xs, ys, colX, colMax, colMin,
+    // Each polygon's bounding box, for hit tests and for what lies in a
+    // view other than the window's own (polygonsInView): made on first
+    // use, not before the window's first draw (5 ms of a first paint).
+    get boxes() { return this.boxes_ || (this.boxes_ = polygonBoxes(nS, starts, xs, ys)); },
   };
 }
 

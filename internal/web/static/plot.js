@@ -134,8 +134,12 @@ export function drawPlot() {
 // envelopes, the allocations by colour (+10 when dimmed by a search) and
 // those to outline (search matches, the hovered and the selected one).
 function polygonsInView(win, vy0, vy1) {
-  const bb = win.boxes;
   const bx0 = S.x0 - win.x0, bx1 = S.x1 - win.x0;
+  // The server sends only polygons that meet the window asked for: in a
+  // view that holds all of it (the view each window is drawn for) every
+  // one lies in view, and no box is needed.
+  const all = S.x0 <= win.x0 && S.x1 >= win.x1 && vy0 <= win.y0 && vy1 >= win.y1;
+  const bb = all ? null : win.boxes;
   const searching = S.addrMatch.size > 0 || S.frameMatch.size > 0 || S.siteMatch.size > 0;
   const cls = S.classes;
   const groups = Array.from({ length: 20 }, () => []);
@@ -143,7 +147,7 @@ function polygonsInView(win, vy0, vy1) {
   let drawn = 0;
   for (let i = 0; i < win.n; i++) {
     if (win.starts[i + 1] - win.starts[i] < 2) continue;
-    if (bb[4 * i + 1] < bx0 || bb[4 * i] > bx1 || bb[4 * i + 3] < vy0 || bb[4 * i + 2] > vy1) continue;
+    if (!all && (bb[4 * i + 1] < bx0 || bb[4 * i] > bx1 || bb[4 * i + 3] < vy0 || bb[4 * i + 2] > vy1)) continue;
     drawn++;
     const id = win.ids[i];
     const match = S.addrMatch.has(id) || S.frameMatch.has(id) || S.siteMatch.has(id);
