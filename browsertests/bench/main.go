@@ -459,8 +459,28 @@ func peakRSS(pid int) int64 {
 // browserProcCPU is browserCPU per process: "pid type" (the --type= of
 // its command line, "browser" without one) to its CPU time so far.
 func browserProcCPU() map[string]time.Duration {
-	dirs, _ := os.ReadDir("/proc")
 	out := map[string]time.Duration{}
+	eachChromium(func(pid string, _ []byte) {
+		typ := "browser"
+		if c, err := os.ReadFile("/proc/" + pid + "/cmdline"); err == nil {
+			for _, a := range strings.FieldsFunc(string(c), func(r rune) bool { return r == 0 || r == ' ' }) {
+				if t, ok := strings.CutPrefix(a, "--type="); ok {
+					typ = t
+				}
+				if t, ok := strings.CutPrefix(a, "--utility-sub-type="); ok {
+					typ += "/" + t
+				}
+			}
+		}
+		out[pid+" "+typ] = schedCPU(pid)
+	})
+	return out
+}
+
+// eachChromium calls fn with the pid and /proc stat line of each running
+// Chromium process (any process whose name starts with "chrom").
+func eachChromium(fn func(pid string, stat []byte)) {
+	dirs, _ := os.ReadDir("/proc")
 	for _, d := range dirs {
 		if d.Name()[0] < '0' || d.Name()[0] > '9' {
 			continue
@@ -470,21 +490,9 @@ func browserProcCPU() map[string]time.Duration {
 			continue
 		}
 		if open := strings.IndexByte(string(b), '('); open >= 0 && strings.HasPrefix(string(b[open+1:]), "chrom") {
-			typ := "browser"
-			if c, err := os.ReadFile("/proc/" + d.Name() + "/cmdline"); err == nil {
-				for _, a := range strings.FieldsFunc(string(c), func(r rune) bool { return r == 0 || r == ' ' }) {
-					if t, ok := strings.CutPrefix(a, "--type="); ok {
-						typ = t
-					}
-					if t, ok := strings.CutPrefix(a, "--utility-sub-type="); ok {
-						typ += "/" + t
-					}
-				}
-			}
-			out[d.Name()+" "+typ] = schedCPU(d.Name())
+			fn(d.Name(), b)
 		}
 	}
-	return out
 }
 
 // schedCPU is the time on a CPU of process pid's live threads, in
@@ -508,20 +516,8 @@ func schedCPU(pid string) time.Duration {
 // browserCPU is the CPU time used so far by the running Chromium processes
 // (any process whose name starts with "chrom"), from /proc.
 func browserCPU() time.Duration {
-	dirs, _ := os.ReadDir("/proc")
 	var total time.Duration
-	for _, d := range dirs {
-		if d.Name()[0] < '0' || d.Name()[0] > '9' {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		if open := strings.IndexByte(string(b), '('); open >= 0 && strings.HasPrefix(string(b[open+1:]), "chrom") {
-			total += statTicks(b)
-		}
-	}
+	eachChromium(func(_ string, stat []byte) { total += statTicks(stat) })
 	return total
 }
 
