@@ -437,7 +437,7 @@ func classify(d *Device) ([]Category, []Rule) {
 	// before: made before the trace (a dump block without an alloc
 	// event; memory_viz places one at the first action when the trace is
 	// empty).
-	before := func(it *replay.Lifetime) bool { return it.Born < 0 || it.Alloc < 0 }
+	before := func(it replay.Lifetime) bool { return it.Born < 0 || it.Alloc < 0 }
 
 	// What the trace shows of the run: a backward pass (its allocations or
 	// frees), a forward pass. Blocks from before the trace do not count: a

@@ -20,10 +20,13 @@ import (
 // trace), Died == len(Events) means live at the end.
 type Lifetimes struct {
 	Kind Kind
-	// items are the elements, 24 bytes each: with a dump index beside
-	// the event indices a Lifetime took 32, 169 MB for a 1 GB tile's
-	// 5.3 M allocations.
-	items []Lifetime
+	// src are the elements (their size and their alloc's and free's
+	// events), 16 bytes each: the timeline's own when the lifetimes are
+	// made from one (Timeline.Lifetimes), not a copy. born and died are
+	// each element's actions. A Lifetime an element (24 bytes) kept a
+	// second copy of src: 84 MB of the 1 GB tile's viewer at its peak.
+	src        []elemSrc
+	born, died []int32
 	// Events[k] is the raw trace event index (into Trace.Events) of
 	// action k, in increasing order.
 	Events []int32
@@ -72,7 +75,7 @@ type Lifetime struct {
 // Dump is the index into Snapshot.Blocks (allocations) or
 // Snapshot.Segments (segments) of the dump entry this element comes from
 // when its allocation is not in the trace; -1 otherwise.
-func (it *Lifetime) Dump() int32 {
+func (it Lifetime) Dump() int32 {
 	if it.Alloc < -1 {
 		return -2 - it.Alloc
 	}
@@ -80,21 +83,56 @@ func (it *Lifetime) Dump() int32 {
 }
 
 // Len is the number of elements.
-func (lt *Lifetimes) Len() int { return len(lt.items) }
+func (lt *Lifetimes) Len() int { return len(lt.src) }
 
 // Item returns element i.
-func (lt *Lifetimes) Item(i int) *Lifetime { return &lt.items[i] }
+func (lt *Lifetimes) Item(i int) Lifetime {
+	e := &lt.src[i]
+	return Lifetime{Size: e.size, Alloc: e.allocField(), Free: e.freeEvent(), Born: lt.born[i], Died: lt.died[i]}
+}
+
+// allocField is Lifetime.Alloc of element e: its alloc's raw event, -2
+// minus its dump entry when it comes from the dump, or -1.
+func (e *elemSrc) allocField() int32 {
+	switch e.kind() {
+	case srcAlloc:
+		return e.ref
+	case srcGhostBlock, srcDumpSeg:
+		return -2 - e.ref
+	}
+	return -1
+}
 
 // Size is element i's Size.
-func (lt *Lifetimes) Size(i int) uint64 { return lt.items[i].Size }
+func (lt *Lifetimes) Size(i int) uint64 { return lt.src[i].size }
 
 // Born is element i's Born: the action that pushes it (-1: live before
 // the first).
-func (lt *Lifetimes) Born(i int) int32 { return lt.items[i].Born }
+func (lt *Lifetimes) Born(i int) int32 { return lt.born[i] }
 
 // Died is element i's Died: the action that pops it (len(Events): live
 // at the end).
-func (lt *Lifetimes) Died(i int) int32 { return lt.items[i].Died }
+func (lt *Lifetimes) Died(i int) int32 { return lt.died[i] }
+
+// newLifetimes makes the lifetimes of elements src with n actions, each
+// element live throughout (Born -1, Died n) until its actions are set.
+func newLifetimes(kind Kind, src []elemSrc, n int, pause func()) *Lifetimes {
+	lt := &Lifetimes{
+		Kind:       kind,
+		src:        src[:len(src):len(src)],
+		born:       make([]int32, len(src)),
+		died:       make([]int32, len(src)),
+		Events:     make([]int32, n),
+		gaps:       make([]uint64, (n+63)/64),
+		gapsBefore: make([]int32, (n+63)/64),
+		Pause:      pause,
+	}
+	for i := range lt.born {
+		pauseAt(pause, i)
+		lt.born[i], lt.died[i] = -1, int32(n)
+	}
+	return lt
+}
 
 // NewLifetimes computes the lifetimes of the elements of a device's
 // timeline of kind KindActive or KindSegments (KindActiveWithPools is
@@ -112,38 +150,17 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 	}
 	l := buildElements(s, device, kind == KindSegments, nil, pause)
 	n := len(l.actions)
-	lt := &Lifetimes{
-		Kind:       kind,
-		items:      make([]Lifetime, len(l.elems)),
-		Events:     make([]int32, n),
-		gaps:       make([]uint64, (n+63)/64),
-		gapsBefore: make([]int32, (n+63)/64),
-		Pause:      pause,
-	}
-	for i := range l.elems {
-		pauseAt(pause, i)
-		e := &l.elems[i]
-		it := Lifetime{Size: e.size, Alloc: -1, Free: e.freeEvent(), Born: -1, Died: int32(n)}
-		switch e.kind() {
-		case srcAlloc:
-			it.Alloc = e.ref
-		case srcGhostBlock, srcDumpSeg:
-			it.Alloc = -2 - e.ref
-		}
-		lt.items[i] = it
-	}
-	// The actions read the lifetimes, not the elements: the element list
-	// (16 bytes an element, 84 MB on the 1 GB tile) is let go before the
-	// stack's arrays are made, which can then take its room.
-	items := lt.items
-	l.elems = nil
-	live := newLiveStack(len(items))
-	pos := make([]int32, len(items)) // stack position+1 while live
+	// The lifetimes keep the element list itself (16 bytes an element),
+	// and add each element's two actions.
+	lt := newLifetimes(kind, l.elems, n, pause)
+	src := lt.src
+	live := newLiveStack(len(src))
+	pos := make([]int32, len(src)) // stack position+1 while live
 	var total uint64
 	for _, id := range l.initial {
 		pos[id] = int32(len(live.down) + 1)
 		live.push()
-		total += items[id].Size
+		total += src[id].size
 	}
 	lt.PeakBytes, lt.PeakAction = total, -1
 	if n == 0 {
@@ -152,32 +169,32 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 	gaps := int32(0)
 	for k, id := range l.actions {
 		pauseAt(pause, k)
-		e := &items[id]
+		e := &src[id]
 		if k&63 == 0 {
 			lt.gapsBefore[k>>6] = gaps
 		}
 		if pos[id] == 0 { // an alloc: pushed on top
-			e.Born = int32(k)
+			lt.born[id] = int32(k)
 			pos[id] = int32(len(live.down) + 1)
 			live.push()
-			total += e.Size
+			total += e.size
 			// -1 only for a dump block popped into an empty trace's
 			// actions (its Alloc holds its dump entry, below -1).
-			lt.Events[k] = max(e.Alloc, -1)
+			lt.Events[k] = max(e.allocField(), -1)
 			if total > lt.PeakBytes {
 				lt.PeakBytes, lt.PeakAction = total, k
 			}
 			continue
 		}
 		// a free
-		e.Died = int32(k)
-		lt.Events[k] = e.Free
+		lt.died[id] = int32(k)
+		lt.Events[k] = e.freeEvent()
 		if live.free(pos[id] - 1) {
 			lt.gaps[k>>6] |= 1 << (k & 63)
 			gaps++
 		}
 		pos[id] = 0
-		total -= e.Size
+		total -= e.size
 	}
 	return lt
 }
@@ -204,26 +221,9 @@ func (t *Timeline) Lifetimes(pause func()) *Lifetimes {
 			n++
 		}
 	}
-	lt := &Lifetimes{
-		Kind:       KindActive,
-		items:      make([]Lifetime, len(t.src)),
-		Events:     make([]int32, n),
-		gaps:       make([]uint64, (n+63)/64),
-		gapsBefore: make([]int32, (n+63)/64),
-		Pause:      pause,
-	}
-	for i := range t.src {
-		pauseAt(pause, i)
-		e := &t.src[i]
-		it := Lifetime{Size: e.size, Alloc: -1, Free: e.freeEvent(), Born: -1, Died: int32(n)}
-		switch e.kind() {
-		case srcAlloc:
-			it.Alloc = e.ref
-		case srcGhostBlock, srcDumpSeg:
-			it.Alloc = -2 - e.ref
-		}
-		lt.items[i] = it
-	}
+	// The elements are the timeline's (t.src is written once, when the
+	// timeline is built).
+	lt := newLifetimes(KindActive, t.src, n, pause)
 	// The initial stack's bytes are the runs' shift (stacker.finish).
 	total := t.cruns.shift
 	lt.PeakBytes, lt.PeakAction = total, -1
@@ -237,25 +237,26 @@ func (t *Timeline) Lifetimes(pause func()) *Lifetimes {
 			continue
 		}
 		pauseAt(pause, k)
-		e := &lt.items[c>>2]
+		id := c >> 2
+		e := &lt.src[id]
 		if k&63 == 0 {
 			lt.gapsBefore[k>>6] = gaps
 		}
 		if kind == runPush {
-			e.Born = int32(k)
-			total += e.Size
-			lt.Events[k] = max(e.Alloc, -1)
+			lt.born[id] = int32(k)
+			total += e.size
+			lt.Events[k] = max(e.allocField(), -1)
 			if total > lt.PeakBytes {
 				lt.PeakBytes, lt.PeakAction = total, k
 			}
 		} else {
-			e.Died = int32(k)
-			lt.Events[k] = e.Free
+			lt.died[id] = int32(k)
+			lt.Events[k] = e.freeEvent()
 			if kind == runFreeSlide {
 				lt.gaps[k>>6] |= 1 << (k & 63)
 				gaps++
 			}
-			total -= e.Size
+			total -= e.size
 		}
 		k++
 	}
@@ -280,9 +281,9 @@ func (lt *Lifetimes) ActionAtEvent(raw int) int {
 // Live calls f for every element live after action k (k == -1: before
 // the first action). O(elements).
 func (lt *Lifetimes) Live(k int, f func(i int)) {
-	for i := range lt.items {
+	for i, b := range lt.born {
 		pauseAt(lt.Pause, i)
-		if it := &lt.items[i]; int(it.Born) <= k && k < int(it.Died) {
+		if int(b) <= k && k < int(lt.died[i]) {
 			f(i)
 		}
 	}
