@@ -20,7 +20,14 @@ import (
 // the zooms start right after the first window, the curves and markers
 // asked for beside them (a user quick on the keys, before the window
 // index is built).
-func drive(base string, answers, atOnce, firstOnly bool) error {
+//
+// With page, it asks what the page does and stops where
+// browsertests/bench stops the server: the curves, markers and the
+// peak's answer (which the page asks for right after its first paint) go
+// out beside the zooms, and drive returns right after the last step, the
+// answers still being made (the moment the page bench's gpumem peak RSS
+// is read).
+func drive(base string, answers, atOnce, firstOnly, page bool) error {
 	client := &http.Client{Timeout: 10 * time.Minute}
 	var timing string // the last answer's Server-Timing
 	get := func(path string) ([]byte, time.Duration, error) {
@@ -87,7 +94,10 @@ func drive(base string, answers, atOnce, firstOnly bool) error {
 		}
 		side <- nil
 	}()
-	if !atOnce {
+	if page {
+		go func() { _, _, _ = get("/api/peak?at=peak&" + p) }()
+	}
+	if !atOnce && !page {
 		if err := <-side; err != nil {
 			return err
 		}
@@ -123,12 +133,14 @@ func drive(base string, answers, atOnce, firstOnly bool) error {
 	fmt.Printf("  the server's time on each (wall/CPU ms, Server-Timing): %s\n", strings.Join(server, " "))
 	fmt.Printf("  the process's CPU over the 24 windows: %v in %v (the queries' and what ran beside them)\n",
 		(processCPU() - cpu0).Round(time.Millisecond), time.Since(wall0).Round(time.Millisecond))
-	if atOnce {
+	if atOnce && !page {
 		if err := <-side; err != nil {
 			return err
 		}
 	}
-	time.Sleep(time.Second)
+	if !page {
+		time.Sleep(time.Second)
+	}
 	sp := strings.Replace(p, "view=active", "view=state", 1)
 	ms = ms[:0]
 	for k := range 6 {
