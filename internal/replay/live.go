@@ -22,11 +22,12 @@ type Lifetimes struct {
 	Kind Kind
 	// src are the elements (their size and their alloc's and free's
 	// events), 16 bytes each: the timeline's own when the lifetimes are
-	// made from one (Timeline.Lifetimes), not a copy. born and died are
-	// each element's actions. A Lifetime an element (24 bytes) kept a
-	// second copy of src: 84 MB of the 1 GB tile's viewer at its peak.
-	src        []elemSrc
-	born, died []int32
+	// made from one (Timeline.Lifetimes), not a copy; span holds each
+	// element's born and died actions. A Lifetime an element (24 bytes)
+	// kept a second copy of src: 84 MB of the 1 GB tile's viewer at its
+	// peak.
+	src  []elemSrc
+	span []lifeSpan
 	// Events[k] is the raw trace event index (into Trace.Events) of
 	// action k, in increasing order.
 	Events []int32
@@ -88,7 +89,7 @@ func (lt *Lifetimes) Len() int { return len(lt.src) }
 // Item returns element i.
 func (lt *Lifetimes) Item(i int) Lifetime {
 	e := &lt.src[i]
-	return Lifetime{Size: e.size, Alloc: e.allocField(), Free: e.freeEvent(), Born: lt.born[i], Died: lt.died[i]}
+	return Lifetime{Size: e.size, Alloc: e.allocField(), Free: e.freeEvent(), Born: lt.span[i].born, Died: lt.span[i].died}
 }
 
 // allocField is Lifetime.Alloc of element e: its alloc's raw event, -2
@@ -108,11 +109,15 @@ func (lt *Lifetimes) Size(i int) uint64 { return lt.src[i].size }
 
 // Born is element i's Born: the action that pushes it (-1: live before
 // the first).
-func (lt *Lifetimes) Born(i int) int32 { return lt.born[i] }
+func (lt *Lifetimes) Born(i int) int32 { return lt.span[i].born }
 
 // Died is element i's Died: the action that pops it (len(Events): live
 // at the end).
-func (lt *Lifetimes) Died(i int) int32 { return lt.died[i] }
+func (lt *Lifetimes) Died(i int) int32 { return lt.span[i].died }
+
+// lifeSpan is an element's born and died actions, side by side: most
+// readers take both (Live, Item).
+type lifeSpan struct{ born, died int32 }
 
 // newLifetimes makes the lifetimes of elements src with n actions, each
 // element live throughout (Born -1, Died n) until its actions are set.
@@ -120,16 +125,15 @@ func newLifetimes(kind Kind, src []elemSrc, n int, pause func()) *Lifetimes {
 	lt := &Lifetimes{
 		Kind:       kind,
 		src:        src[:len(src):len(src)],
-		born:       make([]int32, len(src)),
-		died:       make([]int32, len(src)),
+		span:       make([]lifeSpan, len(src)),
 		Events:     make([]int32, n),
 		gaps:       make([]uint64, (n+63)/64),
 		gapsBefore: make([]int32, (n+63)/64),
 		Pause:      pause,
 	}
-	for i := range lt.born {
+	for i := range lt.span {
 		pauseAt(pause, i)
-		lt.born[i], lt.died[i] = -1, int32(n)
+		lt.span[i] = lifeSpan{-1, int32(n)}
 	}
 	return lt
 }
@@ -153,12 +157,15 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 	// The lifetimes keep the element list itself (16 bytes an element),
 	// and add each element's two actions.
 	lt := newLifetimes(kind, l.elems, n, pause)
-	src := lt.src
+	src, span := lt.src, lt.span
+	// While an element is live its died holds -1 minus its stack
+	// position, which the free reads: no column of positions beside
+	// (a third line of memory read at each free, in random order); the
+	// elements still live at the end get died n after the actions.
 	live := newLiveStack(len(src))
-	pos := make([]int32, len(src)) // stack position+1 while live
 	var total uint64
 	for _, id := range l.initial {
-		pos[id] = int32(len(live.down) + 1)
+		span[id].died = -1 - int32(len(live.down))
 		live.push()
 		total += src[id].size
 	}
@@ -169,13 +176,13 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 	gaps := int32(0)
 	for k, id := range l.actions {
 		pauseAt(pause, k)
-		e := &src[id]
+		e, sp := &src[id], &span[id]
 		if k&63 == 0 {
 			lt.gapsBefore[k>>6] = gaps
 		}
-		if pos[id] == 0 { // an alloc: pushed on top
-			lt.born[id] = int32(k)
-			pos[id] = int32(len(live.down) + 1)
+		if sp.died >= 0 { // not live: an alloc, pushed on top
+			sp.born = int32(k)
+			sp.died = -1 - int32(len(live.down))
 			live.push()
 			total += e.size
 			// -1 only for a dump block popped into an empty trace's
@@ -187,14 +194,19 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 			continue
 		}
 		// a free
-		lt.died[id] = int32(k)
-		lt.Events[k] = e.freeEvent()
-		if live.free(pos[id] - 1) {
+		if live.free(-1 - sp.died) {
 			lt.gaps[k>>6] |= 1 << (k & 63)
 			gaps++
 		}
-		pos[id] = 0
+		sp.died = int32(k)
+		lt.Events[k] = e.freeEvent()
 		total -= e.size
+	}
+	for i := range span {
+		pauseAt(pause, i)
+		if span[i].died < 0 {
+			span[i].died = int32(n)
+		}
 	}
 	return lt
 }
@@ -243,14 +255,14 @@ func (t *Timeline) Lifetimes(pause func()) *Lifetimes {
 			lt.gapsBefore[k>>6] = gaps
 		}
 		if kind == runPush {
-			lt.born[id] = int32(k)
+			lt.span[id].born = int32(k)
 			total += e.size
 			lt.Events[k] = max(e.allocField(), -1)
 			if total > lt.PeakBytes {
 				lt.PeakBytes, lt.PeakAction = total, k
 			}
 		} else {
-			lt.died[id] = int32(k)
+			lt.span[id].died = int32(k)
 			lt.Events[k] = e.freeEvent()
 			if kind == runFreeSlide {
 				lt.gaps[k>>6] |= 1 << (k & 63)
@@ -281,9 +293,9 @@ func (lt *Lifetimes) ActionAtEvent(raw int) int {
 // Live calls f for every element live after action k (k == -1: before
 // the first action). O(elements).
 func (lt *Lifetimes) Live(k int, f func(i int)) {
-	for i, b := range lt.born {
+	for i, sp := range lt.span {
 		pauseAt(lt.Pause, i)
-		if int(b) <= k && k < int(lt.died[i]) {
+		if int(sp.born) <= k && k < int(sp.died) {
 			f(i)
 		}
 	}
