@@ -21,12 +21,13 @@ import (
 // asked for beside them (a user quick on the keys, before the window
 // index is built).
 //
-// With page, it asks what the page does and stops where
-// browsertests/bench stops the server: the curves, markers and the
-// peak's answer (which the page asks for right after its first paint) go
-// out beside the zooms, and drive returns right after the last step, the
-// answers still being made (the moment the page bench's gpumem peak RSS
-// is read).
+// With page, it asks what the page does, in its order: the curves,
+// markers and the peak's answer (which the page asks for right after its
+// first paint) go out beside the zooms, then the state view and steps;
+// drive returns once the peak's answer, curves and markers are made
+// (browsertests/bench reads the server's peak RSS right after the last
+// step, some of them still being made then; a user who waits a second
+// has them all).
 func drive(base string, answers, atOnce, firstOnly, page bool) error {
 	client := &http.Client{Timeout: 10 * time.Minute}
 	var timing string // the last answer's Server-Timing
@@ -94,8 +95,12 @@ func drive(base string, answers, atOnce, firstOnly, page bool) error {
 		}
 		side <- nil
 	}()
+	peak := make(chan error, 1)
 	if page {
-		go func() { _, _, _ = get("/api/peak?at=peak&" + p) }()
+		go func() {
+			_, _, err := get("/api/peak?at=peak&" + p)
+			peak <- err
+		}()
 	}
 	if !atOnce && !page {
 		if err := <-side; err != nil {
@@ -151,6 +156,13 @@ func drive(base string, answers, atOnce, firstOnly, page bool) error {
 		ms = append(ms, fmt.Sprint(d.Milliseconds()))
 	}
 	fmt.Printf("state view and 5 steps back (ms): %s\n", strings.Join(ms, " "))
+	if page {
+		for _, c := range []chan error{side, peak} {
+			if err := <-c; err != nil {
+				return err
+			}
+		}
+	}
 	if answers {
 		for _, u := range []string{"/api/peak?", "/api/classes?by=category&", fmt.Sprintf("/api/fragcurve?x0=0&x1=%.0f&w=1600&", T)} {
 			if _, d, err := get(u + p); err != nil {
