@@ -20,7 +20,15 @@ import (
 // the zooms start right after the first window, the curves and markers
 // asked for beside them (a user quick on the keys, before the window
 // index is built).
-func drive(base string, answers, atOnce, firstOnly bool) error {
+//
+// With page, it asks what the page does, in its order: the curves,
+// markers and the peak's answer (which the page asks for right after its
+// first paint) go out beside the zooms, then the state view and steps;
+// drive returns once the peak's answer, curves and markers are made
+// (browsertests/bench reads the server's peak RSS right after the last
+// step, some of them still being made then; a user who waits a second
+// has them all).
+func drive(base string, answers, atOnce, firstOnly, page bool) error {
 	client := &http.Client{Timeout: 10 * time.Minute}
 	var timing string // the last answer's Server-Timing
 	get := func(path string) ([]byte, time.Duration, error) {
@@ -87,7 +95,14 @@ func drive(base string, answers, atOnce, firstOnly bool) error {
 		}
 		side <- nil
 	}()
-	if !atOnce {
+	peak := make(chan error, 1)
+	if page {
+		go func() {
+			_, _, err := get("/api/peak?at=peak&" + p)
+			peak <- err
+		}()
+	}
+	if !atOnce && !page {
 		if err := <-side; err != nil {
 			return err
 		}
@@ -123,12 +138,14 @@ func drive(base string, answers, atOnce, firstOnly bool) error {
 	fmt.Printf("  the server's time on each (wall/CPU ms, Server-Timing): %s\n", strings.Join(server, " "))
 	fmt.Printf("  the process's CPU over the 24 windows: %v in %v (the queries' and what ran beside them)\n",
 		(processCPU() - cpu0).Round(time.Millisecond), time.Since(wall0).Round(time.Millisecond))
-	if atOnce {
+	if atOnce && !page {
 		if err := <-side; err != nil {
 			return err
 		}
 	}
-	time.Sleep(time.Second)
+	if !page {
+		time.Sleep(time.Second)
+	}
 	sp := strings.Replace(p, "view=active", "view=state", 1)
 	ms = ms[:0]
 	for k := range 6 {
@@ -139,6 +156,13 @@ func drive(base string, answers, atOnce, firstOnly bool) error {
 		ms = append(ms, fmt.Sprint(d.Milliseconds()))
 	}
 	fmt.Printf("state view and 5 steps back (ms): %s\n", strings.Join(ms, " "))
+	if page {
+		for _, c := range []chan error{side, peak} {
+			if err := <-c; err != nil {
+				return err
+			}
+		}
+	}
 	if answers {
 		for _, u := range []string{"/api/peak?", "/api/classes?by=category&", fmt.Sprintf("/api/fragcurve?x0=0&x1=%.0f&w=1600&", T)} {
 			if _, d, err := get(u + p); err != nil {

@@ -72,6 +72,7 @@ func main() {
 	firstOnly := flag.Bool("first", false, "with -drive: stop once the first window is answered (a -cpuprofile of the serve path to the first paint)")
 	atOnce := flag.Bool("at-once", false, "with -drive: zoom right after the first window, the curves and markers asked for meanwhile")
 	answers := flag.Bool("answers", false, "with -drive: also ask for the peak, classes and fragmentation answers")
+	page := flag.Bool("page", false, "with -drive: ask what browsertests/bench's page asks, in its order (the peak's answer and the curves beside the zooms), and stop right after the state steps, where that bench reads the server's peak RSS")
 	gc := flag.Bool("gc", false, "collect before each profile, so that it shows the live heap of that moment (a profile otherwise shows the heap at the last collection)")
 	cpu := flag.String("cpuprofile", "", "write a CPU profile of the command here (with -heap, the heap profiles' collections are in it)")
 	flag.Parse()
@@ -144,11 +145,11 @@ func main() {
 	if *runFor > 0 {
 		go cli.Main(flag.Args(), os.Stdin, out, os.Stderr)
 		if *driveURL != "" {
-			if err := drive(strings.TrimSuffix(*driveURL, "/"), *answers, *atOnce, *firstOnly); err != nil {
+			if err := drive(strings.TrimSuffix(*driveURL, "/"), *answers, *atOnce, *firstOnly, *page); err != nil {
 				fmt.Fprintln(os.Stderr, "drive:", err)
 			}
 		}
-		if !*firstOnly {
+		if !*firstOnly && !*page {
 			time.Sleep(time.Until(t0.Add(*runFor)))
 		}
 	} else {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 
 	"github.com/gpumem/gpumem/internal/help"
@@ -103,8 +104,26 @@ func runServe(env *Env, args []string) error {
 				// at the default GOGC their garbage let a 1 GB tile's
 				// server reach twice its live heap.
 				snapshot.HoldEagerGC(s.Source.Size)
+				if s.Source.Size > viewerGCMin {
+					debug.SetGCPercent(viewerGCPercent)
+				}
 			}
 			return s, err
 		},
 	})
 }
+
+// viewerGCPercent is the collector's GOGC while a viewer shows an input
+// over viewerGCMin bytes (the size from which its decode collects
+// eagerly). The viewer's heap is nearly all pointer-free columns that a
+// collection does not scan (the model, the timeline, the window index,
+// the answers), so a cycle costs little whatever the heap's size, while
+// each percent of headroom is 18 MB of a 1 GB tile's 1.8 GB server at its
+// peak: at the decode's 10 the garbage of the window answers, state steps
+// and background builds waiting for a collection was 140-170 MiB of that
+// peak (bench/RESULTS-web.md, #32 part 32p).
+const viewerGCPercent = 5
+
+// viewerGCMin is the input size from which the viewer sets viewerGCPercent.
+// A small heap at GOGC 5 would collect every few hundred kilobytes.
+const viewerGCMin = 64 << 20

@@ -20,10 +20,14 @@ import (
 // trace), Died == len(Events) means live at the end.
 type Lifetimes struct {
 	Kind Kind
-	// items are the elements, 24 bytes each: with a dump index beside
-	// the event indices a Lifetime took 32, 169 MB for a 1 GB tile's
-	// 5.3 M allocations.
-	items []Lifetime
+	// src are the elements (their size and their alloc's and free's
+	// events), 16 bytes each: the timeline's own when the lifetimes are
+	// made from one (Timeline.Lifetimes), not a copy; span holds each
+	// element's born and died actions. A Lifetime an element (24 bytes)
+	// kept a second copy of src: 84 MB of the 1 GB tile's viewer at its
+	// peak.
+	src  []elemSrc
+	span []lifeSpan
 	// Events[k] is the raw trace event index (into Trace.Events) of
 	// action k, in increasing order.
 	Events []int32
@@ -72,7 +76,7 @@ type Lifetime struct {
 // Dump is the index into Snapshot.Blocks (allocations) or
 // Snapshot.Segments (segments) of the dump entry this element comes from
 // when its allocation is not in the trace; -1 otherwise.
-func (it *Lifetime) Dump() int32 {
+func (it Lifetime) Dump() int32 {
 	if it.Alloc < -1 {
 		return -2 - it.Alloc
 	}
@@ -80,21 +84,59 @@ func (it *Lifetime) Dump() int32 {
 }
 
 // Len is the number of elements.
-func (lt *Lifetimes) Len() int { return len(lt.items) }
+func (lt *Lifetimes) Len() int { return len(lt.src) }
 
 // Item returns element i.
-func (lt *Lifetimes) Item(i int) *Lifetime { return &lt.items[i] }
+func (lt *Lifetimes) Item(i int) Lifetime {
+	e := &lt.src[i]
+	return Lifetime{Size: e.size, Alloc: e.allocField(), Free: e.freeEvent(), Born: lt.span[i].born, Died: lt.span[i].died}
+}
+
+// allocField is Lifetime.Alloc of element e: its alloc's raw event, -2
+// minus its dump entry when it comes from the dump, or -1.
+func (e *elemSrc) allocField() int32 {
+	switch e.kind() {
+	case srcAlloc:
+		return e.ref
+	case srcGhostBlock, srcDumpSeg:
+		return -2 - e.ref
+	}
+	return -1
+}
 
 // Size is element i's Size.
-func (lt *Lifetimes) Size(i int) uint64 { return lt.items[i].Size }
+func (lt *Lifetimes) Size(i int) uint64 { return lt.src[i].size }
 
 // Born is element i's Born: the action that pushes it (-1: live before
 // the first).
-func (lt *Lifetimes) Born(i int) int32 { return lt.items[i].Born }
+func (lt *Lifetimes) Born(i int) int32 { return lt.span[i].born }
 
 // Died is element i's Died: the action that pops it (len(Events): live
 // at the end).
-func (lt *Lifetimes) Died(i int) int32 { return lt.items[i].Died }
+func (lt *Lifetimes) Died(i int) int32 { return lt.span[i].died }
+
+// lifeSpan is an element's born and died actions, side by side: most
+// readers take both (Live, Item).
+type lifeSpan struct{ born, died int32 }
+
+// newLifetimes makes the lifetimes of elements src with n actions, each
+// element live throughout (Born -1, Died n) until its actions are set.
+func newLifetimes(kind Kind, src []elemSrc, n int, pause func()) *Lifetimes {
+	lt := &Lifetimes{
+		Kind:       kind,
+		src:        src[:len(src):len(src)],
+		span:       make([]lifeSpan, len(src)),
+		Events:     make([]int32, n),
+		gaps:       make([]uint64, (n+63)/64),
+		gapsBefore: make([]int32, (n+63)/64),
+		Pause:      pause,
+	}
+	for i := range lt.span {
+		pauseAt(pause, i)
+		lt.span[i] = lifeSpan{-1, int32(n)}
+	}
+	return lt
+}
 
 // NewLifetimes computes the lifetimes of the elements of a device's
 // timeline of kind KindActive or KindSegments (KindActiveWithPools is
@@ -112,38 +154,20 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 	}
 	l := buildElements(s, device, kind == KindSegments, nil, pause)
 	n := len(l.actions)
-	lt := &Lifetimes{
-		Kind:       kind,
-		items:      make([]Lifetime, len(l.elems)),
-		Events:     make([]int32, n),
-		gaps:       make([]uint64, (n+63)/64),
-		gapsBefore: make([]int32, (n+63)/64),
-		Pause:      pause,
-	}
-	for i := range l.elems {
-		pauseAt(pause, i)
-		e := &l.elems[i]
-		it := Lifetime{Size: e.size, Alloc: -1, Free: e.freeEvent(), Born: -1, Died: int32(n)}
-		switch e.kind() {
-		case srcAlloc:
-			it.Alloc = e.ref
-		case srcGhostBlock, srcDumpSeg:
-			it.Alloc = -2 - e.ref
-		}
-		lt.items[i] = it
-	}
-	// The actions read the lifetimes, not the elements: the element list
-	// (16 bytes an element, 84 MB on the 1 GB tile) is let go before the
-	// stack's arrays are made, which can then take its room.
-	items := lt.items
-	l.elems = nil
-	live := newLiveStack(len(items))
-	pos := make([]int32, len(items)) // stack position+1 while live
+	// The lifetimes keep the element list itself (16 bytes an element),
+	// and add each element's two actions.
+	lt := newLifetimes(kind, l.elems, n, pause)
+	src, span := lt.src, lt.span
+	// While an element is live its died holds -1 minus its stack
+	// position, which the free reads: no column of positions beside
+	// (a third line of memory read at each free, in random order); the
+	// elements still live at the end get died n after the actions.
+	live := newLiveStack(len(src))
 	var total uint64
 	for _, id := range l.initial {
-		pos[id] = int32(len(live.down) + 1)
+		span[id].died = -1 - int32(len(live.down))
 		live.push()
-		total += items[id].Size
+		total += src[id].size
 	}
 	lt.PeakBytes, lt.PeakAction = total, -1
 	if n == 0 {
@@ -152,32 +176,37 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 	gaps := int32(0)
 	for k, id := range l.actions {
 		pauseAt(pause, k)
-		e := &items[id]
+		e, sp := &src[id], &span[id]
 		if k&63 == 0 {
 			lt.gapsBefore[k>>6] = gaps
 		}
-		if pos[id] == 0 { // an alloc: pushed on top
-			e.Born = int32(k)
-			pos[id] = int32(len(live.down) + 1)
+		if sp.died >= 0 { // not live: an alloc, pushed on top
+			sp.born = int32(k)
+			sp.died = -1 - int32(len(live.down))
 			live.push()
-			total += e.Size
+			total += e.size
 			// -1 only for a dump block popped into an empty trace's
 			// actions (its Alloc holds its dump entry, below -1).
-			lt.Events[k] = max(e.Alloc, -1)
+			lt.Events[k] = max(e.allocField(), -1)
 			if total > lt.PeakBytes {
 				lt.PeakBytes, lt.PeakAction = total, k
 			}
 			continue
 		}
 		// a free
-		e.Died = int32(k)
-		lt.Events[k] = e.Free
-		if live.free(pos[id] - 1) {
+		if live.free(-1 - sp.died) {
 			lt.gaps[k>>6] |= 1 << (k & 63)
 			gaps++
 		}
-		pos[id] = 0
-		total -= e.Size
+		sp.died = int32(k)
+		lt.Events[k] = e.freeEvent()
+		total -= e.size
+	}
+	for i := range span {
+		pauseAt(pause, i)
+		if span[i].died < 0 {
+			span[i].died = int32(n)
+		}
 	}
 	return lt
 }
@@ -204,26 +233,9 @@ func (t *Timeline) Lifetimes(pause func()) *Lifetimes {
 			n++
 		}
 	}
-	lt := &Lifetimes{
-		Kind:       KindActive,
-		items:      make([]Lifetime, len(t.src)),
-		Events:     make([]int32, n),
-		gaps:       make([]uint64, (n+63)/64),
-		gapsBefore: make([]int32, (n+63)/64),
-		Pause:      pause,
-	}
-	for i := range t.src {
-		pauseAt(pause, i)
-		e := &t.src[i]
-		it := Lifetime{Size: e.size, Alloc: -1, Free: e.freeEvent(), Born: -1, Died: int32(n)}
-		switch e.kind() {
-		case srcAlloc:
-			it.Alloc = e.ref
-		case srcGhostBlock, srcDumpSeg:
-			it.Alloc = -2 - e.ref
-		}
-		lt.items[i] = it
-	}
+	// The elements are the timeline's (t.src is written once, when the
+	// timeline is built).
+	lt := newLifetimes(KindActive, t.src, n, pause)
 	// The initial stack's bytes are the runs' shift (stacker.finish).
 	total := t.cruns.shift
 	lt.PeakBytes, lt.PeakAction = total, -1
@@ -237,25 +249,26 @@ func (t *Timeline) Lifetimes(pause func()) *Lifetimes {
 			continue
 		}
 		pauseAt(pause, k)
-		e := &lt.items[c>>2]
+		id := c >> 2
+		e := &lt.src[id]
 		if k&63 == 0 {
 			lt.gapsBefore[k>>6] = gaps
 		}
 		if kind == runPush {
-			e.Born = int32(k)
-			total += e.Size
-			lt.Events[k] = max(e.Alloc, -1)
+			lt.span[id].born = int32(k)
+			total += e.size
+			lt.Events[k] = max(e.allocField(), -1)
 			if total > lt.PeakBytes {
 				lt.PeakBytes, lt.PeakAction = total, k
 			}
 		} else {
-			e.Died = int32(k)
-			lt.Events[k] = e.Free
+			lt.span[id].died = int32(k)
+			lt.Events[k] = e.freeEvent()
 			if kind == runFreeSlide {
 				lt.gaps[k>>6] |= 1 << (k & 63)
 				gaps++
 			}
-			total -= e.Size
+			total -= e.size
 		}
 		k++
 	}
@@ -280,9 +293,9 @@ func (lt *Lifetimes) ActionAtEvent(raw int) int {
 // Live calls f for every element live after action k (k == -1: before
 // the first action). O(elements).
 func (lt *Lifetimes) Live(k int, f func(i int)) {
-	for i := range lt.items {
+	for i, sp := range lt.span {
 		pauseAt(lt.Pause, i)
-		if it := &lt.items[i]; int(it.Born) <= k && k < int(it.Died) {
+		if int(sp.born) <= k && k < int(sp.died) {
 			f(i)
 		}
 	}

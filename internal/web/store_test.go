@@ -112,8 +112,8 @@ func TestAnalysisTakesTimelineLifetimes(t *testing.T) {
 			t.Fatalf("%s: the analysis's lifetimes differ from NewLifetimes' (%d elements, want %d)", s.Source.Name, got.Len(), want.Len())
 		}
 		for i := range got.Len() {
-			if *got.Item(i) != *want.Item(i) {
-				t.Fatalf("%s: element %d is %+v, want %+v", s.Source.Name, i, *got.Item(i), *want.Item(i))
+			if got.Item(i) != want.Item(i) {
+				t.Fatalf("%s: element %d is %+v, want %+v", s.Source.Name, i, got.Item(i), want.Item(i))
 			}
 		}
 		for k := range got.Events {
