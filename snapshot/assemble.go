@@ -26,8 +26,13 @@ func (b *builder) assemble(root pickle.Value) error {
 	// The versioner is done before the traces take (or copy) the events.
 	pre := b.ver.finish(b.events)
 	defer func() {
-		if pre != nil && b.tracesAreEvents() {
-			s.pending = pre
+		if b.tracesAreEvents() {
+			if pre != nil {
+				s.pending = pre
+			}
+			// Every entry went through appendEvent: whether one lacked
+			// its time is known.
+			s.timed = !b.untimed
 		}
 	}()
 	var segs pickle.Value

@@ -81,7 +81,10 @@ type builder struct {
 	lastTmp   StreamID
 
 	sawTime, sawCompile, sawUserMeta bool
-	tooManyStreams                   bool // more than MaxStreams streams
+	// untimed: an entry without time_us was appended (see
+	// Snapshot.TraceTimed).
+	untimed        bool
+	tooManyStreams bool // more than MaxStreams streams
 }
 
 type frameKey struct {

@@ -322,6 +322,9 @@ func (b *builder) appendEvent(e *Event) pickle.Value {
 		b.kept = append(b.kept, int32(n))
 		b.lastKept = n
 	}
+	if e.Flags&FlagHasTime == 0 {
+		b.untimed = true
+	}
 	b.events = append(b.events, *e)
 	return pickle.MakeHandle(hEvent, uint64(n))
 }

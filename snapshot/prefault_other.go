@@ -9,4 +9,6 @@ func startPrefault[T any](s []T) *prefaulter { return nil }
 
 func (p *prefaulter) advance(bytes int) {}
 
+func (p *prefaulter) bound(bytes int) {}
+
 func (p *prefaulter) stop() {}

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/rules"
@@ -70,6 +71,40 @@ func TestDefaultDevice(t *testing.T) {
 	} {
 		if got := tt.s.DefaultDevice(); got != tt.want {
 			t.Errorf("%s: DefaultDevice = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestDevicesBeyondTheArrays checks Devices and DefaultDevice on device
+// numbers the tally keeps in its map (negative, or smallDevices and up)
+// beside those it keeps in arrays, against the answer written out.
+func TestDevicesBeyondTheArrays(t *testing.T) {
+	trace := func(n int) Trace { return Trace{Events: make([]Event, n)} }
+	traces := make([]Trace, 71)
+	traces[70] = trace(2)
+	traces[3] = trace(2)
+	for _, tt := range []struct {
+		name        string
+		s           Snapshot
+		devices     []int
+		defaultDevs int
+	}{
+		{"segments only, beyond 63 and below 0",
+			Snapshot{Segments: []Segment{{Device: 64, TotalSize: 9}, {Device: -1, TotalSize: 3}, {Device: 2, TotalSize: 5}, {Device: 64, TotalSize: 1}, {Device: 200, TotalSize: 10}}},
+			[]int{-1, 2, 64, 200}, 64},
+		{"a tie of traces decided by a device in the map",
+			Snapshot{Traces: traces, Segments: []Segment{{Device: 3, TotalSize: 4}, {Device: 70, TotalSize: 5}}},
+			[]int{3, 70}, 70},
+		{"a tie of traces decided by a device in the arrays",
+			Snapshot{Traces: traces, Segments: []Segment{{Device: 3, TotalSize: 6}, {Device: 70, TotalSize: 5}}},
+			[]int{3, 70}, 3},
+		{"empty", Snapshot{}, []int{}, 0},
+	} {
+		if got := tt.s.Devices(); !slices.Equal(got, tt.devices) {
+			t.Errorf("%s: Devices = %v, want %v", tt.name, got, tt.devices)
+		}
+		if got := tt.s.DefaultDevice(); got != tt.defaultDevs {
+			t.Errorf("%s: DefaultDevice = %d, want %d", tt.name, got, tt.defaultDevs)
 		}
 	}
 }

@@ -57,7 +57,7 @@ func (s *Server) readyDevice(w http.ResponseWriter, r *http.Request) (f *file, d
 	if f = s.readyFile(w, r, "file"); f == nil {
 		return nil, 0, false
 	}
-	device, ok = deviceOf(w, r, f, "device", f.Snap.DefaultDevice())
+	device, ok = deviceOf(w, r, f, "device", f.defaultDevice())
 	return f, device, ok
 }
 
@@ -126,7 +126,7 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 		if f == nil {
 			return
 		}
-		d, ok := deviceOf(w, r, f, "device_"+name, f.Snap.DefaultDevice())
+		d, ok := deviceOf(w, r, f, "device_"+name, f.defaultDevice())
 		if !ok {
 			return
 		}
@@ -274,7 +274,7 @@ func rankRow(f *file, pos int) (row analysis.RankRow, err error) {
 			err = fmt.Errorf("%s: internal error: %v", f.Name, p)
 		}
 	}()
-	dv, err := f.device(f.Snap.DefaultDevice()).analysisDevice()
+	dv, err := f.device(f.defaultDevice()).analysisDevice()
 	if err != nil {
 		return row, fmt.Errorf("%s: %v", f.Name, err)
 	}

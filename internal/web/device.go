@@ -54,11 +54,15 @@ func newDeviceData(s *snapshot.Snapshot, device int) *deviceData {
 		d.events = s.Traces[device].Events
 		d.viz = s.Traces[device].Viz
 	}
+	// memory_viz's time axis needs every entry it shows timed: all of them
+	// are when the whole trace is (TraceTimed, known after a decode).
 	d.HasTime = len(d.viz) > 0
-	for _, r := range d.viz {
-		if d.events[r].Flags&snapshot.FlagHasTime == 0 {
-			d.HasTime = false
-			break
+	if d.HasTime && !s.TraceTimed(device) {
+		for _, r := range d.viz {
+			if d.events[r].Flags&snapshot.FlagHasTime == 0 {
+				d.HasTime = false
+				break
+			}
 		}
 	}
 	return d

@@ -327,12 +327,12 @@ func (s *Server) paramsWhen(w http.ResponseWriter, r *http.Request, versions boo
 		}
 		// As the command line says it; and nothing is built or kept for
 		// a device the file does not have.
-		if devs := fileDevices(f.Snap); !slices.Contains(devs, p.device) {
+		if devs := f.devices(); !slices.Contains(devs, p.device) {
 			writeErr(w, http.StatusBadRequest, "bad device %q: %s has no device %d (devices: %s)", v, f.Name, p.device, units.List(devs))
 			return nil, false
 		}
 	} else {
-		p.device = f.Snap.DefaultDevice()
+		p.device = f.defaultDevice()
 	}
 	if v := q.Get("detail"); v != "" {
 		p.detail, err = strconv.Atoi(v)

@@ -2,8 +2,6 @@ package web
 
 import (
 	"net/http"
-
-	"github.com/gpumem/gpumem/snapshot"
 )
 
 // totalsJSON is a device's whole trace reduced to buckets, for the Compare
@@ -42,14 +40,7 @@ func (s *Server) handleTotals(w http.ResponseWriter, r *http.Request) {
 		ds := c.Downsample(0, len(dd.events), n)
 		out.First = ds.Bounds[:ds.Buckets]
 		out.Requested, out.Reserved = ds.RequestedMax, ds.ReservedMax
-		timed := true
-		for i := range dd.events {
-			if dd.events[i].Flags&snapshot.FlagHasTime == 0 {
-				timed = false
-				break
-			}
-		}
-		if timed {
+		if f.Snap.TraceTimed(d) {
 			t0 := dd.events[0].TimeUS
 			for _, i := range out.First {
 				out.TimeUS = append(out.TimeUS, dd.events[i].TimeUS-t0)
