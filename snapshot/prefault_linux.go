@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"runtime"
-	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -19,9 +18,6 @@ const madvPopulateWrite = 23
 type prefaulter struct {
 	reached chan int // bytes filled so far
 	done    chan struct{}
-	// end, when not 0, is where the writer's part of the array ends
-	// (bound): the pages past it are another writer's.
-	end atomic.Int64
 }
 
 // prefaultAhead is how far ahead of the writer pages are faulted in. It
@@ -45,9 +41,6 @@ func startPrefault[T any](s []T) *prefaulter {
 		mapped := 0
 		for filled := range p.reached {
 			want := min(filled+prefaultAhead, int(size))
-			if end := int(p.end.Load()); end > 0 {
-				want = min(want, end)
-			}
 			for mapped < want {
 				n := min(2<<20, int(size)-mapped)
 				b := unsafe.Slice((*byte)(unsafe.Add(base, mapped)), n)
@@ -74,17 +67,6 @@ func (p *prefaulter) advance(bytes int) {
 	select {
 	case p.reached <- bytes:
 	default: // the helper is busy; it gets a later report
-	}
-}
-
-// bound says that the writer fills the array only up to bytes: the
-// splitter writes the rest (split.go), faulting its pages in as it goes,
-// and asking the kernel to fault in pages already there is a walk of
-// their page tables for nothing (35 ms of CPU on the 1 GB tile, while the
-// decode waited for the splitter on two busy cores).
-func (p *prefaulter) bound(bytes int) {
-	if p != nil {
-		p.end.Store(int64(max(bytes, 1)))
 	}
 }
 

@@ -9,6 +9,4 @@ func startPrefault[T any](s []T) *prefaulter { return nil }
 
 func (p *prefaulter) advance(bytes int) {}
 
-func (p *prefaulter) bound(bytes int) {}
-
 func (p *prefaulter) stop() {}

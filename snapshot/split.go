@@ -895,7 +895,6 @@ func (b *builder) accept(sp *splitter, atX bool) {
 	// Its capacity ends at pred: an entry more than predicted moves the
 	// array (appendEvent), leaving the splitter's part to the old one.
 	b.events = b.events[:n:sp.pred]
-	b.pf.bound(sp.pred * int(unsafe.Sizeof(Event{})))
 	sp.acked.Store(1)
 }
 
