@@ -53,7 +53,7 @@ type Options struct {
 	Feed func(*EventFeed)
 	// NoVersions leaves out memory_viz's address versions: the Version
 	// fields of the events, blocks and segments stay 0. A caller that
-	// never reads them (gpumem stats and info, whose answers do not
+	// never reads them (gpumem stats, info, peak and oom, whose answers do not
 	// depend on them) saves their pass, a hash-table lookup per trace
 	// entry: 0.3 s of CPU on a 1 GB snapshot, taken from the second core
 	// the decode splits onto. Snapshot.Annotate adds them later.

@@ -92,6 +92,7 @@ func (f *answerFlags) parse(env *Env, fs *flag.FlagSet, args []string) ([]string
 	if err != nil {
 		return nil, err
 	}
+	env.noVersions = true // peak's and oom's answers do not read address versions
 	if err := f.Validate(); err != nil {
 		return nil, usageError(fs, env.Stderr, err.Error())
 	}
