@@ -199,7 +199,7 @@ type Frame struct {
 // fresh memory had to be faulted in and cleared for (see held). f's
 // Points are nil after.
 func (f *Frame) Release() {
-	frames.put(f.Points)
+	frames.Put(f.Points)
 	f.Points = nil
 }
 

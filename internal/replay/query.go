@@ -326,8 +326,8 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		for k := range nv {
 			at[k+1] += at[k]
 		}
-		flat := flats.get(at[nv])
-		defer flats.put(flat)
+		flat := flats.Get(at[nv])
+		defer flats.Put(flat)
 		for k := range nv {
 			pts[k] = flat[at[k]:at[k]:at[k+1]]
 		}
@@ -406,19 +406,20 @@ func int32s(n int) *[]int32 {
 // putInt32s gives a buffer of int32s back.
 func putInt32s(p *[]int32) { int32Bufs.Put(p) }
 
-// held keeps one buffer between queries: the largest given back. A
+// Held keeps one buffer between window queries: the largest given back. A
 // zoomed-out window of the 264 MB tile needs 50-70 MB of them (its points
-// in order by element, the frame's points), and fresh ones, from a
-// sync.Pool that the server's frequent collections empty, were faulted in
-// and cleared again for every such window.
-type held[T any] struct {
+// in order by element, the frame's points, the encoded answer), and fresh
+// ones, from a sync.Pool that the server's frequent collections empty,
+// were faulted in and cleared again for every such window. The zero
+// value holds nothing.
+type Held[T any] struct {
 	mu sync.Mutex
 	b  []T
 }
 
-// get returns a buffer of n Ts (not zeroed), the one held when it is
+// Get returns a buffer of n Ts (not zeroed), the one held when it is
 // large enough.
-func (h *held[T]) get(n int) []T {
+func (h *Held[T]) Get(n int) []T {
 	h.mu.Lock()
 	b := h.b
 	if cap(b) >= n {
@@ -431,8 +432,8 @@ func (h *held[T]) get(n int) []T {
 	return b[:n]
 }
 
-// put gives b back: it is held if it is larger than the one held.
-func (h *held[T]) put(b []T) {
+// Put gives b back: it is held if it is larger than the one held.
+func (h *Held[T]) Put(b []T) {
 	h.mu.Lock()
 	if cap(b) > cap(h.b) {
 		h.b = b[:0]
@@ -441,8 +442,8 @@ func (h *held[T]) put(b []T) {
 }
 
 var (
-	flats  held[float32] // a query's points in order by element
-	frames held[float32] // the frames' points (Frame.Release)
+	flats  Held[float32] // a query's points in order by element
+	frames Held[float32] // the frames' points (Frame.Release)
 )
 
 // ptChunks holds the chunks of the sweeps' point logs between queries.
@@ -472,7 +473,7 @@ func putPtChunks(cs [][]ptRec) {
 }
 
 // points returns an empty slice with room for n float32s (frames).
-func points(n int) []float32 { return frames.get(n)[:0] }
+func points(n int) []float32 { return frames.Get(n)[:0] }
 
 // ptRec is a point of element k's bottom edge, in pixels, as a query's
 // sweep draws it.

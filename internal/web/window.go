@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/gpumem/gpumem/internal/replay"
 )
@@ -74,37 +73,11 @@ func (t *timeline) afterWindow() {
 }
 
 // answerBufs holds the largest window answer given back once sent
-// (putAnswer): a zoomed-out window of the 264 MB tile is 30-40 MB, and a
-// fresh buffer (a sync.Pool's are dropped by the server's frequent
-// collections) was faulted in and cleared for each.
-var answerBufs struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-// answerBuf returns a buffer of n bytes (not zeroed), the one held when
-// it is large enough.
-func answerBuf(n int) []byte {
-	answerBufs.mu.Lock()
-	b := answerBufs.b
-	if cap(b) >= n {
-		answerBufs.b = nil
-	}
-	answerBufs.mu.Unlock()
-	if cap(b) < n {
-		return make([]byte, n)
-	}
-	return b[:n]
-}
+// (putAnswer): a zoomed-out window of the 264 MB tile is 30-40 MB.
+var answerBufs replay.Held[byte]
 
 // putAnswer gives a window answer back once it is written.
-func putAnswer(b []byte) {
-	answerBufs.mu.Lock()
-	if cap(b) > cap(answerBufs.b) {
-		answerBufs.b = b
-	}
-	answerBufs.mu.Unlock()
-}
+func putAnswer(b []byte) { answerBufs.Put(b) }
 
 // window answers q with replay's Query and encodes the frame as
 // little-endian arrays, in data units so that the page can re-project
@@ -153,7 +126,7 @@ func (t *timeline) window(q windowQuery) []byte {
 	// window of the 264 MB tile has 4.3 M points, and appending them
 	// through closures, converting each x through the time axis's checks,
 	// took 10-25 ms of its answer.
-	out := answerBuf(windowHeader + 12*nPoly + 8*nPts + 12*q.W + 4)
+	out := answerBufs.Get(windowHeader + 12*nPoly + 8*nPts + 12*q.W + 4)
 	at := 0
 	put32 := func(v uint32) {
 		binary.LittleEndian.PutUint32(out[at:], v)
