@@ -142,19 +142,27 @@ func openPage(ctx context.Context, t *testing.T, url string) {
 	}
 }
 
-// waitReady waits for the page's first drawing. A poll that starts while
-// the page is still replacing its JavaScript context is retried.
+// waitReady waits for the page's first drawing.
 func waitReady(ctx context.Context) error {
-	var err error
-	for try := 0; try < 3; try++ {
-		err = chromedp.Run(ctx, chromedp.Poll(`document.body.dataset.ready === '1'`, nil,
-			chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond)))
-		if err == nil || !strings.Contains(err.Error(), "Cannot find context") {
-			return err
+	return chromedp.Run(ctx, pollAfterLoad(`document.body.dataset.ready === '1'`, nil,
+		chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond)))
+}
+
+// pollAfterLoad is chromedp.Poll for a page just loaded: a poll that
+// starts while the page is still replacing its JavaScript context fails
+// with "Cannot find context" and is retried.
+func pollAfterLoad(expr string, res any, opts ...chromedp.PollOption) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		var err error
+		for try := 0; try < 3; try++ {
+			err = chromedp.Run(ctx, chromedp.Poll(expr, res, opts...))
+			if err == nil || !strings.Contains(err.Error(), "Cannot find context") {
+				return err
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return err
+		return err
+	})
 }
 
 // colouredPixels counts pixels of a canvas that are neither white nor grey.

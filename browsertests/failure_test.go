@@ -33,7 +33,7 @@ func TestFailedTimelineShown(t *testing.T) {
 	ctx := newBrowser(t)
 	var msg string
 	if err := chromedp.Run(ctx, chromedp.Navigate(hs.URL+"/#view=active"),
-		chromedp.Poll(`(() => { const e = document.getElementById('error'); return e && !e.hidden && e.textContent; })()`, &msg,
+		pollAfterLoad(`(() => { const e = document.getElementById('error'); return e && !e.hidden && e.textContent; })()`, &msg,
 			chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
 		t.Fatalf("no error shown: %v", err)
 	}

@@ -65,7 +65,7 @@ func TestFlameSVG(t *testing.T) {
 	errs := consoleErrors(ctx)
 	if err := chromedp.Run(ctx, network.Enable(), network.EmulateNetworkConditions(true, 0, 0, 0),
 		chromedp.Navigate("file://"+path),
-		chromedp.Poll(`window.flame !== undefined`, nil)); err != nil {
+		pollAfterLoad(`window.flame !== undefined`, nil)); err != nil {
 		t.Fatalf("opening the SVG: %v", err)
 	}
 	// A frame at depth 2 that is narrower than the plot: after a click it
@@ -174,7 +174,7 @@ func TestViewerFlame(t *testing.T) {
 	var frames int
 	var total int64
 	if err := chromedp.Run(ctx, chromedp.Navigate(href),
-		chromedp.Poll(`window.flame !== undefined`, nil),
+		pollAfterLoad(`window.flame !== undefined`, nil),
 		chromedp.Evaluate(`document.querySelectorAll('g.f').length`, &frames),
 		chromedp.Evaluate(`+document.documentElement.dataset.total`, &total)); err != nil {
 		t.Fatalf("opening %s: %v", href, err)
