@@ -16,8 +16,8 @@ func (s *Snapshot) Annotate() {
 // and block addresses accumulated from their segment's address; with
 // versions, the address versions (per address, how many times it was
 // freed, or unmapped for segments, before). The versions part writes only
-// the Version fields, so that readers of the rest may run meanwhile
-// (Options.Early). Streams are already renamed by the decoder. pause, when
+// the traces' Versions and the Version fields of segments and blocks, so
+// that readers of the rest may run meanwhile (Options.Early). Streams are already renamed by the decoder. pause, when
 // not nil, is called every 65,536 entries (Options.Pause).
 func annotate(s *Snapshot, traces, versions bool, pause func()) {
 	var blockVer, segVer *versionMap
@@ -52,6 +52,13 @@ func annotate(s *Snapshot, traces, versions bool, pause func()) {
 		if viz {
 			tr.Viz = make([]int32, 0, len(evs))
 		}
+		var vers []int32
+		if evVersions {
+			if len(evs) > 0 {
+				vers = make([]int32, len(evs))
+			}
+			tr.Versions = vers
+		}
 		last := -1 // raw index of the last event kept in Viz
 		for i := range evs {
 			if pause != nil && i&(1<<16-1) == 0 {
@@ -61,15 +68,13 @@ func annotate(s *Snapshot, traces, versions bool, pause func()) {
 			if evVersions {
 				switch e.Action {
 				case ActionFreeCompleted:
-					e.Version = blockVer.get(e.Addr, true)
+					vers[i] = blockVer.get(e.Addr, true)
 				case ActionFreeRequested, ActionAlloc:
-					e.Version = blockVer.get(e.Addr, false)
+					vers[i] = blockVer.get(e.Addr, false)
 				case ActionSegmentFree, ActionSegmentUnmap:
-					e.Version = segVer.get(e.Addr, true)
+					vers[i] = segVer.get(e.Addr, true)
 				case ActionSegmentAlloc, ActionSegmentMap:
-					e.Version = segVer.get(e.Addr, false)
-				default:
-					e.Version = 0
+					vers[i] = segVer.get(e.Addr, false)
 				}
 			}
 			if !viz {

@@ -26,12 +26,12 @@ func TestAnnotatePause(t *testing.T) {
 		// The entries before the stop have their versions; the rest not yet.
 		i := len(at) << 16
 		at = append(at, i)
-		evs := s.Traces[0].Events
-		if i >= 128 && evs[i-1].Version == 0 {
+		tr := &s.Traces[0]
+		if i >= 128 && tr.Version(i-1) == 0 {
 			t.Errorf("pause at entry %d: entry %d has no version yet", i, i-1)
 		}
-		for _, e := range evs[i:min(i+1<<16, n)] {
-			if e.Version != 0 {
+		for j := i; j < min(i+1<<16, n); j++ {
+			if tr.Version(j) != 0 {
 				t.Fatalf("pause at entry %d: a later entry has its version already", i)
 			}
 		}
@@ -42,7 +42,7 @@ func TestAnnotatePause(t *testing.T) {
 	want := mk()
 	annotate(want, true, true, nil)
 	for i := range want.Traces[0].Events {
-		if got, w := s.Traces[0].Events[i].Version, want.Traces[0].Events[i].Version; got != w {
+		if got, w := s.Traces[0].Version(i), want.Traces[0].Version(i); got != w {
 			t.Fatalf("entry %d: version %d with pauses, %d without", i, got, w)
 		}
 	}

@@ -29,6 +29,13 @@ func (b *builder) assemble(root pickle.Value) error {
 		if b.tracesAreEvents() {
 			if pre != nil {
 				s.pending = pre
+				at := 0
+				for dev := range s.Traces {
+					if n := len(s.Traces[dev].Events); n > 0 {
+						s.Traces[dev].Versions = pre.events[at : at+n : at+n]
+						at += n
+					}
+				}
 			}
 			// Every entry went through appendEvent: whether one lacked
 			// its time is known.
@@ -128,6 +135,7 @@ func (b *builder) traces(v pickle.Value) error {
 		if tv.Kind == pickle.Handle && tv.Sub == hTrace {
 			r := b.traceRuns[tv.X]
 			b.s.Traces[dev].Events = b.events[r.first : r.first+r.n : r.first+r.n]
+			b.s.Traces[dev].MetaRuns = b.metaRunsOf(int(r.first), int(r.first+r.n))
 			continue
 		}
 		entries, ok := b.items(tv)
@@ -153,16 +161,30 @@ func (b *builder) traces(v pickle.Value) error {
 			lo := entries[0].X
 			hi := lo + uint64(len(entries))
 			b.s.Traces[dev].Events = b.events[lo:hi:hi]
+			b.s.Traces[dev].MetaRuns = b.metaRunsOf(int(lo), int(hi))
 			continue
 		}
 		evs := make([]Event, len(entries))
+		var runs []MetaRun
 		for i, e := range entries {
 			evs[i] = b.events[e.X]
+			if len(b.metaRuns) > 0 {
+				runs = appendMetaRun(runs, i, (&Trace{MetaRuns: b.metaRuns}).MetaID(int(e.X)))
+			}
 		}
 		b.s.Traces[dev].Events = evs
+		b.s.Traces[dev].MetaRuns = runs
 	}
 	b.keptViz()
 	return nil
+}
+
+// metaRunsOf returns the MetaRuns of a trace that is the events lo..hi-1.
+func (b *builder) metaRunsOf(lo, hi int) []MetaRun {
+	if len(b.metaRuns) == 0 {
+		return nil
+	}
+	return sliceMetaRuns(b.metaRuns, lo, hi)
 }
 
 // keptViz sets each trace's Viz from the events kept while decoding, when

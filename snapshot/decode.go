@@ -60,6 +60,10 @@ type builder struct {
 	// each trace's Viz.
 	kept     []int32
 	lastKept int
+	// metaRuns are the events' MetaIDs as runs (Trace.MetaRuns), the
+	// last one's lastMeta.
+	metaRuns []MetaRun
+	lastMeta MetaID
 	pf       *prefaulter // faults b.events in ahead of event (may be nil)
 	feed     *EventFeed  // publishes b.events as they are decoded (may be nil)
 	ver      *versioner  // versions b.events as they are decoded (may be nil)
@@ -575,8 +579,7 @@ func (b *builder) event(kv []pickle.Value) (pickle.Value, error) {
 	if extra != nil {
 		meta.Extra = b.addExtra(extra)
 	}
-	e.Meta = b.s.AddMeta(meta)
-	return b.appendEvent(&e), nil
+	return b.appendEvent(&e, b.s.AddMeta(meta)), nil
 }
 
 func hasKey(kv []pickle.Value, k uint32) bool {

@@ -288,12 +288,12 @@ func (b *builder) commitEntry(d *pickle.Decoder, e *Event, seen uint16, stream i
 		meta.UserMetadata, _ = b.stringValue(um, "user_metadata")
 		b.sawUserMeta = true
 	}
-	e.Meta = b.s.AddMeta(meta)
-	return b.appendEvent(e), end, true
+	return b.appendEvent(e, b.s.AddMeta(meta)), end, true
 }
 
-// appendEvent adds e to the events and returns its handle.
-func (b *builder) appendEvent(e *Event) pickle.Value {
+// appendEvent adds e, whose MetaID is meta, to the events and returns
+// its handle.
+func (b *builder) appendEvent(e *Event, meta MetaID) pickle.Value {
 	n := len(b.events)
 	if n == cap(b.events) {
 		if b.split != nil {
@@ -325,6 +325,10 @@ func (b *builder) appendEvent(e *Event) pickle.Value {
 	if e.Flags&FlagHasTime == 0 {
 		b.untimed = true
 	}
+	if meta != b.lastMeta {
+		b.metaRuns = append(b.metaRuns, MetaRun{First: int32(n), Meta: meta})
+		b.lastMeta = meta
+	}
 	b.events = append(b.events, *e)
 	return pickle.MakeHandle(hEvent, uint64(n))
 }
@@ -335,7 +339,6 @@ func (b *builder) moveEvents(grow func([]Event) []Event) {
 	n := len(b.events)
 	b.pf.stop() // the array moves; the new one is faulted as written
 	b.pf = nil
-	b.ver.drain(b.events) // no Version is written into the old array
 	b.events = grow(b.events)
 	b.feed.publish(b.events, false) // the reader reads the new array
 	if n >= feedEvery {

@@ -176,8 +176,8 @@ func TestAnnotate(t *testing.T) {
 	ev := s.Traces[0].Events
 	wantVer := []int32{0, 0, 0, 0, 1, 1, 0, 1, 0, 1}
 	for i, w := range wantVer {
-		if ev[i].Version != w {
-			t.Errorf("event %d (%s): version %d, want %d", i, ev[i].Action, ev[i].Version, w)
+		if v := s.Traces[0].Version(i); v != w {
+			t.Errorf("event %d (%s): version %d, want %d", i, ev[i].Action, v, w)
 		}
 	}
 	if ev[2].VizAction() != ActionFree || ev[5].VizAction() != ActionFreeRequested {

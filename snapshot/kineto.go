@@ -417,7 +417,6 @@ func (k *kinetoReader) build() *Snapshot {
 			continue
 		}
 		p.BeforeBytes[d] = uint64(rest)
-		tr := b.device(d)
 		// Dated a microsecond before anything the trace recorded (the
 		// first step's START included), so that it is live at the start
 		// of every step.
@@ -427,7 +426,7 @@ func (k *kinetoReader) build() *Snapshot {
 		}
 		e := Event{Action: ActionAlloc, Addr: b.synthetic(), Size: uint64(rest), TimeUS: int64(math.Floor(at)) - 1,
 			Stack: b.stack([]FrameID{before}), Flags: FlagHasTime | FlagHasFrames}
-		*tr = append([]Event{e}, *tr...)
+		b.prepend(d, e)
 	}
 	for len(b.traces) < len(names) {
 		b.device(len(b.traces))

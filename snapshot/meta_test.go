@@ -1,15 +1,17 @@
 package snapshot
 
 import (
+	"slices"
 	"testing"
 	"unsafe"
 )
 
-// TestEventSize keeps a trace entry at 40 bytes: the entries are most of
-// a decoded snapshot's memory (0.6 of the file's size at 40 bytes).
+// TestEventSize keeps a trace entry at 32 bytes: the entries are most of
+// a decoded snapshot's memory (half the file's size at 32 bytes; the
+// address version and the meta are columns of the Trace).
 func TestEventSize(t *testing.T) {
-	if n := unsafe.Sizeof(Event{}); n != 40 {
-		t.Fatalf("Event is %d bytes, want 40", n)
+	if n := unsafe.Sizeof(Event{}); n != 32 {
+		t.Fatalf("Event is %d bytes, want 32", n)
 	}
 }
 
@@ -32,7 +34,7 @@ func TestAddMeta(t *testing.T) {
 			t.Fatalf("meta %d %+v: id %d, earlier %d", i, m, id, prev)
 		}
 		ids[m] = id
-		if got := s.EventMeta(&Event{Meta: id}); got != m {
+		if got := s.Meta(id); got != m {
 			t.Fatalf("meta %d: read back %+v, added %+v", i, got, m)
 		}
 	}
@@ -45,8 +47,68 @@ func TestAddMeta(t *testing.T) {
 		t.Fatalf("existing meta got id %d, want 1", id)
 	}
 	for _, id := range []MetaID{-1, 2, 99} {
-		if got := s2.EventMeta(&Event{Meta: id}); got != (EventMeta{}) {
+		if got := s2.Meta(id); got != (EventMeta{}) {
 			t.Fatalf("id %d out of range read as %+v", id, got)
+		}
+	}
+}
+
+// TestMetaRuns checks the runs of a trace's MetaIDs against one id per
+// event: SetMetas, MetaID, the cursor read in order, backwards and by
+// jumps, EventMeta, and the runs of a part of the trace (a trace that is
+// a part of the decoded entries).
+func TestMetaRuns(t *testing.T) {
+	cases := [][]MetaID{
+		nil,
+		{0, 0, 0},
+		{1, 1, 1, 1},
+		{0, 0, 2, 2, 0, 3, 3, 3, 1, 0},
+		{4, 0, 4, 0, 4},
+		{1, 2, 3, 4, 5, 6},
+	}
+	s := Snapshot{Metas: []EventMeta{{}, {CompileContext: 1}, {UserMetadata: 2}, {Extra: 3}, {CompileContext: 4}, {Extra: 5}, {Extra: 6}}}
+	for ci, ids := range cases {
+		var tr Trace
+		tr.SetMetas(ids)
+		nonzero := false
+		for _, id := range ids {
+			nonzero = nonzero || id != 0
+		}
+		if (tr.MetaRuns == nil) == nonzero {
+			t.Errorf("case %d: runs %v for %v", ci, tr.MetaRuns, ids)
+		}
+		for k, r := range tr.MetaRuns {
+			if k == 0 && r.Meta == 0 || k > 0 && (r.Meta == tr.MetaRuns[k-1].Meta || r.First <= tr.MetaRuns[k-1].First) {
+				t.Errorf("case %d: runs %v not in their form", ci, tr.MetaRuns)
+			}
+		}
+		c := tr.Metas()
+		for i, id := range ids {
+			if got := tr.MetaID(i); got != id {
+				t.Errorf("case %d: MetaID(%d) %d, want %d", ci, i, got, id)
+			}
+			if got := c.At(i); got != id {
+				t.Errorf("case %d: cursor at %d: %d, want %d", ci, i, got, id)
+			}
+			if got := s.EventMeta(&tr, i); got != s.Metas[id] {
+				t.Errorf("case %d: EventMeta(%d) %+v", ci, i, got)
+			}
+		}
+		c = tr.Metas()
+		for i := len(ids) - 1; i >= 0; i -= 2 {
+			if got := c.At(i); got != ids[i] {
+				t.Errorf("case %d: cursor back at %d: %d, want %d", ci, i, got, ids[i])
+			}
+		}
+		for lo := 0; lo <= len(ids); lo++ {
+			for hi := lo; hi <= len(ids); hi++ {
+				var want Trace
+				want.SetMetas(ids[lo:hi])
+				got := sliceMetaRuns(tr.MetaRuns, lo, hi)
+				if !slices.Equal(got, want.MetaRuns) {
+					t.Errorf("case %d: runs of %d..%d %v, want %v", ci, lo, hi, got, want.MetaRuns)
+				}
+			}
 		}
 	}
 }

@@ -117,10 +117,8 @@ func TestEarly(t *testing.T) {
 					if len(tr.Events) > 0 && len(tr.Viz) == 0 {
 						t.Errorf("%s %s: trace %d has no Viz yet", way, filepath.Base(path), ti)
 					}
-					for i := range tr.Events {
-						if tr.Events[i].Version != 0 {
-							t.Fatalf("%s %s: event %d has its version before Early returned", way, filepath.Base(path), i)
-						}
+					if tr.Versions != nil {
+						t.Fatalf("%s %s: trace %d has its versions before Early returned", way, filepath.Base(path), ti)
 					}
 				}
 			}}

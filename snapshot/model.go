@@ -11,10 +11,19 @@
 // (stream renaming, address versions, merging of free_requested and
 // free_completed pairs) is computed once at load and stored beside the raw
 // values, never in place of them.
+//
+// A trace entry is an Event of 32 bytes (address, size, time, stack,
+// stream, action, flags). What only some readers need is kept in columns
+// of its Trace, read by the entry's index: its address version
+// (Trace.Version; Trace.Versions is nil when the decode left the versions
+// out, Options.NoVersions) and its compile context, user metadata and
+// unknown keys (Snapshot.EventMeta; Trace.Metas reads them in order), held
+// as runs of entries that share them (Trace.MetaRuns).
 package snapshot
 
 import (
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -93,7 +102,7 @@ type FrameID int32
 // StreamID is memory_viz's name for a CUDA stream: raw stream 0 is 0, other
 // raw cudaStream_t values are numbered 1, 2, ... in first-seen order (device
 // traces 0..n first, then segments). Snapshot.Streams maps it back to the raw
-// value. It is 16 bits to keep Event at 40 bytes; decoding fails on a
+// value. It is 16 bits to keep Event at 32 bytes; decoding fails on a
 // snapshot with more than MaxStreams streams.
 type StreamID int16
 
@@ -271,6 +280,113 @@ type Trace struct {
 	// it) and the free_completed is skipped. Viz positions are memory_viz's
 	// event idx.
 	Viz []int32
+	// Versions holds memory_viz's address version of each event
+	// (Version): Versions[i] is Events[i]'s, a block version for alloc
+	// and free events, a segment version for segment events, 0 for the
+	// others. It is a column beside Events, not a field of Event, so that
+	// an Event is 32 bytes (15 million of them in a 1 GB snapshot), and
+	// only the viewer reads it. Nil when the versions were not computed
+	// (Options.NoVersions; Snapshot.Annotate computes them) or the trace
+	// is empty.
+	Versions []int32
+	// MetaRuns holds each event's MetaID (Snapshot.EventMeta) as runs of
+	// entries that share it, which they do for long stretches (the
+	// compile_context "N/A" of every entry of most files): MetaRuns[k]
+	// gives its Meta to the events from its First up to the next run's
+	// First (the last run's, to the end); events before the first run
+	// have none (0). The runs are in order of First, each Meta differs
+	// from the run's before, and the first is not 0; nil when no entry
+	// has any. MetaID and Metas read it, SetMetas makes it.
+	MetaRuns []MetaRun
+}
+
+// Version returns memory_viz's address version of event i (0 when the
+// versions were not computed).
+func (t *Trace) Version(i int) int32 {
+	if i < 0 || i >= len(t.Versions) {
+		return 0
+	}
+	return t.Versions[i]
+}
+
+// MetaRun is a run of a trace's events that share a MetaID
+// (Trace.MetaRuns).
+type MetaRun struct {
+	First int32 // the index of its first event
+	Meta  MetaID
+}
+
+// MetaID returns event i's MetaID, searching the runs (Metas reads the
+// events in order in constant time each).
+func (t *Trace) MetaID(i int) MetaID {
+	k := sort.Search(len(t.MetaRuns), func(k int) bool { return int(t.MetaRuns[k].First) > i })
+	if k == 0 {
+		return 0
+	}
+	return t.MetaRuns[k-1].Meta
+}
+
+// Metas returns a cursor over the MetaIDs of the trace's events.
+func (t *Trace) Metas() MetaCursor { return MetaCursor{runs: t.MetaRuns} }
+
+// MetaCursor reads the MetaIDs of a trace's events: At in order of
+// event index takes constant time each (a step back searches).
+type MetaCursor struct {
+	runs []MetaRun
+	k    int // runs[:k] start at or before the event last read
+}
+
+// At returns event i's MetaID.
+func (c *MetaCursor) At(i int) MetaID {
+	if c.k > 0 && int(c.runs[c.k-1].First) > i {
+		c.k = sort.Search(len(c.runs), func(k int) bool { return int(c.runs[k].First) > i })
+	}
+	for c.k < len(c.runs) && int(c.runs[c.k].First) <= i {
+		c.k++
+	}
+	if c.k == 0 {
+		return 0
+	}
+	return c.runs[c.k-1].Meta
+}
+
+// SetMetas sets the events' MetaIDs, ids[i] being Events[i]'s (a model
+// built in code; missing ids are 0).
+func (t *Trace) SetMetas(ids []MetaID) {
+	t.MetaRuns = nil
+	for i, id := range ids {
+		t.MetaRuns = appendMetaRun(t.MetaRuns, i, id)
+	}
+}
+
+// appendMetaRun returns runs with event i's id added, i following the
+// last event added.
+func appendMetaRun(runs []MetaRun, i int, id MetaID) []MetaRun {
+	last := MetaID(0)
+	if len(runs) > 0 {
+		last = runs[len(runs)-1].Meta
+	}
+	if id != last {
+		runs = append(runs, MetaRun{First: int32(i), Meta: id})
+	}
+	return runs
+}
+
+// sliceMetaRuns returns the runs of the events lo..hi-1 of runs' trace,
+// numbered from lo.
+func sliceMetaRuns(runs []MetaRun, lo, hi int) []MetaRun {
+	if lo >= hi {
+		return nil
+	}
+	k := sort.Search(len(runs), func(k int) bool { return int(runs[k].First) > lo })
+	var out []MetaRun
+	if k > 0 && runs[k-1].Meta != 0 {
+		out = append(out, MetaRun{First: 0, Meta: runs[k-1].Meta})
+	}
+	for ; k < len(runs) && int(runs[k].First) < hi; k++ {
+		out = append(out, MetaRun{First: runs[k].First - int32(lo), Meta: runs[k].Meta})
+	}
+	return out
 }
 
 // EventFlag records per-event facts that are not values in the file.
@@ -286,23 +402,17 @@ const (
 	FlagHasFrames
 )
 
-// Event is one trace entry.
+// Event is one trace entry. Its address version and its compile
+// context, user metadata and unknown keys are columns of its Trace
+// (Trace.Version, Snapshot.EventMeta), so that an Event is 32 bytes: a
+// 1 GB snapshot holds 15 million, and each byte of Event is 15 MB of
+// fresh memory written by the decoder and read by every pass after it.
 type Event struct {
 	Addr uint64 // addr; for oom the device_free value
 	Size uint64
 	// TimeUS is time_us (µs since the Unix epoch), when FlagHasTime is set.
 	TimeUS int64
 	Stack  StackID
-	// Version is memory_viz's address version for this event (block
-	// versions for alloc/free events, segment versions for segment events).
-	Version int32
-	// Meta is the entry's compile context, user metadata and unknown
-	// keys (Snapshot.EventMeta): one id for the three, which are the same
-	// for long runs of entries (compile_context "N/A" in every entry of
-	// most files), keeps Event at 40 bytes (48 with three ids: a sixth
-	// of a decoded trace's memory).
-	Meta MetaID
-	// Stream sits beside the one-byte fields so that Event is 40 bytes.
 	Stream StreamID
 	Action Action
 	Flags  EventFlag
@@ -319,12 +429,16 @@ type EventMeta struct {
 	Extra          ExtraID
 }
 
-// EventMeta returns e's compile context, user metadata and unknown keys.
-func (s *Snapshot) EventMeta(e *Event) EventMeta {
-	if e.Meta <= 0 || int(e.Meta) >= len(s.Metas) {
+// EventMeta returns the compile context, user metadata and unknown keys
+// of event i of trace t.
+func (s *Snapshot) EventMeta(t *Trace, i int) EventMeta { return s.Meta(t.MetaID(i)) }
+
+// Meta returns the EventMeta of id (the zero one when out of range).
+func (s *Snapshot) Meta(id MetaID) EventMeta {
+	if id <= 0 || int(id) >= len(s.Metas) {
 		return EventMeta{}
 	}
-	return s.Metas[e.Meta]
+	return s.Metas[id]
 }
 
 // AddMeta returns the id of m in Metas, adding it if it is new.

@@ -78,10 +78,10 @@ const profilerCategoryKey = "profiler_category"
 // ACTIVATION, GRADIENT, AUTOGRAD_DETAIL, then None), in gpumem's spelling.
 var timelineCategories = [...]string{"parameter", "optimizer_state", "input", "temporary", "activation", "gradient", "autograd_detail", "unknown"}
 
-// ProfilerCategory is the torch.profiler category of an event (of a
-// memory timeline export), ok false when the event has none.
-func (s *Snapshot) ProfilerCategory(e *Event) (string, bool) {
-	x := s.EventMeta(e).Extra
+// ProfilerCategory is the torch.profiler category of event i of trace t
+// (of a memory timeline export), ok false when the event has none.
+func (s *Snapshot) ProfilerCategory(t *Trace, i int) (string, bool) {
+	x := s.EventMeta(t, i).Extra
 	if s.Profiler == nil || !s.Profiler.Categories || x <= 0 || int(x) >= len(s.Extras) {
 		return "", false
 	}
@@ -147,11 +147,13 @@ func ProfilerFormatName(g Generation) string {
 // free (ledger) and writes the trace entries PyTorch's allocator would have
 // written (alloc; free_requested and free_completed).
 type profBuild struct {
-	s       *Snapshot
-	frames  map[Frame]FrameID
-	stacks  map[string]StackID
-	cats    map[string]ExtraID
-	traces  [][]Event
+	s      *Snapshot
+	frames map[Frame]FrameID
+	stacks map[string]StackID
+	cats   map[string]ExtraID
+	traces [][]Event
+	// metas[d][i] is the MetaID of traces[d][i] (those past its end: 0).
+	metas   [][]MetaID
 	next    uint64 // next synthetic address
 	key     []byte
 	hasAddr bool
@@ -232,18 +234,46 @@ func (b *profBuild) device(d int) *[]Event {
 // emit writes an allocation (size > 0) or a free of one, at addr.
 func (b *profBuild) emit(d int, alloc bool, addr, size uint64, timeUS int64, st StackID, extra ExtraID) {
 	tr := b.device(d)
-	e := Event{Addr: addr, Size: size, TimeUS: timeUS, Stack: st, Meta: b.s.AddMeta(EventMeta{Extra: extra}), Flags: FlagHasTime | FlagHasFrames}
+	e := Event{Addr: addr, Size: size, TimeUS: timeUS, Stack: st, Flags: FlagHasTime | FlagHasFrames}
+	meta := b.s.AddMeta(EventMeta{Extra: extra})
 	if alloc {
 		e.Action = ActionAlloc
 		*tr = append(*tr, e)
+		b.setMeta(d, meta)
 		return
 	}
 	// A synchronous free is written by the allocator as free_requested
 	// then free_completed; memory_viz (and annotate) merge the pair.
 	e.Action = ActionFreeRequested
 	*tr = append(*tr, e)
+	b.setMeta(d, meta)
 	e.Action = ActionFreeCompleted
 	*tr = append(*tr, e)
+	b.setMeta(d, meta)
+}
+
+// setMeta gives the last event of device d's trace its MetaID.
+func (b *profBuild) setMeta(d int, id MetaID) {
+	if id == 0 {
+		return
+	}
+	for len(b.metas) <= d {
+		b.metas = append(b.metas, nil)
+	}
+	n := len(b.traces[d])
+	for len(b.metas[d]) < n {
+		b.metas[d] = append(b.metas[d], 0)
+	}
+	b.metas[d][n-1] = id
+}
+
+// prepend puts e first in device d's trace.
+func (b *profBuild) prepend(d int, e Event) {
+	tr := b.device(d)
+	*tr = append([]Event{e}, *tr...)
+	if d < len(b.metas) && len(b.metas[d]) > 0 {
+		b.metas[d] = append([]MetaID{0}, b.metas[d]...)
+	}
 }
 
 // live is one allocation not yet freed, in a ledger.
@@ -359,6 +389,9 @@ func (b *profBuild) finish(names []string) *Snapshot {
 	s.Traces = make([]Trace, len(b.traces))
 	for d, ev := range b.traces {
 		s.Traces[d].Events = ev
+		if d < len(b.metas) {
+			s.Traces[d].SetMetas(b.metas[d])
+		}
 	}
 	p := s.Profiler
 	p.DeviceNames = names

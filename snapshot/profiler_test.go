@@ -204,7 +204,7 @@ func TestTimelineRaw(t *testing.T) {
 		if e.Action == ActionFreeRequested {
 			continue
 		}
-		cat, _ := s.ProfilerCategory(e)
+		cat, _ := s.ProfilerCategory(&s.Traces[0], i)
 		got = append(got, fmt.Sprintf("%d %s %d %s", e.TimeUS, e.Action, e.Size, cat))
 	}
 	want := []string{

@@ -81,6 +81,10 @@ const flagStackRef EventFlag = 1 << 7
 // spans, its own frames list.
 const flagOwnStack EventFlag = 1 << 6
 
+// flagMeta marks an event the splitter read that has a regionMeta: the
+// next one in metas, in the order of the entries.
+const flagMeta EventFlag = 1 << 5
+
 // codeAction+a is the code of a memoized str naming action a; codes below
 // it are the kw* of entry keys.
 const codeAction = 32
@@ -104,17 +108,27 @@ type strRef struct {
 type stackSpan struct{ off, n int32 }
 
 // The memo entries an entry the splitter read gives after its dict's own,
-// in file order, kept in its Version (2 bits each, the count in bits 8-9)
-// until the merge.
+// in file order: its script, 2 bits each, the count in bits 6-7 (each
+// kind at most once: a key seen twice ends the part). The splitter keeps
+// the scripts as runs (scriptRun) until the merge: PyTorch's entries all
+// have the same one (their frames list, and in 2.6+ their
+// compile_context), so that they cost no memory per entry.
 const (
 	memoCC     = 1 // its compile_context str
 	memoUM     = 2 // its user_metadata str
 	memoFrames = 3 // its frames list
 )
 
-func addMemo(e *Event, kind int32) {
-	n := e.Version >> 8
-	e.Version = (e.Version &^ (3 << 8)) | kind<<(2*n) | (n+1)<<8
+func addMemo(script *uint8, kind uint8) {
+	n := *script >> 6
+	*script = (*script &^ (3 << 6)) | kind<<(2*n) | (n+1)<<6
+}
+
+// scriptRun gives its script to the entries of the splitter's part from
+// first (counted from the part's start) up to the next run's first.
+type scriptRun struct {
+	first  int
+	script uint8
 }
 
 type codeCacheEntry struct {
@@ -153,11 +167,13 @@ type splitter struct {
 
 	// What the splitter has read, published batch by batch under mu (the
 	// decoder merges batches as they come): the end offset and entry
-	// count after each whole batch, the metas and streams of those
-	// entries; finished once it reads no more.
+	// count after each whole batch, the metas (those of the entries with
+	// flagMeta, in order), scripts and streams of those entries; finished
+	// once it reads no more.
 	mu       sync.Mutex
 	batches  []batchEnd
 	metas    []regionMeta
+	scripts  []scriptRun
 	raw      []int64
 	spans    []stackSpan
 	frames   []uint32 // memo indices of the frames of spans
@@ -505,13 +521,15 @@ func (sp *splitter) read(x int) {
 	sp.memo, sp.localStack, sp.localStr = sp.base, map[uint64]int32{}, map[uint64]strRef{}
 	pos, n := x, 0
 	var metas []regionMeta
+	var scripts []scriptRun
+	lastScript := uint8(0)
 	for !sp.stop.Load() {
 		q := skipFrames(buf, pos)
 		if q < 0 || buf[q] != '(' {
 			break
 		}
 		q++
-		cnt, nmeta, nspan, nframe := n, len(metas), len(sp.spansOwn), len(sp.framesOwn)
+		cnt, nmeta, nscript, nspan, nframe := n, len(metas), len(scripts), len(sp.spansOwn), len(sp.framesOwn)
 		complete := false
 		for {
 			if q = skipFrames(buf, q); q < 0 {
@@ -525,9 +543,13 @@ func (sp *splitter) read(x int) {
 			if buf[q] != '}' || cnt >= room || cnt-n >= 1<<16 {
 				break
 			}
-			next, ok := sp.entry(buf, q, &arr[sp.pred+cnt], &metas)
+			next, script, ok := sp.entry(buf, q, &arr[sp.pred+cnt], &metas)
 			if !ok {
 				break
+			}
+			if script != lastScript {
+				scripts = append(scripts, scriptRun{cnt, script})
+				lastScript = script
 			}
 			q = next
 			cnt++
@@ -536,14 +558,14 @@ func (sp *splitter) read(x int) {
 			if debugSplit && q >= 0 {
 				println("split: the splitter stops at byte", q, "(an entry it leaves to the decoder)")
 			}
-			metas = metas[:nmeta] // those of the batch cut short
+			metas, scripts = metas[:nmeta], scripts[:nscript] // those of the batch cut short
 			sp.spansOwn, sp.framesOwn = sp.spansOwn[:nspan], sp.framesOwn[:nframe]
 			break
 		}
 		pos, n = q, cnt
 		sp.mu.Lock()
 		sp.batches = append(sp.batches, batchEnd{pos, n})
-		sp.metas, sp.raw = metas, sp.rawOwn
+		sp.metas, sp.scripts, sp.raw = metas, scripts, sp.rawOwn
 		sp.spans, sp.frames = sp.spansOwn, sp.framesOwn
 		sp.mu.Unlock()
 		select {
@@ -583,22 +605,23 @@ func skipFramesAt(buf []byte, q int) int {
 }
 
 // entry reads the entry dict at buf[q] (EMPTY_DICT MEMOIZE MARK ...
-// SETITEMS) as ReadEntry would, into e: false for anything ReadEntry
-// leaves to the ordinary path, or that needs the decoder's memo to read
-// (a key or action not known from the skim, a reference past the
-// splitter's start).
-func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int, bool) {
+// SETITEMS) as ReadEntry would, into e, and returns the position past it
+// and its script: false for anything ReadEntry leaves to the ordinary
+// path, or that needs the decoder's memo to read (a key or action not
+// known from the skim, a reference past the splitter's start).
+func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int, uint8, bool) {
 	if q = dictStart(buf, q); q < 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	memo := sp.memo + 1 // the dict's own entry is sp.memo
 	*e = Event{}
+	var script uint8
 	var seen uint16
 	var m regionMeta
 	var stream int64
 	for {
 		if q = skipFrames(buf, q); q < 0 {
-			return 0, false
+			return 0, 0, false
 		}
 		if buf[q] == opSetItems {
 			q++
@@ -606,26 +629,26 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 		}
 		j, next := memoRef(buf, q)
 		if next == 0 || j >= sp.base {
-			return 0, false
+			return 0, 0, false
 		}
 		kw := sp.code(j)
 		if kw == 0 || kw >= codeAction {
-			return 0, false
+			return 0, 0, false
 		}
 		bit := uint16(1) << kw
 		if seen&bit != 0 {
-			return 0, false
+			return 0, 0, false
 		}
 		seen |= bit
 		if q = skipFrames(buf, next); q < 0 {
-			return 0, false
+			return 0, 0, false
 		}
 		var x int64
 		switch buf[q] {
 		case opBinGet, opLongBinGet:
 			j, next := memoRef(buf, q)
 			if next == 0 || j >= memo {
-				return 0, false
+				return 0, 0, false
 			}
 			q = next
 			if j >= sp.base {
@@ -634,14 +657,14 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 				case kwFrames:
 					i, ok := sp.localStack[j]
 					if !ok {
-						return 0, false
+						return 0, 0, false
 					}
 					e.Stack = StackID(i)
 					e.Flags |= FlagHasFrames | flagOwnStack
 				case kwCompileContext, kwUserMetadata:
 					r, ok := sp.localStr[j]
 					if !ok {
-						return 0, false
+						return 0, 0, false
 					}
 					if kw == kwCompileContext {
 						m.cc, m.ccSeen = r, true
@@ -649,7 +672,7 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 						m.um, m.umSeen, m.umFirst = r, true, seen&(1<<kwCompileContext) == 0
 					}
 				default:
-					return 0, false
+					return 0, 0, false
 				}
 				continue
 			}
@@ -657,12 +680,12 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 			case kwAction:
 				c := sp.code(j)
 				if c < codeAction || Action(c-codeAction) == ActionUnknown {
-					return 0, false
+					return 0, 0, false
 				}
 				e.Action = Action(c - codeAction)
 			case kwFrames:
 				if j > math.MaxInt32 {
-					return 0, false
+					return 0, 0, false
 				}
 				e.Stack = StackID(j)
 				e.Flags |= FlagHasFrames | flagStackRef
@@ -671,18 +694,18 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 			case kwUserMetadata:
 				m.um, m.umSeen, m.umFirst = strRef{memo: j + 1}, true, seen&(1<<kwCompileContext) == 0
 			default:
-				return 0, false
+				return 0, 0, false
 			}
 			continue
 		case 0x8c:
 			// A str of its own (compile_context "N/A" in every entry of
 			// PyTorch's files), memoized or not.
 			if kw != kwCompileContext && kw != kwUserMetadata || q+1 >= len(buf) {
-				return 0, false
+				return 0, 0, false
 			}
 			end := q + 2 + int(buf[q+1])
 			if end > len(buf) {
-				return 0, false
+				return 0, 0, false
 			}
 			r := strRef{off: int32(q + 2), n: int32(end - q - 2), lit: true}
 			memoized := end < len(buf) && buf[end] == 0x94
@@ -692,12 +715,12 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 			if kw == kwCompileContext {
 				m.cc, m.ccSeen = r, true
 				if memoized {
-					addMemo(e, memoCC)
+					addMemo(&script, memoCC)
 				}
 			} else {
 				m.um, m.umSeen, m.umFirst = r, true, seen&(1<<kwCompileContext) == 0
 				if memoized {
-					addMemo(e, memoUM)
+					addMemo(&script, memoUM)
 				}
 			}
 			if memoized {
@@ -710,14 +733,14 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 			// A frames list of its own (as PyTorch writes every entry's),
 			// memoized or not: its items are memoized frames, in batches
 			// (MARK ... APPENDS) or one (item APPEND).
-			if kw != kwFrames || e.Version>>8 == 3 {
-				return 0, false
+			if kw != kwFrames || script>>6 == 3 {
+				return 0, 0, false
 			}
 			q++
 			listMemo := uint64(0) // its memo index+1
 			if q < len(buf) && buf[q] == 0x94 {
 				q++
-				addMemo(e, memoFrames)
+				addMemo(&script, memoFrames)
 				listMemo = memo + 1
 				memo++
 			}
@@ -725,12 +748,12 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 			for {
 				r := skipFrames(buf, q)
 				if r < 0 {
-					return 0, false
+					return 0, 0, false
 				}
 				if buf[r] == '(' {
 					for r++; ; {
 						if r = skipFrames(buf, r); r < 0 {
-							return 0, false
+							return 0, 0, false
 						}
 						if buf[r] == 'e' {
 							r++
@@ -738,7 +761,7 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 						}
 						j, next := memoRef(buf, r)
 						if next == 0 || j >= sp.base || len(sp.framesOwn)-off >= 1<<16 {
-							return 0, false
+							return 0, 0, false
 						}
 						sp.framesOwn = append(sp.framesOwn, uint32(j))
 						r = next
@@ -749,7 +772,7 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 				if j, next := memoRef(buf, r); next != 0 {
 					if a := skipFrames(buf, next); a >= 0 && buf[a] == 'a' {
 						if j >= sp.base {
-							return 0, false
+							return 0, 0, false
 						}
 						sp.framesOwn = append(sp.framesOwn, uint32(j))
 						q = a + 1
@@ -759,7 +782,7 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 				break // the next key, or SETITEMS
 			}
 			if len(sp.spansOwn) >= math.MaxInt32 {
-				return 0, false
+				return 0, 0, false
 			}
 			e.Stack = StackID(len(sp.spansOwn))
 			if listMemo > 0 {
@@ -780,45 +803,45 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 			case kwUserMetadata:
 				m.um, m.umSeen, m.umFirst = strRef{}, true, seen&(1<<kwCompileContext) == 0
 			default:
-				return 0, false
+				return 0, 0, false
 			}
 			continue
 		case opBinInt1:
 			if q+2 > len(buf) {
-				return 0, false
+				return 0, 0, false
 			}
 			x = int64(buf[q+1])
 			q += 2
 		case opBinInt2:
 			if q+3 > len(buf) {
-				return 0, false
+				return 0, 0, false
 			}
 			x = int64(uint16(buf[q+1]) | uint16(buf[q+2])<<8)
 			q += 3
 		case opBinInt:
 			if q+5 > len(buf) {
-				return 0, false
+				return 0, 0, false
 			}
 			x = int64(int32(uint32(buf[q+1]) | uint32(buf[q+2])<<8 | uint32(buf[q+3])<<16 | uint32(buf[q+4])<<24))
 			q += 5
 		case opLong1:
 			v, next := long1At(buf, q)
 			if next == 0 {
-				return 0, false
+				return 0, 0, false
 			}
 			x, q = v, next
 		default:
-			return 0, false
+			return 0, 0, false
 		}
 		switch kw {
 		case kwAddr:
 			if x < 0 {
-				return 0, false
+				return 0, 0, false
 			}
 			e.Addr = uint64(x)
 		case kwSize:
 			if x < 0 {
-				return 0, false
+				return 0, 0, false
 			}
 			e.Size = uint64(x)
 		case kwStream:
@@ -827,19 +850,19 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 			e.TimeUS = x
 			e.Flags |= FlagHasTime
 		default:
-			return 0, false
+			return 0, 0, false
 		}
 	}
 	// As commitEntry: an action, and the dict complete here (DictEndsAt).
 	if seen&(1<<kwAction) == 0 || q+10 > len(buf) {
-		return 0, false
+		return 0, 0, false
 	}
 	if r := q; buf[r] == 0x95 {
 		if r += 9; buf[r] == '(' {
-			return 0, false
+			return 0, 0, false
 		}
 	} else if buf[r] == '(' {
-		return 0, false
+		return 0, 0, false
 	}
 	if seen&(1<<kwStream) != 0 {
 		i, ok := sp.lastStream, sp.lastRaw == stream && len(sp.rawOwn) > 0
@@ -848,7 +871,7 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 		}
 		if !ok {
 			if len(sp.rawOwn) >= MaxStreams {
-				return 0, false
+				return 0, 0, false
 			}
 			i = len(sp.rawOwn)
 			sp.rawOwn = append(sp.rawOwn, stream)
@@ -859,10 +882,10 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 	}
 	if m.ccSeen || m.umSeen {
 		*metas = append(*metas, m)
-		e.Meta = MetaID(len(*metas))
+		e.Flags |= flagMeta
 	}
 	sp.memo = memo
-	return q, true
+	return q, script, true
 }
 
 // accept answers the splitter's offer as the decoder appends entries:
@@ -925,7 +948,7 @@ func (sp *splitter) Split(d *pickle.Decoder) (bool, error) {
 	if sp.sameArray() {
 		b.events = sp.arr[:len(b.events)] // the whole capacity again
 	}
-	sp.arr, sp.metas, sp.batches = nil, nil, nil
+	sp.arr, sp.metas, sp.scripts, sp.batches = nil, nil, nil, nil
 	return took, err
 }
 
@@ -951,8 +974,8 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 	strs := map[uint64]pickle.Value{}
 	none := pickle.Value{Kind: pickle.None}
 	// valid resolves the memo references of an entry, as ReadEntry would
-	// see them.
-	valid := func(e *Event, metas []regionMeta, spans []stackSpan, frames []uint32) bool {
+	// see them; rm is its regionMeta when it has one (flagMeta).
+	valid := func(e *Event, rm *regionMeta, spans []stackSpan, frames []uint32) bool {
 		if e.Flags&flagStackRef != 0 {
 			// Resolved here, once: what the memo holds is what ReadEntry
 			// would have read.
@@ -980,8 +1003,7 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 				}
 			}
 		}
-		if e.Meta != 0 {
-			rm := &metas[e.Meta-1]
+		if rm != nil {
 			for _, ref := range [2]strRef{rm.cc, rm.um} {
 				if ref.memo == 0 {
 					continue
@@ -1010,9 +1032,12 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 	}
 	var items []pickle.Value
 	merged, end := 0, -1
+	// metaAt: the metas of the entries merged; sk: the scripts' runs
+	// that start at or before the entry merged.
+	metaAt, sk := 0, 0
 	for next := 0; ; {
 		sp.mu.Lock()
-		batches, metas, raw, spans, frames, finished := sp.batches, sp.metas, sp.raw, sp.spans, sp.frames, sp.finished
+		batches, metas, scripts, raw, spans, frames, finished := sp.batches, sp.metas, sp.scripts, sp.raw, sp.spans, sp.frames, sp.finished
 		sp.mu.Unlock()
 		if next >= len(batches) {
 			if finished {
@@ -1027,22 +1052,32 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 		for ; next < len(batches); next++ {
 			be := batches[next]
 			evs := sp.arr[sp.pred+merged : sp.pred+be.n]
-			for i := range evs {
-				if !valid(&evs[i], metas, spans, frames) {
+			for i, k := 0, metaAt; i < len(evs); i++ {
+				var rm *regionMeta
+				if evs[i].Flags&flagMeta != 0 {
+					rm = &metas[k]
+					k++
+				}
+				if !valid(&evs[i], rm, spans, frames) {
 					goto done
 				}
 			}
 			// What commitEntry does for each entry, in order.
 			for i := range evs {
 				e := evs[i]
+				for sk < len(scripts) && scripts[sk].first <= merged+i {
+					sk++
+				}
+				script := uint8(0)
+				if sk > 0 {
+					script = scripts[sk-1].script
+				}
 				if e.Stream != 0 {
 					e.Stream = b.tmpStream(raw[e.Stream-1])
 				}
 				if e.Flags&FlagHasTime != 0 {
 					b.sawTime = true
 				}
-				script := e.Version
-				e.Version = 0
 				var own pickle.Value // its frames list, finished
 				if e.Flags&flagOwnStack != 0 {
 					e.Flags &^= flagOwnStack
@@ -1059,8 +1094,11 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 					}
 				}
 				var cc, um pickle.Value
-				if e.Meta != 0 {
-					rm := &metas[e.Meta-1]
+				var id MetaID
+				if e.Flags&flagMeta != 0 {
+					e.Flags &^= flagMeta
+					rm := &metas[metaAt]
+					metaAt++
 					var meta EventMeta
 					if rm.umSeen && rm.umFirst {
 						um = str(rm.um)
@@ -1077,12 +1115,12 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 						meta.UserMetadata, _ = b.stringValue(um, "user_metadata")
 						b.sawUserMeta = true
 					}
-					e.Meta = b.s.AddMeta(meta)
+					id = b.s.AddMeta(meta)
 				}
 				// The memo entries its dict and what it holds got, in the
 				// order MEMOIZE gave them.
-				d.Memoize(b.appendEvent(&e))
-				for k := range script >> 8 {
+				d.Memoize(b.appendEvent(&e, id))
+				for k := range script >> 6 {
 					switch script >> (2 * k) & 3 {
 					case memoCC:
 						d.Memoize(cc)

@@ -1,9 +1,6 @@
 package snapshot
 
-import (
-	"sync"
-	"sync/atomic"
-)
+import "sync/atomic"
 
 // versionsAhead counts the decodes whose annotation went on from the
 // versioner's counts (tests check that the concurrent path is taken).
@@ -14,24 +11,24 @@ var versionsAhead atomic.Int64
 // hash-table lookup per entry, a fifth of a big decode's CPU time, which
 // ran on one core after the decode while the other idled. It reads the
 // entries as the decoder publishes them (an EventFeed of its own), in
-// decode order, and writes only their Version fields, which nothing reads
-// before the decode ends. The counts are annotate's exactly when the
-// traces are the decoded entries in that order (as PyTorch writes them:
-// builder.tracesAreEvents); else annotate counts afresh.
+// decode order, and appends their versions to a column of its own (the
+// traces' Versions once the decode ends), so that the decoder may move
+// the entries to a bigger array meanwhile. The counts are annotate's
+// exactly when the traces are the decoded entries in that order (as
+// PyTorch writes them: builder.tracesAreEvents); else annotate counts
+// afresh.
 type versioner struct {
 	feed             *EventFeed
 	blockVer, segVer *versionMap
-	// have is how many entries are versioned, under mu; caught is
-	// signalled each time it grows (see drain).
-	mu     sync.Mutex
-	caught sync.Cond
-	have   int
-	done   chan struct{}
+	events           []int32 // the versions of the entries read so far
+	done             chan struct{}
 }
 
 // versionState is what a decode's versioner counted, for annotate to go
-// on from (the dump's segments and blocks).
+// on from (the dump's segments and blocks): the decoded entries' versions
+// and the tables.
 type versionState struct {
+	events           []int32
 	blockVer, segVer *versionMap
 }
 
@@ -57,9 +54,11 @@ func (b *builder) startVersions(hint int) {
 		feed:     newEventFeed(),
 		blockVer: newVersionMap(max(1024, hint/16)),
 		segVer:   newVersionMap(64),
-		done:     make(chan struct{}),
+		// Room for the entries expected: address space, not memory,
+		// until written.
+		events: make([]int32, 0, hint),
+		done:   make(chan struct{}),
 	}
-	v.caught.L = &v.mu
 	b.ver = v
 	go v.run()
 }
@@ -70,14 +69,9 @@ func (v *versioner) run() {
 	for {
 		evs, done := v.feed.Next(have)
 		for i := have; i < len(evs); i++ {
-			e := &evs[i]
-			e.Version = v.version(e)
+			v.events = append(v.events, v.version(&evs[i]))
 		}
 		have = max(have, len(evs))
-		v.mu.Lock()
-		v.have = have
-		v.mu.Unlock()
-		v.caught.Broadcast()
 		if done {
 			return
 		}
@@ -106,21 +100,6 @@ func (v *versioner) publish(evs []Event) {
 	}
 }
 
-// drain returns once every entry of evs (all decoded so far) is
-// versioned, so that the decoder may move them to a bigger array: a
-// Version written into the old one meanwhile would be lost.
-func (v *versioner) drain(evs []Event) {
-	if v == nil {
-		return
-	}
-	v.feed.publish(evs, false)
-	v.mu.Lock()
-	for v.have < len(evs) {
-		v.caught.Wait()
-	}
-	v.mu.Unlock()
-}
-
 // finish waits for the versioner after the decode published its last
 // entries (or failed: evs nil) and returns its counts.
 func (v *versioner) finish(evs []Event) *versionState {
@@ -129,10 +108,10 @@ func (v *versioner) finish(evs []Event) *versionState {
 	}
 	v.feed.publish(evs, true)
 	<-v.done
-	if evs == nil || v.have != len(evs) {
+	if evs == nil || len(v.events) != len(evs) {
 		return nil
 	}
-	return &versionState{blockVer: v.blockVer, segVer: v.segVer}
+	return &versionState{events: v.events, blockVer: v.blockVer, segVer: v.segVer}
 }
 
 // tracesAreEvents reports whether the traces are the decoded entries

@@ -18,7 +18,7 @@ func versionsOf(s *Snapshot) []int32 {
 	var v []int32
 	for _, tr := range s.Traces {
 		for i := range tr.Events {
-			v = append(v, tr.Events[i].Version)
+			v = append(v, tr.Version(i))
 		}
 	}
 	for i := range s.Segments {
@@ -224,12 +224,10 @@ func TestNoVersions(t *testing.T) {
 	}
 }
 
-// zeroVersions sets every Version of s to 0.
+// zeroVersions takes every address version out of s.
 func zeroVersions(s *Snapshot) {
-	for _, tr := range s.Traces {
-		for i := range tr.Events {
-			tr.Events[i].Version = 0
-		}
+	for t := range s.Traces {
+		s.Traces[t].Versions = nil
 	}
 	for i := range s.Segments {
 		s.Segments[i].Version = 0

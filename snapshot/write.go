@@ -109,9 +109,11 @@ func walk(s *Snapshot, e emitter) error {
 	ctx := gen == GenD6 || gen == GenD7
 	meta := gen == GenD7
 	for d := range s.Traces {
-		e.beginList(len(s.Traces[d].Events))
-		for i := range s.Traces[d].Events {
-			walkEvent(s, e, &s.Traces[d].Events[i], ctx, meta)
+		tr := &s.Traces[d]
+		e.beginList(len(tr.Events))
+		metas := tr.Metas()
+		for i := range tr.Events {
+			walkEvent(s, e, &tr.Events[i], s.Meta(metas.At(i)), ctx, meta)
 		}
 		e.endList()
 	}
@@ -256,8 +258,7 @@ func walkSegments(s *Snapshot, e emitter, legacy bool) {
 	e.endList()
 }
 
-func walkEvent(s *Snapshot, e emitter, ev *Event, ctx, meta bool) {
-	em := s.EventMeta(ev)
+func walkEvent(s *Snapshot, e emitter, ev *Event, em EventMeta, ctx, meta bool) {
 	extra := extraOf(s, em.Extra)
 	action, hasAction := "", false
 	if ev.Action == ActionUnknown {

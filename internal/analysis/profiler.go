@@ -1,7 +1,5 @@
 package analysis
 
-import "github.com/gpumem/gpumem/snapshot"
-
 // ProfilerReason is the category reason of an allocation whose category
 // torch.profiler gave (a memory timeline export): used as given.
 const ProfilerReason = "from torch.profiler"
@@ -23,16 +21,16 @@ func profilerCategories(d *Device) ([]Category, bool) {
 	cats := make([]Category, d.Active.Len())
 	for i := range d.Active.Len() {
 		it := d.Active.Item(i)
-		var e *snapshot.Event
+		var e int
 		switch {
 		case it.Alloc >= 0 && int(it.Alloc) < len(ev):
-			e = &ev[it.Alloc]
+			e = int(it.Alloc)
 		case it.Free >= 0 && int(it.Free) < len(ev):
-			e = &ev[it.Free]
+			e = int(it.Free)
 		default:
 			continue
 		}
-		if name, ok := s.ProfilerCategory(e); ok {
+		if name, ok := s.ProfilerCategory(&s.Traces[d.Index], e); ok {
 			cats[i] = byName[name]
 		}
 	}

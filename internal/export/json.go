@@ -75,9 +75,10 @@ func WriteJSON(w io.Writer, s *snapshot.Snapshot, device int) error {
 		j.sep(n)
 		n++
 		j.raw(`{"device":` + itoa(int64(d)) + `,"events":[`)
+		metas := s.Traces[d].Metas()
 		for k := range s.Traces[d].Events {
 			j.sep(k)
-			j.event(s, &s.Traces[d].Events[k])
+			j.event(s, &s.Traces[d].Events[k], s.Meta(metas.At(k)))
 		}
 		j.raw("]}")
 	}
@@ -172,7 +173,7 @@ func (j *jsonWriter) segment(s *snapshot.Snapshot, i int) {
 	j.raw("]}")
 }
 
-func (j *jsonWriter) event(s *snapshot.Snapshot, e *snapshot.Event) {
+func (j *jsonWriter) event(s *snapshot.Snapshot, e *snapshot.Event, em snapshot.EventMeta) {
 	j.raw("\n" + `{"action":"` + e.Action.String() + `","address":` + utoa(e.Addr) + `,"size":` + utoa(e.Size) +
 		`,"stream":` + itoa(int64(e.Stream)) + `,"time_us":`)
 	if e.Flags&snapshot.FlagHasTime != 0 {
@@ -181,7 +182,6 @@ func (j *jsonWriter) event(s *snapshot.Snapshot, e *snapshot.Event) {
 		j.raw("null")
 	}
 	j.raw(`,"stack":` + itoa(int64(e.Stack)))
-	em := s.EventMeta(e)
 	if cc := s.Text(em.CompileContext); cc != "" {
 		j.raw(`,"compile_context":`)
 		j.str(cc)

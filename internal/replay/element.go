@@ -54,9 +54,10 @@ func (t *Timeline) elementNoFrames(i int) ElementInfo {
 	switch src.kind() {
 	case srcAlloc, srcFree:
 		e := &s.Traces[t.device].Events[src.ref]
-		info.Address, info.Version, info.Stream, info.Stack = e.Addr, e.Version, e.Stream, e.Stack
+		tr := &s.Traces[t.device]
+		info.Address, info.Version, info.Stream, info.Stack = e.Addr, tr.Version(int(src.ref)), e.Stream, e.Stack
 		info.TimeUS, info.HasTime = e.TimeUS, e.Flags&snapshot.FlagHasTime != 0
-		em := s.EventMeta(e)
+		em := s.EventMeta(tr, int(src.ref))
 		info.CompileContext = s.Text(em.CompileContext)
 		info.UserMetadata = s.Text(em.UserMetadata)
 		if src.kind() == srcAlloc {

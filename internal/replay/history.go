@@ -176,7 +176,7 @@ func (h *History) resolve(r blockRef) blockRec {
 		return blockRec{b.Addr, b.Size, h.s.Requested(b), b.Version, pending, blockStack(h.s, b)}
 	}
 	e := &h.events[i]
-	return blockRec{e.Addr, rules.RoundSize(e.Size, h.divs), e.Size, e.Version, pending, e.Stack}
+	return blockRec{e.Addr, rules.RoundSize(e.Size, h.divs), e.Size, h.s.Traces[h.device].Version(i), pending, e.Stack}
 }
 
 func (h *History) refAddr(r blockRef) uint64 {
@@ -677,9 +677,9 @@ func (h *History) undo(w *work, i int) {
 	case snapshot.ActionAlloc:
 		w.blocks.del(e.Addr)
 	case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
-		w.mapSegment(e.Action == snapshot.ActionSegmentUnmap, segRec{e.Addr, e.Size, e.Stream, e.Version, 0, e.Stack})
+		w.mapSegment(e.Action == snapshot.ActionSegmentUnmap, segRec{e.Addr, e.Size, e.Stream, h.s.Traces[h.device].Version(int(h.viz[i])), 0, e.Stack})
 	case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
-		w.unmapSegment(e.Action == snapshot.ActionSegmentMap, segRec{e.Addr, e.Size, e.Stream, e.Version, 0, e.Stack})
+		w.unmapSegment(e.Action == snapshot.ActionSegmentMap, segRec{e.Addr, e.Size, e.Stream, h.s.Traces[h.device].Version(int(h.viz[i])), 0, e.Stack})
 	}
 }
 
@@ -1096,10 +1096,10 @@ func (h *History) event(i int) EventInfo {
 	a := e.VizAction()
 	info := EventInfo{
 		Index: i, Raw: raw, Action: a,
-		Addr:   formatAddr(a.IsSegmentAction(), e.Addr, e.Version),
+		Addr:   formatAddr(a.IsSegmentAction(), e.Addr, h.s.Traces[h.device].Version(raw)),
 		Size:   e.Size,
 		Stream: e.Stream, TimeUS: e.TimeUS, HasTime: e.Flags&snapshot.FlagHasTime != 0,
-		UserMetadata: h.s.Text(h.s.EventMeta(e).UserMetadata),
+		UserMetadata: h.s.Text(h.s.EventMeta(&h.s.Traces[h.device], raw).UserMetadata),
 		Stack:        e.Stack,
 		Frames:       formatFrames(h.s, e.Stack),
 	}

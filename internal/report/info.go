@@ -325,6 +325,7 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 			var first, last int64
 			haveTime := false
 			allocs, allocsWithStack := 0, 0
+			metas := s.Traces[d].Metas()
 			for i := range events {
 				e := &events[i]
 				if int(e.Action) < len(counts) {
@@ -347,7 +348,7 @@ func BuildInfo(s *snapshot.Snapshot, peaks PeaksFunc) *Info {
 						allocsWithStack++
 					}
 				}
-				em := s.EventMeta(e)
+				em := s.Meta(metas.At(i))
 				if c := s.Text(em.CompileContext); c != "" && c != "N/A" {
 					compile[c]++
 				}

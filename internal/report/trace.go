@@ -206,7 +206,7 @@ func writeDeviceTrace(bw *bufio.Writer, s *snapshot.Snapshot, device int) {
 		case snapshot.ActionOOM:
 			fmt.Fprintf(bw, "raise OutOfMemoryError # %s requested, %s free in CUDA\n", units.PythonU(e.Size), units.PythonU(e.Addr))
 		default:
-			fmt.Fprintf(bw, "# unknown action %s at %d, size %s\n", unknownAction(s, e), e.Addr, units.PythonU(e.Size))
+			fmt.Fprintf(bw, "# unknown action %s at %d, size %s\n", unknownAction(s, &s.Traces[device], i), e.Addr, units.PythonU(e.Size))
 		}
 	}
 
@@ -293,8 +293,8 @@ func (iv *intervals) removeRange(addr, size uint64) {
 
 // unknownAction returns the action string of an entry whose action gpumem
 // does not know, which the decoder keeps among the entry's extra keys.
-func unknownAction(s *snapshot.Snapshot, e *snapshot.Event) string {
-	if x := s.EventMeta(e).Extra; x > 0 && int(x) < len(s.Extras) {
+func unknownAction(s *snapshot.Snapshot, tr *snapshot.Trace, i int) string {
+	if x := s.EventMeta(tr, i).Extra; x > 0 && int(x) < len(s.Extras) {
 		for _, kv := range s.Extras[x] {
 			if kv.Key == "action" {
 				return kv.JSON

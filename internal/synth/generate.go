@@ -180,8 +180,8 @@ func (s *allocSink) collect(from int, st snapshot.StackID, ts int64) {
 		}
 		s.events = append(s.events, snapshot.Event{
 			Addr: e.Addr, Size: e.Size, TimeUS: ts, Stack: st,
-			Meta: metaNA, Action: e.Action,
-			Flags: snapshot.FlagHasTime | snapshot.FlagHasFrames,
+			Action: e.Action,
+			Flags:  snapshot.FlagHasTime | snapshot.FlagHasFrames,
 		})
 		switch e.Action {
 		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
@@ -262,6 +262,10 @@ func (s *allocSink) snapshot(st *stackTable, device int, cfg alloc.Config) *snap
 		HasAnnotationsKey: true,
 	}
 	out.Traces[device].Events = s.events[s.cut:]
+	if len(out.Traces[device].Events) > 0 {
+		// Every entry's compile_context is "N/A", as PyTorch writes it.
+		out.Traces[device].MetaRuns = []snapshot.MetaRun{{First: 0, Meta: metaNA}}
+	}
 	annots := s.annots[s.cutAnnots:]
 	for i := range annots {
 		annots[i].Device = int32(device)

@@ -34,7 +34,7 @@ func TestGenerateTraceBalance(t *testing.T) {
 						t.Fatalf("event %d: time_us goes back", i)
 					}
 					last = e.TimeUS
-					if cc := s.Text(s.EventMeta(&e).CompileContext); e.Stack == snapshot.NoStack || e.Flags&snapshot.FlagHasTime == 0 || cc != "N/A" {
+					if cc := s.Text(s.EventMeta(&s.Traces[0], i).CompileContext); e.Stack == snapshot.NoStack || e.Flags&snapshot.FlagHasTime == 0 || cc != "N/A" {
 						t.Fatalf("event %d (%v): stack %d flags %b compile_context %q", i, e.Action, e.Stack, e.Flags, cc)
 					}
 					switch e.Action {
