@@ -52,12 +52,8 @@ func annotate(s *Snapshot, traces, versions bool, pause func()) {
 		if viz {
 			tr.Viz = make([]int32, 0, len(evs))
 		}
-		var vers []int32
 		if evVersions {
-			if len(evs) > 0 {
-				vers = make([]int32, len(evs))
-			}
-			tr.Versions = vers
+			tr.versions = makeVersionColumn(len(evs))
 		}
 		last := -1 // raw index of the last event kept in Viz
 		for i := range evs {
@@ -68,13 +64,13 @@ func annotate(s *Snapshot, traces, versions bool, pause func()) {
 			if evVersions {
 				switch e.Action {
 				case ActionFreeCompleted:
-					vers[i] = blockVer.get(e.Addr, true)
+					tr.versions.set(i, blockVer.get(e.Addr, true))
 				case ActionFreeRequested, ActionAlloc:
-					vers[i] = blockVer.get(e.Addr, false)
+					tr.versions.set(i, blockVer.get(e.Addr, false))
 				case ActionSegmentFree, ActionSegmentUnmap:
-					vers[i] = segVer.get(e.Addr, true)
+					tr.versions.set(i, segVer.get(e.Addr, true))
 				case ActionSegmentAlloc, ActionSegmentMap:
-					vers[i] = segVer.get(e.Addr, false)
+					tr.versions.set(i, segVer.get(e.Addr, false))
 				}
 			}
 			if !viz {

@@ -31,10 +31,9 @@ func (b *builder) assemble(root pickle.Value) error {
 				s.pending = pre
 				at := 0
 				for dev := range s.Traces {
-					if n := len(s.Traces[dev].Events); n > 0 {
-						s.Traces[dev].Versions = pre.events[at : at+n : at+n]
-						at += n
-					}
+					n := len(s.Traces[dev].Events)
+					s.Traces[dev].versions = pre.events.slice(at, at+n)
+					at += n
 				}
 			}
 			// Every entry went through appendEvent: whether one lacked

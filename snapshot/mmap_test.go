@@ -117,7 +117,7 @@ func TestEarly(t *testing.T) {
 					if len(tr.Events) > 0 && len(tr.Viz) == 0 {
 						t.Errorf("%s %s: trace %d has no Viz yet", way, filepath.Base(path), ti)
 					}
-					if tr.Versions != nil {
+					if tr.HasVersions() {
 						t.Fatalf("%s %s: trace %d has its versions before Early returned", way, filepath.Base(path), ti)
 					}
 				}

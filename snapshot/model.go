@@ -15,8 +15,8 @@
 // A trace entry is an Event of 32 bytes (address, size, time, stack,
 // stream, action, flags). What only some readers need is kept in columns
 // of its Trace, read by the entry's index: its address version
-// (Trace.Version; Trace.Versions is nil when the decode left the versions
-// out, Options.NoVersions) and its compile context, user metadata and
+// (Trace.Version; none when the decode left the versions out,
+// Options.NoVersions) and its compile context, user metadata and
 // unknown keys (Snapshot.EventMeta; Trace.Metas reads them in order), held
 // as runs of entries that share them (Trace.MetaRuns).
 package snapshot
@@ -280,15 +280,13 @@ type Trace struct {
 	// it) and the free_completed is skipped. Viz positions are memory_viz's
 	// event idx.
 	Viz []int32
-	// Versions holds memory_viz's address version of each event
-	// (Version): Versions[i] is Events[i]'s, a block version for alloc
-	// and free events, a segment version for segment events, 0 for the
-	// others. It is a column beside Events, not a field of Event, so that
-	// an Event is 32 bytes (15 million of them in a 1 GB snapshot), and
-	// only the viewer reads it. Nil when the versions were not computed
-	// (Options.NoVersions; Snapshot.Annotate computes them) or the trace
-	// is empty.
-	Versions []int32
+	// versions holds memory_viz's address version of each event
+	// (Version). It is a column beside Events, not a field of Event, so
+	// that an Event is 32 bytes (15 million of them in a 1 GB snapshot),
+	// and only the viewer reads it. Empty when the versions were not
+	// computed (Options.NoVersions; Snapshot.Annotate computes them) or
+	// the trace is empty.
+	versions versionColumn
 	// MetaRuns holds each event's MetaID (Snapshot.EventMeta) as runs of
 	// entries that share it, which they do for long stretches (the
 	// compile_context "N/A" of every entry of most files): MetaRuns[k]
@@ -300,13 +298,23 @@ type Trace struct {
 	MetaRuns []MetaRun
 }
 
-// Version returns memory_viz's address version of event i (0 when the
-// versions were not computed).
-func (t *Trace) Version(i int) int32 {
-	if i < 0 || i >= len(t.Versions) {
-		return 0
+// Version returns memory_viz's address version of event i: a block
+// version for alloc and free events, a segment version for segment
+// events, 0 for the others, and 0 when the versions were not computed.
+func (t *Trace) Version(i int) int32 { return t.versions.at(i) }
+
+// HasVersions reports whether the trace's address versions were computed
+// (false for an empty trace).
+func (t *Trace) HasVersions() bool { return t.versions.len() > 0 }
+
+// SetVersions sets the events' address versions, v[i] being Events[i]'s
+// (a model built in code; Snapshot.Annotate computes them); nil or empty
+// takes them out.
+func (t *Trace) SetVersions(v []int32) {
+	t.versions = makeVersionColumn(len(v))
+	for i, x := range v {
+		t.versions.set(i, x)
 	}
-	return t.Versions[i]
 }
 
 // MetaRun is a run of a trace's events that share a MetaID

@@ -20,7 +20,8 @@ var versionsAhead atomic.Int64
 type versioner struct {
 	feed             *EventFeed
 	blockVer, segVer *versionMap
-	events           []int32 // the versions of the entries read so far
+	events           versionColumn // the versions of the entries read so far
+	hint             int
 	done             chan struct{}
 }
 
@@ -28,7 +29,7 @@ type versioner struct {
 // on from (the dump's segments and blocks): the decoded entries' versions
 // and the tables.
 type versionState struct {
-	events           []int32
+	events           versionColumn
 	blockVer, segVer *versionMap
 }
 
@@ -56,8 +57,8 @@ func (b *builder) startVersions(hint int) {
 		segVer:   newVersionMap(64),
 		// Room for the entries expected: address space, not memory,
 		// until written.
-		events: make([]int32, 0, hint),
-		done:   make(chan struct{}),
+		hint: hint,
+		done: make(chan struct{}),
 	}
 	b.ver = v
 	go v.run()
@@ -69,7 +70,7 @@ func (v *versioner) run() {
 	for {
 		evs, done := v.feed.Next(have)
 		for i := have; i < len(evs); i++ {
-			v.events = append(v.events, v.version(&evs[i]))
+			v.events.append(v.version(&evs[i]), v.hint)
 		}
 		have = max(have, len(evs))
 		if done {
@@ -108,7 +109,7 @@ func (v *versioner) finish(evs []Event) *versionState {
 	}
 	v.feed.publish(evs, true)
 	<-v.done
-	if evs == nil || len(v.events) != len(evs) {
+	if evs == nil || v.events.len() != len(evs) {
 		return nil
 	}
 	return &versionState{events: v.events, blockVer: v.blockVer, segVer: v.segVer}

@@ -227,7 +227,7 @@ func TestNoVersions(t *testing.T) {
 // zeroVersions takes every address version out of s.
 func zeroVersions(s *Snapshot) {
 	for t := range s.Traces {
-		s.Traces[t].Versions = nil
+		s.Traces[t].SetVersions(nil)
 	}
 	for i := range s.Segments {
 		s.Segments[i].Version = 0

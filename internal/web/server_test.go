@@ -33,7 +33,7 @@ func tinySnapshot() *snapshot.Snapshot {
 		ev(snapshot.ActionFreeCompleted, 0x1000, 512, 400),
 	}
 	events[3].Flags |= snapshot.FlagMergedFree
-	return &snapshot.Snapshot{
+	s := &snapshot.Snapshot{
 		Segments: []snapshot.Segment{{Device: 0, Address: 0x1000, TotalSize: segSize, AllocatedSize: 1024, ActiveSize: 1024,
 			RequestedSize: 1000, Large: true, HasPoolID: true, FirstBlock: 0, NumBlocks: 3}},
 		Blocks: []snapshot.Block{
@@ -41,7 +41,7 @@ func tinySnapshot() *snapshot.Snapshot {
 			{Addr: 0x1200, Size: 1024, RequestedSize: 1000, HasRequestedSize: true, State: snapshot.BlockActiveAllocated, Stack: 1},
 			{Addr: 0x1600, Size: segSize - 1536, HasRequestedSize: true, State: snapshot.BlockInactive},
 		},
-		Traces:  []snapshot.Trace{{Events: events, Viz: []int32{0, 1, 2, 3}, Versions: []int32{0, 0, 0, 0, 1}}},
+		Traces:  []snapshot.Trace{{Events: events, Viz: []int32{0, 1, 2, 3}}},
 		Frames:  []snapshot.Frame{{Filename: "train.py", Name: "forward", Line: 10}, {Filename: "Python/ceval.c", Name: "_PyEval_EvalFrame", Line: 1}},
 		Stacks:  snapshot.StackTable{Offsets: []int32{0, 0, 5}, FrameIDs: []snapshot.FrameID{0, 1, 0, 0, 0}},
 		Strings: []string{""},
@@ -50,6 +50,8 @@ func tinySnapshot() *snapshot.Snapshot {
 		AllocatorSettings: &snapshot.AllocatorSettings{Raw: snapshot.KeyValues{
 			{Key: "PYTORCH_CUDA_ALLOC_CONF", JSON: `"expandable_segments:False"`}, {Key: "max_split_size", JSON: "-1"}}},
 	}
+	s.Traces[0].SetVersions([]int32{0, 0, 0, 0, 1})
+	return s
 }
 
 func newTestServer(t *testing.T) (*Server, http.Handler) {
