@@ -82,8 +82,14 @@ const flagStackRef EventFlag = 1 << 7
 const flagOwnStack EventFlag = 1 << 6
 
 // flagMeta marks an event the splitter read that has a regionMeta: the
-// next one in metas, in the order of the entries.
-const flagMeta EventFlag = 1 << 5
+// last one in metas up to it; flagNewMeta, one that differs from the
+// last (it is the next in metas). Consecutive entries mostly have the
+// same (PyTorch 2.6+ writes compile_context "N/A" in each): a regionMeta
+// per entry, 56 bytes, was more memory than the entries themselves.
+const (
+	flagMeta    EventFlag = 1 << 5
+	flagNewMeta EventFlag = 1 << 4
+)
 
 // codeAction+a is the code of a memoized str naming action a; codes below
 // it are the kw* of entry keys.
@@ -101,6 +107,25 @@ type strRef struct {
 	memo   uint64
 	off, n int32
 	lit    bool
+}
+
+// same reports whether r and o give the same value: the same memo entry,
+// or literals of the same bytes (which the merge interns as one).
+func (r strRef) same(o strRef, buf []byte) bool {
+	if r.lit != o.lit {
+		return false
+	}
+	if !r.lit {
+		return r.memo == o.memo
+	}
+	return r.n == o.n && string(buf[r.off:r.off+r.n]) == string(buf[o.off:o.off+o.n])
+}
+
+// same reports whether m and o give an entry the same compile_context
+// and user_metadata, in the same order.
+func (m *regionMeta) same(o *regionMeta, buf []byte) bool {
+	return m.ccSeen == o.ccSeen && m.umSeen == o.umSeen && m.umFirst == o.umFirst &&
+		m.cc.same(o.cc, buf) && m.um.same(o.um, buf)
 }
 
 // stackSpan is an entry's own frames list: n memo indices of frames from
@@ -167,9 +192,9 @@ type splitter struct {
 
 	// What the splitter has read, published batch by batch under mu (the
 	// decoder merges batches as they come): the end offset and entry
-	// count after each whole batch, the metas (those of the entries with
-	// flagMeta, in order), scripts and streams of those entries; finished
-	// once it reads no more.
+	// count after each whole batch, the metas (of the entries with
+	// flagNewMeta, in order), scripts and streams of those entries;
+	// finished once it reads no more.
 	mu       sync.Mutex
 	batches  []batchEnd
 	metas    []regionMeta
@@ -881,7 +906,10 @@ func (sp *splitter) entry(buf []byte, q int, e *Event, metas *[]regionMeta) (int
 		sp.lastRaw, sp.lastStream = stream, i
 	}
 	if m.ccSeen || m.umSeen {
-		*metas = append(*metas, m)
+		if n := len(*metas); n == 0 || !m.same(&(*metas)[n-1], buf) {
+			*metas = append(*metas, m)
+			e.Flags |= flagNewMeta
+		}
 		e.Flags |= flagMeta
 	}
 	sp.memo = memo
@@ -1032,8 +1060,8 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 	}
 	var items []pickle.Value
 	merged, end := 0, -1
-	// metaAt: the metas of the entries merged; sk: the scripts' runs
-	// that start at or before the entry merged.
+	// metaAt: the metas of the entries merged (the last is theirs); sk:
+	// the scripts' runs that start at or before the entry merged.
 	metaAt, sk := 0, 0
 	for next := 0; ; {
 		sp.mu.Lock()
@@ -1054,9 +1082,11 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 			evs := sp.arr[sp.pred+merged : sp.pred+be.n]
 			for i, k := 0, metaAt; i < len(evs); i++ {
 				var rm *regionMeta
-				if evs[i].Flags&flagMeta != 0 {
-					rm = &metas[k]
+				if evs[i].Flags&flagNewMeta != 0 {
 					k++
+				}
+				if evs[i].Flags&flagMeta != 0 {
+					rm = &metas[k-1]
 				}
 				if !valid(&evs[i], rm, spans, frames) {
 					goto done
@@ -1095,10 +1125,12 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 				}
 				var cc, um pickle.Value
 				var id MetaID
-				if e.Flags&flagMeta != 0 {
-					e.Flags &^= flagMeta
-					rm := &metas[metaAt]
+				if e.Flags&flagNewMeta != 0 {
 					metaAt++
+				}
+				if e.Flags&flagMeta != 0 {
+					e.Flags &^= flagMeta | flagNewMeta
+					rm := &metas[metaAt-1]
 					var meta EventMeta
 					if rm.umSeen && rm.umFirst {
 						um = str(rm.um)
