@@ -16,7 +16,7 @@ func (s *Snapshot) Annotate() {
 // and block addresses accumulated from their segment's address; with
 // versions, the address versions (per address, how many times it was
 // freed, or unmapped for segments, before). The versions part writes only
-// the traces' Versions and the Version fields of segments and blocks, so
+// the traces' versions and the Version fields of segments and blocks, so
 // that readers of the rest may run meanwhile (Options.Early). Streams are already renamed by the decoder. pause, when
 // not nil, is called every 65,536 entries (Options.Pause).
 func annotate(s *Snapshot, traces, versions bool, pause func()) {

@@ -35,8 +35,8 @@ type Options struct {
 	// limit mentions it.
 	LimitFlag string
 	// Early, when set, is called once the snapshot is decoded but for the
-	// address versions (the traces' Versions, the Version fields of its
-	// blocks and segments), which the decoder fills in after Early returns
+	// address versions (Trace.Version, the Version fields of its blocks
+	// and segments), which the decoder fills in after Early returns
 	// (the last tenth or so of decoding). It may hand the snapshot to
 	// other goroutines that neither read those nor change it: a viewer
 	// shows a timeline sooner that way.
@@ -52,9 +52,9 @@ type Options struct {
 	// are decoded. It must return at once: a reader runs on its own
 	// goroutine.
 	Feed func(*EventFeed)
-	// NoVersions leaves out memory_viz's address versions: the traces'
-	// Versions stay nil, the Version fields of blocks and segments 0. A caller that
-	// never reads them (gpumem stats, info, peak and oom, whose answers do not
+	// NoVersions leaves out memory_viz's address versions: the traces
+	// have none (Trace.HasVersions), the Version fields of blocks and
+	// segments stay 0. A caller that never reads them (gpumem stats, info, peak and oom, whose answers do not
 	// depend on them) saves their pass, a hash-table lookup per trace
 	// entry: 0.3 s of CPU on a 1 GB snapshot, taken from the second core
 	// the decode splits onto. Snapshot.Annotate adds them later.
