@@ -168,7 +168,7 @@ func (b *builder) traces(v pickle.Value) error {
 		for i, e := range entries {
 			evs[i] = b.events[e.X]
 			if len(b.metaRuns) > 0 {
-				runs = appendMetaRun(runs, i, (&Trace{MetaRuns: b.metaRuns}).MetaID(int(e.X)))
+				runs = appendMetaRun(runs, i, metaAt(b.metaRuns, int(e.X)))
 			}
 		}
 		b.s.Traces[dev].Events = evs

@@ -326,12 +326,15 @@ type MetaRun struct {
 
 // MetaID returns event i's MetaID, searching the runs (Metas reads the
 // events in order in constant time each).
-func (t *Trace) MetaID(i int) MetaID {
-	k := sort.Search(len(t.MetaRuns), func(k int) bool { return int(t.MetaRuns[k].First) > i })
+func (t *Trace) MetaID(i int) MetaID { return metaAt(t.MetaRuns, i) }
+
+// metaAt returns the MetaID runs give event i.
+func metaAt(runs []MetaRun, i int) MetaID {
+	k := sort.Search(len(runs), func(k int) bool { return int(runs[k].First) > i })
 	if k == 0 {
 		return 0
 	}
-	return t.MetaRuns[k-1].Meta
+	return runs[k-1].Meta
 }
 
 // Metas returns a cursor over the MetaIDs of the trace's events.
