@@ -112,3 +112,58 @@ func TestMetaRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestMetasOutOfOrder checks the metas of a trace whose entries are not
+// a run of the decoded ones (listed out of order, after being decoded in
+// another list): each entry keeps its own compile context.
+func TestMetasOutOfOrder(t *testing.T) {
+	str := func(s string) []byte { return append([]byte{0x8c, byte(len(s))}, s...) }
+	entry := func(addr byte, cc string) []byte {
+		b := []byte{'}', '('}
+		b = append(b, str("action")...)
+		b = append(b, str("alloc")...)
+		b = append(b, str("addr")...)
+		b = append(b, 'K', addr)
+		b = append(b, str("size")...)
+		b = append(b, 'K', 16)
+		if cc != "" {
+			b = append(b, str("compile_context")...)
+			b = append(b, str(cc)...)
+		}
+		return append(b, 'u')
+	}
+	var b []byte
+	b = append(b, 0x80, 4, '}', '(')
+	b = append(b, str("segments")...)
+	b = append(b, ']')
+	b = append(b, str("x")...)
+	b = append(b, ']', '(')
+	b = append(b, entry(1, "a")...)
+	b = append(b, 'q', 1)
+	b = append(b, entry(2, "b")...)
+	b = append(b, 'q', 2)
+	b = append(b, entry(3, "")...)
+	b = append(b, 'q', 3, 'e')
+	b = append(b, str("device_traces")...)
+	b = append(b, ']', '(', ']', '(')
+	b = append(b, 'h', 2, 'h', 1, 'h', 3)
+	b = append(b, entry(4, "a")...)
+	b = append(b, 'e', 'e', 'u', '.')
+	s, err := DecodeBytes(b, "out-of-order.pickle", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &s.Traces[0]
+	want := []struct {
+		addr uint64
+		cc   string
+	}{{2, "b"}, {1, "a"}, {3, ""}, {4, "a"}}
+	if len(tr.Events) != len(want) {
+		t.Fatalf("%d entries, want %d", len(tr.Events), len(want))
+	}
+	for i, w := range want {
+		if got := s.Text(s.EventMeta(tr, i).CompileContext); tr.Events[i].Addr != w.addr || got != w.cc {
+			t.Errorf("entry %d: addr %d compile_context %q, want %d %q", i, tr.Events[i].Addr, got, w.addr, w.cc)
+		}
+	}
+}
