@@ -70,7 +70,14 @@ func (v *versioner) run() {
 	for {
 		evs, done := v.feed.Next(have)
 		for i := have; i < len(evs); i++ {
-			v.events.append(v.version(&evs[i]), v.hint)
+			x := v.version(&evs[i])
+			// A byte while they fit, appended here (a call each cost the
+			// pass a tenth of its time).
+			if c := &v.events; c.b != nil && uint32(x) < 1<<8 && len(c.b) < cap(c.b) {
+				c.b = append(c.b, uint8(x))
+			} else {
+				c.append(x, v.hint)
+			}
 		}
 		have = max(have, len(evs))
 		if done {
