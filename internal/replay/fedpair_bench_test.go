@@ -58,8 +58,6 @@ func BenchmarkFedPair(b *testing.B) {
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 	b.Logf("%d entries (%d expected), %d elements, %d actions, %d live at the end, %d timesteps",
 		len(evs), expected, len(p.elems), p.taken, p.live.n, p.stack.timestep)
-	st := p.stack
-	b.Logf("zz elems %d/%d start %d/%d byPos %d/%d down %d/%d code %d/%d freeEnd %d/%d table %d", len(p.elems), cap(p.elems), len(st.start), cap(st.start), len(st.byPos), cap(st.byPos), len(st.live.down), cap(st.live.down), len(st.cruns.code), cap(st.cruns.code), len(st.freeEnd), cap(st.freeEnd), len(p.live.slots))
 	if len(p.elems) == 0 || p.taken == 0 {
 		b.Fatal("nothing paired")
 	}

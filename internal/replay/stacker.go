@@ -1,6 +1,6 @@
 package replay
 
-import "math"
+import "slices"
 
 // stacker is process_alloc_data's third phase, the stack, run over the
 // actions in order before the initial stack is known, so that it can run
@@ -32,8 +32,6 @@ type stacker struct {
 	freeSize         []uint64
 
 	total    uint64
-	high     int64 // the highest total so far, as a signed number
-	advanced bool  // some action was taken
 	timestep int32
 	seen     int // how many of the actions given to take it took
 }
@@ -54,7 +52,6 @@ func newStacker(elems, actions int) *stacker {
 		// common case (about one free per two actions), appends grow it.
 		cruns: &compactRuns{code: make([]uint32, 0, actions+actions/2), cp: make([]uint64, 0, actions/runBlock+2),
 			lo: make([]int64, 0, actions/runBlock+2), hi: make([]int64, 0, actions/runBlock+2)},
-		high: math.MinInt64,
 	}
 	return st
 }
@@ -86,10 +83,20 @@ func (st *stacker) grow(id int32) {
 	}
 }
 
+// advance records the run of an action of element id and moves the
+// clock k timesteps on. It is called once or twice an action: within a
+// block of runs and the room reserved it only appends and widens the
+// block's extremes (which give the peak in finish).
 func (st *stacker) advance(id int32, kind int, k int32) {
-	st.cruns.add(id, kind, st.total)
-	st.high = max(st.high, int64(st.total))
-	st.advanced = true
+	r := st.cruns
+	if n := len(r.code); n%runBlock != 0 && n < cap(r.code) {
+		v, b := int64(st.total), len(r.lo)-1
+		r.lo[b], r.hi[b] = min(r.lo[b], v), max(r.hi[b], v)
+		r.code = r.code[:n+1]
+		r.code[n] = uint32(id)<<2 | uint32(kind)
+	} else {
+		r.add(id, kind, st.total)
+	}
 	st.timestep += k
 }
 
@@ -185,8 +192,10 @@ func (st *stacker) finish(t *Timeline, l *elementList) {
 		st.cruns.cp[b] += initBytes
 	}
 	st.cruns.shift = initBytes
-	if st.advanced {
-		t.peak = uint64(st.high) + initBytes
+	// The peak is the highest total at a run, as a signed number: the
+	// highest of the blocks' extremes.
+	if len(st.cruns.hi) > 0 {
+		t.peak = uint64(slices.Max(st.cruns.hi)) + initBytes
 	}
 	// The initial stack goes under the pushed elements: in place when the
 	// room reserved for them holds it too (a new array was 2 MB more to
