@@ -70,12 +70,17 @@ func (f *fedPairer) next(evs []snapshot.Event, expected int) {
 	}
 	pending := f.pending
 	// The address table's slot of the entry prefetchAhead entries on is
-	// fetched now, so that its put or take finds it in the cache.
-	for i := f.have; i < min(f.have+prefetchAhead, len(evs)); i++ {
-		p.prefetch(&evs[i])
+	// fetched now, so that its put or take finds it in the cache; not
+	// while the table is small enough to stay in the cache.
+	ahead := len(evs)
+	if len(p.live.slots) >= prefetchSlots {
+		ahead = prefetchAhead
+		for i := f.have; i < min(f.have+prefetchAhead, len(evs)); i++ {
+			p.prefetch(&evs[i])
+		}
 	}
 	for i := f.have; i < len(evs); i++ {
-		if j := i + prefetchAhead; j < len(evs) {
+		if j := i + ahead; j < len(evs) {
 			p.prefetch(&evs[j])
 		}
 		e := &evs[i]
@@ -101,6 +106,11 @@ func (f *fedPairer) next(evs []snapshot.Event, expected int) {
 // pairing.prefetch): far enough that the slot is in the cache when the
 // entry comes (tens of ns a entry, against a miss's 100 ns or more).
 const prefetchAhead = 16
+
+// prefetchSlots is the size of the address table (1 MB) from which the
+// fed layout prefetches its slots; tests lower it so that small traces
+// take that path.
+var prefetchSlots = 1 << 16
 
 // prefetch starts bringing in the address table's slot that pairing e
 // will read, if it is an allocation or a free: on a long trace the table

@@ -224,7 +224,8 @@ func TestIndexBuildPauses(t *testing.T) {
 // later one replaces it, as memory_viz's Map does) and frees of addresses
 // never allocated, in small parts whose arrays have no room to spare (the
 // stacker's columns grow past what was reserved), and checks the layout
-// against the one done after.
+// against the one done after, with the address table's slots prefetched
+// and not.
 func TestFedPairerGrows(t *testing.T) {
 	r := rand.New(rand.NewSource(11))
 	var events []snapshot.Event
@@ -266,14 +267,18 @@ func TestFedPairerGrows(t *testing.T) {
 	s := &snapshot.Snapshot{Strings: []string{""}, Streams: []int64{0}, Stacks: snapshot.StackTable{Offsets: []int32{0, 0}}}
 	s.Traces = []snapshot.Trace{{Events: events}}
 	s.Traces[0].Viz = vizEvents(s, 0)
-	var f fedPairer
-	for n := 0; n < len(events); {
-		n = min(n+1+r.Intn(3000), len(events))
-		f.next(events[:n:n], 0)
-	}
-	got := newTimeline(s, 0, KindActive, f.p)
 	want := newTimeline(s, 0, KindActive, nil)
-	if what := layoutDiff(got, want); what != "" {
-		t.Fatalf("the fed layout's %s differ", what)
+	saved := prefetchSlots
+	defer func() { prefetchSlots = saved }()
+	for _, prefetchSlots = range []int{saved, 0} { // 0: prefetched
+		var f fedPairer
+		for n := 0; n < len(events); {
+			n = min(n+1+r.Intn(3000), len(events))
+			f.next(events[:n:n], 0)
+		}
+		got := newTimeline(s, 0, KindActive, f.p)
+		if what := layoutDiff(got, want); what != "" {
+			t.Fatalf("prefetching from %d slots: the fed layout's %s differ", prefetchSlots, what)
+		}
 	}
 }
