@@ -1,16 +1,32 @@
 package replay
 
-import "math/bits"
+import (
+	"math/bits"
+	"unsafe"
+)
 
 // addrTable maps live addresses to element ids: an open-addressing hash
 // table with linear probing, a few times faster than a Go map for the
 // millions of put/take pairs a long trace makes. Deletion shifts later
 // entries back, so there are no tombstones and probes stay short.
+//
+// A slot holds its key and value side by side: a long trace's table is
+// tens of MB, and each put or take misses the cache once, not once for
+// the key and once for the value (those misses were most of the fed
+// pairing's time on the 1 GB tile).
 type addrTable struct {
-	keys  []uint64
-	vals  []int32 // -1: empty slot
-	shift uint8   // 64 - log2(len(keys))
+	slots []addrSlot
+	shift uint8 // 64 - log2(len(slots))
 	n     int
+}
+
+type addrSlot struct {
+	key uint64
+	val int32 // -1: empty slot
+	// aux is a second value, in what would be the slot's padding (see
+	// putAux): the fed pairing keeps an element's stack position there,
+	// which its free then reads from the line it misses anyway.
+	aux int32
 }
 
 func newAddrTable(capacity int) *addrTable {
@@ -20,10 +36,9 @@ func newAddrTable(capacity int) *addrTable {
 }
 
 func (t *addrTable) alloc(size int) {
-	t.keys = make([]uint64, size)
-	t.vals = make([]int32, size)
-	for i := range t.vals {
-		t.vals[i] = -1
+	t.slots = make([]addrSlot, size)
+	for i := range t.slots {
+		t.slots[i].val = -1
 	}
 	t.shift = uint8(64 - bits.TrailingZeros(uint(size)))
 }
@@ -35,70 +50,87 @@ func (t *addrTable) slot(key uint64) int {
 }
 
 // put maps key to v, replacing an earlier value as a JS Map set does.
-func (t *addrTable) put(key uint64, v int32) {
-	if 2*(t.n+1) > len(t.keys) {
+func (t *addrTable) put(key uint64, v int32) { t.putAux(key, v, 0) }
+
+// putAux maps key to v and aux.
+func (t *addrTable) putAux(key uint64, v, aux int32) {
+	if 2*(t.n+1) > len(t.slots) {
 		t.grow()
 	}
-	mask := len(t.keys) - 1
+	mask := len(t.slots) - 1
 	for i := t.slot(key); ; i = (i + 1) & mask {
-		if t.vals[i] < 0 {
-			t.keys[i], t.vals[i] = key, v
+		s := &t.slots[i]
+		if s.val < 0 {
+			*s = addrSlot{key, v, aux}
 			t.n++
 			return
 		}
-		if t.keys[i] == key {
-			t.vals[i] = v
+		if s.key == key {
+			s.val, s.aux = v, aux
 			return
 		}
 	}
 }
 
 func (t *addrTable) get(key uint64) (int32, bool) {
-	mask := len(t.keys) - 1
+	mask := len(t.slots) - 1
 	for i := t.slot(key); ; i = (i + 1) & mask {
-		if t.vals[i] < 0 {
+		s := &t.slots[i]
+		if s.val < 0 {
 			return -1, false
 		}
-		if t.keys[i] == key {
-			return t.vals[i], true
+		if s.key == key {
+			return s.val, true
 		}
 	}
 }
 
 // take removes key and returns its value.
 func (t *addrTable) take(key uint64) (int32, bool) {
-	mask := len(t.keys) - 1
+	v, _, ok := t.takeAux(key)
+	return v, ok
+}
+
+// takeAux removes key and returns its value and aux.
+func (t *addrTable) takeAux(key uint64) (v, aux int32, ok bool) {
+	mask := len(t.slots) - 1
 	i := t.slot(key)
 	for ; ; i = (i + 1) & mask {
-		if t.vals[i] < 0 {
-			return -1, false
+		s := &t.slots[i]
+		if s.val < 0 {
+			return -1, 0, false
 		}
-		if t.keys[i] == key {
+		if s.key == key {
 			break
 		}
 	}
-	v := t.vals[i]
+	v, aux = t.slots[i].val, t.slots[i].aux
 	// Backward-shift: move later entries of the run into the hole when
 	// their probe sequence starts at or before it.
-	for j := (i + 1) & mask; t.vals[j] >= 0; j = (j + 1) & mask {
-		home := t.slot(t.keys[j])
+	for j := (i + 1) & mask; t.slots[j].val >= 0; j = (j + 1) & mask {
+		home := t.slot(t.slots[j].key)
 		if (j-home)&mask >= (j-i)&mask {
-			t.keys[i], t.vals[i] = t.keys[j], t.vals[j]
+			t.slots[i] = t.slots[j]
 			i = j
 		}
 	}
-	t.vals[i] = -1
+	t.slots[i].val = -1
 	t.n--
-	return v, true
+	return v, aux, true
 }
 
 func (t *addrTable) grow() {
-	keys, vals := t.keys, t.vals
-	t.alloc(2 * len(keys))
+	old := t.slots
+	t.alloc(2 * len(old))
 	t.n = 0
-	for i, v := range vals {
-		if v >= 0 {
-			t.put(keys[i], v)
+	for _, s := range old {
+		if s.val >= 0 {
+			t.putAux(s.key, s.val, s.aux)
 		}
 	}
+}
+
+// prefetch starts bringing in the first slot of key's probe sequence.
+func (t *addrTable) prefetch(key uint64) {
+	prefetch(unsafe.Pointer(&t.slots[t.slot(key)]))
 }

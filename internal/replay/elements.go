@@ -150,7 +150,8 @@ type pairing struct {
 	unseen  []int32 // elements of frees with no alloc, in trace order
 	live    *addrTable
 	// stack, when not nil, has taken the first taken actions so far,
-	// which actions no longer holds (FedLayout).
+	// which actions no longer holds (FedLayout): add stacks each as it
+	// comes.
 	stack *stacker
 	taken int
 	// The actions that push and pop elements: alloc and free (or
@@ -216,15 +217,38 @@ func sizedPairing(s *snapshot.Snapshot, device int, events []snapshot.Event, viz
 	return p
 }
 
-// add takes the viz event e (raw index raw) shown as action a.
+// add takes the viz event e (raw index raw) shown as action a. With a
+// stacker (the fed layout), the action is stacked at once rather than
+// listed: the element it frees is then still in the cache, and its
+// position comes from the address table's slot, read anyway.
 func (p *pairing) add(e *snapshot.Event, a snapshot.Action, raw int32) {
+	st := p.stack
 	switch a {
 	case p.allocAct:
 		p.elems = append(p.elems, elemSrc{size: e.Size, ref: raw, free: freeNone})
 		id := int32(len(p.elems) - 1)
+		if st != nil {
+			p.live.putAux(e.Addr, id, st.pushAction(id, e.Size))
+			p.taken++
+			return
+		}
 		p.live.put(e.Addr, id)
 		p.actions = append(p.actions, id)
 	case p.freeAct, p.freeAct2:
+		if st != nil {
+			if id, pos, ok := p.live.takeAux(e.Addr); ok {
+				el := &p.elems[id]
+				el.free = raw
+				st.freeAction(id, pos, el.size)
+			} else {
+				p.elems = append(p.elems, elemSrc{size: e.Size, ref: raw, free: raw})
+				id := int32(len(p.elems) - 1)
+				p.unseen = append(p.unseen, id)
+				st.freeAction(id, -1, e.Size)
+			}
+			p.taken++
+			return
+		}
 		if id, ok := p.live.take(e.Addr); ok {
 			p.actions = append(p.actions, id)
 			p.elems[id].free = raw

@@ -26,55 +26,102 @@ func LayoutFeed(f *snapshot.EventFeed, run func(func())) *FedLayout {
 	return fp
 }
 
-// pair reads the feed to its end, pairing and stacking. An entry is kept
-// back until the next one is there, which says whether memory_viz merges
-// the two (a free_requested followed by its free_completed is one free, at
-// the free_requested).
+// pair reads the feed to its end, pairing and stacking.
 func (fp *FedLayout) pair() {
 	defer close(fp.done)
-	var p *pairing
-	have, pending := 0, -1 // pending: a free_requested not yet merged or not
+	var f fedPairer
 	for {
-		evs, done := fp.feed.Next(have)
-		if len(evs) < have {
+		evs, done := fp.feed.Next(f.have)
+		if len(evs) < f.have {
 			return // the decode failed
 		}
-		if p == nil {
-			// The decoder reserves room for every entry it expects; the
-			// arrays reserved for as many are never copied as they fill
-			// (sized from cap(evs), which ends at the splitter's part
-			// while it reads, they grew three times on the 1 GB tile:
-			// 0.27 s of the second core's CPU before the first paint).
-			n := max(cap(evs), fp.feed.Expected())
-			p = newPairing(n, 1<<15, false)
-			p.stack = newStacker(n/2, n)
-		}
-		for i := have; i < len(evs); i++ {
-			e := &evs[i]
-			if pending >= 0 {
-				prev := &evs[pending]
-				pending = -1
-				if snapshot.MergesFree(prev, e) {
-					p.add(prev, snapshot.ActionFree, int32(i-1))
-					continue
-				}
-			}
-			if e.Action == snapshot.ActionFreeRequested {
-				pending = i
-				continue
-			}
-			p.add(e, e.Action, int32(i))
-		}
-		// Taken actions are dropped: the buffer is reused (on the 1 GB
-		// tile, 60 MB fewer while the decoder holds its peak).
-		p.stack.take(p.elems, p.actions)
-		p.taken += len(p.actions)
-		p.actions, p.stack.seen = p.actions[:0], 0
-		have = len(evs)
+		f.next(evs, fp.feed.Expected())
 		if done {
-			fp.p = p
+			fp.p = f.p
 			return
 		}
+	}
+}
+
+// fedPairer pairs and stacks a trace as its entries come. An entry is
+// kept back until the next one is there, which says whether memory_viz
+// merges the two (a free_requested followed by its free_completed is one
+// free, at the free_requested).
+type fedPairer struct {
+	p       *pairing
+	have    int // entries seen
+	pending int // a free_requested not yet merged or not; -1 none
+}
+
+// next takes evs[f.have:], evs being every entry so far; expected is the
+// number of entries the decoder reserved room for.
+func (f *fedPairer) next(evs []snapshot.Event, expected int) {
+	p := f.p
+	if p == nil {
+		// The decoder reserves room for every entry it expects; the
+		// arrays reserved for as many are never copied as they fill
+		// (sized from cap(evs), which ends at the splitter's part
+		// while it reads, they grew three times on the 1 GB tile:
+		// 0.27 s of the second core's CPU before the first paint).
+		n := max(cap(evs), expected)
+		p = newPairing(n, 0, false)
+		p.stack = newStacker(n/2, n)
+		f.p, f.pending = p, -1
+	}
+	pending := f.pending
+	// The address table's slot of the entry prefetchAhead entries on is
+	// fetched now, so that its put or take finds it in the cache; not
+	// while the table is small enough to stay in the cache.
+	ahead := len(evs)
+	if len(p.live.slots) >= prefetchSlots {
+		ahead = prefetchAhead
+		for i := f.have; i < min(f.have+prefetchAhead, len(evs)); i++ {
+			p.prefetch(&evs[i])
+		}
+	}
+	for i := f.have; i < len(evs); i++ {
+		if j := i + ahead; j < len(evs) {
+			p.prefetch(&evs[j])
+		}
+		e := &evs[i]
+		if pending >= 0 {
+			prev := &evs[pending]
+			pending = -1
+			if snapshot.MergesFree(prev, e) {
+				p.add(prev, snapshot.ActionFree, int32(i-1))
+				continue
+			}
+		}
+		if e.Action == snapshot.ActionFreeRequested {
+			pending = i
+			continue
+		}
+		p.add(e, e.Action, int32(i))
+	}
+	f.pending, f.have = pending, len(evs)
+}
+
+// prefetchAhead is how many trace entries ahead of the one paired the
+// fed layout prefetches the address table's slot for (see
+// pairing.prefetch): far enough that the slot is in the cache when the
+// entry comes (tens of ns a entry, against a miss's 100 ns or more).
+const prefetchAhead = 16
+
+// prefetchSlots is the size of the address table (1 MB) from which the
+// fed layout prefetches its slots; tests lower it so that small traces
+// take that path.
+var prefetchSlots = 1 << 16
+
+// prefetch starts bringing in the address table's slot that pairing e
+// will read, if it is an allocation or a free: on a long trace the table
+// is tens of MB, larger than the cache, and its addresses are hashed all
+// over it; a put or take that waited for its miss, one after the other,
+// was most of the fed layout's time on the 1 GB tile, where prefetched
+// the misses overlap.
+func (p *pairing) prefetch(e *snapshot.Event) {
+	switch e.Action {
+	case p.allocAct, p.freeAct, p.freeAct2:
+		p.live.prefetch(e.Addr)
 	}
 }
 

@@ -217,3 +217,68 @@ func TestIndexBuildPauses(t *testing.T) {
 		t.Fatalf("%d pauses in the whole build of %d elements, want one every %d", n, tl.Len(), pauseEvery+1)
 	}
 }
+
+// TestFedPairerGrows feeds a trace with thousands of addresses live at
+// once (the address table grows several times, moving each entry's
+// stack position with it), allocations of an address still live (the
+// later one replaces it, as memory_viz's Map does) and frees of addresses
+// never allocated, in small parts whose arrays have no room to spare (the
+// stacker's columns grow past what was reserved), and checks the layout
+// against the one done after, with the address table's slots prefetched
+// and not.
+func TestFedPairerGrows(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	var events []snapshot.Event
+	alloc := func(a, size uint64) {
+		events = append(events, snapshot.Event{Action: snapshot.ActionAlloc, Addr: a, Size: size})
+	}
+	free := func(a, size uint64) {
+		events = append(events,
+			snapshot.Event{Action: snapshot.ActionFreeRequested, Addr: a, Size: size},
+			snapshot.Event{Action: snapshot.ActionFreeCompleted, Addr: a, Size: size})
+	}
+	type blk struct{ a, s uint64 }
+	var live []blk
+	next := uint64(1 << 40)
+	for len(events) < 60_000 {
+		switch k := r.Intn(100); {
+		case k < 55 || len(live) == 0:
+			s := uint64(512 * (1 + r.Intn(64)))
+			live = append(live, blk{next, s})
+			alloc(next, s)
+			next += s
+		case k < 57: // an address still live, allocated again
+			b := live[r.Intn(len(live))]
+			alloc(b.a, b.s)
+		case k < 59: // an address the trace never allocated
+			free(uint64(r.Intn(1<<20))*512, 512)
+		default:
+			i := r.Intn(len(live))
+			if r.Intn(3) == 0 {
+				i = len(live) - 1
+			}
+			free(live[i].a, live[i].s)
+			live = append(live[:i], live[i+1:]...)
+		}
+	}
+	if len(live) < 4096 {
+		t.Fatalf("%d addresses live at the end: the table does not grow", len(live))
+	}
+	s := &snapshot.Snapshot{Strings: []string{""}, Streams: []int64{0}, Stacks: snapshot.StackTable{Offsets: []int32{0, 0}}}
+	s.Traces = []snapshot.Trace{{Events: events}}
+	s.Traces[0].Viz = vizEvents(s, 0)
+	want := newTimeline(s, 0, KindActive, nil)
+	saved := prefetchSlots
+	defer func() { prefetchSlots = saved }()
+	for _, prefetchSlots = range []int{saved, 0} { // 0: prefetched
+		var f fedPairer
+		for n := 0; n < len(events); {
+			n = min(n+1+r.Intn(3000), len(events))
+			f.next(events[:n:n], 0)
+		}
+		got := newTimeline(s, 0, KindActive, f.p)
+		if what := layoutDiff(got, want); what != "" {
+			t.Fatalf("prefetching from %d slots: the fed layout's %s differ", prefetchSlots, what)
+		}
+	}
+}

@@ -1,6 +1,6 @@
 package replay
 
-import "math"
+import "slices"
 
 // stacker is process_alloc_data's third phase, the stack, run over the
 // actions in order before the initial stack is known, so that it can run
@@ -32,8 +32,6 @@ type stacker struct {
 	freeSize         []uint64
 
 	total    uint64
-	high     int64 // the highest total so far, as a signed number
-	advanced bool  // some action was taken
 	timestep int32
 	seen     int // how many of the actions given to take it took
 }
@@ -54,14 +52,29 @@ func newStacker(elems, actions int) *stacker {
 		// common case (about one free per two actions), appends grow it.
 		cruns: &compactRuns{code: make([]uint32, 0, actions+actions/2), cp: make([]uint64, 0, actions/runBlock+2),
 			lo: make([]int64, 0, actions/runBlock+2), hi: make([]int64, 0, actions/runBlock+2)},
-		high: math.MinInt64,
 	}
 	return st
 }
 
-// grow makes room for element id.
+// grow makes room for element id: elements not seen yet start at zero,
+// with position -1 (not pushed).
 func (st *stacker) grow(id int32) {
-	for int(id) >= len(st.start) {
+	n := int(id) + 1
+	if n <= len(st.start) {
+		return
+	}
+	// Within the room reserved, the columns are resliced: make zeroed
+	// it, and only appends wrote below it. Only pos needs writing.
+	if n <= cap(st.start) && n <= cap(st.end) && n <= cap(st.off0) && n <= cap(st.pos) && n <= cap(st.slid) {
+		old := len(st.pos)
+		st.start, st.end, st.off0, st.slid = st.start[:n], st.end[:n], st.off0[:n], st.slid[:n]
+		st.pos = st.pos[:n]
+		for i := old; i < n; i++ {
+			st.pos[i] = -1
+		}
+		return
+	}
+	for n > len(st.start) {
 		st.start = append(st.start, 0)
 		st.end = append(st.end, 0)
 		st.off0 = append(st.off0, 0)
@@ -70,20 +83,71 @@ func (st *stacker) grow(id int32) {
 	}
 }
 
+// advance records the run of an action of element id and moves the
+// clock k timesteps on. It is called once or twice an action: within a
+// block of runs and the room reserved it only appends and widens the
+// block's extremes (which give the peak in finish).
 func (st *stacker) advance(id int32, kind int, k int32) {
-	st.cruns.add(id, kind, st.total)
-	st.high = max(st.high, int64(st.total))
-	st.advanced = true
+	r := st.cruns
+	if n := len(r.code); n%runBlock != 0 && n < cap(r.code) {
+		v, b := int64(st.total), len(r.lo)-1
+		r.lo[b], r.hi[b] = min(r.lo[b], v), max(r.hi[b], v)
+		r.code = r.code[:n+1]
+		r.code[n] = uint32(id)<<2 | uint32(kind)
+	} else {
+		r.add(id, kind, st.total)
+	}
 	st.timestep += k
 }
 
-func (st *stacker) push(elems []elemSrc, id int32) {
-	st.pos[id] = int32(len(st.byPos))
+// pushAction takes the push of element id (not seen before, or of the
+// initial stack) of size bytes and returns its position among the pushed.
+func (st *stacker) pushAction(id int32, size uint64) int32 {
+	st.grow(id)
+	p := int32(len(st.byPos))
+	st.pos[id] = p
 	st.byPos = append(st.byPos, id)
 	st.start[id] = st.timestep
 	st.off0[id] = st.total
 	st.live.push()
-	st.total += elems[id].size
+	st.total += size
+	st.advance(id, runPush, 1)
+	return p
+}
+
+// freeAction takes the free of element id of size bytes, at position p
+// among the pushed, or -1 for an element of the initial stack (a free
+// with no alloc in the trace): everything above such an element is
+// pushed or freed already (the initial stack lists such frees from the
+// top down).
+func (st *stacker) freeAction(id, p int32, size uint64) {
+	st.grow(id)
+	var slides bool
+	if p < 0 {
+		slides = st.live.top() >= 0
+	} else {
+		slides = st.live.free(p)
+	}
+	if slides {
+		st.advance(id, runFreeSlide, 1)
+	} else {
+		st.advance(id, runFree, 1)
+	}
+	st.end[id] = st.timestep // at least 1: the free took a timestep
+	if slides {
+		st.slid[id] = true
+		// Collected here, the slid frees come sorted by end.
+		st.freeEnd = append(st.freeEnd, st.timestep)
+		st.freeSize = append(st.freeSize, size)
+		// An element of the initial stack (not pushed) gets its
+		// position in finish: its id is kept until then, as -1-id.
+		if p < 0 {
+			p = -1 - id
+		}
+		st.freePos = append(st.freePos, p)
+		st.advance(id, runSlideEnd, 3)
+	}
+	st.total -= size
 }
 
 // take takes the actions not taken yet.
@@ -92,43 +156,13 @@ func (st *stacker) take(elems []elemSrc, actions []int32) {
 		st.grow(id)
 		e := &elems[id]
 		if e.kind() != srcFree && st.pos[id] < 0 {
-			st.push(elems, id)
-			st.advance(id, runPush, 1)
+			st.pushAction(id, e.size)
 			continue
 		}
 		if st.end[id] != 0 {
 			continue // freed already (cannot happen: an element has one alloc and one free)
 		}
-		// A free. Of an element of the initial stack (a free with no
-		// alloc in the trace), everything above it is pushed or freed
-		// already (the initial stack lists such frees from the top down).
-		var slides bool
-		if e.kind() == srcFree {
-			slides = st.live.top() >= 0
-		} else {
-			slides = st.live.free(st.pos[id])
-		}
-		if slides {
-			st.advance(id, runFreeSlide, 1)
-		} else {
-			st.advance(id, runFree, 1)
-		}
-		st.end[id] = st.timestep // at least 1: the free took a timestep
-		if slides {
-			st.slid[id] = true
-			// Collected here, the slid frees come sorted by end.
-			st.freeEnd = append(st.freeEnd, st.timestep)
-			st.freeSize = append(st.freeSize, e.size)
-			// An element of the initial stack (not pushed) gets its
-			// position in finish: its id is kept until then, as -1-id.
-			p := st.pos[id]
-			if p < 0 {
-				p = -1 - id
-			}
-			st.freePos = append(st.freePos, p)
-			st.advance(id, runSlideEnd, 3)
-		}
-		st.total -= e.size
+		st.freeAction(id, st.pos[id], e.size)
 	}
 	st.seen = len(actions)
 }
@@ -158,8 +192,10 @@ func (st *stacker) finish(t *Timeline, l *elementList) {
 		st.cruns.cp[b] += initBytes
 	}
 	st.cruns.shift = initBytes
-	if st.advanced {
-		t.peak = uint64(st.high) + initBytes
+	// The peak is the highest total at a run, as a signed number: the
+	// highest of the blocks' extremes.
+	if len(st.cruns.hi) > 0 {
+		t.peak = uint64(slices.Max(st.cruns.hi)) + initBytes
 	}
 	// The initial stack goes under the pushed elements: in place when the
 	// room reserved for them holds it too (a new array was 2 MB more to
