@@ -14,8 +14,15 @@ export function tracePolygon(ctx, win, i, X, Y) {
 }
 
 // The rasterizer's difference table and step lists, kept between draws.
-const rasterAcc = { buf: new Float32Array(0) };
+// The table is all zeros between draws: the sweep clears each row once it
+// has read it (while the row is in the cache), instead of a separate
+// pass over all of it before the next draw; dirty says a draw stopped
+// between the two (it then clears it all).
+const rasterAcc = { buf: new Float32Array(0), dirty: false };
 const rasterSteps = { rows: new Float64Array(8), cols: new Float64Array(8) };
+// The plot's scale and the clip, for rasterPolygon (fillPolygons says why
+// in an array).
+const rasterParams = new Float64Array(16);
 
 // steps writes to out, as (pixel, change) pairs, where the coverage of
 // the pixels [p0, p1) by the interval [lo, hi) changes: the first pixel
@@ -62,9 +69,9 @@ const rasterEdges = { bx: new Float64Array(64), by: new Float64Array(64), ty: ne
 function rasterPolygon(R, s, n, cr, cg, cb, alpha) {
   const half = n >> 1, E = rasterEdges;
   if (half > E.bx.length) { E.bx = new Float64Array(2 * half); E.by = new Float64Array(2 * half); E.ty = new Float64Array(2 * half); }
-  const bx = E.bx, by = E.by, ty = E.ty, xs = R.xs, ys = R.ys, dpr = R.dpr, acc = R.acc, rs = R.rs, cs = R.cs;
-  const base = R.base, ox = R.ox, sx0 = R.sx0, sdx = R.sdx, spw = R.spw, oy = R.oy, sy0 = R.sy0, sdy = R.sdy, sph = R.sph;
-  const cx0 = R.cx0, cx1 = R.cx1, cy0 = R.cy0, cy1 = R.cy1, rowOff = R.rowOff, org = R.org;
+  const bx = E.bx, by = E.by, ty = E.ty, xs = R.xs, ys = R.ys, acc = R.acc, rs = R.rs, cs = R.cs, P = R.p;
+  const dpr = P[0], base = P[1], ox = P[2], sx0 = P[3], sdx = P[4], spw = P[5], oy = P[6], sy0 = P[7], sdy = P[8], sph = P[9];
+  const cx0 = P[10], cx1 = P[11], cy0 = P[12], cy1 = P[13], rowOff = P[14], org = P[15];
   for (let j = 0; j < half; j++) {
     bx[j] = (ox + (base + xs[s + j] - sx0) / sdx * spw) * dpr;
     by[j] = (oy + sph - (ys[s + j] - sy0) / sdy * sph) * dpr;
@@ -154,16 +161,21 @@ export function fillPolygons(ctx, win, v, sc, dpr, clip) {
   const RW = cx1 - cx0 + 1, RH = cy1 - cy0, n = 4 * RW * (RH + 1);
   if (rasterAcc.buf.length < n) rasterAcc.buf = new Float32Array(n);
   const acc = rasterAcc.buf;
-  acc.fill(0, 0, n);
+  if (rasterAcc.dirty) acc.fill(0);
+  rasterAcc.dirty = true;
   // X and Y inline (the same arithmetic), in one object of one shape for
   // every call: rasterPolygon, called once per polygon, is compiled by
   // the engine within the first draw, where one long loop here waited
-  // for on-stack replacement.
-  const R = {
-    acc, rs: rasterSteps.rows, cs: rasterSteps.cols, xs: win.xs, ys: win.ys, base: win.x0, dpr,
-    cx0, cx1, cy0, cy1, rowOff: 4 * RW, org: -4 * (cy0 * RW + cx0),
-    ox: sc.ox, sx0: sc.x0, sdx: sc.dx, spw: sc.pw, oy: sc.oy, sy0: sc.y0, sdy: sc.dy, sph: sc.ph,
-  };
+  // for on-stack replacement. The numbers travel in a Float64Array, not
+  // as the object's fields: a field that held a small integer in one
+  // draw (a scale of 1, an origin of 0) and a fraction in the next
+  // changes the object's shape, and the engine then drops the code it
+  // compiled for the old one (V8: "Maps became deprecated during
+  // optimization", after warmRaster's integral scale).
+  const P = rasterParams;
+  P[0] = dpr; P[1] = win.x0; P[2] = sc.ox; P[3] = sc.x0; P[4] = sc.dx; P[5] = sc.pw; P[6] = sc.oy; P[7] = sc.y0; P[8] = sc.dy; P[9] = sc.ph;
+  P[10] = cx0; P[11] = cx1; P[12] = cy0; P[13] = cy1; P[14] = 4 * RW; P[15] = -4 * (cy0 * RW + cx0);
+  const R = { acc, rs: rasterSteps.rows, cs: rasterSteps.cols, xs: win.xs, ys: win.ys, p: P };
   const starts = win.starts;
   for (let k = 0; k < v.groups.length; k++) {
     const g = v.groups[k], c = rasterRGB[k % 10], alpha = k >= 10 ? 0.2 : 1;
@@ -179,7 +191,12 @@ export function fillPolygons(ctx, win, v, sc, dpr, clip) {
   if (rasterAcc.col === undefined || rasterAcc.col.length < 4 * RW) rasterAcc.col = new Float64Array(4 * RW);
   const col = rasterAcc.col;
   col.fill(0, 0, 4 * RW);
-  for (let row = 0; row < RH; row++) sweepRow(acc, col, px, 4 * row * RW, 4 * row * (RW - 1), RW);
+  for (let row = 0; row < RH; row++) {
+    sweepRow(acc, col, px, 4 * row * RW, 4 * row * (RW - 1), RW);
+    acc.fill(0, 4 * row * RW, 4 * (row + 1) * RW);
+  }
+  acc.fill(0, 4 * RH * RW, n); // the row past the clip's last
+  rasterAcc.dirty = false;
   ctx.putImageData(img, cx0, cy0);
 }
 
