@@ -237,8 +237,15 @@ function plotLayer(win, v, w, h, dpr, X, Y, sc, vy0, vy1, pw, ph) {
     objectId(S.addrMatch), objectId(S.frameMatch), objectId(S.siteMatch), objectId(S.classes)].join(',');
   if (layer.key === key && (S.moving || layer.view.join() === [S.x0, S.x1, vy0, vy1].join())) return layer;
   const c = layer.canvas || (layer.canvas = document.createElement('canvas'));
-  c.width = Math.round(w * dpr); c.height = Math.round(h * dpr);
+  // Setting a canvas's size, even to the one it has, gives it a new
+  // bitmap (4 MB, faulted in as it is drawn); at the same size it is
+  // cleared instead, to the same transparent pixels, and its state is
+  // kept to the default by save and restore.
+  const bw = Math.round(w * dpr), bh = Math.round(h * dpr);
+  if (c.width !== bw || c.height !== bh) { c.width = bw; c.height = bh; }
   const ctx = c.getContext('2d', { willReadFrequently: true });
+  ctx.save();
+  ctx.setTransform(1, 0, 0, 1, 0, 0); ctx.clearRect(0, 0, bw, bh);
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.fillStyle = '#fff'; ctx.fillRect(0, 0, w, h);
   ctx.beginPath(); ctx.rect(PAD.l, PAD.t, pw, ph); ctx.clip();
@@ -260,6 +267,7 @@ function plotLayer(win, v, w, h, dpr, X, Y, sc, vy0, vy1, pw, ph) {
   }
   if (lastX !== null) { ctx.lineTo(lastX, y0); ctx.closePath(); ctx.fill(); }
   fillPolygons(ctx, win, v, sc, dpr, { x: PAD.l, y: PAD.t, w: pw, h: ph });
+  ctx.restore();
   layer.key = key;
   layer.view = [S.x0, S.x1, vy0, vy1];
   return layer;
