@@ -144,15 +144,17 @@ function polygonsInView(win, vy0, vy1) {
   const cls = S.classes;
   const groups = Array.from({ length: 20 }, () => []);
   const envelopes = [], outlined = [];
+  // Read once: the loop runs once per polygon (15,000 on a first paint).
+  const { starts, ids, kinds } = win, selId = S.selId, hoverId = S.hoverId;
   let drawn = 0;
   for (let i = 0; i < win.n; i++) {
-    if (win.starts[i + 1] - win.starts[i] < 2) continue;
+    if (starts[i + 1] - starts[i] < 2) continue;
     if (!all && (bb[4 * i + 1] < bx0 || bb[4 * i] > bx1 || bb[4 * i + 3] < vy0 || bb[4 * i + 2] > vy1)) continue;
     drawn++;
-    const id = win.ids[i];
-    const match = S.addrMatch.has(id) || S.frameMatch.has(id) || S.siteMatch.has(id);
-    if (match || id === S.selId || id === S.hoverId) outlined.push(i);
-    if (win.kinds[i] === 2) { envelopes.push(i); continue; }
+    const id = ids[i];
+    const match = searching && (S.addrMatch.has(id) || S.frameMatch.has(id) || S.siteMatch.has(id));
+    if (match || id === selId || id === hoverId) outlined.push(i);
+    if (kinds[i] === 2) { envelopes.push(i); continue; }
     groups[(cls && id < cls.length ? cls[id] : id) % 10 + (searching && !match ? 10 : 0)].push(i);
   }
   return { groups, envelopes, outlined, drawn };
@@ -235,8 +237,15 @@ function plotLayer(win, v, w, h, dpr, X, Y, sc, vy0, vy1, pw, ph) {
     objectId(S.addrMatch), objectId(S.frameMatch), objectId(S.siteMatch), objectId(S.classes)].join(',');
   if (layer.key === key && (S.moving || layer.view.join() === [S.x0, S.x1, vy0, vy1].join())) return layer;
   const c = layer.canvas || (layer.canvas = document.createElement('canvas'));
-  c.width = Math.round(w * dpr); c.height = Math.round(h * dpr);
+  // Setting a canvas's size, even to the one it has, gives it a new
+  // bitmap (4 MB, faulted in as it is drawn); at the same size it is
+  // cleared instead, to the same transparent pixels, and its state is
+  // kept to the default by save and restore.
+  const bw = Math.round(w * dpr), bh = Math.round(h * dpr);
+  if (c.width !== bw || c.height !== bh) { c.width = bw; c.height = bh; }
   const ctx = c.getContext('2d', { willReadFrequently: true });
+  ctx.save();
+  ctx.setTransform(1, 0, 0, 1, 0, 0); ctx.clearRect(0, 0, bw, bh);
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.fillStyle = '#fff'; ctx.fillRect(0, 0, w, h);
   ctx.beginPath(); ctx.rect(PAD.l, PAD.t, pw, ph); ctx.clip();
@@ -258,6 +267,7 @@ function plotLayer(win, v, w, h, dpr, X, Y, sc, vy0, vy1, pw, ph) {
   }
   if (lastX !== null) { ctx.lineTo(lastX, y0); ctx.closePath(); ctx.fill(); }
   fillPolygons(ctx, win, v, sc, dpr, { x: PAD.l, y: PAD.t, w: pw, h: ph });
+  ctx.restore();
   layer.key = key;
   layer.view = [S.x0, S.x1, vy0, vy1];
   return layer;

@@ -14,8 +14,17 @@ export function tracePolygon(ctx, win, i, X, Y) {
 }
 
 // The rasterizer's difference table and step lists, kept between draws.
-const rasterAcc = { buf: new Float32Array(0) };
+// The table is all zeros between draws: the sweep clears each row once it
+// has read it (while the row is in the cache), instead of a separate
+// pass over all of it before the next draw; dirty says a draw stopped
+// between the two (it then clears it all).
+const rasterAcc = { buf: new Float32Array(0), dirty: false };
 const rasterSteps = { rows: new Float64Array(8), cols: new Float64Array(8) };
+// The plot's scale and the clip, for rasterPolygon (fillPolygons says why
+// in an array).
+const rasterParams = new Float64Array(16);
+// The first and last rows of the table that rasterPolygon wrote to.
+const rasterBand = new Int32Array(2);
 
 // steps writes to out, as (pixel, change) pairs, where the coverage of
 // the pixels [p0, p1) by the interval [lo, hi) changes: the first pixel
@@ -62,9 +71,9 @@ const rasterEdges = { bx: new Float64Array(64), by: new Float64Array(64), ty: ne
 function rasterPolygon(R, s, n, cr, cg, cb, alpha) {
   const half = n >> 1, E = rasterEdges;
   if (half > E.bx.length) { E.bx = new Float64Array(2 * half); E.by = new Float64Array(2 * half); E.ty = new Float64Array(2 * half); }
-  const bx = E.bx, by = E.by, ty = E.ty, xs = R.xs, ys = R.ys, dpr = R.dpr, acc = R.acc, rs = R.rs, cs = R.cs;
-  const base = R.base, ox = R.ox, sx0 = R.sx0, sdx = R.sdx, spw = R.spw, oy = R.oy, sy0 = R.sy0, sdy = R.sdy, sph = R.sph;
-  const cx0 = R.cx0, cx1 = R.cx1, cy0 = R.cy0, cy1 = R.cy1, rowOff = R.rowOff, org = R.org;
+  const bx = E.bx, by = E.by, ty = E.ty, xs = R.xs, ys = R.ys, acc = R.acc, rs = R.rs, cs = R.cs, P = R.p;
+  const dpr = P[0], base = P[1], ox = P[2], sx0 = P[3], sdx = P[4], spw = P[5], oy = P[6], sy0 = P[7], sdy = P[8], sph = P[9];
+  const cx0 = P[10], cx1 = P[11], cy0 = P[12], cy1 = P[13], rowOff = P[14], org = P[15], band = R.band;
   for (let j = 0; j < half; j++) {
     bx[j] = (ox + (base + xs[s + j] - sx0) / sdx * spw) * dpr;
     by[j] = (oy + sph - (ys[s + j] - sy0) / sdy * sph) * dpr;
@@ -82,6 +91,8 @@ function rasterPolygon(R, s, n, cr, cg, cb, alpha) {
       const yt = ty[j], yb = by[j];
       const r0 = Math.max(cy0, Math.floor(yt)), r1 = Math.min(cy1, Math.ceil(yb));
       if (r0 >= r1) continue;
+      if (r0 < band[0]) band[0] = r0;
+      if (r1 > band[1]) band[1] = r1;
       const nr = steps(r0, r1, yt, yb, rs), nc = steps(c0, c1, xa, xb, cs);
       for (let a = 0; a < nr; a += 2) {
         const o = org + rowOff * rs[a], wr = alpha * rs[a + 1];
@@ -96,6 +107,8 @@ function rasterPolygon(R, s, n, cr, cg, cb, alpha) {
       const yb = by[j] + (by[j + 1] - by[j]) * f, yt = ty[j] + (ty[j + 1] - ty[j]) * f;
       const r0 = Math.max(cy0, Math.floor(yt)), r1 = Math.min(cy1, Math.ceil(yb));
       if (r0 >= r1) continue;
+      if (r0 < band[0]) band[0] = r0;
+      if (r1 > band[1]) band[1] = r1;
       const nr = steps(r0, r1, yt, yb, rs), w = alpha * hcov;
       for (let a = 0; a < nr; a += 2) {
         const o = org + rowOff * rs[a] + 4 * col, wr = w * rs[a + 1];
@@ -154,16 +167,23 @@ export function fillPolygons(ctx, win, v, sc, dpr, clip) {
   const RW = cx1 - cx0 + 1, RH = cy1 - cy0, n = 4 * RW * (RH + 1);
   if (rasterAcc.buf.length < n) rasterAcc.buf = new Float32Array(n);
   const acc = rasterAcc.buf;
-  acc.fill(0, 0, n);
+  if (rasterAcc.dirty) acc.fill(0);
+  rasterAcc.dirty = true;
   // X and Y inline (the same arithmetic), in one object of one shape for
   // every call: rasterPolygon, called once per polygon, is compiled by
   // the engine within the first draw, where one long loop here waited
-  // for on-stack replacement.
-  const R = {
-    acc, rs: rasterSteps.rows, cs: rasterSteps.cols, xs: win.xs, ys: win.ys, base: win.x0, dpr,
-    cx0, cx1, cy0, cy1, rowOff: 4 * RW, org: -4 * (cy0 * RW + cx0),
-    ox: sc.ox, sx0: sc.x0, sdx: sc.dx, spw: sc.pw, oy: sc.oy, sy0: sc.y0, sdy: sc.dy, sph: sc.ph,
-  };
+  // for on-stack replacement. The numbers travel in a Float64Array, not
+  // as the object's fields: a field that held a small integer in one
+  // draw (a scale of 1, an origin of 0) and a fraction in the next
+  // changes the object's shape, and the engine then drops the code it
+  // compiled for the old one (V8: "Maps became deprecated during
+  // optimization", after warmRaster's integral scale).
+  const P = rasterParams;
+  P[0] = dpr; P[1] = win.x0; P[2] = sc.ox; P[3] = sc.x0; P[4] = sc.dx; P[5] = sc.pw; P[6] = sc.oy; P[7] = sc.y0; P[8] = sc.dy; P[9] = sc.ph;
+  P[10] = cx0; P[11] = cx1; P[12] = cy0; P[13] = cy1; P[14] = 4 * RW; P[15] = -4 * (cy0 * RW + cx0);
+  const band = rasterBand;
+  band[0] = cy1 + 1; band[1] = cy0 - 1;
+  const R = { acc, rs: rasterSteps.rows, cs: rasterSteps.cols, xs: win.xs, ys: win.ys, p: P, band };
   const starts = win.starts;
   for (let k = 0; k < v.groups.length; k++) {
     const g = v.groups[k], c = rasterRGB[k % 10], alpha = k >= 10 ? 0.2 : 1;
@@ -175,12 +195,40 @@ export function fillPolygons(ctx, win, v, sc, dpr, clip) {
   // Sum the differences along each row, then down each column (col
   // holds the sums down to the row above) and mix: what is under (the
   // grey band, white, an envelope) shows through the part not covered.
-  const img = ctx.getImageData(cx0, cy0, cx1 - cx0, RH), px = img.data;
+  // Only the rows from the first that a polygon wrote to are swept (above
+  // it every sum is 0, and the sweep changes no pixel), read from the
+  // canvas and written back: a first window's polygons lie in a band of
+  // the plot (the grey band and white are above and below it).
+  const lo = band[0] - cy0, hi = band[1] - cy0; // in the table, 0 to RH
+  if (hi < lo) { rasterAcc.dirty = false; return; } // nothing drawn
   if (rasterAcc.col === undefined || rasterAcc.col.length < 4 * RW) rasterAcc.col = new Float64Array(4 * RW);
   const col = rasterAcc.col;
   col.fill(0, 0, 4 * RW);
-  for (let row = 0; row < RH; row++) sweepRow(acc, col, px, 4 * row * RW, 4 * row * (RW - 1), RW);
-  ctx.putImageData(img, cx0, cy0);
+  const last = Math.min(hi, RH - 1);
+  const img = ctx.getImageData(cx0, cy0 + lo, cx1 - cx0, last - lo + 1), px = img.data;
+  for (let row = lo; row <= last; row++) {
+    sweepRow(acc, col, px, 4 * row * RW, 4 * (row - lo) * (RW - 1), RW);
+    acc.fill(0, 4 * row * RW, 4 * (row + 1) * RW);
+  }
+  if (hi === RH) acc.fill(0, 4 * RH * RW, n); // the row past the clip's last
+  rasterAcc.dirty = false;
+  ctx.putImageData(img, cx0, cy0 + lo);
+  // Below the last row written to the sums no longer change: the rows
+  // there change where a column's weight is left above the sweep's
+  // threshold (float32 rounding), which the sweep then mixes in as it
+  // would have.
+  if (last + 1 < RH && heldWeight(col, RW)) {
+    const rest = ctx.getImageData(cx0, cy0 + last + 1, cx1 - cx0, RH - last - 1);
+    for (let row = last + 1; row < RH; row++) sweepRow(acc, col, rest.data, 4 * row * RW, 4 * (row - last - 1) * (RW - 1), RW);
+    ctx.putImageData(rest, cx0, cy0 + last + 1);
+  }
+}
+
+// heldWeight says whether a column's summed weight in col passes the
+// sweep's threshold (sweepRow's test, as it is written there).
+function heldWeight(col, RW) {
+  for (let c = 0; c < 4 * (RW - 1); c += 4) if (!(col[c + 3] <= 1e-4)) return true;
+  return false;
 }
 
 // reserveRaster makes the difference table at least n numbers long, its
