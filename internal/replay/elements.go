@@ -59,6 +59,11 @@ type elementList struct {
 	elems   []elemSrc
 	actions []int32 // element indices in action order (after taken)
 	initial []int32 // initial stack, bottom first
+	// segs, when not nil, is deviceSegments, found by the walk over the
+	// dump that lists its elements (the first view's layout: a pass of
+	// its own over the segments took 13 ms of the 1 GB tile's first
+	// paint).
+	segs []int32
 	// taken counts the first actions, left out of actions: a stacker
 	// took them while the trace was decoded (FedLayout).
 	taken int
@@ -73,12 +78,18 @@ func deviceSegments(s *snapshot.Snapshot, device int) []int32 {
 			out = append(out, int32(i))
 		}
 	}
+	return sortSegments(s, out)
+}
+
+// sortSegments sorts segs, indices of dump segments in snapshot order, by
+// address.
+func sortSegments(s *snapshot.Snapshot, segs []int32) []int32 {
 	byAddr := func(a, b int32) int { return cmp.Compare(s.Segments[a].Address, s.Segments[b].Address) }
 	// PyTorch writes segments sorted by address: check before sorting.
-	if !slices.IsSortedFunc(out, byAddr) {
-		slices.SortStableFunc(out, byAddr)
+	if !slices.IsSortedFunc(segs, byAddr) {
+		slices.SortStableFunc(segs, byAddr)
 	}
-	return out
+	return segs
 }
 
 // findSegment returns the dump segment containing addr, or -1.
@@ -263,8 +274,9 @@ func buildElements(s *snapshot.Snapshot, device int, segmentsView bool, pre *pai
 	// lookup each: for the fed layout (the first view, which the first
 	// paint waits on while the second core idles) the second half of the
 	// segments is looked up on another goroutine, and appended after the
-	// first (40 ms on the 1 GB tile's 1.3 M blocks, alone).
-	var ghosts [2][]elemSrc
+	// first (40 ms on the 1 GB tile's 1.3 M blocks, alone). The walk
+	// lists the device's segments too (elementList.segs).
+	var ghosts [2]dumpPart
 	if n := len(s.Segments); pre != nil && n >= twoCoreMin {
 		done := make(chan struct{})
 		go func() {
@@ -276,12 +288,15 @@ func buildElements(s *snapshot.Snapshot, device int, segmentsView bool, pre *pai
 	} else {
 		ghosts[0] = dumpElements(s, device, segmentsView, addrToAlloc, 0, n)
 	}
+	l.segs = make([]int32, 0, len(ghosts[0].segs)+len(ghosts[1].segs))
 	for _, g := range ghosts {
-		for _, e := range g {
+		for _, e := range g.elems {
 			l.elems = append(l.elems, e)
 			initial = append(initial, int32(len(l.elems)-1))
 		}
+		l.segs = append(l.segs, g.segs...)
 	}
+	l.segs = sortSegments(s, l.segs)
 	// memory_viz reverses the initial list and, with no actions, pops the
 	// last one into the actions so that a flat graph is drawn.
 	for i, j := 0, len(initial)-1; i < j; i, j = i+1, j-1 {
@@ -301,19 +316,27 @@ func buildElements(s *snapshot.Snapshot, device int, segmentsView bool, pre *pai
 // corpus takes that path.
 var twoCoreMin = 1 << 14
 
+// dumpPart is what dumpElements finds in a part of the dump.
+type dumpPart struct {
+	elems []elemSrc
+	segs  []int32 // the device's segments, in snapshot order
+}
+
 // dumpElements lists, in order, the elements of the dump's segments
 // lo..hi-1 on device that no allocation in live explains: in the
-// segment view the segments, else their active allocated blocks.
-func dumpElements(s *snapshot.Snapshot, device int, segmentsView bool, live *addrTable, lo, hi int) []elemSrc {
-	var out []elemSrc
+// segment view the segments, else their active allocated blocks; and
+// the device's segments among them.
+func dumpElements(s *snapshot.Snapshot, device int, segmentsView bool, live *addrTable, lo, hi int) dumpPart {
+	var out dumpPart
 	for si := lo; si < hi; si++ {
 		seg := &s.Segments[si]
 		if int(seg.Device) != device {
 			continue
 		}
+		out.segs = append(out.segs, int32(si))
 		if segmentsView {
 			if _, ok := live.get(seg.Address); !ok {
-				out = append(out, elemSrc{size: seg.TotalSize, ref: int32(si), free: freeDumpSeg})
+				out.elems = append(out.elems, elemSrc{size: seg.TotalSize, ref: int32(si), free: freeDumpSeg})
 			}
 			continue
 		}
@@ -325,7 +348,7 @@ func dumpElements(s *snapshot.Snapshot, device int, segmentsView bool, live *add
 			if _, ok := live.get(b.Addr); ok {
 				continue
 			}
-			out = append(out, elemSrc{size: s.Requested(b), ref: bi, free: freeGhost})
+			out.elems = append(out.elems, elemSrc{size: s.Requested(b), ref: bi, free: freeGhost})
 		}
 	}
 	return out

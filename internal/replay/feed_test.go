@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,6 +43,10 @@ func fedLayouts(data []byte) (got, want *Timeline, twice bool) {
 // layoutDiff names the first part in which two timelines differ, "" when
 // none does.
 func layoutDiff(got, want *Timeline) string {
+	// The device's segments, found by the walk over the dump.
+	if ds := deviceSegments(want.s, want.device); !slices.Equal(got.segs, ds) || !slices.Equal(want.segs, ds) {
+		return "device segments"
+	}
 	for _, c := range []struct {
 		what      string
 		got, want any

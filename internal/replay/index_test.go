@@ -7,12 +7,13 @@ import (
 	"testing"
 )
 
-// TestEndTreeMatchesScan checks endTree's listing and count against a
-// scan of its values, over lengths around its block size and powers of
-// two, thresholds inside and outside the values, and every kind of range.
+// TestEndTreeMatchesScan checks endTree's listing and count, and
+// maxTree's listing, against a scan of their values, over lengths around
+// their block sizes and powers of two, thresholds inside and outside the
+// values, and every kind of range.
 func TestEndTreeMatchesScan(t *testing.T) {
 	r := rand.New(rand.NewSource(5))
-	for _, n := range []int{0, 1, 2, 15, 16, 17, 31, 32, 33, 100, 255, 256, 257, 1000, 4099} {
+	for _, n := range []int{0, 1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 255, 256, 257, 1000, 4099, 1<<16 + 70} {
 		vals := make([]int32, n)
 		span := int32(1 + r.Intn(50))
 		for i := range vals {
@@ -22,6 +23,12 @@ func TestEndTreeMatchesScan(t *testing.T) {
 			}
 		}
 		tr := newEndTree(vals)
+		mt := newMaxTree(vals)
+		if n >= 1<<16 {
+			mt = emptyMaxTree(n)
+			copy(mt.v, vals)
+			mt.buildTwoCores()
+		}
 		for q := 0; q < 300; q++ {
 			from, limit := r.Intn(n+3)-1, r.Intn(n+20)
 			above := r.Int31n(span+12) - 8
@@ -43,6 +50,11 @@ func TestEndTreeMatchesScan(t *testing.T) {
 			tr.eachIn(from, limit, above, func(i int) { got = append(got, i) })
 			if !slices.Equal(got, want) {
 				t.Fatalf("n %d: eachIn(%d, %d, %d) = %v, want %v", n, from, limit, above, got, want)
+			}
+			var gotMax []int
+			mt.eachWhile(from, limit, above, func(i int) bool { gotMax = append(gotMax, i); return true })
+			if !slices.Equal(gotMax, want) {
+				t.Fatalf("n %d: maxTree eachWhile(%d, %d, %d) = %v, want %v", n, from, limit, above, gotMax, want)
 			}
 			if c := tr.count(from, limit, above); c != len(want) {
 				t.Fatalf("n %d: count(%d, %d, %d) = %d, want %d", n, from, limit, above, c, len(want))
@@ -67,11 +79,11 @@ func TestMaxTreeBuildTwoCores(t *testing.T) {
 		want, got := emptyMaxTree(n), emptyMaxTree(n)
 		for i := range n {
 			v := r.Int31n(1 << 20)
-			want.v[want.size+i], got.v[got.size+i] = v, v
+			want.v[i], got.v[i] = v, v
 		}
 		want.build()
 		got.buildTwoCores()
-		if !slices.Equal(got.v, want.v) {
+		if !slices.Equal(got.mx, want.mx) {
 			t.Errorf("%d leaves: the two cores' tree differs from build's", n)
 		}
 	}

@@ -467,7 +467,7 @@ func (t *Timeline) prefixAt(x float64, limit int32, stop float64) *stackPrefix {
 		}
 	}
 	// The blocks are built before the buckets, on another goroutine.
-	if !t.blocksReady() || len(t.blockSize) == 0 || a.size < prefixBlock {
+	if !t.blocksReady() || len(t.blockSize) == 0 || a.n < prefixBlock {
 		last := sort.Search(len(t.byPos), func(p int) bool { return float64(t.start[t.byPos[p]]) > x })
 		t.aliveTree.eachWhile(0, min(int(limit), last), int32(math.Floor(x)), func(p int) bool {
 			id := t.byPos[p]
@@ -490,13 +490,12 @@ func (t *Timeline) prefixAt(x float64, limit int32, stop float64) *stackPrefix {
 	last := sort.Search(len(t.byPos), func(p int) bool { return float64(t.start[t.byPos[p]]) > x })
 	lim := min(int(limit), last, a.n)
 	above := int32(math.Floor(x))
-	node0 := a.size / prefixBlock // aliveTree's node of block 0
-	leaves := a.v[a.size:]
+	leaves := a.v
 	for b := 0; b*prefixBlock < lim; b++ {
 		lo := b * prefixBlock
 		hi := min(lo+prefixBlock, lim)
 		mark(lo)
-		if a.v[node0+b] <= above {
+		if a.blockMax(b) <= above {
 			continue // nothing in it counts at x
 		}
 		if hi == lo+prefixBlock && b < len(t.blockSize) {

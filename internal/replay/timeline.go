@@ -112,14 +112,14 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	if st == nil {
 		st = newStacker(len(l.elems), len(l.actions))
 	}
-	t := &Timeline{s: s, device: device, kind: kind, segs: deviceSegments(s, device), src: l.elems}
+	t := &Timeline{s: s, device: device, kind: kind, segs: l.segs, src: l.elems}
 	st.finish(t, l)
 	// aliveTree's leaves, each element's effective end by stack
 	// position, are written in place, half on another goroutine: the
 	// first paint waits on this function while the second core idles.
 	timestep := int32(t.timesteps)
 	t.aliveTree = emptyMaxTree(len(t.byPos))
-	leaves := t.aliveTree.v[t.aliveTree.size:]
+	leaves := t.aliveTree.v
 	fill := func(lo, hi int) {
 		for p, id := range t.byPos[lo:hi] {
 			if !t.freed(id) {
