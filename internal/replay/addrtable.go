@@ -102,3 +102,16 @@ func (t *addrTable) grow() {
 		}
 	}
 }
+
+// slots is the number of slots of the table (keysIn's range).
+func (t *addrTable) slots() int { return len(t.keys) }
+
+// keysIn appends to dst the keys held in slots [lo, hi), in no order.
+func (t *addrTable) keysIn(dst []uint64, lo, hi int) []uint64 {
+	for i, v := range t.vals[lo:hi] {
+		if v >= 0 {
+			dst = append(dst, t.keys[lo+i])
+		}
+	}
+	return dst
+}

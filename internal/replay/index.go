@@ -1,9 +1,6 @@
 package replay
 
-import (
-	"math"
-	"sync"
-)
+import "math"
 
 // maxTree lists the positions of a prefix whose value exceeds a
 // threshold in O(k log n) for k results (intervals by start order,
@@ -71,30 +68,16 @@ func (t *maxTree) inner() {
 	}
 }
 
-// build computes the blocks' maxima and the inner nodes.
-func (t *maxTree) build() {
-	t.blocks(0, t.size)
+// finish computes the inner nodes and the maxima of the blocks past
+// the values (none): those of the values' blocks are written already.
+func (t *maxTree) finish() {
+	t.blocks((t.n+maxBlock-1)/maxBlock, t.size)
 	t.inner()
 }
 
-// buildTwoCores is build with the blocks' maxima of each half computed
-// on its own goroutine: the Active Memory Timeline's tree is built
-// between the decode's end and the first window, while the second core
-// idles. The inner nodes are few (one per block).
-func (t *maxTree) buildTwoCores() {
-	if t.n < 1<<16 {
-		t.build()
-		return
-	}
-	half := t.size / 2
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t.blocks(half, t.size)
-	}()
-	t.blocks(0, half)
-	wg.Wait()
+// build computes the blocks' maxima and the inner nodes.
+func (t *maxTree) build() {
+	t.blocks(0, t.size)
 	t.inner()
 }
 

@@ -24,11 +24,6 @@ func TestEndTreeMatchesScan(t *testing.T) {
 		}
 		tr := newEndTree(vals)
 		mt := newMaxTree(vals)
-		if n >= 1<<16 {
-			mt = emptyMaxTree(n)
-			copy(mt.v, vals)
-			mt.buildTwoCores()
-		}
 		for q := 0; q < 300; q++ {
 			from, limit := r.Intn(n+3)-1, r.Intn(n+20)
 			above := r.Int31n(span+12) - 8
@@ -66,25 +61,6 @@ func TestEndTreeMatchesScan(t *testing.T) {
 					t.Fatalf("n %d: each(%d, %d) = %v, want %v", n, limit, above, got, want)
 				}
 			}
-		}
-	}
-}
-
-// TestMaxTreeBuildTwoCores: the tree built on two goroutines is the one
-// build makes, node for node, for sizes on both sides of its threshold
-// and leaf counts that fill the last level or not.
-func TestMaxTreeBuildTwoCores(t *testing.T) {
-	for _, n := range []int{1, 3, 1000, 1 << 16, 1<<16 + 1, 3<<17 + 5, 1 << 18} {
-		r := rand.New(rand.NewSource(int64(n)))
-		want, got := emptyMaxTree(n), emptyMaxTree(n)
-		for i := range n {
-			v := r.Int31n(1 << 20)
-			want.v[i], got.v[i] = v, v
-		}
-		want.build()
-		got.buildTwoCores()
-		if !slices.Equal(got.mx, want.mx) {
-			t.Errorf("%d leaves: the two cores' tree differs from build's", n)
 		}
 	}
 }

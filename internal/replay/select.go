@@ -94,11 +94,11 @@ func (t *Timeline) selectWindow(f *Frame, t0, t1, y0, y1 float64, detail int) (v
 	fullY := y0 <= 0 && y1 >= float64(t.peak)
 	w := &windowSel{t: t, t0: t0, t1: t1, y0: y0, y1: y1, fullY: fullY, r: anyPos}
 	defer func() { w.first.release(); w.last.release() }()
-	if fullY && t0 <= 0 && t1 >= float64(t.timesteps) && !t.bucketsReady() {
+	if fullY && t0 <= 0 && t1 >= float64(t.timesteps) && t.sizeKeys != nil && !t.bucketsReady() {
 		// The whole trace, as the first view asks for it while the
-		// buckets are still being built: the same answer from one pass
-		// over the elements.
-		vis := t.largestOverlapping(f, t0, t1, detail)
+		// buckets are still being built: the same answer from the size
+		// keys the layout filed.
+		vis := t.largestWhole(f, detail)
 		return vis, w.bases(vis)
 	}
 	if !fullY {
@@ -291,41 +291,48 @@ func (s *scanClasses) next(want int) []int32 {
 
 func (s *scanClasses) rest() int { return s.left }
 
-// largestOverlapping returns the largest detail elements that overlap
-// (t0, t1) in time, largest first, without the buckets, and counts the
-// others in f's summary: what selectWindow answers for the whole height.
-// A first pass counts the overlapping elements by size class, so that
-// only the classes holding the largest detail are collected and ordered.
-func (t *Timeline) largestOverlapping(f *Frame, t0, t1 float64, detail int) []int32 {
-	fe := floorEnd(t0)
-	in := func(id int) bool { return float64(t.start[id]) < t1 && t.end[id] > fe }
-	var perClass [65]int
-	total := 0
-	for id := range t.src {
-		if in(id) {
-			perClass[bits.Len64(t.src[id].size)]++
-			total++
-		}
-	}
-	// Every element of a class above from is among the largest detail.
-	from, above := 64, 0
-	for from > 0 && above+perClass[from] < detail {
-		above += perClass[from]
+// largestWhole returns the largest detail elements of the timeline,
+// largest first, and counts the others in f's summary: what selectWindow
+// answers for the whole trace at the whole height, where every element
+// overlaps the window (an element is pushed before the last timestep
+// and ends at 1 or later), before the buckets are built. The layout
+// counted the elements of each size key (newTimeline): only the keys
+// holding the largest detail are collected, from a byte an element, and
+// ordered. Two passes over the elements' sizes, starts and ends were 20
+// ms of the 1 GB tile's first window.
+func (t *Timeline) largestWhole(f *Frame, detail int) []int32 {
+	// Every element of a key above from is among the largest detail.
+	from, above := 255, 0
+	for from > 0 && above+int(t.wholeKeys[from]) < detail {
+		above += int(t.wholeKeys[from])
 		from--
 	}
 	var all []int32
 	if detail > 0 {
-		all = make([]int32, 0, above+perClass[from])
-		for id := range t.src {
-			if in(id) && bits.Len64(t.src[id].size) >= from {
+		all = make([]int32, 0, above+int(t.wholeKeys[from]))
+		k := uint8(from)
+		for id, key := range t.sizeKeys {
+			if key >= k {
 				all = append(all, int32(id))
 			}
 		}
 	}
 	vis := t.largest(all, detail)
-	f.Summarized += total - len(vis)
+	f.Summarized += len(t.src) - len(vis)
 	f.Truncated = f.Summarized > 0
 	return vis
+}
+
+// sizeKey orders sizes by bit length and the two bits below the leading
+// one: a larger size never has a smaller key (sizes of 2^63 and up share
+// 255 with the largest of 63 bits).
+func sizeKey(v uint64) uint8 {
+	n := bits.Len64(v)
+	k := 4 * n
+	if n >= 3 {
+		k += int(v>>(n-3)) & 3
+	}
+	return uint8(min(k, 255))
 }
 
 // windowSel is the state of one selectWindow.

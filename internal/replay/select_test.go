@@ -1,8 +1,10 @@
 package replay
 
 import (
+	"math"
 	"math/rand"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -74,5 +76,34 @@ func TestWindowLastClassLargestFirst(t *testing.T) {
 	// full against the naive polygons.
 	if bounded < 6 || checked < 6 {
 		t.Fatalf("%d windows with a bound summary, %d checked in full: the test does not test the last class's cut", bounded, checked)
+	}
+}
+
+// TestSizeKeyOrdersSizes: a larger size never has a smaller key
+// (largestWhole takes every element of the keys above its cut), over
+// every size to 4096, the powers of two and their neighbours, and random
+// pairs.
+func TestSizeKeyOrdersSizes(t *testing.T) {
+	var sizes []uint64
+	for v := uint64(0); v <= 4096; v++ {
+		sizes = append(sizes, v)
+	}
+	for b := 12; b < 64; b++ {
+		p := uint64(1) << b
+		sizes = append(sizes, p-1, p, p+1, p+p/4, p+p/2, p+3*p/4, p+p-1)
+	}
+	sizes = append(sizes, math.MaxUint64)
+	r := rand.New(rand.NewSource(3))
+	for range 100000 {
+		sizes = append(sizes, r.Uint64()>>r.Intn(64))
+	}
+	slices.Sort(sizes)
+	for i := 1; i < len(sizes); i++ {
+		if sizeKey(sizes[i]) < sizeKey(sizes[i-1]) {
+			t.Fatalf("sizeKey(%d) = %d < sizeKey(%d) = %d", sizes[i], sizeKey(sizes[i]), sizes[i-1], sizeKey(sizes[i-1]))
+		}
+	}
+	if sizeKey(1<<20) == sizeKey(1<<20+1<<18) {
+		t.Errorf("sizes a quarter apart in one power of two share a key")
 	}
 }

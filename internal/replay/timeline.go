@@ -36,6 +36,11 @@ type Timeline struct {
 	// aliveTree lists, by stack position, the time an element stops
 	// contributing to the offsets above it (end, or end+3 when slid).
 	aliveTree maxTree
+	// sizeKeys holds each element's sizeKey, and wholeKeys counts the
+	// elements of each key: the whole trace's largest elements are found
+	// from them in a pass over a byte an element (largestWhole).
+	sizeKeys  []uint8
+	wholeKeys [256]int32
 	// The stack in blocks of prefixBlock positions (the last, partial
 	// one left out), each block's elements sorted by the time they stop
 	// counting whole (end when freed, MaxInt32 when not): blkEnd holds
@@ -115,38 +120,58 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	t := &Timeline{s: s, device: device, kind: kind, segs: l.segs, src: l.elems}
 	st.finish(t, l)
 	// aliveTree's leaves, each element's effective end by stack
-	// position, are written in place, half on another goroutine: the
-	// first paint waits on this function while the second core idles.
+	// position, and its blocks' maxima are written in place, half on
+	// another goroutine: the first paint waits on this function while the
+	// second core idles. The same pass files each element under its size
+	// key for the first, whole-trace window (largestWhole).
 	timestep := int32(t.timesteps)
 	t.aliveTree = emptyMaxTree(len(t.byPos))
-	leaves := t.aliveTree.v
-	fill := func(lo, hi int) {
-		for p, id := range t.byPos[lo:hi] {
-			if !t.freed(id) {
-				t.end[id] = timestep         // each id once: byPos is a permutation
-				leaves[lo+p] = math.MaxInt32 // alive to the end
-				continue
+	t.sizeKeys = make([]uint8, len(t.src))
+	var counts [2][256]int32
+	fill := func(half, lo, hi int) {
+		a, cnt := &t.aliveTree, &counts[half]
+		for b := lo / maxBlock; b*maxBlock < hi; b++ {
+			p0 := b * maxBlock
+			leaves := a.v[p0:min(p0+maxBlock, a.n)]
+			m := int32(-1 << 31)
+			for p, id := range t.byPos[p0 : p0+len(leaves)] {
+				e := &t.src[id]
+				k := sizeKey(e.size)
+				t.sizeKeys[id] = k
+				cnt[k]++
+				if !t.freed(id) {
+					t.end[id] = timestep      // each id once: byPos is a permutation
+					leaves[p] = math.MaxInt32 // alive to the end
+					m = math.MaxInt32
+					continue
+				}
+				end := t.end[id]
+				if t.slid[id] {
+					end += 3
+				}
+				leaves[p] = end
+				m = max(m, end)
 			}
-			e := t.end[id]
-			if t.slid[id] {
-				e += 3
-			}
-			leaves[lo+p] = e
+			a.mx[a.size+b] = m
 		}
 	}
-	if n := len(t.byPos); n >= twoCoreMin {
+	n := len(t.byPos)
+	if mid := n / 2 / maxBlock * maxBlock; n >= twoCoreMin && mid > 0 {
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fill(n/2, n)
+			fill(1, mid, n)
 		}()
-		fill(0, n/2)
+		fill(0, 0, mid)
 		wg.Wait()
 	} else {
-		fill(0, n)
+		fill(0, 0, n)
 	}
-	t.aliveTree.buildTwoCores()
+	for k := range t.wholeKeys {
+		t.wholeKeys[k] = counts[0][k] + counts[1][k]
+	}
+	t.aliveTree.finish()
 	// Off the first paint's path: 9 ms on the 1 GB tile.
 	go t.releaseRoom()
 	// src keeps its room: a fed pairing reserves for every entry the
