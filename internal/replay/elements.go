@@ -295,14 +295,22 @@ func buildElements(s *snapshot.Snapshot, device int, segmentsView bool, pre *pai
 		ghosts[0] = dumpElements(s, device, segmentsView, addrToAlloc, nil, 0, n)
 	}
 	l.segs = make([]int32, 0, len(ghosts[0].segs)+len(ghosts[1].segs))
-	for _, g := range ghosts {
+	initial = slices.Grow(initial, len(ghosts[0].elems)+len(ghosts[1].elems))
+	inOrder := true
+	for i, g := range ghosts {
 		for _, e := range g.elems {
 			l.elems = append(l.elems, e)
 			initial = append(initial, int32(len(l.elems)-1))
 		}
+		if len(g.segs) > 0 {
+			inOrder = inOrder && g.inOrder && (i == 0 || len(l.segs) == 0 ||
+				s.Segments[l.segs[len(l.segs)-1]].Address <= s.Segments[g.segs[0]].Address)
+		}
 		l.segs = append(l.segs, g.segs...)
 	}
-	l.segs = sortSegments(s, l.segs)
+	if !inOrder {
+		l.segs = sortSegments(s, l.segs)
+	}
 	// memory_viz reverses the initial list and, with no actions, pops the
 	// last one into the actions so that a flat graph is drawn.
 	for i, j := 0, len(initial)-1; i < j; i, j = i+1, j-1 {
@@ -326,6 +334,10 @@ var twoCoreMin = 1 << 14
 type dumpPart struct {
 	elems []elemSrc
 	segs  []int32 // the device's segments, in snapshot order
+	// inOrder says that segs are by address (as PyTorch writes them):
+	// found by the walk, without a second pass over the segments (8 ms
+	// of the 1 GB tile's first paint).
+	inOrder bool
 }
 
 // dumpElements lists, in order, the elements of the dump's segments
@@ -334,7 +346,7 @@ type dumpPart struct {
 // the device's segments among them. sorted, when not nil, holds live's
 // addresses as sorted parts, which the blocks are looked up in.
 func dumpElements(s *snapshot.Snapshot, device int, segmentsView bool, live *addrTable, sorted [][]uint64, lo, hi int) dumpPart {
-	var out dumpPart
+	out := dumpPart{inOrder: true}
 	var walks []sortedWalk
 	for _, a := range sorted {
 		walks = append(walks, sortedWalk{a: a, i: -1})
@@ -355,6 +367,9 @@ func dumpElements(s *snapshot.Snapshot, device int, segmentsView bool, live *add
 		seg := &s.Segments[si]
 		if int(seg.Device) != device {
 			continue
+		}
+		if n := len(out.segs); n > 0 && s.Segments[out.segs[n-1]].Address > seg.Address {
+			out.inOrder = false
 		}
 		out.segs = append(out.segs, int32(si))
 		if segmentsView {

@@ -121,7 +121,19 @@ func TestFedLayoutRandom(t *testing.T) {
 	defer twoCores(t)()
 	r := rand.New(rand.NewSource(7))
 	for iter := 0; iter < 40; iter++ {
-		got, want, _ := fedLayouts(randomPickle(t, r, r.Intn(400)))
+		data := randomPickle(t, r, r.Intn(400))
+		if iter%2 == 1 {
+			// Segments out of address order (the walk over the dump
+			// finds the device's segments and whether they are sorted).
+			s := randomSnapshot(r, r.Intn(400))
+			r.Shuffle(len(s.Segments), func(i, j int) { s.Segments[i], s.Segments[j] = s.Segments[j], s.Segments[i] })
+			var buf bytes.Buffer
+			if err := snapshot.WritePickle(&buf, s); err != nil {
+				t.Fatal(err)
+			}
+			data = buf.Bytes()
+		}
+		got, want, _ := fedLayouts(data)
 		if got == nil {
 			t.Fatalf("iter %d: the fed work does not cover the only trace", iter)
 		}

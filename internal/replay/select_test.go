@@ -107,3 +107,46 @@ func TestSizeKeyOrdersSizes(t *testing.T) {
 		t.Errorf("sizes a quarter apart in one power of two share a key")
 	}
 }
+
+// TestLargestInOrder: for elements in index order, largestInOrder is
+// largest (the k largest, largest first, then by index), with sizes that
+// repeat a lot or not, k from none to all, and with the selection's
+// sorting fallback (sizes in a pattern, many rounds).
+func TestLargestInOrder(t *testing.T) {
+	r := rand.New(rand.NewSource(4))
+	for iter := 0; iter < 300; iter++ {
+		n := r.Intn(3000) + 1
+		spread := []int{1, 3, 50, 1 << 30}[iter%4]
+		tl := &Timeline{src: make([]elemSrc, n)}
+		for i := range tl.src {
+			tl.src[i].size = uint64(r.Intn(spread))
+		}
+		var all []int32
+		for id := range n {
+			if r.Intn(3) > 0 {
+				all = append(all, int32(id))
+			}
+		}
+		k := []int{0, 1, r.Intn(n + 1), len(all), n + 5}[iter%5]
+		want := tl.largest(slices.Clone(all), k)
+		got := tl.largestInOrder(slices.Clone(all), k)
+		if !slices.Equal(got, want) {
+			t.Fatalf("iter %d: %d of %d elements: got %v, want %v", iter, k, len(all), got, want)
+		}
+	}
+	a := make([]uint64, 5000)
+	for i := range a {
+		a[i] = uint64(i % 7 * 1000)
+	}
+	want := slices.Clone(a)
+	slices.Sort(want)
+	defer func(r int) { selectRounds = r }(selectRounds)
+	for _, rounds := range []int{64, 1, 0} {
+		selectRounds = rounds
+		for _, k := range []int{1, 10, 2500, 5000} {
+			if got := kthLargest(slices.Clone(a), k); got != want[len(want)-k] {
+				t.Errorf("%d rounds: kthLargest(k %d) = %d, want %d", rounds, k, got, want[len(want)-k])
+			}
+		}
+	}
+}

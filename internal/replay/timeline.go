@@ -35,7 +35,9 @@ type Timeline struct {
 
 	// aliveTree lists, by stack position, the time an element stops
 	// contributing to the offsets above it (end, or end+3 when slid).
-	aliveTree maxTree
+	// aliveBuilt, when not nil, is closed once it is built (waitAlive).
+	aliveTree  maxTree
+	aliveBuilt chan struct{}
 	// sizeKeys holds each element's sizeKey, and wholeKeys counts the
 	// elements of each key: the whole trace's largest elements are found
 	// from them in a pass over a byte an element (largestWhole).
@@ -119,59 +121,61 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	}
 	t := &Timeline{s: s, device: device, kind: kind, segs: l.segs, src: l.elems}
 	st.finish(t, l)
-	// aliveTree's leaves, each element's effective end by stack
-	// position, and its blocks' maxima are written in place, half on
-	// another goroutine: the first paint waits on this function while the
-	// second core idles. The same pass files each element under its size
-	// key for the first, whole-trace window (largestWhole).
+	// A pass over the elements gives each alive one its end and files
+	// each under its size key for the first, whole-trace window
+	// (largestWhole); the runs' block tree, which reads only the runs, is
+	// built beside it. Half the elements are on another goroutine: the
+	// first paint waits on this function.
 	timestep := int32(t.timesteps)
-	t.aliveTree = emptyMaxTree(len(t.byPos))
 	t.sizeKeys = make([]uint8, len(t.src))
 	var counts [2][256]int32
-	fill := func(half, lo, hi int) {
-		a, cnt := &t.aliveTree, &counts[half]
-		for b := lo / maxBlock; b*maxBlock < hi; b++ {
-			p0 := b * maxBlock
-			leaves := a.v[p0:min(p0+maxBlock, a.n)]
-			m := int32(-1 << 31)
-			for p, id := range t.byPos[p0 : p0+len(leaves)] {
-				e := &t.src[id]
-				k := sizeKey(e.size)
-				t.sizeKeys[id] = k
-				cnt[k]++
-				if !t.freed(id) {
-					t.end[id] = timestep      // each id once: byPos is a permutation
-					leaves[p] = math.MaxInt32 // alive to the end
-					m = math.MaxInt32
-					continue
-				}
-				end := t.end[id]
-				if t.slid[id] {
-					end += 3
-				}
-				leaves[p] = end
-				m = max(m, end)
+	byElement := func(half, lo, hi int) {
+		cnt := &counts[half]
+		for id := lo; id < hi; id++ {
+			e := &t.src[id]
+			k := sizeKey(e.size)
+			t.sizeKeys[id] = k
+			cnt[k]++
+			if e.free < 0 { // not freed (freed)
+				t.end[id] = timestep
 			}
-			a.mx[a.size+b] = m
 		}
 	}
-	n := len(t.byPos)
-	if mid := n / 2 / maxBlock * maxBlock; n >= twoCoreMin && mid > 0 {
+	n := len(t.src)
+	t.aliveTree = emptyMaxTree(len(t.byPos))
+	if n >= twoCoreMin {
+		runsDone := make(chan struct{})
+		go func() {
+			defer close(runsDone)
+			t.finishRuns()
+		}()
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fill(1, mid, n)
+			byElement(1, n/2, n)
 		}()
-		fill(0, 0, mid)
+		byElement(0, 0, n/2)
 		wg.Wait()
+		<-runsDone
+		// The alive tree is left to another goroutine: the whole-trace
+		// window does not walk the stack, and what does waits for it
+		// (waitAlive). Built here, it was 15-25 ms of the 1 GB tile's
+		// way to the first paint.
+		alive := make(chan struct{})
+		t.aliveBuilt = alive
+		go func() {
+			defer close(alive)
+			t.fillAlive()
+		}()
 	} else {
-		fill(0, 0, n)
+		byElement(0, 0, n)
+		t.finishRuns()
+		t.fillAlive()
 	}
 	for k := range t.wholeKeys {
 		t.wholeKeys[k] = counts[0][k] + counts[1][k]
 	}
-	t.aliveTree.finish()
 	// Off the first paint's path: 9 ms on the 1 GB tile.
 	go t.releaseRoom()
 	// src keeps its room: a fed pairing reserves for every entry the
@@ -186,6 +190,9 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	t.bucketsBuilt, t.blocksBuilt = built, blocks
 	t.startBuckets = sync.OnceFunc(func() {
 		go func() {
+			// After the alive tree, whose build is the other goroutine
+			// beside the first window.
+			t.waitAlive()
 			// The blocks first: a window asked for before the buckets
 			// are built is answered without them (scanClasses), and its
 			// stack walks are most of its time without the blocks.
@@ -195,8 +202,39 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 			close(built)
 		}()
 	})
-	t.finishRuns()
 	return t
+}
+
+// fillAlive writes aliveTree's leaves, each element's effective end by
+// stack position (end, end+3 when its free slid, MaxInt32 when alive to
+// the end), and its blocks' maxima, and builds it.
+func (t *Timeline) fillAlive() {
+	a := &t.aliveTree
+	for b := 0; b*maxBlock < a.n; b++ {
+		p0 := b * maxBlock
+		leaves := a.v[p0:min(p0+maxBlock, a.n)]
+		m := int32(-1 << 31)
+		for p, id := range t.byPos[p0 : p0+len(leaves)] {
+			end := int32(math.MaxInt32)
+			if t.freed(id) {
+				end = t.end[id]
+				if t.slid[id] {
+					end += 3
+				}
+			}
+			leaves[p] = end
+			m = max(m, end)
+		}
+		a.mx[a.size+b] = m
+	}
+	a.finish()
+}
+
+// waitAlive returns once aliveTree is built (fillAlive).
+func (t *Timeline) waitAlive() {
+	if t.aliveBuilt != nil {
+		<-t.aliveBuilt
+	}
 }
 
 // releaseRoom releases the unwritten room of the stacked columns (see
@@ -390,6 +428,7 @@ func (t *Timeline) weight(j int32, x float64) float64 {
 // stack calls fn in stack order for every element below stack position
 // limit that contributes to offsets at time x, with its weighted size.
 func (t *Timeline) stack(x float64, limit int, fn func(id int32, w float64)) {
+	t.waitAlive()
 	// Elements pushed after x cannot be below anything alive at x.
 	last := sort.Search(len(t.byPos), func(p int) bool { return float64(t.start[t.byPos[p]]) > x })
 	limit = min(limit, last)
