@@ -126,9 +126,17 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		}
 	}
 	advanceTo := func(x float64) {
-		// While none ramps, the frees that start and complete before x
-		// are done in one pass (most of a wide window's), their q found
-		// and used at once; q keeps those that ramp.
+		// The ramping frees that complete by x first: then, once none
+		// ramps, the frees that start and complete before x are done
+		// in one pass (most of a wide window's), their q found and used
+		// at once; q keeps those that ramp. (Frees are dense: one ramped
+		// at nearly every column and mark of the 1 GB tile's whole
+		// trace, and every free then took the way of the ramping ones,
+		// two thirds of its sweep.)
+		for completed < started && float64(frEnd[completed])+3 <= x {
+			complete(completed, q[completed])
+			completed++
+		}
 		if completed == started {
 			// complete(j, qOf(j)) written out: this loop sees every
 			// free of the window (3.9 M on the 1 GB tile's whole trace),

@@ -338,34 +338,31 @@ func (t *Timeline) largestInOrder(all []int32, k int) []int32 {
 	for i, id := range all {
 		sizes[i] = t.src[id].size
 	}
-	cut := kthLargest(sizes, k)
+	// The selection reorders its copy: each size is read once from the
+	// elements, a cache miss each.
+	cut := kthLargest(slices.Clone(sizes), k)
 	equal := k // the elements of size cut taken
 	for _, v := range sizes {
 		if v > cut {
 			equal--
 		}
 	}
-	n := 0
-	for _, id := range all { // n <= the index read: in place
-		switch v := t.src[id].size; {
+	keys := make([]sizedID, 0, k)
+	for i, id := range all {
+		switch v := sizes[i]; {
 		case v > cut:
 		case v == cut && equal > 0:
 			equal--
 		default:
 			continue
 		}
-		all[n] = id
-		n++
-	}
-	keys := make([]sizedID, n)
-	for i, id := range all[:n] {
-		keys[i] = sizedID{t.src[id].size, id}
+		keys = append(keys, sizedID{sizes[i], id})
 	}
 	slices.SortFunc(keys, largerFirst)
 	for i, e := range keys {
 		all[i] = e.id
 	}
-	return all[:n]
+	return all[:len(keys)]
 }
 
 // selectRounds bounds kthLargest's rounds (a variable for the tests).
