@@ -94,11 +94,16 @@ func (t *Timeline) selectWindow(f *Frame, t0, t1, y0, y1 float64, detail int) (v
 	fullY := y0 <= 0 && y1 >= float64(t.peak)
 	w := &windowSel{t: t, t0: t0, t1: t1, y0: y0, y1: y1, fullY: fullY, r: anyPos}
 	defer func() { w.first.release(); w.last.release() }()
-	if fullY && t0 <= 0 && t1 >= float64(t.timesteps) && t.sizeKeys != nil && !t.bucketsReady() {
+	if fullY && t0 <= 0 && t1 >= float64(t.timesteps) && detail <= wholeDetail && t.wholeBuilt != nil && !t.bucketsReady() {
 		// The whole trace, as the first view asks for it while the
-		// buckets are still being built: the same answer from the size
-		// keys the layout filed.
-		vis := t.largestWhole(f, detail)
+		// buckets are still being built: every element overlaps it (an
+		// element is pushed before the last timestep and ends at 1 or
+		// later), so the answer is the timeline's largest, which the
+		// layout listed.
+		<-t.wholeBuilt
+		vis := slices.Clone(t.wholeTop[:min(detail, len(t.wholeTop))])
+		f.Summarized += len(t.src) - len(vis)
+		f.Truncated = f.Summarized > 0
 		return vis, w.bases(vis)
 	}
 	if !fullY {
@@ -291,78 +296,101 @@ func (s *scanClasses) next(want int) []int32 {
 
 func (s *scanClasses) rest() int { return s.left }
 
-// largestWhole returns the largest detail elements of the timeline,
-// largest first, and counts the others in f's summary: what selectWindow
-// answers for the whole trace at the whole height, where every element
-// overlaps the window (an element is pushed before the last timestep
-// and ends at 1 or later), before the buckets are built. The layout
-// counted the elements of each size key (newTimeline): only the keys
-// holding the largest detail are collected, from a byte an element, and
-// ordered. Two passes over the elements' sizes, starts and ends were 20
-// ms of the 1 GB tile's first window.
-func (t *Timeline) largestWhole(f *Frame, detail int) []int32 {
-	// Every element of a key above from is among the largest detail.
-	from, above := 255, 0
-	for from > 0 && above+int(t.wholeKeys[from]) < detail {
-		above += int(t.wholeKeys[from])
-		from--
-	}
-	var all []int32
-	if detail > 0 {
-		all = make([]int32, 0, above+int(t.wholeKeys[from]))
-		k := uint8(from)
-		for id, key := range t.sizeKeys {
-			if key >= k {
-				all = append(all, int32(id))
-			}
-		}
-	}
-	vis := t.largestInOrder(all, detail)
-	f.Summarized += len(t.src) - len(vis)
-	f.Truncated = f.Summarized > 0
-	return vis
+// wholeDetail is how many of its largest elements a timeline lists as it
+// is laid out (wholeTop), for windows over the whole trace: the page's
+// Detail by default, and a query's.
+const wholeDetail = 15000
+
+// topFiler files elements given in index order, in one pass, so that the
+// wholeDetail largest can be told without a second: it counts the
+// elements of each size key and keeps, with their sizes, those of the
+// keys from the lowest that can still hold one of the largest (from: the
+// keys above it hold wholeDetail elements). A key's elements are kept in
+// index order.
+type topFiler struct {
+	k      int // how many of the largest are wanted (wholeDetail)
+	counts [256]int32
+	from   int
+	geq    int // the elements of the keys from up
+	keys   [256][]sizedID
 }
 
-// largestInOrder is largest for elements in increasing index order, as
-// largestWhole collects them. The k-th largest size is found by a
-// selection over the sizes alone; the elements larger than it are taken,
-// and of those of its size the first: the whole trace's last size key
-// holds 440,000 elements of the 1 GB tile, of a few sizes, which
-// largest's comparisons of size and index took 6 ms to select from.
-func (t *Timeline) largestInOrder(all []int32, k int) []int32 {
-	k = min(k, len(all))
+func (f *topFiler) add(size uint64, id int32) {
+	k := int(sizeKey(size))
+	f.counts[k]++
+	if k < f.from {
+		return
+	}
+	f.keys[k] = append(f.keys[k], sizedID{size, id})
+	f.geq++
+	for f.geq-int(f.counts[f.from]) >= f.k {
+		f.geq -= int(f.counts[f.from])
+		f.keys[f.from] = nil
+		f.from++
+	}
+}
+
+// largestOf returns the k largest (k at most the filers' own) of the
+// elements the filers (over consecutive ranges of indices, in order) were
+// given, largest first,
+// then by index: the k-th largest size is found by a selection over the
+// kept sizes; the elements larger than it are taken, and of those of its
+// size (all of one key, in index order) the first. Two passes over the
+// elements' sizes, starts and ends, and ordering the 440,000 elements of
+// the last size key taken by size and index, were 25 ms of the 1 GB
+// tile's first window.
+func largestOf(filers []*topFiler, k int) []int32 {
+	var counts [256]int
+	for _, f := range filers {
+		for key, c := range f.counts {
+			counts[key] += int(c)
+		}
+	}
+	// Every element of a key above from is among the largest k; the
+	// filers kept every key from their own from, which is at most this.
+	from, above := 255, 0
+	for from > 0 && above+counts[from] < k {
+		above += counts[from]
+		from--
+	}
+	var cands []sizedID
+	for key := 255; key >= from; key-- {
+		for _, f := range filers {
+			cands = append(cands, f.keys[key]...)
+		}
+	}
+	k = min(k, len(cands))
 	if k == 0 {
-		return all[:0]
+		return nil
 	}
-	sizes := make([]uint64, len(all))
-	for i, id := range all {
-		sizes[i] = t.src[id].size
+	sizes := make([]uint64, len(cands))
+	for i, c := range cands {
+		sizes[i] = c.size
 	}
-	// The selection reorders its copy: each size is read once from the
-	// elements, a cache miss each.
-	cut := kthLargest(slices.Clone(sizes), k)
+	cut := kthLargest(sizes, k)
 	equal := k // the elements of size cut taken
-	for _, v := range sizes {
-		if v > cut {
+	for _, c := range cands {
+		if c.size > cut {
 			equal--
 		}
 	}
-	keys := make([]sizedID, 0, k)
-	for i, id := range all {
-		switch v := sizes[i]; {
-		case v > cut:
-		case v == cut && equal > 0:
+	top := cands[:0] // in place: written behind the reading
+	for _, c := range cands {
+		switch {
+		case c.size > cut:
+		case c.size == cut && equal > 0:
 			equal--
 		default:
 			continue
 		}
-		keys = append(keys, sizedID{sizes[i], id})
+		top = append(top, c)
 	}
-	slices.SortFunc(keys, largerFirst)
-	for i, e := range keys {
-		all[i] = e.id
+	slices.SortFunc(top, largerFirst)
+	out := make([]int32, len(top))
+	for i, c := range top {
+		out[i] = c.id
 	}
-	return all[:len(keys)]
+	return out
 }
 
 // selectRounds bounds kthLargest's rounds (a variable for the tests).

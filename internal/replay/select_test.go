@@ -80,7 +80,7 @@ func TestWindowLastClassLargestFirst(t *testing.T) {
 }
 
 // TestSizeKeyOrdersSizes: a larger size never has a smaller key
-// (largestWhole takes every element of the keys above its cut), over
+// (topFiler keeps every element of the keys above its cut), over
 // every size to 4096, the powers of two and their neighbours, and random
 // pairs.
 func TestSizeKeyOrdersSizes(t *testing.T) {
@@ -108,30 +108,40 @@ func TestSizeKeyOrdersSizes(t *testing.T) {
 	}
 }
 
-// TestLargestInOrder: for elements in index order, largestInOrder is
-// largest (the k largest, largest first, then by index), with sizes that
-// repeat a lot or not, k from none to all, and with the selection's
-// sorting fallback (sizes in a pattern, many rounds).
-func TestLargestInOrder(t *testing.T) {
+// TestLargestOf: the largest elements filed by topFilers over two halves
+// of the elements (one on an empty range) are largest's (the k largest,
+// largest first, then by index), with sizes that repeat a lot or not,
+// filers wanting few or all, and k from none to all; and kthLargest with
+// its sorting fallback (sizes in a pattern, rounds bounded).
+func TestLargestOf(t *testing.T) {
 	r := rand.New(rand.NewSource(4))
 	for iter := 0; iter < 300; iter++ {
 		n := r.Intn(3000) + 1
-		spread := []int{1, 3, 50, 1 << 30}[iter%4]
+		spread := []uint64{1, 3, 50, 1 << 30, 1 << 62}[iter%5]
 		tl := &Timeline{src: make([]elemSrc, n)}
+		all := make([]int32, n)
 		for i := range tl.src {
-			tl.src[i].size = uint64(r.Intn(spread))
-		}
-		var all []int32
-		for id := range n {
-			if r.Intn(3) > 0 {
-				all = append(all, int32(id))
+			tl.src[i].size = uint64(r.Int63n(int64(spread)))
+			if iter%7 == 0 {
+				tl.src[i].size <<= 1 // sizes of 2^63 and up
 			}
+			all[i] = int32(i)
 		}
-		k := []int{0, 1, r.Intn(n + 1), len(all), n + 5}[iter%5]
-		want := tl.largest(slices.Clone(all), k)
-		got := tl.largestInOrder(slices.Clone(all), k)
-		if !slices.Equal(got, want) {
-			t.Fatalf("iter %d: %d of %d elements: got %v, want %v", iter, k, len(all), got, want)
+		fk := []int{1, 10, 200, n, n + 3}[r.Intn(5)]
+		mid := []int{0, n / 2, n}[iter%3]
+		filers := []*topFiler{{k: fk}, {k: fk}}
+		for id := range n {
+			f := filers[0]
+			if id >= mid {
+				f = filers[1]
+			}
+			f.add(tl.src[id].size, int32(id))
+		}
+		for _, k := range []int{0, 1, fk / 2, fk} {
+			want := tl.largest(slices.Clone(all), k)
+			if got := largestOf(filers, k); !slices.Equal(got, want) {
+				t.Fatalf("iter %d: %d of %d elements (filers want %d, split at %d): got %v, want %v", iter, k, n, fk, mid, got, want)
+			}
 		}
 	}
 	a := make([]uint64, 5000)

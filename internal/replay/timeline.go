@@ -38,11 +38,12 @@ type Timeline struct {
 	// aliveBuilt, when not nil, is closed once it is built (waitAlive).
 	aliveTree  maxTree
 	aliveBuilt chan struct{}
-	// sizeKeys holds each element's sizeKey, and wholeKeys counts the
-	// elements of each key: the whole trace's largest elements are found
-	// from them in a pass over a byte an element (largestWhole).
-	sizeKeys  []uint8
-	wholeKeys [256]int32
+	// wholeTop lists the timeline's wholeDetail largest elements, largest
+	// first, then by index, for windows over the whole trace (the first
+	// window) before the buckets are built; wholeBuilt, when not nil, is
+	// closed once it is (largestOf, beside that window's start).
+	wholeTop   []int32
+	wholeBuilt chan struct{}
 	// The stack in blocks of prefixBlock positions (the last, partial
 	// one left out), each block's elements sorted by the time they stop
 	// counting whole (end when freed, MaxInt32 when not): blkEnd holds
@@ -122,20 +123,16 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	t := &Timeline{s: s, device: device, kind: kind, segs: l.segs, src: l.elems}
 	st.finish(t, l)
 	// A pass over the elements gives each alive one its end and files
-	// each under its size key for the first, whole-trace window
-	// (largestWhole); the runs' block tree, which reads only the runs, is
-	// built beside it. Half the elements are on another goroutine: the
-	// first paint waits on this function.
+	// the largest for the first, whole-trace window (topFiler); the runs'
+	// block tree, which reads only the runs, is built beside it. Half
+	// the elements are on another goroutine: the first paint waits on
+	// this function.
 	timestep := int32(t.timesteps)
-	t.sizeKeys = make([]uint8, len(t.src))
-	var counts [2][256]int32
-	byElement := func(half, lo, hi int) {
-		cnt := &counts[half]
+	filers := []*topFiler{{k: wholeDetail}, {k: wholeDetail}}
+	byElement := func(f *topFiler, lo, hi int) {
 		for id := lo; id < hi; id++ {
 			e := &t.src[id]
-			k := sizeKey(e.size)
-			t.sizeKeys[id] = k
-			cnt[k]++
+			f.add(e.size, int32(id))
 			if e.free < 0 { // not freed (freed)
 				t.end[id] = timestep
 			}
@@ -143,6 +140,8 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	}
 	n := len(t.src)
 	t.aliveTree = emptyMaxTree(len(t.byPos))
+	wholeDone := make(chan struct{})
+	t.wholeBuilt = wholeDone
 	if n >= twoCoreMin {
 		runsDone := make(chan struct{})
 		go func() {
@@ -153,28 +152,30 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			byElement(1, n/2, n)
+			byElement(filers[1], n/2, n)
 		}()
-		byElement(0, 0, n/2)
+		byElement(filers[0], 0, n/2)
 		wg.Wait()
 		<-runsDone
-		// The alive tree is left to another goroutine: the whole-trace
-		// window does not walk the stack, and what does waits for it
-		// (waitAlive). Built here, it was 15-25 ms of the 1 GB tile's
-		// way to the first paint.
+		// The largest and the alive tree are left to another goroutine:
+		// the whole-trace window waits for the first after its columns,
+		// and does not walk the stack; what does waits for the tree
+		// (waitAlive). Built here, the tree was 15-25 ms of the 1 GB
+		// tile's way to the first paint.
 		alive := make(chan struct{})
 		t.aliveBuilt = alive
 		go func() {
-			defer close(alive)
+			t.wholeTop = largestOf(filers, wholeDetail)
+			close(wholeDone)
 			t.fillAlive()
+			close(alive)
 		}()
 	} else {
-		byElement(0, 0, n)
+		byElement(filers[0], 0, n)
 		t.finishRuns()
+		t.wholeTop = largestOf(filers[:1], wholeDetail)
+		close(wholeDone)
 		t.fillAlive()
-	}
-	for k := range t.wholeKeys {
-		t.wholeKeys[k] = counts[0][k] + counts[1][k]
 	}
 	// Off the first paint's path: 9 ms on the 1 GB tile.
 	go t.releaseRoom()
