@@ -130,13 +130,9 @@ func TestLargestOf(t *testing.T) {
 		fk := []int{1, 10, 200, n, n + 3}[r.Intn(5)]
 		mid := []int{0, n / 2, n}[iter%3]
 		filers := []*topFiler{{k: fk}, {k: fk}}
-		for id := range n {
-			f := filers[0]
-			if id >= mid {
-				f = filers[1]
-			}
-			f.add(tl.src[id].size, int32(id))
-		}
+		end := make([]int32, n)
+		filers[0].fileElements(tl.src, end, 5, 0, mid)
+		filers[1].fileElements(tl.src, end, 5, mid, n)
 		for _, k := range []int{0, 1, fk / 2, fk} {
 			want := tl.largest(slices.Clone(all), k)
 			if got := largestOf(filers, k); !slices.Equal(got, want) {

@@ -129,15 +129,7 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	// this function.
 	timestep := int32(t.timesteps)
 	filers := []*topFiler{{k: wholeDetail}, {k: wholeDetail}}
-	byElement := func(f *topFiler, lo, hi int) {
-		for id := lo; id < hi; id++ {
-			e := &t.src[id]
-			f.add(e.size, int32(id))
-			if e.free < 0 { // not freed (freed)
-				t.end[id] = timestep
-			}
-		}
-	}
+	byElement := func(f *topFiler, lo, hi int) { f.fileElements(t.src, t.end, timestep, lo, hi) }
 	n := len(t.src)
 	t.aliveTree = emptyMaxTree(len(t.byPos))
 	wholeDone := make(chan struct{})
