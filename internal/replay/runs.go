@@ -17,6 +17,9 @@ type compactRuns struct {
 	// laying out the first view after the decode, on an 80 MB snapshot).
 	lo, hi []int64
 	shift  uint64
+	// starts[b] is the first timestep of run b*runBlock (finishRuns): the
+	// runs' starts are searched a block at a time (columns).
+	starts []int32
 	blockMinMax
 }
 
@@ -98,6 +101,10 @@ func (t *Timeline) walkRuns(i0, i1 int, fn func(v uint64)) {
 // made-up input only), by walking the runs.
 func (t *Timeline) finishRuns() {
 	r := t.cruns
+	r.starts = make([]int32, len(r.cp))
+	for b := range r.starts {
+		r.starts[b] = t.runStartAt(b * runBlock)
+	}
 	if r.shiftKeepsOrder() {
 		r.blockMinMax = newBlockMinMax(len(r.cp), func(b int) (uint64, uint64) {
 			return uint64(r.lo[b]) + r.shift, uint64(r.hi[b]) + r.shift
