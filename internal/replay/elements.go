@@ -432,35 +432,43 @@ func (w *sortedWalk) has(x uint64) bool {
 	return w.i < len(a) && a[w.i] == x
 }
 
-// radixSort sorts a (least significant digit first, 11 bits a digit,
-// skipping the digits every value shares: addresses share their top
+// radixSort sorts a (least significant digit first, 12 bits a digit,
+// over the bits in which the values differ: addresses share their top
 // bits and the low ones of their alignment) and returns it.
 func radixSort(a []uint64) []uint64 {
 	if len(a) < 1024 {
 		slices.Sort(a)
 		return a
 	}
-	const digit, digits = 11, 6
+	or, and := uint64(0), ^uint64(0)
+	for _, v := range a {
+		or, and = or|v, and&v
+	}
+	varying := or ^ and
+	if varying == 0 {
+		return a // all equal
+	}
+	const digit = 12
 	const mask = 1<<digit - 1
+	lo, hi := bits.TrailingZeros64(varying), bits.Len64(varying)
+	digits := (hi - lo + digit - 1) / digit
 	counts := make([][1 << digit]int, digits)
 	for _, v := range a {
 		for d := range digits {
-			counts[d][v>>(d*digit)&mask]++
+			counts[d][v>>(lo+d*digit)&mask]++
 		}
 	}
 	src, dst := a, make([]uint64, len(a))
 	for d := range digits {
 		c := &counts[d]
-		if c[src[0]>>(d*digit)&mask] == len(a) {
-			continue // every value has this digit
-		}
+		shift := lo + d*digit
 		at := 0
 		for k, n := range c {
 			c[k] = at
 			at += n
 		}
 		for _, v := range src {
-			k := v >> (d * digit) & mask
+			k := v >> shift & mask
 			dst[c[k]] = v
 			c[k]++
 		}

@@ -120,6 +120,7 @@ func TestRadixSort(t *testing.T) {
 			r.Uint64,
 			func() uint64 { return 0x7f0000000000 + uint64(r.Intn(1<<28))*512 },
 			func() uint64 { return uint64(r.Intn(3)) << 40 },
+			func() uint64 { return 0x7f0000000000 },
 		} {
 			a := make([]uint64, n)
 			for i := range a {
