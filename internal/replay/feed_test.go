@@ -47,6 +47,15 @@ func layoutDiff(got, want *Timeline) string {
 	if ds := deviceSegments(want.s, want.device); !slices.Equal(got.segs, ds) || !slices.Equal(want.segs, ds) {
 		return "device segments"
 	}
+	// The largest elements the layout listed, against a sort of them all.
+	all := make([]int32, len(got.src))
+	for i := range all {
+		all[i] = int32(i)
+	}
+	<-got.wholeBuilt
+	if !slices.Equal(got.wholeTop, got.largest(all, wholeDetail)) {
+		return "largest elements"
+	}
 	for _, c := range []struct {
 		what      string
 		got, want any

@@ -301,85 +301,72 @@ func (s *scanClasses) rest() int { return s.left }
 // Detail by default, and a query's.
 const wholeDetail = 15000
 
-// topFiler files elements given in index order, in one pass, so that the
-// wholeDetail largest can be told without a second: it counts the
-// elements of each size key and keeps, with their sizes, those of the
-// keys from the lowest that can still hold one of the largest (from: the
-// keys above it hold wholeDetail elements). A key's elements are kept in
-// index order.
-type topFiler struct {
-	k      int // how many of the largest are wanted (wholeDetail)
-	counts [256]int32
-	from   int
-	geq    int // the elements of the keys from up
-	keys   [256][]sizedID
+// sizeFiler files elements by size key in the layout's one pass over the
+// elements (fileElements), so that their wholeDetail largest can be told
+// after from a byte an element (largestOf). Keeping the elements of the
+// keys that could hold the largest, as they came, cost three times the
+// pass on the 1 GB tile (a few keys hold hundreds of thousands).
+type sizeFiler struct {
+	keys   []uint8    // each element's sizeKey
+	counts [256]int32 // the elements of each key
 }
 
-// fileElements files src's elements lo..hi-1 (given in index order, by
-// consecutive calls), and sets the end of each alive to the end (not
-// freed: its polygon closes at timestep): the layout's one pass over the
-// elements. The filing is written out (keep is called for the few kept):
-// a call per element was 10 ms of CPU on the 1 GB tile's first layout.
-func (f *topFiler) fileElements(src []elemSrc, end []int32, timestep int32, lo, hi int) {
+// fileElements files src's elements lo..hi-1 in f.keys, counting them in
+// counts, and sets the end of each alive one (not freed: its polygon
+// closes at timestep): the layout's one pass over the elements.
+func (f *sizeFiler) fileElements(counts *[256]int32, src []elemSrc, end []int32, timestep int32, lo, hi int) {
 	for id := lo; id < hi; id++ {
 		e := &src[id]
 		k := sizeKey(e.size)
-		f.counts[k]++
-		if int(k) >= f.from {
-			f.keep(k, e.size, int32(id))
-		}
+		f.keys[id] = k
+		counts[k]++
 		if e.free < 0 { // not freed (freed)
 			end[id] = timestep
 		}
 	}
 }
 
-// keep keeps element id, of key k >= from, and raises from while the keys
-// above it hold k elements (not inlined, so that add is, in the layout's
-// pass over every element).
-//
-//go:noinline
-func (f *topFiler) keep(k uint8, size uint64, id int32) {
-	f.keys[k] = append(f.keys[k], sizedID{size, id})
-	f.geq++
-	for f.geq-int(f.counts[f.from]) >= f.k {
-		f.geq -= int(f.counts[f.from])
-		f.keys[f.from] = nil
-		f.from++
-	}
+// largestOf returns the k largest of the filed elements, largest first,
+// then by index (cutKey, candidates and largestOfCands in one).
+func (f *sizeFiler) largestOf(src []elemSrc, k int) []int32 {
+	from, _ := f.cutKey(k)
+	return largestOfCands(f.candidates(src, from, 0, len(f.keys)), k)
 }
 
-// largestOf returns the k largest (k at most the filers' own) of the
-// elements the filers (over consecutive ranges of indices, in order) were
-// given, largest first,
+// cutKey returns the key from which the filed elements hold the k
+// largest (every element of a key above it is among them, and some of
+// its own), and how many elements those keys hold.
+func (f *sizeFiler) cutKey(k int) (from uint8, n int) {
+	key, above := 255, 0
+	for key > 0 && above+int(f.counts[key]) < k {
+		above += int(f.counts[key])
+		key--
+	}
+	return uint8(key), above + int(f.counts[key])
+}
+
+// candidates returns the filed elements lo..hi-1 of key from or above,
+// with their sizes, in index order.
+func (f *sizeFiler) candidates(src []elemSrc, from uint8, lo, hi int) []sizedID {
+	var out []sizedID
+	for id, key := range f.keys[lo:hi] {
+		if key >= from {
+			out = append(out, sizedID{src[lo+id].size, int32(lo + id)})
+		}
+	}
+	return out
+}
+
+// largestOfCands returns the k largest of cands (every element of a key
+// above the cut key, and the cut key's, in index order), largest first,
 // then by index: the k-th largest size is found by a selection over the
-// kept sizes; the elements larger than it are taken, and of those of its
-// size (all of one key, in index order) the first. Two passes over the
-// elements' sizes, starts and ends, and ordering the 440,000 elements of
-// the last size key taken by size and index, were 25 ms of the 1 GB
-// tile's first window.
-func largestOf(filers []*topFiler, k int) []int32 {
-	var counts [256]int
-	for _, f := range filers {
-		for key, c := range f.counts {
-			counts[key] += int(c)
-		}
-	}
-	// Every element of a key above from is among the largest k; the
-	// filers kept every key from their own from, which is at most this.
-	from, above := 255, 0
-	for from > 0 && above+counts[from] < k {
-		above += counts[from]
-		from--
-	}
-	var cands []sizedID
-	for key := 255; key >= from; key-- {
-		for _, f := range filers {
-			cands = append(cands, f.keys[key]...)
-		}
-	}
+// sizes; the candidates larger than it are taken, and of those of its
+// size (all of the cut key) the first. Two passes over the elements'
+// sizes, starts and ends, and ordering the 440,000 elements of the 1 GB
+// tile's cut key by size and index, were 25 ms of its first window.
+func largestOfCands(cands []sizedID, k int) []int32 {
 	k = min(k, len(cands))
-	if k == 0 {
+	if k <= 0 {
 		return nil
 	}
 	sizes := make([]uint64, len(cands))

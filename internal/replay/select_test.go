@@ -80,7 +80,7 @@ func TestWindowLastClassLargestFirst(t *testing.T) {
 }
 
 // TestSizeKeyOrdersSizes: a larger size never has a smaller key
-// (topFiler keeps every element of the keys above its cut), over
+// (largestOf takes every element of the keys above its cut), over
 // every size to 4096, the powers of two and their neighbours, and random
 // pairs.
 func TestSizeKeyOrdersSizes(t *testing.T) {
@@ -108,11 +108,11 @@ func TestSizeKeyOrdersSizes(t *testing.T) {
 	}
 }
 
-// TestLargestOf: the largest elements filed by topFilers over two halves
-// of the elements (one on an empty range) are largest's (the k largest,
-// largest first, then by index), with sizes that repeat a lot or not,
-// filers wanting few or all, and k from none to all; and kthLargest with
-// its sorting fallback (sizes in a pattern, rounds bounded).
+// TestLargestOf: the largest elements filed by a sizeFiler over two
+// halves of the elements (one maybe empty) are largest's (the k largest,
+// largest first, then by index), with sizes that repeat a lot or not and
+// k from none to all; and kthLargest with its sorting fallback (sizes in
+// a pattern, rounds bounded).
 func TestLargestOf(t *testing.T) {
 	r := rand.New(rand.NewSource(4))
 	for iter := 0; iter < 300; iter++ {
@@ -125,18 +125,27 @@ func TestLargestOf(t *testing.T) {
 			if iter%7 == 0 {
 				tl.src[i].size <<= 1 // sizes of 2^63 and up
 			}
+			tl.src[i].free = int32(r.Intn(2)) - 1
 			all[i] = int32(i)
 		}
-		fk := []int{1, 10, 200, n, n + 3}[r.Intn(5)]
 		mid := []int{0, n / 2, n}[iter%3]
-		filers := []*topFiler{{k: fk}, {k: fk}}
+		f := &sizeFiler{keys: make([]uint8, n)}
+		var counts [2][256]int32
 		end := make([]int32, n)
-		filers[0].fileElements(tl.src, end, 5, 0, mid)
-		filers[1].fileElements(tl.src, end, 5, mid, n)
-		for _, k := range []int{0, 1, fk / 2, fk} {
+		f.fileElements(&counts[0], tl.src, end, 5, 0, mid)
+		f.fileElements(&counts[1], tl.src, end, 5, mid, n)
+		for k := range f.counts {
+			f.counts[k] = counts[0][k] + counts[1][k]
+		}
+		for id, e := range tl.src {
+			if want := int32(0); e.free < 0 && end[id] != 5 || e.free >= 0 && end[id] != want {
+				t.Fatalf("iter %d: element %d (free %d): end %d", iter, id, e.free, end[id])
+			}
+		}
+		for _, k := range []int{0, 1, r.Intn(n + 1), n, n + 5} {
 			want := tl.largest(slices.Clone(all), k)
-			if got := largestOf(filers, k); !slices.Equal(got, want) {
-				t.Fatalf("iter %d: %d of %d elements (filers want %d, split at %d): got %v, want %v", iter, k, n, fk, mid, got, want)
+			if got := f.largestOf(tl.src, k); !slices.Equal(got, want) {
+				t.Fatalf("iter %d: %d of %d elements (split at %d): got %v, want %v", iter, k, n, mid, got, want)
 			}
 		}
 	}

@@ -41,7 +41,7 @@ type Timeline struct {
 	// wholeTop lists the timeline's wholeDetail largest elements, largest
 	// first, then by index, for windows over the whole trace (the first
 	// window) before the buckets are built; wholeBuilt, when not nil, is
-	// closed once it is (largestOf, beside that window's start).
+	// closed once it is (sizeFiler.largestOf, beside that window's start).
 	wholeTop   []int32
 	wholeBuilt chan struct{}
 	// The stack in blocks of prefixBlock positions (the last, partial
@@ -123,17 +123,25 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	t := &Timeline{s: s, device: device, kind: kind, segs: l.segs, src: l.elems}
 	st.finish(t, l)
 	// A pass over the elements gives each alive one its end and files
-	// the largest for the first, whole-trace window (topFiler); the runs'
-	// block tree, which reads only the runs, is built beside it. Half
-	// the elements are on another goroutine: the first paint waits on
-	// this function.
+	// each by size key for the first, whole-trace window (sizeFiler); the
+	// runs' block tree, which reads only the runs, is built beside it.
+	// Half the elements are on another goroutine: the first paint waits
+	// on this function.
 	timestep := int32(t.timesteps)
-	filers := []*topFiler{{k: wholeDetail}, {k: wholeDetail}}
-	byElement := func(f *topFiler, lo, hi int) { f.fileElements(t.src, t.end, timestep, lo, hi) }
+	filer := &sizeFiler{keys: make([]uint8, len(t.src))}
+	var counts [2][256]int32
+	byElement := func(half, lo, hi int) {
+		filer.fileElements(&counts[half], t.src, t.end, timestep, lo, hi)
+	}
 	n := len(t.src)
 	t.aliveTree = emptyMaxTree(len(t.byPos))
 	wholeDone := make(chan struct{})
 	t.wholeBuilt = wholeDone
+	sumCounts := func() {
+		for k := range filer.counts {
+			filer.counts[k] = counts[0][k] + counts[1][k]
+		}
+	}
 	if n >= twoCoreMin {
 		runsDone := make(chan struct{})
 		go func() {
@@ -144,9 +152,20 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			byElement(filers[1], n/2, n)
+			byElement(1, n/2, n)
 		}()
-		byElement(filers[0], 0, n/2)
+		byElement(0, 0, n/2)
+		wg.Wait()
+		// The candidates for the largest, a half on each core too.
+		sumCounts()
+		from, _ := filer.cutKey(wholeDetail)
+		var cands [2][]sizedID
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cands[1] = filer.candidates(t.src, from, n/2, n)
+		}()
+		cands[0] = filer.candidates(t.src, from, 0, n/2)
 		wg.Wait()
 		<-runsDone
 		// The largest and the alive tree are left to another goroutine:
@@ -157,15 +176,16 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 		alive := make(chan struct{})
 		t.aliveBuilt = alive
 		go func() {
-			t.wholeTop = largestOf(filers, wholeDetail)
+			t.wholeTop = largestOfCands(append(cands[0], cands[1]...), wholeDetail)
 			close(wholeDone)
 			t.fillAlive()
 			close(alive)
 		}()
 	} else {
-		byElement(filers[0], 0, n)
+		byElement(0, 0, n)
 		t.finishRuns()
-		t.wholeTop = largestOf(filers[:1], wholeDetail)
+		sumCounts()
+		t.wholeTop = filer.largestOf(t.src, wholeDetail)
 		close(wholeDone)
 		t.fillAlive()
 	}
