@@ -203,9 +203,11 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	t.bucketsBuilt, t.blocksBuilt = built, blocks
 	t.startBuckets = sync.OnceFunc(func() {
 		go func() {
-			// After the alive tree, whose build is the other goroutine
-			// beside the first window.
-			t.waitAlive()
+			// After the whole trace's largest, which the first window
+			// waits for (the alive tree is built beside this: waiting
+			// for it too, the blocks were not built by the 1 GB tile's
+			// first zoom, which its faster first paint brought sooner).
+			<-t.wholeBuilt
 			// The blocks first: a window asked for before the buckets
 			// are built is answered without them (scanClasses), and its
 			// stack walks are most of its time without the blocks.
