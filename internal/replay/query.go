@@ -545,12 +545,17 @@ func (t *Timeline) columns(t0, tpp float64, w int) (mn, mx []float64) {
 	// 3,200 searches over the whole runs, each step a cache miss, were
 	// a tenth of a window on the 1 GB tile.
 	first0, first1 := make([]int, w), make([]int, w)
-	if t.cruns != nil && len(t.cruns.starts) > 0 {
+	var starts []int32
+	if t.cruns != nil {
+		if p := t.cruns.starts.Load(); p != nil {
+			starts = *p
+		}
+	}
+	if len(starts) > 0 {
 		// A block of runs at a time first, from the starts of the
-		// blocks' first runs (finishRuns), then inside the block: two
+		// blocks' first runs (runStarts), then inside the block: two
 		// dependent cache misses for each step over the whole runs were
 		// a tenth of the 1 GB tile's whole-trace window.
-		starts := t.cruns.starts
 		for _, fs := range [2]struct {
 			v     []float64
 			first []int

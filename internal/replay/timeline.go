@@ -180,6 +180,7 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 			close(wholeDone)
 			t.fillAlive()
 			close(alive)
+			t.runStarts()
 		}()
 	} else {
 		byElement(0, 0, n)
@@ -188,6 +189,7 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 		t.wholeTop = filer.largestOf(t.src, wholeDetail)
 		close(wholeDone)
 		t.fillAlive()
+		t.runStarts()
 	}
 	// Off the first paint's path: 9 ms on the 1 GB tile.
 	go t.releaseRoom()
