@@ -134,3 +134,16 @@ func (t *addrTable) grow() {
 func (t *addrTable) prefetch(key uint64) {
 	prefetch(unsafe.Pointer(&t.slots[t.slot(key)]))
 }
+
+// size is the number of slots of the table (keysIn's range).
+func (t *addrTable) size() int { return len(t.slots) }
+
+// keysIn appends to dst the keys held in slots [lo, hi), in no order.
+func (t *addrTable) keysIn(dst []uint64, lo, hi int) []uint64 {
+	for _, s := range t.slots[lo:hi] {
+		if s.val >= 0 {
+			dst = append(dst, s.key)
+		}
+	}
+	return dst
+}

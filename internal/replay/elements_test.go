@@ -2,6 +2,7 @@ package replay
 
 import (
 	"math/rand"
+	"slices"
 	"sort"
 	"testing"
 	"unsafe"
@@ -105,6 +106,63 @@ func TestElemSrcKind(t *testing.T) {
 	} {
 		if k, f := c.e.kind(), c.e.freeEvent(); k != c.kind || f != c.free {
 			t.Errorf("%+v: kind %d free %d, want %d %d", c.e, k, f, c.kind, c.free)
+		}
+	}
+}
+
+// TestRadixSort: radixSort sorts as slices.Sort does, for lengths on both
+// sides of its cut and values that share digits (aligned addresses in one
+// range) or not.
+func TestRadixSort(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	for _, n := range []int{0, 1, 5, 1023, 1024, 1025, 5000, 70000} {
+		for _, gen := range []func() uint64{
+			r.Uint64,
+			func() uint64 { return 0x7f0000000000 + uint64(r.Intn(1<<28))*512 },
+			func() uint64 { return uint64(r.Intn(3)) << 40 },
+			func() uint64 { return 0x7f0000000000 },
+		} {
+			a := make([]uint64, n)
+			for i := range a {
+				a[i] = gen()
+			}
+			want := slices.Clone(a)
+			slices.Sort(want)
+			if got := radixSort(a); !slices.Equal(got, want) {
+				t.Fatalf("%d values: radixSort differs from slices.Sort", n)
+			}
+		}
+	}
+}
+
+// TestSortedWalk: sortedWalk.has answers as a set does, for values asked
+// in rising order (with repeats and long skips) and out of order.
+func TestSortedWalk(t *testing.T) {
+	r := rand.New(rand.NewSource(2))
+	for iter := 0; iter < 200; iter++ {
+		n := r.Intn(3000)
+		set := map[uint64]bool{}
+		a := make([]uint64, 0, n)
+		for range n {
+			v := uint64(r.Intn(10000))
+			if !set[v] {
+				set[v] = true
+				a = append(a, v)
+			}
+		}
+		slices.Sort(a)
+		qs := make([]uint64, r.Intn(2000))
+		for i := range qs {
+			qs[i] = uint64(r.Intn(10100))
+		}
+		if iter%3 != 0 {
+			slices.Sort(qs) // rising, as the dump's blocks come
+		}
+		w := sortedWalk{a: a, i: -1}
+		for _, q := range qs {
+			if got := w.has(q); got != set[q] {
+				t.Fatalf("iter %d: has(%d) = %v, want %v", iter, q, got, set[q])
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,6 +43,19 @@ func fedLayouts(data []byte) (got, want *Timeline, twice bool) {
 // layoutDiff names the first part in which two timelines differ, "" when
 // none does.
 func layoutDiff(got, want *Timeline) string {
+	// The device's segments, found by the walk over the dump.
+	if ds := deviceSegments(want.s, want.device); !slices.Equal(got.segs, ds) || !slices.Equal(want.segs, ds) {
+		return "device segments"
+	}
+	// The largest elements the layout listed, against a sort of them all.
+	all := make([]int32, len(got.src))
+	for i := range all {
+		all[i] = int32(i)
+	}
+	<-got.wholeBuilt
+	if !slices.Equal(got.wholeTop, got.largest(all, wholeDetail)) {
+		return "largest elements"
+	}
 	for _, c := range []struct {
 		what      string
 		got, want any
@@ -116,7 +130,19 @@ func TestFedLayoutRandom(t *testing.T) {
 	defer twoCores(t)()
 	r := rand.New(rand.NewSource(7))
 	for iter := 0; iter < 40; iter++ {
-		got, want, _ := fedLayouts(randomPickle(t, r, r.Intn(400)))
+		data := randomPickle(t, r, r.Intn(400))
+		if iter%2 == 1 {
+			// Segments out of address order (the walk over the dump
+			// finds the device's segments and whether they are sorted).
+			s := randomSnapshot(r, r.Intn(400))
+			r.Shuffle(len(s.Segments), func(i, j int) { s.Segments[i], s.Segments[j] = s.Segments[j], s.Segments[i] })
+			var buf bytes.Buffer
+			if err := snapshot.WritePickle(&buf, s); err != nil {
+				t.Fatal(err)
+			}
+			data = buf.Bytes()
+		}
+		got, want, _ := fedLayouts(data)
 		if got == nil {
 			t.Fatalf("iter %d: the fed work does not cover the only trace", iter)
 		}

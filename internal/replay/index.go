@@ -1,18 +1,26 @@
 package replay
 
-import (
-	"math"
-	"sync"
-)
+import "math"
 
-// maxTree is a static max segment tree over int32 values, used to list the
-// positions of a prefix whose value exceeds a threshold in
-// O(k log n) for k results: intervals by start order, pruned by end.
+// maxTree lists the positions of a prefix whose value exceeds a
+// threshold in O(k log n) for k results (intervals by start order,
+// pruned by end): the values themselves in one column, and a segment
+// tree of the maxima of blocks of maxBlock of them. The Active Memory
+// Timeline's tree (aliveTree) is built between the decode's end and the
+// first window: a tree down to every value (a power of two of leaves and
+// as many inner nodes, 67 MB for the 1 GB tile's 5.3 M elements) took 15
+// ms to build there, and a block of values is two cache lines, read whole
+// where the tree says it holds a result.
 type maxTree struct {
-	n    int     // number of leaves in use
-	size int     // power of two >= n
-	v    []int32 // v[size+i] is leaf i
+	n    int     // number of values
+	v    []int32 // the values (the leaves)
+	size int     // power of two >= the number of blocks
+	mx   []int32 // mx[size+b] is block b's maximum; inner nodes above
 }
+
+// maxBlock is how many values a leaf of a maxTree's tree covers: a
+// stack block (prefixAt reads its maximum).
+const maxBlock = prefixBlock
 
 func newMaxTree(vals []int32) maxTree {
 	return newMaxTreeOf(len(vals), func(i int) int32 { return vals[i] })
@@ -21,65 +29,60 @@ func newMaxTree(vals []int32) maxTree {
 // newMaxTreeOf builds the tree of n leaves, leaf i being val(i).
 func newMaxTreeOf(n int, val func(i int) int32) maxTree {
 	t := emptyMaxTree(n)
-	leaves := t.v[t.size:]
 	for i := range n {
-		leaves[i] = val(i)
+		t.v[i] = val(i)
 	}
 	t.build()
 	return t
 }
 
-// emptyMaxTree allocates the tree of n leaves, to be filled in and built.
+// emptyMaxTree allocates the tree of n leaves, to be filled in (v) and
+// built.
 func emptyMaxTree(n int) maxTree {
+	nb := (n + maxBlock - 1) / maxBlock
 	size := 1
-	for size < n {
+	for size < nb {
 		size <<= 1
 	}
-	return maxTree{n: n, size: size, v: make([]int32, 2*size)}
+	return maxTree{n: n, size: size, v: make([]int32, n), mx: make([]int32, 2*size)}
 }
 
-// build pads the leaves past n and computes the inner nodes.
-func (t *maxTree) build() {
-	for i := t.n; i < t.size; i++ {
-		t.v[t.size+i] = -1 << 31
-	}
-	t.v[0] = -1 << 31
-	for i := t.size - 1; i >= 1; i-- {
-		t.v[i] = max(t.v[2*i], t.v[2*i+1])
-	}
-}
-
-// buildTwoCores is build with the inner nodes of each half of the tree
-// computed on its own goroutine: every node but the root is in one
-// half's subtree, and each level of a half reads only that half's level
-// below. The Active Memory Timeline's tree (aliveTree) is built between
-// the decode's end and the first window, while the second core idles:
-// on the 1 GB tile's 5 M elements build took 20 ms of that time.
-func (t *maxTree) buildTwoCores() {
-	if t.size < 1<<16 {
-		t.build()
-		return
-	}
-	for i := t.n; i < t.size; i++ {
-		t.v[t.size+i] = -1 << 31
-	}
-	t.v[0] = -1 << 31
-	var wg sync.WaitGroup
-	for h := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for w := t.size / 2; w >= 2; w /= 2 {
-				lo := w + h*w/2
-				for i := lo + w/2 - 1; i >= lo; i-- {
-					t.v[i] = max(t.v[2*i], t.v[2*i+1])
-				}
+// blocks computes the maxima of blocks [b0, b1).
+func (t *maxTree) blocks(b0, b1 int) {
+	for b := b0; b < b1; b++ {
+		m := int32(-1 << 31)
+		if lo := b * maxBlock; lo < t.n {
+			for _, v := range t.v[lo:min(lo+maxBlock, t.n)] {
+				m = max(m, v)
 			}
-		}()
+		}
+		t.mx[t.size+b] = m
 	}
-	wg.Wait()
-	t.v[1] = max(t.v[2], t.v[3])
 }
+
+// inner computes the inner nodes from the blocks' maxima.
+func (t *maxTree) inner() {
+	t.mx[0] = -1 << 31
+	for i := t.size - 1; i >= 1; i-- {
+		t.mx[i] = max(t.mx[2*i], t.mx[2*i+1])
+	}
+}
+
+// finish computes the inner nodes and the maxima of the blocks past
+// the values (none): those of the values' blocks are written already.
+func (t *maxTree) finish() {
+	t.blocks((t.n+maxBlock-1)/maxBlock, t.size)
+	t.inner()
+}
+
+// build computes the blocks' maxima and the inner nodes.
+func (t *maxTree) build() {
+	t.blocks(0, t.size)
+	t.inner()
+}
+
+// blockMax is the largest value of block b (positions b*maxBlock up).
+func (t *maxTree) blockMax(b int) int32 { return t.mx[t.size+b] }
 
 // each calls fn, in increasing order, for every leaf i < limit with
 // value > above.
@@ -102,12 +105,18 @@ func (t *maxTree) eachWhile(from, limit int, above int32, fn func(i int) bool) {
 	t.walk(1, 0, t.size, from, limit, above, fn)
 }
 
+// walk is eachWhile over node, which covers blocks [lo, hi).
 func (t *maxTree) walk(node, lo, hi, from, limit int, above int32, fn func(int) bool) bool {
-	if lo >= limit || hi <= from || t.v[node] <= above {
+	if lo*maxBlock >= limit || hi*maxBlock <= from || t.mx[node] <= above {
 		return true
 	}
 	if hi-lo == 1 {
-		return fn(lo)
+		for i := max(from, lo*maxBlock); i < min(limit, hi*maxBlock); i++ {
+			if t.v[i] > above && !fn(i) {
+				return false
+			}
+		}
+		return true
 	}
 	mid := (lo + hi) / 2
 	return t.walk(2*node, lo, mid, from, limit, above, fn) && t.walk(2*node+1, mid, hi, from, limit, above, fn)

@@ -7,12 +7,13 @@ import (
 	"testing"
 )
 
-// TestEndTreeMatchesScan checks endTree's listing and count against a
-// scan of its values, over lengths around its block size and powers of
-// two, thresholds inside and outside the values, and every kind of range.
+// TestEndTreeMatchesScan checks endTree's listing and count, and
+// maxTree's listing, against a scan of their values, over lengths around
+// their block sizes and powers of two, thresholds inside and outside the
+// values, and every kind of range.
 func TestEndTreeMatchesScan(t *testing.T) {
 	r := rand.New(rand.NewSource(5))
-	for _, n := range []int{0, 1, 2, 15, 16, 17, 31, 32, 33, 100, 255, 256, 257, 1000, 4099} {
+	for _, n := range []int{0, 1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 255, 256, 257, 1000, 4099, 1<<16 + 70} {
 		vals := make([]int32, n)
 		span := int32(1 + r.Intn(50))
 		for i := range vals {
@@ -22,6 +23,7 @@ func TestEndTreeMatchesScan(t *testing.T) {
 			}
 		}
 		tr := newEndTree(vals)
+		mt := newMaxTree(vals)
 		for q := 0; q < 300; q++ {
 			from, limit := r.Intn(n+3)-1, r.Intn(n+20)
 			above := r.Int31n(span+12) - 8
@@ -44,6 +46,11 @@ func TestEndTreeMatchesScan(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("n %d: eachIn(%d, %d, %d) = %v, want %v", n, from, limit, above, got, want)
 			}
+			var gotMax []int
+			mt.eachWhile(from, limit, above, func(i int) bool { gotMax = append(gotMax, i); return true })
+			if !slices.Equal(gotMax, want) {
+				t.Fatalf("n %d: maxTree eachWhile(%d, %d, %d) = %v, want %v", n, from, limit, above, gotMax, want)
+			}
 			if c := tr.count(from, limit, above); c != len(want) {
 				t.Fatalf("n %d: count(%d, %d, %d) = %d, want %d", n, from, limit, above, c, len(want))
 			}
@@ -54,25 +61,6 @@ func TestEndTreeMatchesScan(t *testing.T) {
 					t.Fatalf("n %d: each(%d, %d) = %v, want %v", n, limit, above, got, want)
 				}
 			}
-		}
-	}
-}
-
-// TestMaxTreeBuildTwoCores: the tree built on two goroutines is the one
-// build makes, node for node, for sizes on both sides of its threshold
-// and leaf counts that fill the last level or not.
-func TestMaxTreeBuildTwoCores(t *testing.T) {
-	for _, n := range []int{1, 3, 1000, 1 << 16, 1<<16 + 1, 3<<17 + 5, 1 << 18} {
-		r := rand.New(rand.NewSource(int64(n)))
-		want, got := emptyMaxTree(n), emptyMaxTree(n)
-		for i := range n {
-			v := r.Int31n(1 << 20)
-			want.v[want.size+i], got.v[got.size+i] = v, v
-		}
-		want.build()
-		got.buildTwoCores()
-		if !slices.Equal(got.v, want.v) {
-			t.Errorf("%d leaves: the two cores' tree differs from build's", n)
 		}
 	}
 }

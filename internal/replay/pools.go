@@ -76,7 +76,7 @@ func hasPrivatePools(s *snapshot.Snapshot, device int) bool {
 func runPoolReplay(s *snapshot.Snapshot, device int, maxEntries int, record bool) *poolReplay {
 	l := buildElements(s, device, false, nil, nil)
 	n := len(l.elems)
-	segs := deviceSegments(s, device)
+	segs := l.segs
 	drawn := drawSet(l.elems, maxEntries)
 	r := &poolReplay{l: l, elemPool: make([]int32, n), totalAfter: make([]uint64, n)}
 	poolIdx := map[string]int32{}

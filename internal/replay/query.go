@@ -126,9 +126,17 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		}
 	}
 	advanceTo := func(x float64) {
-		// While none ramps, the frees that start and complete before x
-		// are done in one pass (most of a wide window's), their q found
-		// and used at once; q keeps those that ramp.
+		// The ramping frees that complete by x first: then, once none
+		// ramps, the frees that start and complete before x are done
+		// in one pass (most of a wide window's), their q found and used
+		// at once; q keeps those that ramp. (Frees are dense: one ramped
+		// at nearly every column and mark of the 1 GB tile's whole
+		// trace, and every free then took the way of the ramping ones,
+		// two thirds of its sweep.)
+		for completed < started && float64(frEnd[completed])+3 <= x {
+			complete(completed, q[completed])
+			completed++
+		}
 		if completed == started {
 			// complete(j, qOf(j)) written out: this loop sees every
 			// free of the window (3.9 M on the 1 GB tile's whole trace),
@@ -192,11 +200,16 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		marks = append(marks, mark{baseT[k], int32(k), 0})
 		marks = append(marks, mark{min(float64(t.end[id]), t1), int32(k), 1})
 	}
+	// Plain comparisons: the marks' times are never NaN (the window's
+	// edges are finite), which cmp.Compare checks on every comparison.
 	slices.SortFunc(marks, func(a, b mark) int {
-		if a.x != b.x {
-			return cmp.Compare(a.x, b.x)
+		switch {
+		case a.x < b.x:
+			return -1
+		case a.x > b.x:
+			return 1
 		}
-		return cmp.Compare(a.kind, b.kind)
+		return int(a.kind) - int(b.kind)
 	})
 	// Each element gets a point where its bottom edge changes, plus the
 	// point just before (the previous column) so flat stretches stay flat.
@@ -532,8 +545,37 @@ func (t *Timeline) columns(t0, tpp float64, w int) (mn, mx []float64) {
 	// 3,200 searches over the whole runs, each step a cache miss, were
 	// a tenth of a window on the 1 GB tile.
 	first0, first1 := make([]int, w), make([]int, w)
-	searchSorted(next, first0, 0, nRuns, func(i int) float64 { return float64(runStart(i)) })
-	searchSorted(end, first1, 0, nRuns, func(i int) float64 { return float64(runStart(i)) })
+	var starts []int32
+	if t.cruns != nil {
+		if p := t.cruns.starts.Load(); p != nil {
+			starts = *p
+		}
+	}
+	if len(starts) > 0 {
+		// A block of runs at a time first, from the starts of the
+		// blocks' first runs (runStarts), then inside the block: two
+		// dependent cache misses for each step over the whole runs were
+		// a tenth of the 1 GB tile's whole-trace window.
+		for _, fs := range [2]struct {
+			v     []float64
+			first []int
+		}{{next, first0}, {end, first1}} {
+			searchSorted(fs.v, fs.first, 0, len(starts), func(b int) float64 { return float64(starts[b]) })
+			for c, b := range fs.first {
+				// The first run at or after v is past block b-1's first
+				// (which starts before v) and at most block b's first.
+				lo, hi := max(b-1, 0)*runBlock, min(b*runBlock, nRuns)
+				if b == 0 {
+					hi = 0
+				}
+				v := fs.v[c]
+				fs.first[c] = lo + sort.Search(hi-lo, func(i int) bool { return float64(runStart(lo+i)) >= v })
+			}
+		}
+	} else {
+		searchSorted(next, first0, 0, nRuns, func(i int) float64 { return float64(runStart(i)) })
+		searchSorted(end, first1, 0, nRuns, func(i int) float64 { return float64(runStart(i)) })
+	}
 	for c := range w {
 		a := math.Floor(t0 + float64(c)*tpp)
 		b := math.Ceil(t0 + float64(c+1)*tpp)

@@ -1,6 +1,9 @@
 package replay
 
-import "math"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // compactRuns is max_at_time as runs for a stacked timeline, in 4 bytes a
 // run instead of 12: a run is the push or free of one element, so its
@@ -17,6 +20,11 @@ type compactRuns struct {
 	// laying out the first view after the decode, on an 80 MB snapshot).
 	lo, hi []int64
 	shift  uint64
+	// starts, once set (runStarts), holds the first timestep of run
+	// b*runBlock at b: the runs' starts are searched a block at a time
+	// (columns). It is found beside the first window, and the windows
+	// before it search the runs themselves.
+	starts atomic.Pointer[[]int32]
 	blockMinMax
 }
 
@@ -111,6 +119,17 @@ func (t *Timeline) finishRuns() {
 		})
 		return mn, mx
 	})
+}
+
+// runStarts sets cruns.starts (a cache miss or two a block: 8 ms of the
+// 1 GB tile's layout, where the first window waited for it).
+func (t *Timeline) runStarts() {
+	r := t.cruns
+	starts := make([]int32, len(r.cp))
+	for b := range starts {
+		starts[b] = t.runStartAt(b * runBlock)
+	}
+	r.starts.Store(&starts)
 }
 
 // queryRuns returns the min and max value of runs [i0, i1) (i0 < i1).

@@ -94,11 +94,16 @@ func (t *Timeline) selectWindow(f *Frame, t0, t1, y0, y1 float64, detail int) (v
 	fullY := y0 <= 0 && y1 >= float64(t.peak)
 	w := &windowSel{t: t, t0: t0, t1: t1, y0: y0, y1: y1, fullY: fullY, r: anyPos}
 	defer func() { w.first.release(); w.last.release() }()
-	if fullY && t0 <= 0 && t1 >= float64(t.timesteps) && !t.bucketsReady() {
+	if fullY && t0 <= 0 && t1 >= float64(t.timesteps) && detail <= wholeDetail && t.wholeBuilt != nil && !t.bucketsReady() {
 		// The whole trace, as the first view asks for it while the
-		// buckets are still being built: the same answer from one pass
-		// over the elements.
-		vis := t.largestOverlapping(f, t0, t1, detail)
+		// buckets are still being built: every element overlaps it (an
+		// element is pushed before the last timestep and ends at 1 or
+		// later), so the answer is the timeline's largest, which the
+		// layout listed.
+		<-t.wholeBuilt
+		vis := slices.Clone(t.wholeTop[:min(detail, len(t.wholeTop))])
+		f.Summarized += len(t.src) - len(vis)
+		f.Truncated = f.Summarized > 0
 		return vis, w.bases(vis)
 	}
 	if !fullY {
@@ -291,41 +296,162 @@ func (s *scanClasses) next(want int) []int32 {
 
 func (s *scanClasses) rest() int { return s.left }
 
-// largestOverlapping returns the largest detail elements that overlap
-// (t0, t1) in time, largest first, without the buckets, and counts the
-// others in f's summary: what selectWindow answers for the whole height.
-// A first pass counts the overlapping elements by size class, so that
-// only the classes holding the largest detail are collected and ordered.
-func (t *Timeline) largestOverlapping(f *Frame, t0, t1 float64, detail int) []int32 {
-	fe := floorEnd(t0)
-	in := func(id int) bool { return float64(t.start[id]) < t1 && t.end[id] > fe }
-	var perClass [65]int
-	total := 0
-	for id := range t.src {
-		if in(id) {
-			perClass[bits.Len64(t.src[id].size)]++
-			total++
+// wholeDetail is how many of its largest elements a timeline lists as it
+// is laid out (wholeTop), for windows over the whole trace: the page's
+// Detail by default, and a query's.
+const wholeDetail = 15000
+
+// sizeFiler files elements by size key in the layout's one pass over the
+// elements (fileElements), so that their wholeDetail largest can be told
+// after from a byte an element (largestOf). Keeping the elements of the
+// keys that could hold the largest, as they came, cost three times the
+// pass on the 1 GB tile (a few keys hold hundreds of thousands).
+type sizeFiler struct {
+	keys   []uint8    // each element's sizeKey
+	counts [256]int32 // the elements of each key
+}
+
+// fileElements files src's elements lo..hi-1 in f.keys, counting them in
+// counts, and sets the end of each alive one (not freed: its polygon
+// closes at timestep): the layout's one pass over the elements.
+func (f *sizeFiler) fileElements(counts *[256]int32, src []elemSrc, end []int32, timestep int32, lo, hi int) {
+	for id := lo; id < hi; id++ {
+		e := &src[id]
+		k := sizeKey(e.size)
+		f.keys[id] = k
+		counts[k]++
+		if e.free < 0 { // not freed (freed)
+			end[id] = timestep
 		}
 	}
-	// Every element of a class above from is among the largest detail.
-	from, above := 64, 0
-	for from > 0 && above+perClass[from] < detail {
-		above += perClass[from]
-		from--
+}
+
+// largestOf returns the k largest of the filed elements, largest first,
+// then by index (cutKey, candidates and largestOfCands in one).
+func (f *sizeFiler) largestOf(src []elemSrc, k int) []int32 {
+	from, _ := f.cutKey(k)
+	return largestOfCands(f.candidates(src, from, 0, len(f.keys)), k)
+}
+
+// cutKey returns the key from which the filed elements hold the k
+// largest (every element of a key above it is among them, and some of
+// its own), and how many elements those keys hold.
+func (f *sizeFiler) cutKey(k int) (from uint8, n int) {
+	key, above := 255, 0
+	for key > 0 && above+int(f.counts[key]) < k {
+		above += int(f.counts[key])
+		key--
 	}
-	var all []int32
-	if detail > 0 {
-		all = make([]int32, 0, above+perClass[from])
-		for id := range t.src {
-			if in(id) && bits.Len64(t.src[id].size) >= from {
-				all = append(all, int32(id))
+	return uint8(key), above + int(f.counts[key])
+}
+
+// candidates returns the filed elements lo..hi-1 of key from or above,
+// with their sizes, in index order.
+func (f *sizeFiler) candidates(src []elemSrc, from uint8, lo, hi int) []sizedID {
+	var out []sizedID
+	for id, key := range f.keys[lo:hi] {
+		if key >= from {
+			out = append(out, sizedID{src[lo+id].size, int32(lo + id)})
+		}
+	}
+	return out
+}
+
+// largestOfCands returns the k largest of cands (every element of a key
+// above the cut key, and the cut key's, in index order), largest first,
+// then by index: the k-th largest size is found by a selection over the
+// sizes; the candidates larger than it are taken, and of those of its
+// size (all of the cut key) the first. Two passes over the elements'
+// sizes, starts and ends, and ordering the 440,000 elements of the 1 GB
+// tile's cut key by size and index, were 25 ms of its first window.
+func largestOfCands(cands []sizedID, k int) []int32 {
+	k = min(k, len(cands))
+	if k <= 0 {
+		return nil
+	}
+	sizes := make([]uint64, len(cands))
+	for i, c := range cands {
+		sizes[i] = c.size
+	}
+	cut := kthLargest(sizes, k)
+	equal := k // the elements of size cut taken
+	for _, c := range cands {
+		if c.size > cut {
+			equal--
+		}
+	}
+	top := cands[:0] // in place: written behind the reading
+	for _, c := range cands {
+		switch {
+		case c.size > cut:
+		case c.size == cut && equal > 0:
+			equal--
+		default:
+			continue
+		}
+		top = append(top, c)
+	}
+	slices.SortFunc(top, largerFirst)
+	out := make([]int32, len(top))
+	for i, c := range top {
+		out[i] = c.id
+	}
+	return out
+}
+
+// selectRounds bounds kthLargest's rounds (a variable for the tests).
+var selectRounds = 64
+
+// kthLargest returns the k-th largest of a (1 <= k <= len(a)), reordering
+// a: a quickselect with three-way partitions (sizes repeat a lot), which
+// sorts what is left after 64 rounds (inputs made to defeat its pivots).
+func kthLargest(a []uint64, k int) uint64 {
+	lo, hi, at := 0, len(a), k-1
+	for round := 0; hi-lo > 1; round++ {
+		if round == selectRounds {
+			slices.Sort(a[lo:hi])
+			slices.Reverse(a[lo:hi])
+			return a[at]
+		}
+		x, y, z := a[lo], a[lo+(hi-lo)/2], a[hi-1]
+		p := max(min(x, y), min(max(x, y), z)) // the median of three
+		// [lo,gt) > p, [gt,i) == p, [lt,hi) < p.
+		gt, i, lt := lo, lo, hi
+		for i < lt {
+			switch v := a[i]; {
+			case v > p:
+				a[gt], a[i] = a[i], a[gt]
+				gt++
+				i++
+			case v < p:
+				lt--
+				a[lt], a[i] = a[i], a[lt]
+			default:
+				i++
 			}
 		}
+		switch {
+		case at < gt:
+			hi = gt
+		case at >= lt:
+			lo = lt
+		default:
+			return p
+		}
 	}
-	vis := t.largest(all, detail)
-	f.Summarized += total - len(vis)
-	f.Truncated = f.Summarized > 0
-	return vis
+	return a[lo]
+}
+
+// sizeKey orders sizes by bit length and the two bits below the leading
+// one: a larger size never has a smaller key (sizes of 2^63 and up share
+// 255 with the largest of 63 bits).
+func sizeKey(v uint64) uint8 {
+	n := bits.Len64(v)
+	if n == 0 {
+		return 0
+	}
+	// 4(n-1) plus the leading bit and the two below it (4 to 7).
+	return uint8(min(4*n-4+int(v<<(64-n)>>61), 255))
 }
 
 // windowSel is the state of one selectWindow.
@@ -450,6 +576,7 @@ var prefixes sync.Pool
 // past the position where the bytes below reach stop (its limit is then
 // the next position). Its arrays are given back with release.
 func (t *Timeline) prefixAt(x float64, limit int32, stop float64) *stackPrefix {
+	t.waitAlive()
 	n := min(int(limit), 1<<20)
 	sp, _ := prefixes.Get().(*stackPrefix)
 	if sp == nil || cap(sp.pos) < n {
@@ -467,7 +594,7 @@ func (t *Timeline) prefixAt(x float64, limit int32, stop float64) *stackPrefix {
 		}
 	}
 	// The blocks are built before the buckets, on another goroutine.
-	if !t.blocksReady() || len(t.blockSize) == 0 || a.size < prefixBlock {
+	if !t.blocksReady() || len(t.blockSize) == 0 || a.n < prefixBlock {
 		last := sort.Search(len(t.byPos), func(p int) bool { return float64(t.start[t.byPos[p]]) > x })
 		t.aliveTree.eachWhile(0, min(int(limit), last), int32(math.Floor(x)), func(p int) bool {
 			id := t.byPos[p]
@@ -490,13 +617,12 @@ func (t *Timeline) prefixAt(x float64, limit int32, stop float64) *stackPrefix {
 	last := sort.Search(len(t.byPos), func(p int) bool { return float64(t.start[t.byPos[p]]) > x })
 	lim := min(int(limit), last, a.n)
 	above := int32(math.Floor(x))
-	node0 := a.size / prefixBlock // aliveTree's node of block 0
-	leaves := a.v[a.size:]
+	leaves := a.v
 	for b := 0; b*prefixBlock < lim; b++ {
 		lo := b * prefixBlock
 		hi := min(lo+prefixBlock, lim)
 		mark(lo)
-		if a.v[node0+b] <= above {
+		if a.blockMax(b) <= above {
 			continue // nothing in it counts at x
 		}
 		if hi == lo+prefixBlock && b < len(t.blockSize) {

@@ -35,7 +35,15 @@ type Timeline struct {
 
 	// aliveTree lists, by stack position, the time an element stops
 	// contributing to the offsets above it (end, or end+3 when slid).
-	aliveTree maxTree
+	// aliveBuilt, when not nil, is closed once it is built (waitAlive).
+	aliveTree  maxTree
+	aliveBuilt chan struct{}
+	// wholeTop lists the timeline's wholeDetail largest elements, largest
+	// first, then by index, for windows over the whole trace (the first
+	// window) before the buckets are built; wholeBuilt, when not nil, is
+	// closed once it is (sizeFiler.largestOf, beside that window's start).
+	wholeTop   []int32
+	wholeBuilt chan struct{}
 	// The stack in blocks of prefixBlock positions (the last, partial
 	// one left out), each block's elements sorted by the time they stop
 	// counting whole (end when freed, MaxInt32 when not): blkEnd holds
@@ -112,41 +120,77 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	if st == nil {
 		st = newStacker(len(l.elems), len(l.actions))
 	}
-	t := &Timeline{s: s, device: device, kind: kind, segs: deviceSegments(s, device), src: l.elems}
+	t := &Timeline{s: s, device: device, kind: kind, segs: l.segs, src: l.elems}
 	st.finish(t, l)
-	// aliveTree's leaves, each element's effective end by stack
-	// position, are written in place, half on another goroutine: the
-	// first paint waits on this function while the second core idles.
+	// A pass over the elements gives each alive one its end and files
+	// each by size key for the first, whole-trace window (sizeFiler); the
+	// runs' block tree, which reads only the runs, is built beside it.
+	// Half the elements are on another goroutine: the first paint waits
+	// on this function.
 	timestep := int32(t.timesteps)
+	filer := &sizeFiler{keys: make([]uint8, len(t.src))}
+	var counts [2][256]int32
+	byElement := func(half, lo, hi int) {
+		filer.fileElements(&counts[half], t.src, t.end, timestep, lo, hi)
+	}
+	n := len(t.src)
 	t.aliveTree = emptyMaxTree(len(t.byPos))
-	leaves := t.aliveTree.v[t.aliveTree.size:]
-	fill := func(lo, hi int) {
-		for p, id := range t.byPos[lo:hi] {
-			if !t.freed(id) {
-				t.end[id] = timestep         // each id once: byPos is a permutation
-				leaves[lo+p] = math.MaxInt32 // alive to the end
-				continue
-			}
-			e := t.end[id]
-			if t.slid[id] {
-				e += 3
-			}
-			leaves[lo+p] = e
+	wholeDone := make(chan struct{})
+	t.wholeBuilt = wholeDone
+	sumCounts := func() {
+		for k := range filer.counts {
+			filer.counts[k] = counts[0][k] + counts[1][k]
 		}
 	}
-	if n := len(t.byPos); n >= twoCoreMin {
+	if n >= twoCoreMin {
+		runsDone := make(chan struct{})
+		go func() {
+			defer close(runsDone)
+			t.finishRuns()
+		}()
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fill(n/2, n)
+			byElement(1, n/2, n)
 		}()
-		fill(0, n/2)
+		byElement(0, 0, n/2)
 		wg.Wait()
+		// The candidates for the largest, a half on each core too.
+		sumCounts()
+		from, _ := filer.cutKey(wholeDetail)
+		var cands [2][]sizedID
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cands[1] = filer.candidates(t.src, from, n/2, n)
+		}()
+		cands[0] = filer.candidates(t.src, from, 0, n/2)
+		wg.Wait()
+		<-runsDone
+		// The largest and the alive tree are left to another goroutine:
+		// the whole-trace window waits for the first after its columns,
+		// and does not walk the stack; what does waits for the tree
+		// (waitAlive). Built here, the tree was 15-25 ms of the 1 GB
+		// tile's way to the first paint.
+		alive := make(chan struct{})
+		t.aliveBuilt = alive
+		go func() {
+			t.wholeTop = largestOfCands(append(cands[0], cands[1]...), wholeDetail)
+			close(wholeDone)
+			t.fillAlive()
+			close(alive)
+			t.runStarts()
+		}()
 	} else {
-		fill(0, n)
+		byElement(0, 0, n)
+		t.finishRuns()
+		sumCounts()
+		t.wholeTop = filer.largestOf(t.src, wholeDetail)
+		close(wholeDone)
+		t.fillAlive()
+		t.runStarts()
 	}
-	t.aliveTree.buildTwoCores()
 	// Off the first paint's path: 9 ms on the 1 GB tile.
 	go t.releaseRoom()
 	// src keeps its room: a fed pairing reserves for every entry the
@@ -161,6 +205,11 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 	t.bucketsBuilt, t.blocksBuilt = built, blocks
 	t.startBuckets = sync.OnceFunc(func() {
 		go func() {
+			// After the whole trace's largest, which the first window
+			// waits for (the alive tree is built beside this: waiting
+			// for it too, the blocks were not built by the 1 GB tile's
+			// first zoom, which its faster first paint brought sooner).
+			<-t.wholeBuilt
 			// The blocks first: a window asked for before the buckets
 			// are built is answered without them (scanClasses), and its
 			// stack walks are most of its time without the blocks.
@@ -170,8 +219,39 @@ func newTimeline(s *snapshot.Snapshot, device int, kind Kind, pre *pairing) *Tim
 			close(built)
 		}()
 	})
-	t.finishRuns()
 	return t
+}
+
+// fillAlive writes aliveTree's leaves, each element's effective end by
+// stack position (end, end+3 when its free slid, MaxInt32 when alive to
+// the end), and its blocks' maxima, and builds it.
+func (t *Timeline) fillAlive() {
+	a := &t.aliveTree
+	for b := 0; b*maxBlock < a.n; b++ {
+		p0 := b * maxBlock
+		leaves := a.v[p0:min(p0+maxBlock, a.n)]
+		m := int32(-1 << 31)
+		for p, id := range t.byPos[p0 : p0+len(leaves)] {
+			end := int32(math.MaxInt32)
+			if t.freed(id) {
+				end = t.end[id]
+				if t.slid[id] {
+					end += 3
+				}
+			}
+			leaves[p] = end
+			m = max(m, end)
+		}
+		a.mx[a.size+b] = m
+	}
+	a.finish()
+}
+
+// waitAlive returns once aliveTree is built (fillAlive).
+func (t *Timeline) waitAlive() {
+	if t.aliveBuilt != nil {
+		<-t.aliveBuilt
+	}
 }
 
 // releaseRoom releases the unwritten room of the stacked columns (see
@@ -365,6 +445,7 @@ func (t *Timeline) weight(j int32, x float64) float64 {
 // stack calls fn in stack order for every element below stack position
 // limit that contributes to offsets at time x, with its weighted size.
 func (t *Timeline) stack(x float64, limit int, fn func(id int32, w float64)) {
+	t.waitAlive()
 	// Elements pushed after x cannot be below anything alive at x.
 	last := sort.Search(len(t.byPos), func(p int) bool { return float64(t.start[t.byPos[p]]) > x })
 	limit = min(limit, last)

@@ -127,12 +127,12 @@ type file struct {
 	infoOnce sync.Once
 	info     fileInfo
 	// devList and defaultDev are the file's devices (fileDevices: shared,
-	// never changed) and its DefaultDevice, computed once (devicesOf):
-	// each scans every segment (2-10 ms on a 1 GB snapshot's 760,000),
-	// and every window request asks for one of them.
-	devsOnce   sync.Once
-	devList    []int
-	defaultDev int
+	// never changed) and its DefaultDevice, each computed once (devices,
+	// defaultDevice): each scans every segment (2-10 ms on a 1 GB
+	// snapshot's 760,000), and every window request asks for one of them.
+	devsOnce, defaultOnce sync.Once
+	devList               []int
+	defaultDev            int
 }
 
 type tlKey struct {
@@ -306,19 +306,17 @@ func (s *Store) Warm(id int) {
 
 // devices are the devices the file's views can show (fileDevices), and
 // defaultDevice the one shown when none is asked for; the file must be
-// shown (Snap set), and its snapshot is not changed after.
+// shown (Snap set), and its snapshot is not changed after. Each is
+// computed once, on its own: the first view's layout waits for the
+// default device, not for the list.
 func (f *file) devices() []int {
-	f.devsOnce.Do(f.devicesOf)
+	f.devsOnce.Do(func() { f.devList = fileDevices(f.Snap) })
 	return f.devList
 }
 
 func (f *file) defaultDevice() int {
-	f.devsOnce.Do(f.devicesOf)
+	f.defaultOnce.Do(func() { f.defaultDev = f.Snap.DefaultDevice() })
 	return f.defaultDev
-}
-
-func (f *file) devicesOf() {
-	f.devList, f.defaultDev = fileDevices(f.Snap), f.Snap.DefaultDevice()
 }
 
 // showEarly is the file's snapshot.Options.Early, called by the decoder
