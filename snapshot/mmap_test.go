@@ -51,6 +51,30 @@ func bigSnapshot(t *testing.T) string {
 	return path
 }
 
+// corpusWithBig lists the real snapshots and, unless -short, bigSnapshot's
+// file (big enough for the decoder's windows and its versioner).
+func corpusWithBig(t *testing.T) []string {
+	files := corpus.Files(t)
+	if !testing.Short() {
+		files = append(files, bigSnapshot(t))
+	}
+	return files
+}
+
+// decodeFile reads f and decodes it in memory, failing the test on error.
+func decodeFile(t *testing.T, f string) ([]byte, *Snapshot) {
+	t.Helper()
+	data, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := DecodeBytes(data, f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, s
+}
+
 // TestMappedMatchesStream decodes real snapshots and a big one both with
 // Open (which maps regular files on Linux and decodes them in windows) and
 // as a stream, and expects the same model and progress reports that only

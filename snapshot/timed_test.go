@@ -2,10 +2,7 @@ package snapshot
 
 import (
 	"bytes"
-	"os"
 	"testing"
-
-	"github.com/gpumem/gpumem/internal/corpus"
 )
 
 // traceTimedByPass is TraceTimed written out: a pass over the trace.
@@ -27,10 +24,7 @@ func traceTimedByPass(s *Snapshot, d int) bool {
 // out of the file (then the decoder must not claim every entry timed),
 // and on models built in code.
 func TestTraceTimed(t *testing.T) {
-	files := corpus.Files(t)
-	if !testing.Short() {
-		files = append(files, bigSnapshot(t))
-	}
+	files := corpusWithBig(t)
 	known, untimed := 0, 0
 	check := func(name string, s *Snapshot) {
 		t.Helper()
@@ -41,14 +35,7 @@ func TestTraceTimed(t *testing.T) {
 		}
 	}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := DecodeBytes(data, f, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, s := decodeFile(t, f)
 		check(f, s)
 		if s.timed {
 			known++

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
-
-	"github.com/gpumem/gpumem/internal/corpus"
 )
 
 // versionsOf lists every Version a snapshot holds: trace entries, then
@@ -107,19 +105,9 @@ func TestVersionsBesideDecode(t *testing.T) {
 		checkVersionsAhead(t, fmt.Sprint("random ", iter), buf.Bytes(), total > feedEvery)
 	}
 	checkVersionsAhead(t, "out of order", outOfOrderTrace(), false)
-	files := corpus.Files(t)
-	if !testing.Short() {
-		files = append(files, bigSnapshot(t))
-	}
+	files := corpusWithBig(t)
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := DecodeBytes(data, f, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data, s := decodeFile(t, f)
 		events := 0
 		for _, tr := range s.Traces {
 			events += len(tr.Events)
@@ -171,10 +159,7 @@ func outOfOrderTrace() []byte {
 // and without Early, on every real snapshot and on one big enough for the
 // versioner; Annotate then gives the ordinary decode's versions.
 func TestNoVersions(t *testing.T) {
-	files := corpus.Files(t)
-	if !testing.Short() {
-		files = append(files, bigSnapshot(t))
-	}
+	files := corpusWithBig(t)
 	left := 0 // versions other than 0 left out, over all files
 	defer func() {
 		if left == 0 {
@@ -182,14 +167,7 @@ func TestNoVersions(t *testing.T) {
 		}
 	}()
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := DecodeBytes(data, f, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data, want := decodeFile(t, f)
 		wantVers := versionsOf(want)
 		nonzero := 0
 		for _, v := range wantVers {
