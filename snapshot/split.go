@@ -53,12 +53,26 @@ var splitMin = 48 << 20
 // bigger decode outlasts the page's load and keeps the split.
 var splitFedMin = 128 << 20
 
-// splitFrac is where in the input the splitter starts reading entries.
-// Per MB of a tiled snapshot, in thread CPU time: the decoder decodes in
-// 2.1 ms and merges what the splitter read in 0.6 ms; the splitter skims
-// in 0.8 ms and reads in 0.8 ms, and shares its core with the versioner.
-// The two finish together when the part starts about a fifth in.
-var splitFrac = 0.22
+// splitFrac is where in the input, at the earliest, the splitter starts
+// reading entries: 0, as early as it can. Per MB of a tiled snapshot, in
+// thread CPU time, the decoder decodes entries in 2.1 ms, where the
+// splitter reads them in 0.8 ms and the decoder merges them in 0.3 ms:
+// every MB the splitter reads instead of the decoder saves about 1 ms of
+// CPU, and the skim of what comes before (1 ms per MB) is pure overhead.
+// The machine's two cores are busy with more than the decode (the
+// garbage collector, the viewer's pairing and page), so the total CPU
+// decides the wall time: the part starts at the first batch of entries
+// that follows splitQuiet bytes of the trace without a new frame. On the
+// 1 GB tile that is 12 MB into the trace instead of 22% into the file
+// (bench/RESULTS.md, #32 part 32v).
+var splitFrac = 0.0
+
+// splitQuiet is how many bytes of the trace with no new frame (a dict in
+// an entry: the splitter cannot read that entry, and its part would end
+// there) the skim passes before it offers a part (at most a 64th of the
+// input). PyTorch writes the frames of a program's stacks as it first
+// meets them, in its first steps; the later ones repeat them.
+var splitQuiet = 4 << 20
 
 // debugSplit (GPUMEM_DEBUG_SPLIT set) prints what the splitter did and
 // when (splitdebug_linux.go).
@@ -465,6 +479,10 @@ func (sp *splitter) skim() int {
 	buf := sp.buf
 	target := int(float64(len(buf)) * splitFrac)
 	events := 0
+	// odd is the offset of the last dict in the trace that is not an
+	// entry: a frame written for the first time, which ends the part
+	// (entry). A part starts after quiet bytes without one.
+	odd, quiet := 0, min(splitQuiet, len(buf)/64)
 	var memo uint64
 	var last byte
 	next := 1 << 20
@@ -511,12 +529,17 @@ func (sp *splitter) skim() int {
 					sp.publishDump()
 				}
 				events++
-			} else if q >= 0 && events == 0 {
-				sp.countDump(buf, q)
+			} else if events == 0 {
+				if q >= 0 {
+					sp.countDump(buf, q)
+				}
+			} else {
+				odd = p // a frame first written here, most likely
 			}
 			p++
 		case '(':
-			if p >= target && last == 'e' && p+1 < len(buf) && buf[p+1] == '}' {
+			if p >= target && last == 'e' && events > 0 && p-odd >= quiet && p+1 < len(buf) && buf[p+1] == '}' &&
+				sp.actionKey(buf, dictStart(buf, p+1)) {
 				sp.pred, sp.base = events, memo
 				return p
 			}
