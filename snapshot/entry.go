@@ -295,6 +295,15 @@ func (b *builder) commitEntry(d *pickle.Decoder, e *Event, seen uint16, stream i
 // its handle.
 func (b *builder) appendEvent(e *Event, meta MetaID) pickle.Value {
 	n := len(b.events)
+	b.makeRoom(n)
+	b.noteEvent(e, n, meta)
+	b.events = append(b.events, *e)
+	return pickle.MakeHandle(hEvent, uint64(n))
+}
+
+// makeRoom makes room for event n, the next, and publishes those before it
+// every feedEvery events.
+func (b *builder) makeRoom(n int) {
 	if n == cap(b.events) {
 		if b.split != nil {
 			// More entries than the splitter predicted before its part: it
@@ -306,13 +315,19 @@ func (b *builder) appendEvent(e *Event, meta MetaID) pickle.Value {
 		if b.split != nil {
 			b.accept(b.split, false)
 		}
-		b.pf.advance(n * int(unsafe.Sizeof(*e)))
+		b.pf.advance(n * int(unsafe.Sizeof(Event{})))
 		b.feed.publish(b.events, false)
 		if n > 0 {
 			b.startVersions(cap(b.events))
 		}
 		b.ver.publish(b.events)
 	}
+}
+
+// noteEvent notes what event e, to be event n, changes in the columns
+// beside the events (appendEvent; the merge of a splitter's part, whose
+// events are already in place).
+func (b *builder) noteEvent(e *Event, n int, meta MetaID) {
 	// memory_viz's merge, decided while the event before is in cache: a
 	// pass over every event after the decode took 10 ms of an 80 MB
 	// file's first paint.
@@ -329,8 +344,6 @@ func (b *builder) appendEvent(e *Event, meta MetaID) pickle.Value {
 		b.metaRuns = append(b.metaRuns, MetaRun{First: int32(n), Meta: meta})
 		b.lastMeta = meta
 	}
-	b.events = append(b.events, *e)
-	return pickle.MakeHandle(hEvent, uint64(n))
 }
 
 // moveEvents moves the events to the copy grow makes of them, with more

@@ -158,6 +158,10 @@ const (
 	memoFrames = 3 // its frames list
 )
 
+// scriptFrames is the script of an entry whose only memo entry past its
+// dict's is its frames list.
+const scriptFrames = 1<<6 | memoFrames
+
 func addMemo(script *uint8, kind uint8) {
 	n := *script >> 6
 	*script = (*script &^ (3 << 6)) | kind<<(2*n) | (n+1)<<6
@@ -168,6 +172,11 @@ func addMemo(script *uint8, kind uint8) {
 type scriptRun struct {
 	first  int
 	script uint8
+}
+
+type stackCacheEntry struct {
+	idx uint64 // memo index+1
+	id  StackID
 }
 
 type codeCacheEntry struct {
@@ -1082,6 +1091,38 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 		return strs[ref.memo-1]
 	}
 	var items []pickle.Value
+	// The memo entries of the entries merged: rm is the run they extend,
+	// with pending of its entries not yet given to the decoder (flush).
+	var rm *runMemo
+	var pending uint64
+	memoRuns := true
+	flush := func() {
+		if pending == 0 {
+			return
+		}
+		if memoRuns && !d.MemoizeRun(pending, rm) {
+			memoRuns = false // not a dense memo: one by one from now on
+		}
+		if !memoRuns {
+			for k := rm.n - pending; k < rm.n; k++ {
+				d.Memoize(rm.MemoValue(k))
+			}
+			rm = nil
+		}
+		pending = 0
+	}
+	// The strs and MetaID of the last meta merged, metas[lastMetaAt-1].
+	var cc, um pickle.Value
+	var metaID MetaID
+	lastMetaAt := 0
+	// The stacks of the frames lists entries refer to, by memo index+1
+	// (memo entries before the part: they stay what they are); the
+	// script of the entry merged, and where the next run of scripts
+	// starts; the last stream remapped.
+	var stackCache [256]stackCacheEntry
+	script, nextScript := uint8(0), 0
+	lastStream, lastTmp := StreamID(-1), StreamID(0)
+	sawTime := false
 	merged, end := 0, -1
 	// metaAt: the metas of the entries merged (the last is theirs); sk:
 	// the scripts' runs that start at or before the entry merged.
@@ -1104,32 +1145,81 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 			be := batches[next]
 			evs := sp.arr[sp.pred+merged : sp.pred+be.n]
 			for i, k := 0, metaAt; i < len(evs); i++ {
+				e := &evs[i]
+				if e.Flags&(flagStackRef|flagOwnStack|flagMeta|flagNewMeta) == 0 {
+					continue
+				}
+				if e.Flags&(flagStackRef|flagOwnStack|flagMeta|flagNewMeta) == flagStackRef {
+					// Most entries: a stack that earlier entries had.
+					c := &stackCache[uint64(e.Stack)%uint64(len(stackCache))]
+					if c.idx == uint64(e.Stack)+1 {
+						e.Stack = c.id
+						e.Flags &^= flagStackRef
+						continue
+					}
+					j := uint64(e.Stack)
+					if !valid(e, nil, spans, frames) {
+						goto done
+					}
+					*c = stackCacheEntry{idx: j + 1, id: e.Stack}
+					continue
+				}
 				var rm *regionMeta
-				if evs[i].Flags&flagNewMeta != 0 {
+				if e.Flags&flagNewMeta != 0 {
 					k++
 				}
-				if evs[i].Flags&flagMeta != 0 {
+				if e.Flags&flagMeta != 0 {
 					rm = &metas[k-1]
 				}
-				if !valid(&evs[i], rm, spans, frames) {
+				if !valid(e, rm, spans, frames) {
 					goto done
 				}
 			}
-			// What commitEntry does for each entry, in order.
+			// What commitEntry does for each entry, in order, on the
+			// entry in place (appendEvent would copy it onto itself);
+			// b.events holds the batch meanwhile (noteEvent looks back).
+			b.events = b.events[:m+be.n]
+			nextScript = min(nextScript, merged) // scripts published since
 			for i := range evs {
-				e := evs[i]
-				for sk < len(scripts) && scripts[sk].first <= merged+i {
-					sk++
-				}
-				script := uint8(0)
-				if sk > 0 {
-					script = scripts[sk-1].script
+				n := m + merged + i // len(b.events) after the entries before
+				e := &evs[i]
+				if merged+i >= nextScript {
+					for sk < len(scripts) && scripts[sk].first <= merged+i {
+						sk++
+					}
+					if sk > 0 {
+						script = scripts[sk-1].script
+					}
+					nextScript = math.MaxInt
+					if sk < len(scripts) {
+						nextScript = scripts[sk].first
+					}
 				}
 				if e.Stream != 0 {
-					e.Stream = b.tmpStream(raw[e.Stream-1])
+					if k := e.Stream - 1; k != lastStream {
+						lastStream, lastTmp = k, b.tmpStream(raw[k])
+					}
+					e.Stream = lastTmp
 				}
-				if e.Flags&FlagHasTime != 0 {
-					b.sawTime = true
+				sawTime = sawTime || e.Flags&FlagHasTime != 0
+				if e.Flags&(flagOwnStack|flagMeta|flagNewMeta) == 0 && (script == 0 || script == scriptFrames) && memoRuns {
+					// Most entries: no frames list of their own, no
+					// metadata, memo entries in a run.
+					if n&(feedEvery-1) == 0 {
+						b.events = b.events[:n]
+						b.makeRoom(n)
+						b.events = b.events[:m+be.n]
+					}
+					b.noteEvent(e, n, 0)
+					per := uint64(1 + script>>6)
+					if rm == nil || rm.per != per || rm.end != n {
+						flush()
+						rm = &runMemo{b: b, first: n, end: n, per: per}
+					}
+					rm.n += per
+					rm.end++
+					pending += per
+					continue
 				}
 				var own pickle.Value // its frames list, finished
 				if e.Flags&flagOwnStack != 0 {
@@ -1146,35 +1236,57 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 						own = pickle.MakeHandle(hStack, uint64(e.Stack))
 					}
 				}
-				var cc, um pickle.Value
 				var id MetaID
 				if e.Flags&flagNewMeta != 0 {
 					metaAt++
 				}
 				if e.Flags&flagMeta != 0 {
 					e.Flags &^= flagMeta | flagNewMeta
-					rm := &metas[metaAt-1]
-					var meta EventMeta
-					if rm.umSeen && rm.umFirst {
-						um = str(rm.um)
-						meta.UserMetadata, _ = b.stringValue(um, "user_metadata")
-						b.sawUserMeta = true
+					if metaAt != lastMetaAt {
+						// The strs and MetaID of a meta the entry before
+						// had are the same: interned again, they would be.
+						rmeta := &metas[metaAt-1]
+						var meta EventMeta
+						cc, um = pickle.Value{}, pickle.Value{}
+						if rmeta.umSeen && rmeta.umFirst {
+							um = str(rmeta.um)
+							meta.UserMetadata, _ = b.stringValue(um, "user_metadata")
+							b.sawUserMeta = true
+						}
+						if rmeta.ccSeen {
+							cc = str(rmeta.cc)
+							meta.CompileContext, _ = b.stringValue(cc, "compile_context")
+							b.sawCompile = true
+						}
+						if rmeta.umSeen && !rmeta.umFirst {
+							um = str(rmeta.um)
+							meta.UserMetadata, _ = b.stringValue(um, "user_metadata")
+							b.sawUserMeta = true
+						}
+						metaID, lastMetaAt = b.s.AddMeta(meta), metaAt
 					}
-					if rm.ccSeen {
-						cc = str(rm.cc)
-						meta.CompileContext, _ = b.stringValue(cc, "compile_context")
-						b.sawCompile = true
-					}
-					if rm.umSeen && !rm.umFirst {
-						um = str(rm.um)
-						meta.UserMetadata, _ = b.stringValue(um, "user_metadata")
-						b.sawUserMeta = true
-					}
-					id = b.s.AddMeta(meta)
+					id = metaID
 				}
+				b.events = b.events[:n]
+				b.makeRoom(n)
+				b.events = b.events[:m+be.n]
+				b.noteEvent(e, n, id)
 				// The memo entries its dict and what it holds got, in the
-				// order MEMOIZE gave them.
-				d.Memoize(b.appendEvent(&e, id))
+				// order MEMOIZE gave them: a run of them (runMemo) while
+				// they are the dict's and frames lists'.
+				if (script == 0 || script == scriptFrames) && memoRuns {
+					per := uint64(1 + script>>6)
+					if rm == nil || rm.per != per || rm.end != n {
+						flush()
+						rm = &runMemo{b: b, first: n, end: n, per: per}
+					}
+					rm.n += per
+					rm.end++
+					pending += per
+					continue
+				}
+				flush()
+				d.Memoize(pickle.MakeHandle(hEvent, uint64(n)))
 				for k := range script >> 6 {
 					switch script >> (2 * k) & 3 {
 					case memoCC:
@@ -1186,6 +1298,9 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 					}
 				}
 			}
+			flush()
+			b.events = b.events[:m+be.n]
+			b.sawTime = b.sawTime || sawTime
 			merged, end = be.n, be.end
 		}
 	}
@@ -1204,4 +1319,27 @@ done:
 	splitMerged.Add(int64(merged))
 	d.SkipTo(end)
 	return true, nil
+}
+
+// runMemo is a run of memo entries that merged entries got, per entries
+// each (their dict's, and their frames list's when per is 2), events from
+// first on: what pickle.Decoder.MemoizeRun keeps of them.
+type runMemo struct {
+	b          *builder
+	first, end int // its events
+	per        uint64
+	n          uint64 // memo entries in the run
+}
+
+// MemoValue implements pickle.MemoRun: the handle of the entry's event,
+// or of its frames list (the empty one, or its interned stack).
+func (r *runMemo) MemoValue(k uint64) pickle.Value {
+	n := r.first + int(k/r.per)
+	if k%r.per == 0 {
+		return pickle.MakeHandle(hEvent, uint64(n))
+	}
+	if st := r.b.events[n].Stack; st != NoStack {
+		return pickle.MakeHandle(hStack, uint64(st))
+	}
+	return pickle.MakeHandle(hEmpty, 0)
 }

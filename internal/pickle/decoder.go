@@ -76,6 +76,11 @@ type Decoder struct {
 	memoLen   uint64
 	memoMap   map[uint64]Value
 	memoCount int
+	// runs hold ranges of memo entries a splitter made, by first index
+	// (MemoizeRun); runEnd is past the last. Their slots are holes, in
+	// pages of their own shared (holePage) where a page lies within one.
+	runs   []memoRun
+	runEnd uint64
 
 	conts  [][]container
 	nconts uint32
@@ -625,6 +630,9 @@ func (d *Decoder) memoGet(i uint64) (Value, bool) {
 		}
 	}
 	v, ok := d.memoMap[i]
+	if !ok && i < d.runEnd {
+		return d.runValue(i)
+	}
 	return v, ok
 }
 
@@ -645,12 +653,15 @@ func (d *Decoder) memoPut(i uint64, v Value) {
 		}
 	}
 	if i < d.memoLen {
+		if i < d.runEnd {
+			d.ownPage(i)
+		}
 		p := d.memoSlot(i)
 		if *p&15 == uint64(String) {
 			d.strRewrites++
 		}
 		if *p == slotHole {
-			if _, ok := d.memoMap[i]; !ok {
+			if _, ok := d.memoMap[i]; !ok && !d.inRun(i) {
 				d.memoCount++
 			}
 		}
@@ -708,7 +719,7 @@ func (d *Decoder) Decode() (Value, error) {
 	// The memo serves the VM only: its pages (8 bytes an entry, a tenth of
 	// a snapshot's size) are let go before the caller assembles the
 	// result, which allocates meanwhile.
-	d.memo, d.memoMap, d.memoLen = nil, nil, 0
+	d.memo, d.memoMap, d.memoLen, d.runs, d.runEnd = nil, nil, 0, nil, 0
 	if err != nil {
 		var pe *Error
 		if !errors.As(err, &pe) {

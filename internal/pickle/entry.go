@@ -24,6 +24,11 @@ func (d *Decoder) MemoPlain(i uint64) (Value, bool) {
 		return Value{}, false
 	}
 	slot := d.memo[i>>memoPageBits][i&(1<<memoPageBits-1)]
+	if slot == slotHole && i < d.runEnd {
+		if _, ok := d.memoMap[i]; !ok {
+			return d.runValue(i) // a run holds no containers
+		}
+	}
 	if k := Kind(slot & 15); k == mark || (k >= List && k <= Object) {
 		return Value{}, false
 	}

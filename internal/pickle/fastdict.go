@@ -359,7 +359,7 @@ func (d *Decoder) memoPutFast(i uint64, v Value) {
 		}
 		if i < d.memoLen {
 			sp := &d.memo[i>>memoPageBits][i&(1<<memoPageBits-1)]
-			if s := *sp; s != slotSpilled && (s != slotHole || d.memoMap == nil) {
+			if s := *sp; s != slotSpilled && (s != slotHole || d.memoMap == nil && i >= d.runEnd) {
 				if s == slotHole {
 					d.memoCount++
 				} else if s&15 == uint64(String) {
