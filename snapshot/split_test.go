@@ -338,3 +338,82 @@ func TestDumpHint(t *testing.T) {
 	}
 	t.Logf("%d arrays allocated once for their size", tighter)
 }
+
+// sharedStacksPickle writes a snapshot whose entries have frames lists of
+// their own, memoized as PyTorch memoizes them, every third, and refer to
+// those of entries before them (a tiled snapshot's shape) every third:
+// inside the splitter's part, and after it, where the decoder reads on
+// once a frame first written at entry cut ends the part (cut 0: none).
+// Those references resolve through the memo entries the merge keeps as
+// runs (pickle.Decoder.MemoizeRun).
+func sharedStacksPickle(n, cut int) []byte {
+	p := newTracePickle()
+	frame := func(name string) int {
+		i := p.memo
+		p.b = append(p.b, '}', 0x94, '(')
+		p.memo++
+		p.key("filename")
+		p.key("f.py")
+		p.key("name")
+		p.str(name)
+		p.key("line")
+		p.b = append(p.b, 'K', byte(len(name)), 'u', 0x94)
+		p.memo++
+		return i
+	}
+	var frames, lists []int
+	for i := 1; i <= n; i++ {
+		p.beginEntry()
+		p.key("action")
+		p.key([]string{"alloc", "free_requested", "free_completed"}[i%3])
+		p.key("addr")
+		p.b = append(p.b, 'J', byte(i), byte(i>>8), byte(i>>16), 0)
+		p.key("size")
+		p.b = append(p.b, 'M', byte(i), 1)
+		p.key("frames")
+		switch {
+		case i == 1 || i == cut:
+			lists = append(lists, p.memo)
+			p.b = append(p.b, ']', 0x94, '(')
+			p.memo++
+			frames = append(frames, frame("fn"+string(rune('a'+i%26))))
+			p.b = append(p.b, 'e')
+		case i%3 == 0:
+			lists = append(lists, p.memo)
+			p.b = append(p.b, ']', 0x94, '(')
+			p.memo++
+			for k := range 1 + i%2 {
+				f := frames[(i+k)%len(frames)]
+				p.b = append(p.b, 'j', byte(f), byte(f>>8), byte(f>>16), 0)
+			}
+			p.b = append(p.b, 'e')
+		case i%3 == 1:
+			l := lists[(i*7)%len(lists)]
+			p.b = append(p.b, 'j', byte(l), byte(l>>8), byte(l>>16), 0)
+		default:
+			p.b = append(p.b, ']', 0x94) // empty, memoized
+			p.memo++
+		}
+		p.b = append(p.b, 'u')
+		if i%1000 == 0 && i < n {
+			p.b = append(p.b, 'e', '(')
+		}
+	}
+	return p.end()
+}
+
+// TestSplitSharedStacks: entries that refer to the frames lists of
+// entries the splitter read get the same stacks as on one core, whether
+// the splitter or the decoder reads them.
+func TestSplitSharedStacks(t *testing.T) {
+	for _, cut := range []int{0, 6500} {
+		b := sharedStacksPickle(9000, cut)
+		merged := int64(0)
+		for _, frac := range []float64{0, 0.3, 0.6} {
+			merged += sameDecode(t, b, "shared", frac)
+		}
+		if merged == 0 {
+			t.Errorf("cut %d: the splitter gave nothing", cut)
+		}
+	}
+}
