@@ -78,9 +78,11 @@ type Decoder struct {
 	memoCount int
 	// runs hold ranges of memo entries a splitter made, by first index
 	// (MemoizeRun); runEnd is past the last. Their slots are holes, in
-	// pages of their own shared (holePage) where a page lies within one.
-	runs   []memoRun
-	runEnd uint64
+	// the shared holePage for the pages they start; sharedEnd is past
+	// the last such page (writes below it go through ownPage).
+	runs      []memoRun
+	runEnd    uint64
+	sharedEnd uint64
 
 	conts  [][]container
 	nconts uint32
@@ -653,7 +655,7 @@ func (d *Decoder) memoPut(i uint64, v Value) {
 		}
 	}
 	if i < d.memoLen {
-		if i < d.runEnd {
+		if i < d.sharedEnd {
 			d.ownPage(i)
 		}
 		p := d.memoSlot(i)
@@ -719,7 +721,7 @@ func (d *Decoder) Decode() (Value, error) {
 	// The memo serves the VM only: its pages (8 bytes an entry, a tenth of
 	// a snapshot's size) are let go before the caller assembles the
 	// result, which allocates meanwhile.
-	d.memo, d.memoMap, d.memoLen, d.runs, d.runEnd = nil, nil, 0, nil, 0
+	d.memo, d.memoMap, d.memoLen, d.runs, d.runEnd, d.sharedEnd = nil, nil, 0, nil, 0, 0
 	if err != nil {
 		var pe *Error
 		if !errors.As(err, &pe) {

@@ -353,13 +353,13 @@ func (d *Decoder) dictDone(pairs int) bool {
 // dense slot which is in use or the next one; it does not touch container
 // bookkeeping (see putValue).
 func (d *Decoder) memoPutFast(i uint64, v Value) {
-	if v.X <= payloadMax && v.Sub <= 15 {
+	if v.X <= payloadMax && v.Sub <= 15 && i >= d.sharedEnd {
 		if i == d.memoLen && i&(1<<memoPageBits-1) != 0 && i <= uint64(2*d.memoCount+1024) {
 			d.memoLen++ // the page is there, its slots are holes
 		}
 		if i < d.memoLen {
 			sp := &d.memo[i>>memoPageBits][i&(1<<memoPageBits-1)]
-			if s := *sp; s != slotSpilled && (s != slotHole || d.memoMap == nil && i >= d.runEnd) {
+			if s := *sp; s != slotSpilled && (s != slotHole || d.memoMap == nil) {
 				if s == slotHole {
 					d.memoCount++
 				} else if s&15 == uint64(String) {

@@ -217,17 +217,12 @@ func (d *Decoder) MemoizeRun(n uint64, r MemoRun) bool {
 	}
 	end := first + n
 	for pg := uint64(len(d.memo)); pg<<memoPageBits < end; pg++ {
-		if (pg+1)<<memoPageBits <= end {
-			d.memo = append(d.memo, holePage) // wholly in the run
-			continue
-		}
-		page := make([]uint64, 1<<memoPageBits) // the next MEMOIZEs write here
-		for j := range page {
-			page[j] = slotHole
-		}
-		d.memo = append(d.memo, page)
+		// The last one too: a write gives it a page of its own (ownPage),
+		// the run after this one, most often, none.
+		d.memo = append(d.memo, holePage)
 	}
 	d.memoLen, d.memoCount = end, int(end)
+	d.sharedEnd = uint64(len(d.memo)) << memoPageBits
 	if k := len(d.runs) - 1; k >= 0 && d.runs[k].r == r && d.runs[k].first+d.runs[k].n == first {
 		d.runs[k].n += n
 	} else {
@@ -272,7 +267,7 @@ func (d *Decoder) runValue(i uint64) (Value, bool) {
 }
 
 // ownPage gives the page of memo entry i a copy of its own when it is
-// the shared holePage, before a write to it.
+// the shared holePage, before a write to it (i below sharedEnd).
 func (d *Decoder) ownPage(i uint64) {
 	pg := i >> memoPageBits
 	if pg < uint64(len(d.memo)) && &d.memo[pg][0] == &holePage[0] {
