@@ -504,6 +504,16 @@ func (sp *splitter) skim() int {
 			next = p + 1<<20
 		}
 		op := buf[p]
+		if op == 'h' { // BINGET: most opcodes of a dump
+			p += 2
+			last = op
+			continue
+		}
+		if op == 'J' { // BININT: most of the rest
+			p += 5
+			last = op
+			continue
+		}
 		if n := skimFixed[op]; n != 0 {
 			p += int(n)
 			last = op
