@@ -21,23 +21,27 @@ import (
 // splitter, skims the input from the start (opcode lengths only, several
 // times faster than decoding), counting memo entries and noting which
 // memoized strs are entry keys and action names, until it reaches a batch
-// of entries about splitFrac into the input. It offers that batch to the
-// decoder, which accepts while it has fewer entries than the skim counted
-// before it (it then never writes past that index). From there the
-// splitter reads whole batches of entries into the events array, at the
-// index the skim predicted: the shape ReadEntry reads, and the one
-// PyTorch writes (each entry's own frames list and compile-context str),
-// keeping the memo references it cannot resolve as indices, and it
-// publishes each batch. When the decoder reaches the offered MARK it
+// of entries past splitFrac of the input with no frame first written in
+// the splitQuiet bytes before (the splitter reads entries far faster than
+// the decoder, so the part starts as early as it can). It offers that
+// batch to the decoder, which accepts while it has fewer entries than the
+// skim counted before it (it then never writes past that index). From
+// there the splitter reads whole batches of entries into the events
+// array, at the index the skim predicted: the shape ReadEntry reads, and
+// the one PyTorch writes (each entry's own frames list and
+// compile-context str), keeping the memo references it cannot resolve as
+// indices, and it publishes each batch. When the decoder reaches the offered MARK it
 // checks that everything is as the splitter assumed (the list on top is
 // the trace being read, the memo count and the event count are the
 // predicted ones) and merges the batches as they come, each once its
 // memo references are what ReadEntry accepts: for each entry what
 // commitEntry (or, for a list or str of its own, the generic path) would
-// have done, in the same order, and its MEMOIZEs. Then it jumps past
-// them. Anything unusual ends the splitter's part (the decoder reads on
-// from there) or drops it, so the result is the one-core decode's, always
-// (TestSplitMatchesSequential, TestSplitSynthetic, FuzzSplit).
+// have done, in the same order, and its MEMOIZEs (as runs the memo
+// resolves when asked, not a slot each). Then it jumps past them.
+// Anything unusual ends the splitter's part (the decoder reads on from
+// there) or drops it, so the result is the one-core decode's, always
+// (TestSplitMatchesSequential, TestSplitSynthetic, TestSplitSharedStacks,
+// FuzzSplit).
 
 // splitMin is the smallest pickle the splitter reads a part of.
 var splitMin = 48 << 20
