@@ -498,7 +498,8 @@ func (sp *splitter) skim() int {
 	events := 0
 	// odd is the offset of the last dict in the trace that is not an
 	// entry: a frame written for the first time, which ends the part
-	// (entry). A part starts after quiet bytes without one.
+	// (entry). A part starts after quiet bytes without one, or, in a
+	// trace that never goes that long without, half-way.
 	odd, quiet := 0, min(splitQuiet, len(buf)/64)
 	var memo uint64
 	var last byte
@@ -565,7 +566,7 @@ func (sp *splitter) skim() int {
 			}
 			p++
 		case '(':
-			if p >= target && last == 'e' && events > 0 && p-odd >= quiet && p+1 < len(buf) && buf[p+1] == '}' &&
+			if p >= target && last == 'e' && events > 0 && (p-odd >= quiet || p >= len(buf)/2) && p+1 < len(buf) && buf[p+1] == '}' &&
 				sp.actionKey(buf, dictStart(buf, p+1)) {
 				sp.pred, sp.base = events, memo
 				return p
