@@ -195,7 +195,7 @@ type splitter struct {
 	release func(lo, hi int) // gives back mapped pages passed (nil: none)
 
 	codes map[uint64]uint8 // memo index -> key kw or codeAction+action
-	cache [64]codeCacheEntry
+	cache [4096]codeCacheEntry
 
 	// The dump's size as the skim counts it (dumpHint): dicts whose
 	// first key is the memoized "device" (segments) or "address"
@@ -333,7 +333,10 @@ func (sp *splitter) onString(idx uint64, s []byte) {
 	sp.codes[idx] = c
 }
 
-// code returns the code of memo entry j (0: none).
+// code returns the code of memo entry j (0: none). The cache is large
+// for the few memo entries it holds so that two seldom share a slot: on
+// the 1 GB tile, with 64 slots, the "action" key and an action name did,
+// and a million lookups a read went to the map.
 func (sp *splitter) code(j uint64) uint8 {
 	c := &sp.cache[j%uint64(len(sp.cache))]
 	if c.idx == j+1 {
