@@ -512,7 +512,6 @@ func (sp *splitter) skim() int {
 			if sp.stop.Load() {
 				return -1
 			}
-			sp.give(p)
 			next = p + 1<<20
 		}
 		op := buf[p]
@@ -596,6 +595,10 @@ func (sp *splitter) skim() int {
 // publishing each.
 func (sp *splitter) read(x int) {
 	buf, arr := sp.buf, sp.arr
+	// The pages before x stay mapped for the decoder, which gives them
+	// back as it passes them: given back by the skim, they were faulted
+	// in again (the skim now covers the dump and a few MB of the trace).
+	sp.released = max(sp.released, x&^(releaseEvery-1))
 	room := cap(arr) - sp.pred
 	sp.memo, sp.localStack, sp.localStr = sp.base, map[uint64]int32{}, map[uint64]strRef{}
 	pos, n := x, 0
