@@ -1154,10 +1154,12 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 	var metaID MetaID
 	lastMetaAt := 0
 	// The stacks of the frames lists entries refer to, by memo index+1
-	// (memo entries before the part: they stay what they are); the
-	// script of the entry merged, and where the next run of scripts
-	// starts; the last stream remapped.
-	var stackCache [256]stackCacheEntry
+	// (memo entries before the part: they stay what they are; 65,536
+	// slots: the 1 GB tile's entries cycle through 12,427 frames lists,
+	// of which 256 slots held 37%, 65,536 95%); the script of the entry
+	// merged, and where the next run of scripts starts; the last stream
+	// remapped.
+	stackCache := make([]stackCacheEntry, 1<<16)
 	script, nextScript := uint8(0), 0
 	lastStream, lastTmp := StreamID(-1), StreamID(0)
 	sawTime := false
