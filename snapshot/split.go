@@ -67,7 +67,7 @@ var splitFedMin = 128 << 20
 // garbage collector, the viewer's pairing and page), so the total CPU
 // decides the wall time: the part starts at the first batch of entries
 // that follows splitQuiet bytes of the trace without a new frame. On the
-// 1 GB tile that is 12 MB into the trace instead of 22% into the file
+// 1 GB tile that is 7 MB into the trace instead of 22% into the file
 // (bench/RESULTS.md, #32 part 32v).
 var splitFrac = 0.0
 
