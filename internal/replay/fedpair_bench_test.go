@@ -46,7 +46,7 @@ func BenchmarkFedPair(b *testing.B) {
 		c0 := threadCPU()
 		var f fedPairer
 		for n := min(every, len(evs)); ; n = min(n+every, len(evs)) {
-			f.next(evs[:n], expected)
+			f.next(evs[:n], expected, 0)
 			if n == len(evs) {
 				break
 			}
