@@ -67,19 +67,19 @@ func (f *fedPairer) next(evs []snapshot.Event, expected, live int) {
 		// 0.27 s of the second core's CPU before the first paint).
 		n := max(cap(evs), expected)
 		p = newPairing(n, 0, false)
-		// The address table sized once from the dump's allocated
-		// blocks (live is that count): doubled from small, its copies
+		// The address table grows from small to its size at once
+		// (addrTable.expect), which comes from the dump's allocated
+		// blocks (live is that count): doubled all the way, its copies
 		// were 32 MB of fresh pages on the 1 GB tile, 8,000 page faults
 		// on the way to the first paint, each a table written whole.
 		// Those blocks include the allocations made before the trace,
-		// which the table never holds, so it is sized for three
-		// quarters of them (the 1 GB tile's table held 651,000 addresses
-		// at the end, of 894,000 allocated blocks; an 80 MB tile's
-		// 50,750 of 69,658): a table twice too big is as much memory
-		// as the copies it saves.
-		if h := live * 3 / 4; h > 1024 {
-			p.live = newAddrTable(h)
-		}
+		// which the table never holds, so it expects three quarters of
+		// them (the 1 GB tile's table held 651,000 addresses at the
+		// end, of 894,000 allocated blocks; an 80 MB tile's 50,750 of
+		// 69,658): a table twice too big is as much memory as the
+		// copies it saves. A trace that keeps few addresses live (a
+		// short one beside a big dump) never takes that size.
+		p.live.expect(live * 3 / 4)
 		p.stack = newStacker(n/2, n)
 		f.p, f.pending = p, -1
 	}

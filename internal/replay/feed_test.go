@@ -313,16 +313,22 @@ func TestFedPairerGrows(t *testing.T) {
 	saved := prefetchSlots
 	defer func() { prefetchSlots = saved }()
 	for _, prefetchSlots = range []int{saved, 0} { // 0: prefetched
-		// The table sized from a dump's count of allocated blocks, or
-		// grown from small.
-		for _, live := range []int{0, 1 << 13} {
+		// The table grown by doubling, or past 4,096 slots to the size
+		// a dump's count of allocated blocks gives at once.
+		savedJump := jumpFrom
+		defer func() { jumpFrom = savedJump }()
+		jumpFrom = 4096
+		for _, live := range []int{0, 1 << 15} {
 			var f fedPairer
 			for n := 0; n < len(events); {
 				n = min(n+1+r.Intn(3000), len(events))
 				f.next(events[:n:n], 0, live)
-				if first := len(f.p.live.slots); n <= 3001 && (first >= 1<<14) != (live > 0) {
-					t.Fatalf("live %d: the table starts with %d slots", live, first)
+				if size := len(f.p.live.slots); size > 4096 && size < 1<<16 && live > 0 {
+					t.Fatalf("live %d: the table grew to %d slots, not at once to %d", live, size, 1<<16)
 				}
+			}
+			if size := len(f.p.live.slots); (size == 1<<16) != (live > 0) {
+				t.Fatalf("live %d: the table has %d slots at the end", live, size)
 			}
 			got := newTimeline(s, 0, KindActive, f.p)
 			if what := layoutDiff(got, want); what != "" {
