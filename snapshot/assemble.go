@@ -507,6 +507,9 @@ func (b *builder) block(v pickle.Value, kv []pickle.Value) (pickle.Value, error)
 	if extra != nil {
 		bl.Extra = b.addExtra(extra)
 	}
+	if bl.State == BlockActiveAllocated {
+		b.allocated++
+	}
 	b.blocks = append(b.roomForBlocks(), bl)
 	return pickle.MakeHandle(hBlock, uint64(len(b.blocks)-1)), nil
 }

@@ -72,6 +72,10 @@ type builder struct {
 	verWanted bool
 	segs      []Segment
 	blocks    []Block
+	// allocated counts the blocks read in the active_allocated state: as
+	// the trace starts, about how many allocations are live at its end
+	// (EventFeed.Live).
+	allocated int
 	// openRuns maps a list being built to the run of events appended so
 	// far; traceRuns holds finished ones.
 	openRuns  map[pickle.Value]*eventRun

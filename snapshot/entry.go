@@ -305,6 +305,9 @@ func (b *builder) appendEvent(e *Event, meta MetaID) pickle.Value {
 // every feedEvery events.
 func (b *builder) makeRoom(n int) {
 	if n == cap(b.events) {
+		if n == 0 { // PyTorch writes the dump before the traces
+			b.feed.setLive(b.allocated)
+		}
 		if b.split != nil {
 			// More entries than the splitter predicted before its part: it
 			// keeps the old array, and its part is read again (Split).
@@ -316,6 +319,9 @@ func (b *builder) makeRoom(n int) {
 			b.accept(b.split, false)
 		}
 		b.pf.advance(n * int(unsafe.Sizeof(Event{})))
+		if n == 0 {
+			b.feed.setLive(b.allocated)
+		}
 		b.feed.publish(b.events, false)
 		if n > 0 {
 			b.startVersions(cap(b.events))
@@ -526,6 +532,9 @@ func (b *builder) readBlock(d *pickle.Decoder, buf []byte, p int, self int64) (p
 	}
 	if seen&(1<<kwFrames) == 0 && bl.RequestedSize == 0 {
 		bl.RequestedSize = bl.Size // legacy default, as block does
+	}
+	if bl.State == BlockActiveAllocated {
+		b.allocated++
 	}
 	b.blocks = append(b.roomForBlocks(), bl)
 	return pickle.MakeHandle(hBlock, uint64(len(b.blocks)-1)), end, true

@@ -18,6 +18,9 @@ type EventFeed struct {
 	// expect is the number of entries the decoder reserved room for as
 	// it started (from the input's size; see Expected).
 	expect int
+	// live is the dump's allocated blocks read before the trace (see
+	// Live).
+	live int
 	// published, when a test sets it, sees each publication on the
 	// decoder's goroutine: what a reader on another goroutine sees first
 	// depends on when the scheduler runs it.
@@ -60,6 +63,30 @@ func (f *EventFeed) Expected() int {
 		return 0
 	}
 	return f.expect
+}
+
+// setLive sets what Live returns, before the first entry is published.
+func (f *EventFeed) setLive(n int) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	f.live = n
+	f.mu.Unlock()
+}
+
+// Live is the number of allocated blocks in the dump that the decoder read
+// before the first trace entry (0 when the dump comes after the traces or
+// has none): about how many allocations are live at the trace's end, a
+// size for a reader's table of live addresses. It is known once Next has
+// returned an entry.
+func (f *EventFeed) Live() int {
+	if f == nil {
+		return 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.live
 }
 
 // Next blocks until more than have entries are published or the decode

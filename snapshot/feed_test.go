@@ -30,7 +30,8 @@ func readFeed(f *snapshot.EventFeed) <-chan []snapshot.Event {
 // TestEventFeed decodes the embedded demo with a feed, through both the
 // in-memory and the streaming decoder: the reader sees every trace entry
 // with its final action, address and size, the trace is the feed's whole,
-// and a decode that fails lets the reader go with nothing whole.
+// the feed's Live counts the dump's allocated blocks, and a decode that
+// fails lets the reader go with nothing whole.
 func TestEventFeed(t *testing.T) {
 	data := demo.Bytes()
 	for _, tc := range []struct {
@@ -67,6 +68,15 @@ func TestEventFeed(t *testing.T) {
 				if a.Action != b.Action || a.Addr != b.Addr || a.Size != b.Size {
 					t.Fatalf("entry %d: fed %v %#x %d, decoded %v %#x %d", i, b.Action, b.Addr, b.Size, a.Action, a.Addr, a.Size)
 				}
+			}
+			allocated := 0
+			for i := range s.Blocks {
+				if s.Blocks[i].State == snapshot.BlockActiveAllocated {
+					allocated++
+				}
+			}
+			if allocated == 0 || feed.Live() != allocated {
+				t.Errorf("the feed's Live is %d, the dump before the trace has %d allocated blocks", feed.Live(), allocated)
 			}
 			if len(s.Traces) == 1 && !feed.Whole(s.Traces[0].Events) {
 				t.Error("the only trace is not the feed's whole")

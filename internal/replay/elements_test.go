@@ -85,6 +85,65 @@ func TestLiveStackMatchesScan(t *testing.T) {
 	}
 }
 
+// TestLiveStackLevels checks liveStack.top and free against a plain
+// alive list over enough positions to take four levels of its tree,
+// reserved for fewer than that (so that it adds levels as it grows) and
+// for all of them, with every position freed in the end, top down in
+// runs and bottom up.
+func TestLiveStackLevels(t *testing.T) {
+	const n = 300_000 // more than 64^3: four levels
+	for _, capacity := range []int{0, 100, n} {
+		rng := rand.New(rand.NewSource(int64(capacity)))
+		s := newLiveStack(capacity)
+		alive := make([]bool, 0, n)
+		hi := int32(-1) // the highest alive, by scan
+		check := func(step int, p int32, got bool) {
+			t.Helper()
+			for hi >= 0 && !alive[hi] {
+				hi--
+			}
+			if want := hi > p; got != want {
+				t.Fatalf("capacity %d, step %d: free(%d) = %v, want %v", capacity, step, p, got, want)
+			}
+			if s.top() != hi {
+				t.Fatalf("capacity %d, step %d: top() = %d, want %d", capacity, step, s.top(), hi)
+			}
+		}
+		for step := 0; len(alive) < n; step++ {
+			s.push()
+			alive = append(alive, true)
+			hi = int32(len(alive) - 1)
+			if rng.Intn(3) == 0 {
+				// Free a live position near the top, or anywhere.
+				p := int32(len(alive) - 1 - rng.Intn(min(len(alive), 200)))
+				if rng.Intn(4) == 0 {
+					p = int32(rng.Intn(len(alive)))
+				}
+				if alive[p] {
+					alive[p] = false
+					check(step, p, s.free(p))
+				}
+			}
+		}
+		// The rest: top down, every third run of positions bottom up.
+		for p := int32(n - 1); p >= 0; p-- {
+			if alive[p] && (p/1000)%3 != 0 {
+				alive[p] = false
+				check(-1, p, s.free(p))
+			}
+		}
+		for p := int32(0); p < n; p++ {
+			if alive[p] {
+				alive[p] = false
+				check(-2, p, s.free(p))
+			}
+		}
+		if s.top() != -1 || s.size() != n {
+			t.Fatalf("capacity %d: top %d, size %d at the end", capacity, s.top(), s.size())
+		}
+	}
+}
+
 // TestElemSrcKind checks that an element's source is told from its free
 // field for each way one is made, and that elemSrc stays 16 bytes.
 func TestElemSrcKind(t *testing.T) {

@@ -31,7 +31,7 @@ func BenchmarkFedPair(b *testing.B) {
 		b.Fatalf("%s: %d traces: the fed layout covers a single trace", path, len(s.Traces))
 	}
 	evs := s.Traces[0].Events
-	expected := feed.Expected()
+	expected, live := feed.Expected(), feed.Live()
 	const every = 1 << 14 // as the decoder publishes (snapshot.feedEvery)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -46,7 +46,7 @@ func BenchmarkFedPair(b *testing.B) {
 		c0 := threadCPU()
 		var f fedPairer
 		for n := min(every, len(evs)); ; n = min(n+every, len(evs)) {
-			f.next(evs[:n], expected)
+			f.next(evs[:n], expected, live)
 			if n == len(evs) {
 				break
 			}

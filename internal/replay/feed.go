@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"runtime"
 	"sync/atomic"
 
 	"github.com/gpumem/gpumem/snapshot"
@@ -35,7 +36,7 @@ func (fp *FedLayout) pair() {
 		if len(evs) < f.have {
 			return // the decode failed
 		}
-		f.next(evs, fp.feed.Expected())
+		f.next(evs, fp.feed.Expected(), fp.feed.Live())
 		if done {
 			fp.p = f.p
 			return
@@ -54,8 +55,9 @@ type fedPairer struct {
 }
 
 // next takes evs[f.have:], evs being every entry so far; expected is the
-// number of entries the decoder reserved room for.
-func (f *fedPairer) next(evs []snapshot.Event, expected int) {
+// number of entries the decoder reserved room for, live the number of
+// allocated blocks in the dump (EventFeed.Live).
+func (f *fedPairer) next(evs []snapshot.Event, expected, live int) {
 	p := f.p
 	if p == nil {
 		// The decoder reserves room for every entry it expects; the
@@ -65,6 +67,19 @@ func (f *fedPairer) next(evs []snapshot.Event, expected int) {
 		// 0.27 s of the second core's CPU before the first paint).
 		n := max(cap(evs), expected)
 		p = newPairing(n, 0, false)
+		// The address table grows from small to its size at once
+		// (addrTable.expect), which comes from the dump's allocated
+		// blocks (live is that count): doubled all the way, its copies
+		// were 32 MB of fresh pages on the 1 GB tile, 8,000 page faults
+		// on the way to the first paint, each a table written whole.
+		// Those blocks include the allocations made before the trace,
+		// which the table never holds, so it expects three quarters of
+		// them (the 1 GB tile's table held 651,000 addresses at the
+		// end, of 894,000 allocated blocks; an 80 MB tile's 50,750 of
+		// 69,658): a table twice too big is as much memory as the
+		// copies it saves. A trace that keeps few addresses live (a
+		// short one beside a big dump) never takes that size.
+		p.live.expect(live * 3 / 4)
 		p.stack = newStacker(n/2, n)
 		f.p, f.pending = p, -1
 	}
@@ -150,8 +165,28 @@ func NewTimelineFed(s *snapshot.Snapshot, device int, kind Kind, fp *FedLayout) 
 	if kind == KindSegments || device < 0 || device >= len(s.Traces) || (kind == KindActiveWithPools && hasPrivatePools(s, device)) {
 		return newTimeline(s, device, kind, nil)
 	}
-	return newTimeline(s, device, kind, fp.take(s.Traces[device].Events))
+	pre := fp.take(s.Traces[device].Events)
+	if pre != nil && len(pre.elems) >= gcBeforeLayoutMin {
+		// The decoder's garbage (its memo, its stacks, the arrays it
+		// outgrew) and the address table are collected before the
+		// layout makes its arrays, which then reuse those pages rather
+		// than fault in fresh ones: the decode's last collection ran
+		// before most of that garbage was made, and the next would wait
+		// for the heap to double. On the 1 GB tile that was 150-180 MB
+		// of the 1.35 GB touched on the way to the first paint, 35,000
+		// page faults (a fresh page costs 1.5 us of system CPU here);
+		// the collection takes 1-3 ms, the heap being nearly all
+		// pointer-free columns, which it does not scan.
+		pre.sortedLive()
+		runtime.GC()
+	}
+	return newTimeline(s, device, kind, pre)
 }
+
+// gcBeforeLayoutMin is the number of elements of a fed pairing from which
+// NewTimelineFed collects before it lays out: below it the garbage is a
+// few MB.
+const gcBeforeLayoutMin = 1 << 17
 
 // take is result, once: the timeline that uses the work owns it, and work
 // that does not fit is let go (it holds tens of MB on a big file).

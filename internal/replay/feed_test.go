@@ -19,7 +19,11 @@ import (
 // device's timeline laid out from the work done while decoding, and the
 // one laid out after; got is nil when the fed work does not cover that
 // device's trace (no entries, several traces) or the input is no snapshot.
-func fedLayouts(data []byte) (got, want *Timeline, twice bool) {
+//
+// With sorted, the addresses live at the end are sorted before the
+// layout and the address table let go, as NewTimelineFed does for a big
+// trace.
+func fedLayouts(data []byte, sorted bool) (got, want *Timeline, twice bool) {
 	var fp *FedLayout
 	s, err := snapshot.DecodeBytes(data, "fed", &snapshot.Options{Feed: func(f *snapshot.EventFeed) {
 		fp = LayoutFeed(f, func(layout func()) { go layout() })
@@ -34,6 +38,9 @@ func fedLayouts(data []byte) (got, want *Timeline, twice bool) {
 	pre := fp.take(s.Traces[d].Events)
 	if pre == nil {
 		return nil, nil, false
+	}
+	if sorted {
+		pre.sortedLive()
 	}
 	got = newTimeline(s, d, KindActive, pre)
 	want = newTimeline(s, d, KindActive, nil)
@@ -78,16 +85,25 @@ func layoutDiff(got, want *Timeline) string {
 // TestFedLayoutMatches decodes every real snapshot with an EventFeed and
 // checks that the layout done while decoding (pairing and stack) gives the
 // same timeline as the one done after.
+//
+// The files take turns through the four ways the dump's blocks are looked
+// up (one goroutine or two, in the address table or in the live addresses
+// sorted, as NewTimelineFed leaves them for a big trace).
 func TestFedLayoutMatches(t *testing.T) {
-	defer twoCores(t)()
+	saved := twoCoreMin
+	defer func() { twoCoreMin = saved }()
 	used := 0
 	files := corpus.Files(t)
-	for _, path := range files {
+	for i, path := range files {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, want, twice := fedLayouts(data)
+		twoCoreMin = 2
+		if i/2%2 == 1 {
+			twoCoreMin = 1 << 30
+		}
+		got, want, twice := fedLayouts(data, i%2 == 1)
 		if got == nil {
 			continue // no entries, or several traces in the feed
 		}
@@ -142,7 +158,7 @@ func TestFedLayoutRandom(t *testing.T) {
 			}
 			data = buf.Bytes()
 		}
-		got, want, _ := fedLayouts(data)
+		got, want, _ := fedLayouts(data, iter%4 >= 2)
 		if got == nil {
 			t.Fatalf("iter %d: the fed work does not cover the only trace", iter)
 		}
@@ -160,7 +176,7 @@ func FuzzFedLayout(f *testing.F) {
 		f.Add(randomPickle(f, r, n))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, want, twice := fedLayouts(data)
+		got, want, twice := fedLayouts(data, len(data)%2 == 0)
 		if got == nil {
 			return
 		}
@@ -297,14 +313,27 @@ func TestFedPairerGrows(t *testing.T) {
 	saved := prefetchSlots
 	defer func() { prefetchSlots = saved }()
 	for _, prefetchSlots = range []int{saved, 0} { // 0: prefetched
-		var f fedPairer
-		for n := 0; n < len(events); {
-			n = min(n+1+r.Intn(3000), len(events))
-			f.next(events[:n:n], 0)
-		}
-		got := newTimeline(s, 0, KindActive, f.p)
-		if what := layoutDiff(got, want); what != "" {
-			t.Fatalf("prefetching from %d slots: the fed layout's %s differ", prefetchSlots, what)
+		// The table grown by doubling, or past 4,096 slots to the size
+		// a dump's count of allocated blocks gives at once.
+		savedJump := jumpFrom
+		defer func() { jumpFrom = savedJump }()
+		jumpFrom = 4096
+		for _, live := range []int{0, 1 << 15} {
+			var f fedPairer
+			for n := 0; n < len(events); {
+				n = min(n+1+r.Intn(3000), len(events))
+				f.next(events[:n:n], 0, live)
+				if size := len(f.p.live.slots); size > 4096 && size < 1<<16 && live > 0 {
+					t.Fatalf("live %d: the table grew to %d slots, not at once to %d", live, size, 1<<16)
+				}
+			}
+			if size := len(f.p.live.slots); (size == 1<<16) != (live > 0) {
+				t.Fatalf("live %d: the table has %d slots at the end", live, size)
+			}
+			got := newTimeline(s, 0, KindActive, f.p)
+			if what := layoutDiff(got, want); what != "" {
+				t.Fatalf("prefetching from %d slots, live %d: the fed layout's %s differ", prefetchSlots, live, what)
+			}
 		}
 	}
 }

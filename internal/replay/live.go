@@ -165,7 +165,7 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 	live := newLiveStack(len(src))
 	var total uint64
 	for _, id := range l.initial {
-		span[id].died = -1 - int32(len(live.down))
+		span[id].died = -1 - live.size()
 		live.push()
 		total += src[id].size
 	}
@@ -182,7 +182,7 @@ func NewLifetimesPaused(s *snapshot.Snapshot, device int, kind Kind, pause func(
 		}
 		if sp.died >= 0 { // not live: an alloc, pushed on top
 			sp.born = int32(k)
-			sp.died = -1 - int32(len(live.down))
+			sp.died = -1 - live.size()
 			live.push()
 			total += e.size
 			// -1 only for a dump block popped into an empty trace's
