@@ -53,9 +53,11 @@ async function init() {
       // the plot change in the task that draws it, in one layout and one
       // frame. A frame for the selectors alone (a layout and a commit,
       // 10-15 ms of the renderer) began as the window came and held its
-      // draw back.
+      // draw back. A window that takes longer (the 1 GB tile's, 130-200
+      // ms) is not waited for: the selectors' frame is then drawn while
+      // it comes, off the path to its paint.
       warmRaster();
-      await S.prefetch.win.catch(() => {});
+      await Promise.race([S.prefetch.win.catch(() => {}), new Promise(r => setTimeout(r, 50))]);
     }
     fillSelectors();
     await openView(h);
