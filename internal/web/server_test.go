@@ -111,7 +111,8 @@ func TestIndexInlined(t *testing.T) {
 		t.Fatal(err)
 	}
 	css, _ := staticFS.ReadFile("static/style.css")
-	if !strings.Contains(body, "<script type=\"module\">\n"+js+"</script>") || !strings.Contains(body, "<style>\n"+string(css)+"</style>") {
+	// The served page's module holds its first frame (page).
+	if !strings.Contains(body, "<script type=\"module\" blocking=\"render\">\n"+js+"</script>") || !strings.Contains(body, "<style>\n"+string(css)+"</style>") {
 		t.Errorf("index does not inline the viewer's modules and style.css")
 	}
 	if strings.Contains(body, `src="app.js"`) || strings.Contains(body, `href="style.css"`) || strings.Contains(body, `<script id="gpumem-data"`) {

@@ -424,8 +424,11 @@ func (f *file) timelineOf(snap *snapshot.Snapshot, d int, view string) (*timelin
 	}
 	build, fed := f.build, f.fed
 	f.mu.Unlock()
-	return e.get(func() *timeline { return newTimeline(snap, d, view, build, fed) },
-		"building the %s timeline of device %d", view, d)
+	return e.get(func() *timeline {
+		t := newTimeline(snap, d, view, build, fed)
+		t.drawn, t.drawnWait = f.drawn, f.versionsWait
+		return t
+	}, "building the %s timeline of device %d", view, d)
 }
 
 type deviceInfo struct {

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gpumem/gpumem/internal/replay"
 	"github.com/gpumem/gpumem/snapshot"
@@ -62,6 +63,11 @@ type timeline struct {
 	// (beforeWindow, afterWindow).
 	indexPause    sync.Once
 	firstAnswered atomic.Bool
+	// drawn is closed once the page has drawn the file's first view
+	// (file.markDrawn; nil: no page waits), drawnWait bounds the wait for
+	// it (afterWindow).
+	drawn     <-chan struct{}
+	drawnWait time.Duration
 }
 
 // newTimeline builds the timeline of view with build, or when it is nil

@@ -13,21 +13,24 @@ import { openState } from './state.js';
 
 // filesWhenReady returns the file list once file id (or the first file)
 // is decoded: gpumem serve decodes in the background while the page
-// loads. Meanwhile it shows the decoding progress.
+// loads. Meanwhile it shows the decoding progress. The server answers
+// files?wait at once when the file is decoded already or is not there:
+// one request, where asking for the list first was one more beside the
+// decode (a request is CPU in three of Chromium's processes).
 export async function filesWhenReady(id) {
-  let list = await api.files();
-  const target = () => list.files.find(f => f.id === id) || list.files[0];
-  if (embedded || !target() || !target().loading) return list;
+  if (embedded) return api.files();
   let done = false;
-  const ready = getJSON('api/files?wait=' + target().id).finally(() => { done = true; });
+  const ready = getJSON('api/files?wait=' + id).finally(() => { done = true; });
   (async () => {
     // A fast load shows no progress box at all (and the browser spends
     // nothing on it while the server decodes).
     await new Promise(r => setTimeout(r, 300));
     while (!done) {
+      let list;
       try { list = await api.files(); } catch (e) { break; }
       if (done) break;
-      const f = target();
+      const f = list.files.find(f => f.id === id) || list.files[0];
+      if (!f || !f.loading) break;
       const pct = f.size > 0 ? ` (${Math.floor(100 * f.done / f.size)}%)` : '';
       $('loading').textContent = `Loading ${f.name}: ${formatSize(f.done, false)}` +
         (f.size > 0 ? ` of ${formatSize(f.size, false)}${pct}` : '') + '…';
@@ -38,7 +41,12 @@ export async function filesWhenReady(id) {
       await new Promise(r => setTimeout(r, 500));
     }
   })();
-  try { return await ready; } finally { $('loading').hidden = true; }
+  let list;
+  try { list = await ready; } finally { $('loading').hidden = true; }
+  // File id is not there (closed): the first file, once it is decoded.
+  const first = list.files[0];
+  if (!list.files.some(f => f.id === id) && first && first.loading) return filesWhenReady(first.id);
+  return list;
 }
 
 // fillSelectors fills the file and device selectors and sets the
