@@ -73,9 +73,13 @@ var splitFrac = 0.0
 
 // splitQuiet is how many bytes of the trace with no new frame (a dict in
 // an entry: the splitter cannot read that entry, and its part would end
-// there) the skim passes before it offers a part (at most a 64th of the
+// there) the skim passes before it offers a part (at most a 16th of the
 // input). PyTorch writes the frames of a program's stacks as it first
-// meets them, in its first steps; the later ones repeat them.
+// meets them, in its first steps; the later ones repeat them. A 64th was
+// too short a stretch on the 80 MB tile: a new frame came 549 entries into
+// the part, so the decoder read the whole trace alone (stats: 125-130 ms
+// against 98 ms with the part; bench/RESULTS.md, "The lead's figures at
+// the end of stop 30").
 var splitQuiet = 4 << 20
 
 // debugSplit (GPUMEM_DEBUG_SPLIT set) prints what the splitter did and
@@ -503,7 +507,7 @@ func (sp *splitter) skim() int {
 	// entry: a frame written for the first time, which ends the part
 	// (entry). A part starts after quiet bytes without one, or, in a
 	// trace that never goes that long without, half-way.
-	odd, quiet := 0, min(splitQuiet, len(buf)/64)
+	odd, quiet := 0, min(splitQuiet, len(buf)/16)
 	var memo uint64
 	var last byte
 	next := 1 << 20
