@@ -304,6 +304,9 @@ func (b *builder) appendEvent(e *Event, meta MetaID) pickle.Value {
 // makeRoom makes room for event n, the next, and publishes those before it
 // every feedEvery events.
 func (b *builder) makeRoom(n int) {
+	if n == 0 && b.split != nil {
+		b.split.beginTrace() // the splitter no longer answers its offer itself
+	}
 	if n == cap(b.events) {
 		if n == 0 { // PyTorch writes the dump before the traces
 			b.feed.setLive(b.allocated)

@@ -29,12 +29,28 @@ func decodeSplit(b []byte, name string, frac float64) (*Snapshot, int64, error) 
 
 // sameDecode checks that the splitter changes nothing: the same model, or
 // the same error.
+// The part is offered and answered before the decoder starts (the
+// splitter's acceptEarly), then again answered by the decoder (accept);
+// it returns the entries the splitter gave in both.
 func sameDecode(t *testing.T, b []byte, name string, frac float64) int64 {
+	t.Helper()
+	defer func(saved bool) { splitAcceptEarly = saved }(splitAcceptEarly)
+	splitAcceptEarly = true
+	early := sameDecodeOnce(t, b, name, frac)
+	splitAcceptEarly = false
+	late := sameDecodeOnce(t, b, name, frac)
+	if (early > 0) != (late > 0) {
+		t.Errorf("split at %.2f: the splitter gave %d entries when it answered its offer, %d when the decoder did", frac, early, late)
+	}
+	return early + late
+}
+
+func sameDecodeOnce(t *testing.T, b []byte, name string, frac float64) int64 {
 	t.Helper()
 	want, _, werr := decodeSplit(b, name, -1)
 	got, merged, gerr := decodeSplit(b, name, frac)
 	if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
-		t.Fatalf("split at %.2f: error %v, want %v", frac, gerr, werr)
+		t.Fatalf("split at %.2f (early answer %v): error %v, want %v", frac, splitAcceptEarly, gerr, werr)
 	}
 	if werr != nil {
 		return merged
@@ -52,8 +68,8 @@ func sameDecode(t *testing.T, b []byte, name string, frac float64) int64 {
 				t.Errorf("trace %d differs (%d vs %d events)", i, len(ge), len(we))
 			}
 		}
-		t.Fatalf("split at %.2f changes the model (metas %d vs %d, strings %d vs %d, streams %v vs %v)",
-			frac, len(got.Metas), len(want.Metas), len(got.Strings), len(want.Strings), got.Streams, want.Streams)
+		t.Fatalf("split at %.2f (early answer %v) changes the model (metas %d vs %d, strings %d vs %d, streams %v vs %v)",
+			frac, splitAcceptEarly, len(got.Metas), len(want.Metas), len(got.Strings), len(want.Strings), got.Streams, want.Streams)
 	}
 	return merged
 }
