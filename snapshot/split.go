@@ -1203,6 +1203,19 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 		}
 		pending = 0
 	}
+	// inRun adds the memo entries of entry n (its dict's, and its frames
+	// list's when script says so) to the run, a new one when n does not
+	// follow it or holds another number of entries per trace entry.
+	inRun := func(n int, script uint8) {
+		per := uint64(1 + script>>6)
+		if rm == nil || rm.per != per || rm.end != n {
+			flush()
+			rm = &runMemo{b: b, first: n, end: n, per: per}
+		}
+		rm.n += per
+		rm.end++
+		pending += per
+	}
 	// The strs and MetaID of the last meta merged, metas[lastMetaAt-1].
 	var cc, um pickle.Value
 	var metaID MetaID
@@ -1307,14 +1320,7 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 						b.events = b.events[:m+be.n]
 					}
 					b.noteEvent(e, n, 0)
-					per := uint64(1 + script>>6)
-					if rm == nil || rm.per != per || rm.end != n {
-						flush()
-						rm = &runMemo{b: b, first: n, end: n, per: per}
-					}
-					rm.n += per
-					rm.end++
-					pending += per
+					inRun(n, script)
 					continue
 				}
 				var own pickle.Value // its frames list, finished
@@ -1371,14 +1377,7 @@ func (sp *splitter) merge(d *pickle.Decoder) (bool, error) {
 				// order MEMOIZE gave them: a run of them (runMemo) while
 				// they are the dict's and frames lists'.
 				if (script == 0 || script == scriptFrames) && memoRuns {
-					per := uint64(1 + script>>6)
-					if rm == nil || rm.per != per || rm.end != n {
-						flush()
-						rm = &runMemo{b: b, first: n, end: n, per: per}
-					}
-					rm.n += per
-					rm.end++
-					pending += per
+					inRun(n, script)
 					continue
 				}
 				flush()
