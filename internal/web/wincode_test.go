@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gpumem/gpumem/internal/corpus"
+	"github.com/gpumem/gpumem/internal/demo"
 	"github.com/gpumem/gpumem/internal/synth"
 	"github.com/gpumem/gpumem/snapshot"
 )
@@ -64,6 +65,8 @@ func TestSlidesDecodeAsPoints(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "check.mjs"), []byte(slidesCheckJS), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	slidesAlways = true
+	defer func() { slidesAlways = false }()
 	var pairs [][2]string
 	var names []string
 	var groups, ramps, slides int
@@ -231,4 +234,55 @@ func openSnapshot(t *testing.T, path string) *snapshot.Snapshot {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestWindowSlidesByCounts: a timeline's windows come as slides once one
+// of its answers was point-heavy (slidesMinPoints, slidesPerPolygon), and
+// only to a reader that takes them; that answer says so (flag 8). A
+// timeline whose answers are not (the demo's) stays with the points.
+func TestWindowSlidesByCounts(t *testing.T) {
+	defer func(n int) { slidesMinPoints = n }(slidesMinPoints)
+	minPoints := slidesMinPoints
+	slidesMinPoints = 1000
+	flags := func(b []byte) int { return int(math.Float64frombits(binary.LittleEndian.Uint64(b[72:]))) }
+	// Five large allocations above 400 small ones, which are then freed
+	// one by one: each free slides the five down.
+	s := &snapshot.Snapshot{Source: snapshot.Source{Generation: snapshot.GenD6}, Strings: []string{""}, Streams: []int64{0},
+		Stacks: snapshot.StackTable{Offsets: []int32{0, 0}}}
+	var tr snapshot.Trace
+	for i := range 405 {
+		size := uint64(512 + i)
+		if i >= 400 {
+			size = 1 << 30
+		}
+		tr.Events = append(tr.Events, snapshot.Event{Action: snapshot.ActionAlloc, Addr: uint64(i+1) << 32, Size: size})
+	}
+	for i := range 400 {
+		tr.Events = append(tr.Events, snapshot.Event{Action: snapshot.ActionFreeCompleted, Addr: uint64(i+1) << 32, Size: uint64(512 + i)})
+	}
+	s.Traces = []snapshot.Trace{tr}
+	tl := newTimeline(s, 0, ViewActive, nil, nil)
+	q := windowQuery{W: 800, H: 300, Mode: "event", Detail: 5, Slides: true}
+	if f := flags(tl.window(q)); f&4 != 0 || f&8 == 0 {
+		t.Fatalf("first window: flags %d, want the points (no 4) and 8", f)
+	}
+	if f := flags(tl.window(q)); f&4 == 0 {
+		t.Fatalf("second window: flags %d, want the slides (4)", f)
+	}
+	q.Slides = false
+	if f := flags(tl.window(q)); f&(4|8) != 0 {
+		t.Fatalf("a reader that takes no slides: flags %d, want neither 4 nor 8", f)
+	}
+	dm, err := demo.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	light := newTimeline(dm, dm.DefaultDevice(), ViewActive, nil, nil)
+	slidesMinPoints = minPoints
+	q = windowQuery{W: 800, H: 300, Mode: "event", Detail: 15000, Slides: true}
+	for i := range 2 {
+		if f := flags(light.window(q)); f&(4|8) != 0 {
+			t.Fatalf("light timeline, window %d: flags %d, want the points", i, f)
+		}
+	}
 }

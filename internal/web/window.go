@@ -93,6 +93,24 @@ func (t *timeline) afterWindow() {
 	}()
 }
 
+// A timeline's windows are answered as slides (windowSlides), where the
+// reader takes them, once one of its answers had at least slidesMinPoints
+// points and slidesPerPolygon a polygon: its elements slide under many
+// frees, and the slides are a small part of the points. The 264 MB tile's
+// widest windows have 146-288 points a polygon, 2.2-4.3 M in all (18-35
+// MB as points, 0.9-1.3 MB as slides, which the page makes into points
+// in 40-90 ms); the 80 MB tile's 9 a polygon (1.2 MB either way) and the
+// 1 GB tile's 4-5: their points are sent, which the page reads as they
+// come. Whatever the encoding, the page draws the same points.
+var (
+	slidesMinPoints  = 1 << 19 // a variable for the tests
+	slidesPerPolygon = 32
+)
+
+// slidesAlways answers every window from the sweep as slides where the
+// reader takes them (the tests).
+var slidesAlways = false
+
 // answerBufs holds the largest window answer given back once sent
 // (putAnswer): a zoomed-out window of the 264 MB tile is 30-40 MB.
 var answerBufs replay.Held[byte]
@@ -106,7 +124,8 @@ func putAnswer(b []byte) { answerBufs.Put(b) }
 //
 //	Float64[10]    x0, x1, y0, y1, nPolygons, nPoints, w, peakInWindow,
 //	               summarized, flags (1: some intersecting allocations
-//	               are summarised, 2: summarized is exact, else a bound)
+//	               are summarised, 2: summarized is exact, else a bound;
+//	               8: the next windows will come as slides, windowFlags)
 //	Int32[nPoly]   element id (ids >= elements are private-pool envelopes)
 //	Int32[nPoly]   kind (0 allocation or segment, 2 pool envelope)
 //	Int32[nPoly]   point count of the polygon
@@ -137,7 +156,8 @@ func (t *timeline) window(q windowQuery) []byte {
 	if detail <= 0 {
 		detail = -1 // replay's 0 is its default
 	}
-	f := t.tl.QueryWith(t0, t1, q.W, q.H, q.Y0, q.Y1, replay.QueryOptions{Detail: detail, Slides: q.Slides})
+	slides := q.Slides && (t.slides.Load() || slidesAlways)
+	f := t.tl.QueryWith(t0, t1, q.W, q.H, q.Y0, q.Y1, replay.QueryOptions{Detail: detail, Slides: slides})
 	peak := 0.0
 	for _, v := range f.ColMax {
 		peak = max(peak, v)
@@ -146,6 +166,13 @@ func (t *timeline) window(q windowQuery) []byte {
 		return t.windowSlides(q, f, peak)
 	}
 	nPoly, nPts := len(f.IDs), len(f.Points)/2
+	if nPts >= slidesMinPoints && nPts >= slidesPerPolygon*nPoly {
+		t.slides.Store(true)
+	}
+	flags := windowFlags(f)
+	if q.Slides && t.slides.Load() {
+		flags += 8
+	}
 	// Written in place into an answer of its exact size: a zoomed-out
 	// window of the 264 MB tile has 4.3 M points, and appending them
 	// through closures, converting each x through the time axis's checks,
@@ -156,7 +183,7 @@ func (t *timeline) window(q windowQuery) []byte {
 		binary.LittleEndian.PutUint32(out[at:], v)
 		at += 4
 	}
-	for _, v := range []float64{q.X0, q.X1, q.Y0, q.Y1, float64(nPoly), float64(nPts), float64(q.W), peak, float64(f.Summarized), windowFlags(f)} {
+	for _, v := range []float64{q.X0, q.X1, q.Y0, q.Y1, float64(nPoly), float64(nPts), float64(q.W), peak, float64(f.Summarized), flags} {
 		binary.LittleEndian.PutUint64(out[at:], math.Float64bits(v))
 		at += 8
 	}
@@ -196,7 +223,9 @@ func (t *timeline) window(q windowQuery) []byte {
 
 // windowFlags is a window answer's flags: 1 some intersecting
 // allocations are summarised, 2 the summarised count is exact, 4 the
-// answer carries the slides (windowSlides).
+// answer carries the slides (windowSlides); window adds 8 when the
+// answer has the points and the next windows will come as slides (the
+// page then readies its reader while the user looks).
 func windowFlags(f *replay.Frame) float64 {
 	flags := 0.0
 	if f.Truncated {

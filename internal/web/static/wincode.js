@@ -18,6 +18,10 @@ export function decodeWindow(buf) {
   } else {
     const ids = i32(nS), kinds = i32(nS), counts = i32(nS);
     p = { n: nS, ids, kinds, counts, xs: f32(nP), ys: f32(nP) };
+    if (flags & 8 && !warmSlides.done && typeof requestIdleCallback === 'function') {
+      warmSlides.done = true;
+      requestIdleCallback(() => warmSlides(nP / 2), { timeout: 500 });
+    }
   }
   const { n, ids, kinds, counts, xs, ys } = p;
   const colX = f32(w + 1), colMax = f32(w), colMin = f32(w);
@@ -109,56 +113,54 @@ function slidePolygons(buf, h) {
   const markX = (m) => (m & 1 ? endX[m >> 1] : startX[m >> 1]);
   marks.sort((a, b) => markX(a) - markX(b) || (a & 1) - (b & 1));
 
-  // The points as they come: element, x (pixels), the answer's x, y
-  // (pixels).
-  let cap = 1 << 14, np = 0;
-  let pk = new Int32Array(cap), ppx = new Float32Array(cap), pax = new Float32Array(cap), ppy = new Float32Array(cap);
-  const grow = () => {
-    cap *= 2;
-    const k2 = new Int32Array(cap), a2 = new Float32Array(cap), b2 = new Float32Array(cap), c2 = new Float32Array(cap);
-    k2.set(pk); a2.set(ppx); b2.set(pax); c2.set(ppy);
-    pk = k2; ppx = a2; pax = b2; ppy = c2;
-  };
+  // The points' x in pixels and the answer's, where the sweep samples.
+  const colPx = new Float32Array(w + 1), startPx = new Float32Array(nv), endPx = new Float32Array(nv);
+  for (let c = 0; c <= w; c++) colPx[c] = (colT[c] - t0) / tpp;
+  for (let k = 0; k < nv; k++) { startPx[k] = (startX[k] - t0) / tpp; endPx[k] = (endX[k] - t0) / tpp; }
+
+  // The points as they come, in the log kept between windows: element k,
+  // where (a column, or -1 its first sample, -2 its last) and y (pixels).
+  const L = pointLog;
+  let np = 0;
+  const at = new Int32Array(nv + 1); // each element's points, then where they start
   const c0 = new Float64Array(nv), lastVal = new Float64Array(nv), lastX = new Float64Array(nv);
   const alive = new Int32Array((nv + 31) >> 5);
-  const emit = (k, x, ax, v) => {
-    if (np === cap) grow();
-    pk[np] = k; ppx[np] = fr((x - t0) / tpp); pax[np] = ax; ppy[np] = fr((y1 - v) / bpp); np++;
+  const emit = (k, x, src, v) => {
+    if (np === L.k.length) growLog(np);
+    L.k[np] = k; L.src[np] = src; L.y[np] = (y1 - v) / bpp; np++;
+    at[k + 1]++;
     lastX[k] = x; lastVal[k] = v;
   };
-  let prevX = t0, prevAx = colAx[0];
-  const change = (k, x, ax, v) => {
+  let prevX = t0, prevCol = 0;
+  const change = (k, x, src, v) => {
     if (v === lastVal[k]) return;
-    if (prevX > lastX[k] && prevX < x) emit(k, prevX, prevAx, lastVal[k]);
-    emit(k, x, ax, v);
+    if (prevX > lastX[k] && prevX < x) emit(k, prevX, prevCol, lastVal[k]);
+    emit(k, x, src, v);
   };
-  const startAt = (k, x, ax) => {
+  const startAt = (k, x) => {
     c0[k] = cAt(k, x);
     alive[k >> 5] |= 1 << (k & 31);
-    emit(k, x, ax, base[k]);
+    emit(k, x, -1, base[k]);
   };
-  const endAt = (k, x, ax) => {
+  const endAt = (k, x) => {
     if ((alive[k >> 5] & (1 << (k & 31))) === 0) return;
     const v = base[k] - (cAt(k, x) - c0[k]);
-    change(k, x, ax, v);
-    if (lastX[k] < x) emit(k, x, ax, v);
+    change(k, x, -2, v);
+    if (lastX[k] < x) emit(k, x, -2, v);
     alive[k >> 5] &= ~(1 << (k & 31));
   };
   const nm = 2 * nv;
   let mi = 0;
   for (let col = 0; col <= w; col++) {
-    const xc = colT[col], axc = colAx[col];
+    const xc = colT[col];
     for (; mi < nm && markX(marks[mi]) < xc; mi++) {
       const m = marks[mi], k = m >> 1;
       advanceTo(markX(m));
-      if (m & 1) endAt(k, endX[k], endAx[k]);
-      else startAt(k, startX[k], startAx[k]);
+      if (m & 1) endAt(k, endX[k]);
+      else startAt(k, startX[k]);
     }
     advanceTo(xc);
-    for (; mi < nm && (marks[mi] & 1) === 0 && markX(marks[mi]) === xc; mi++) {
-      const k = marks[mi] >> 1;
-      startAt(k, xc, startAx[k]);
-    }
+    for (; mi < nm && (marks[mi] & 1) === 0 && markX(marks[mi]) === xc; mi++) startAt(marks[mi] >> 1, xc);
     let lo = dirty;
     for (let j = rd; j < rs; j++) if (rampQ[j] < lo) lo = rampQ[j];
     if (lo < nv) {
@@ -167,68 +169,61 @@ function slidePolygons(buf, h) {
         let word = alive[wi];
         if (wi === lo >> 5) word &= -1 << (lo & 31);
         while (word !== 0) {
-          const bit = 31 - Math.clz32(word & -word);
+          const k = (wi << 5) | (31 - Math.clz32(word & -word));
           word &= word - 1;
-          const k = (wi << 5) | bit;
           let v = fenSum(k);
           if (ramps) v += ramping(k, xc);
-          if ((v = base[k] - (v - c0[k])) !== lastVal[k]) change(k, xc, axc, v);
+          if ((v = base[k] - (v - c0[k])) !== lastVal[k]) change(k, xc, col, v);
         }
       }
     }
     dirty = nv;
-    for (; mi < nm && markX(marks[mi]) === xc; mi++) {
-      const k = marks[mi] >> 1;
-      endAt(k, xc, endAx[k]);
-    }
-    prevX = xc; prevAx = axc;
+    for (; mi < nm && markX(marks[mi]) === xc; mi++) endAt(marks[mi] >> 1, xc);
+    prevX = xc; prevCol = col;
   }
 
   // Each element's points in time order (a counting sort of the log),
-  // then simplify's: interior points of flat runs and repeats dropped.
-  const at = new Int32Array(nv + 1);
-  for (let i = 0; i < np; i++) at[pk[i] + 1]++;
+  // then simplify's: interior points of flat runs and repeats dropped,
+  // and the test for polygons outside the window.
   for (let k = 0; k < nv; k++) at[k + 1] += at[k];
   const fill = at.slice(0, nv);
-  const sx = new Float32Array(np), sa = new Float32Array(np), sy = new Float32Array(np);
+  const ss = L.ssrc, sy = L.sy;
   for (let i = 0; i < np; i++) {
-    const j = fill[pk[i]]++;
-    sx[j] = ppx[i]; sa[j] = pax[i]; sy[j] = ppy[i];
+    const j = fill[L.k[i]]++;
+    ss[j] = L.src[i]; sy[j] = L.y[i];
   }
-  const kept = new Int32Array(nv), keptAt = new Int32Array(nv);
-  const sizePx = new Float32Array(nv);
-  let o = 0, nPts = 0;
+  const pxOf = (k, src) => (src >= 0 ? colPx[src] : src === -1 ? startPx[k] : endPx[k]);
+  const kept = new Int32Array(nv), keptAt = new Int32Array(nv), sizePx = new Float32Array(nv);
+  let o = 0, nPts = 0, n = 0;
   for (let k = 0; k < nv; k++) {
-    const s = at[k], n = at[k + 1] - s;
+    const s = at[k], e = at[k + 1], first = o;
     keptAt[k] = o;
-    for (let i = 0; i < n; i++) {
-      const x = sx[s + i], y = sy[s + i];
-      if (i > 0 && i < n - 1 && sy[s + i - 1] === y && sy[s + i + 1] === y) continue;
-      if (o > keptAt[k] && sx[o - 1] === x && sy[o - 1] === y) continue;
-      sx[o] = x; sa[o] = sa[s + i]; sy[o] = y; o++;
+    let ox = NaN, oy = NaN;
+    for (let i = s; i < e; i++) {
+      const src = ss[i], y = sy[i], x = pxOf(k, src);
+      if (i > s && i < e - 1 && sy[i - 1] === y && sy[i + 1] === y) continue;
+      if (o > first && ox === x && oy === y) continue;
+      ss[o] = src; sy[o] = y; o++;
+      ox = x; oy = y;
     }
-    let m = o - keptAt[k];
-    if (m >= 2) {
-      sizePx[k] = fr(size[k] / bpp);
-      let lo = sy[keptAt[k]], hi = lo;
-      for (let i = keptAt[k] + 1; i < o; i++) {
-        const y = sy[i];
-        if (y < lo) lo = y;
-        else if (y > hi) hi = y;
-      }
-      if (hi < 0 || fr(lo - sizePx[k]) > hgt) m = 0;
-    } else m = 0;
+    const m = o - first;
+    if (m < 2) continue;
+    sizePx[k] = size[k] / bpp;
+    let lo = sy[first], hi = lo;
+    for (let i = first + 1; i < o; i++) {
+      const y = sy[i];
+      if (y < lo) lo = y;
+      else if (y > hi) hi = y;
+    }
+    if (hi < 0 || fr(lo - sizePx[k]) > hgt) continue;
     kept[k] = m;
     nPts += 2 * m;
+    n++;
   }
 
   // The polygons, largest first: the bottom edge, then the top one back.
   const kOf = new Int32Array(nv);
-  let n = 0;
-  for (let k = 0; k < nv; k++) {
-    kOf[rank[k]] = k;
-    if (kept[k] > 0) n++;
-  }
+  for (let k = 0; k < nv; k++) kOf[rank[k]] = k;
   const ids = new Int32Array(n), kinds = new Int32Array(n), counts = new Int32Array(n);
   const xs = new Float32Array(nPts), ys = new Float32Array(nPts);
   let i = 0, p = 0;
@@ -236,9 +231,72 @@ function slidePolygons(buf, h) {
     const k = kOf[r], m = kept[k];
     if (m === 0) continue;
     ids[i] = vis[k]; counts[i] = 2 * m; i++;
-    const s = keptAt[k], sp = sizePx[k];
-    for (let j = s; j < s + m; j++, p++) { xs[p] = sa[j]; ys[p] = y1 - sy[j] * bpp; }
-    for (let j = s + m - 1; j >= s; j--, p++) { xs[p] = sa[j]; ys[p] = y1 - fr(sy[j] - sp) * bpp; }
+    const s = keptAt[k], sp = sizePx[k], top = p + 2 * m - 1;
+    for (let j = 0; j < m; j++) {
+      const src = ss[s + j], y = sy[s + j];
+      const ax = src >= 0 ? colAx[src] : src === -1 ? startAx[k] : endAx[k];
+      xs[p + j] = ax; ys[p + j] = y1 - y * bpp;
+      xs[top - j] = ax; ys[top - j] = y1 - fr(y - sp) * bpp;
+    }
+    p += 2 * m;
   }
   return { n, ids, kinds, counts, xs, ys };
+}
+
+// pointLog holds slidePolygons' points between windows (a zoomed-out
+// window of the 264 MB tile has 2 M of them before simplify): growing
+// it by doubling for every window took a fifth of the window's decode.
+const pointLog = { k: new Int32Array(0), src: new Int32Array(0), y: new Float32Array(0), ssrc: new Int32Array(0), sy: new Float32Array(0) };
+
+// growLog doubles pointLog (or makes it hold at least want points),
+// keeping its first n points.
+function growLog(n, want = 0) {
+  const L = pointLog, cap = Math.max(1 << 16, 2 * L.k.length, want);
+  const k = new Int32Array(cap), src = new Int32Array(cap), y = new Float32Array(cap);
+  k.set(L.k.subarray(0, n)); src.set(L.src.subarray(0, n)); y.set(L.y.subarray(0, n));
+  Object.assign(L, { k, src, y, ssrc: new Int32Array(cap), sy: new Float32Array(cap) });
+}
+
+// warmSlides readies slidePolygons once a timeline's next windows are to
+// come as slides (flag 8 on a window with points, window.go), while the
+// user looks at the first: the point log at the size of that window's
+// bottom edges (points), its pages touched, and the code compiled on a
+// made-up window. The first slides window of the 264 MB tile took 230-260
+// ms to make in the page cold, against 90-140 ms for the later ones.
+export function warmSlides(points) {
+  if (points > pointLog.k.length) {
+    growLog(0, Math.ceil(points * 1.25));
+    for (const a of Object.values(pointLog)) a.fill(0);
+  }
+  // 64 elements over 256 columns, their first and last samples inside
+  // columns, one slide at every column and a free ramping at every
+  // fourth.
+  const nv = 64, w = 256, nG = w, nR = w / 4;
+  const n64 = 10 + 8 + 4 * nv + (w + 1) + nG + nG + 2 * nR;
+  const n32 = 4 * nv + (w + 1) + nG + nG + nR + 3 * w + 1;
+  const buf = new ArrayBuffer(8 * n64 + 4 * n32);
+  const f64 = new Float64Array(buf, 0, n64), i32 = new Int32Array(buf, 8 * n64, n32), f32 = new Float32Array(buf, 8 * n64, n32);
+  f64.set([0, w, 0, 1e9, nv, 0, w, 1e9, 0, 4, 0, w, 100, nG, nG, nR, 0, 0]);
+  let o = 18, p = 0;
+  for (let k = 0; k < nv; k++) f64[o + k] = 1e6 * (k + 1); // base
+  for (let k = 0; k < nv; k++) f64[o + nv + k] = 5e5; // size
+  for (let k = 0; k < nv; k++) f64[o + 2 * nv + k] = k * 0.37; // first sample
+  for (let k = 0; k < nv; k++) f64[o + 3 * nv + k] = w - k * 0.21; // last
+  o += 4 * nv;
+  for (let c = 0; c <= w; c++) f64[o + c] = c;
+  o += w + 1;
+  for (let g = 0; g < nG; g++) f64[o + g] = g + 1; // the groups' times
+  for (let g = 0; g < nG; g++) f64[o + nG + g] = 1000 + g; // their bytes
+  o += 2 * nG;
+  for (let j = 0; j < nR; j++) { f64[o + j] = 300; f64[o + nR + j] = 4 * j + 0.5; }
+  for (let k = 0; k < nv; k++) { i32[p + k] = k; i32[p + nv + k] = nv - 1 - k; }
+  p += 2 * nv;
+  for (let k = 0; k < nv; k++) { f32[p + k] = k * 0.37; f32[p + nv + k] = w - k * 0.21; }
+  p += 2 * nv;
+  for (let c = 0; c <= w; c++) f32[p + c] = c;
+  p += w + 1;
+  for (let g = 0; g < nG; g++) { i32[p + g] = 1; i32[p + nG + g] = (g * 7) % nv; }
+  p += 2 * nG;
+  for (let j = 0; j < nR; j++) i32[p + j] = (j * 5) % nv;
+  for (let i = 0; i < 3; i++) decodeWindow(buf);
 }
