@@ -249,7 +249,8 @@ type QueryOptions struct {
 	// own polygon, as memory_viz's max_entries (default 15000).
 	Detail int
 	// Slides asks for the frame's Slides instead of its points where the
-	// window comes from the sweep (not a materialised timeline's).
+	// window comes from the sweep (not a materialised timeline's) and its
+	// slides are not few (slidesPerElement).
 	Slides bool
 }
 
