@@ -262,16 +262,17 @@ function growLog(n, want = 0) {
 // user looks at the first: the point log at the size of that window's
 // bottom edges (points), its pages touched, and the code compiled on a
 // made-up window. The first slides window of the 264 MB tile took 230-260
-// ms to make in the page cold, against 90-140 ms for the later ones.
+// ms to make in the page cold, against 90-140 ms for the later ones; after
+// this warm-up (100-120 ms, in idle time) 100-120 ms.
 export function warmSlides(points) {
   if (points > pointLog.k.length) {
     growLog(0, Math.ceil(points * 1.25));
     for (const a of Object.values(pointLog)) a.fill(0);
   }
-  // 64 elements over 256 columns, their first and last samples inside
+  // 128 elements over 512 columns, their first and last samples inside
   // columns, one slide at every column and a free ramping at every
   // fourth.
-  const nv = 64, w = 256, nG = w, nR = w / 4;
+  const nv = 128, w = 512, nG = w, nR = w / 4;
   const n64 = 10 + 8 + 4 * nv + (w + 1) + nG + nG + 2 * nR;
   const n32 = 4 * nv + (w + 1) + nG + nG + nR + 3 * w + 1;
   const buf = new ArrayBuffer(8 * n64 + 4 * n32);
