@@ -121,13 +121,13 @@ function slidePolygons(buf, h) {
   // The points as they come, in the log kept between windows: element k,
   // where (a column, or -1 its first sample, -2 its last) and y (pixels).
   const L = pointLog;
-  let np = 0;
+  let np = 0, lk = L.k, lsrc = L.src, ly = L.y;
   const at = new Int32Array(nv + 1); // each element's points, then where they start
   const c0 = new Float64Array(nv), lastVal = new Float64Array(nv), lastX = new Float64Array(nv);
   const alive = new Int32Array((nv + 31) >> 5);
   const emit = (k, x, src, v) => {
-    if (np === L.k.length) growLog(np);
-    L.k[np] = k; L.src[np] = src; L.y[np] = (y1 - v) / bpp; np++;
+    if (np === lk.length) { growLog(np); lk = L.k; lsrc = L.src; ly = L.y; }
+    lk[np] = k; lsrc[np] = src; ly[np] = (y1 - v) / bpp; np++;
     at[k + 1]++;
     lastX[k] = x; lastVal[k] = v;
   };
@@ -189,10 +189,9 @@ function slidePolygons(buf, h) {
   const fill = at.slice(0, nv);
   const ss = L.ssrc, sy = L.sy;
   for (let i = 0; i < np; i++) {
-    const j = fill[L.k[i]]++;
-    ss[j] = L.src[i]; sy[j] = L.y[i];
+    const j = fill[lk[i]]++;
+    ss[j] = lsrc[i]; sy[j] = ly[i];
   }
-  const pxOf = (k, src) => (src >= 0 ? colPx[src] : src === -1 ? startPx[k] : endPx[k]);
   const kept = new Int32Array(nv), keptAt = new Int32Array(nv), sizePx = new Float32Array(nv);
   let o = 0, nPts = 0, n = 0;
   for (let k = 0; k < nv; k++) {
@@ -200,7 +199,7 @@ function slidePolygons(buf, h) {
     keptAt[k] = o;
     let ox = NaN, oy = NaN;
     for (let i = s; i < e; i++) {
-      const src = ss[i], y = sy[i], x = pxOf(k, src);
+      const src = ss[i], y = sy[i], x = src >= 0 ? colPx[src] : src === -1 ? startPx[k] : endPx[k];
       if (i > s && i < e - 1 && sy[i - 1] === y && sy[i + 1] === y) continue;
       if (o > first && ox === x && oy === y) continue;
       ss[o] = src; sy[o] = y; o++;
