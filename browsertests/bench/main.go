@@ -196,6 +196,10 @@ const windowServerTimes = `performance.getEntriesByType('resource').filter(e => 
   return Math.round(e.responseEnd - e.startTime) + '/' + Math.round(t.window) + '/' + Math.round(t.cpu) + (t.index && t.index !== 'built' ? '(' + t.index + ')' : '');
 }).join(' ')`
 
+// windowSizes lists the last 24 window answers' sizes in KB (as sent:
+// points or slides, window.go).
+const windowSizes = `performance.getEntriesByType('resource').filter(e => e.name.includes('api/window?')).slice(-24).map(e => Math.round(e.encodedBodySize / 1024)).join(' ')`
+
 // windowStalls lists, for the last 24 window requests, the ms each waited
 // in the browser before it was sent (a free connection: Chromium opens
 // at most 6 to a host), and the other requests open when it started.
@@ -364,6 +368,10 @@ func benchFile(chrome, gpumem, path string) (time.Duration, time.Duration, error
 	var server string
 	if err := chromedp.Run(ctx, chromedp.Evaluate(windowServerTimes, &server)); err == nil {
 		fmt.Fprintf(os.Stderr, "bench: %s: the 24 window answers, request to response end / server wall / server CPU (ms; (blocks) or (none): started before the window index was built): %s\n", filepath.Base(path), server)
+	}
+	var sizes string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(windowSizes, &sizes)); err == nil {
+		fmt.Fprintf(os.Stderr, "bench: %s: the 24 window answers' sizes (KB): %s\n", filepath.Base(path), sizes)
 	}
 	var stalls string
 	if err := chromedp.Run(ctx, chromedp.Evaluate(windowStalls, &stalls)); err == nil {

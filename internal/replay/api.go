@@ -192,6 +192,46 @@ type Frame struct {
 	// upper bound (elements overlapping the window in time only).
 	Summarized   int
 	SummaryExact bool
+
+	// Slides, when QueryOptions.Slides asked for it and the window came
+	// from the sweep, replaces IDs, Starts and Points: what makes them
+	// rather than the points themselves.
+	Slides *Slides
+}
+
+// Slides is what a window's sweep reads to make its polygons' points:
+// the drawn elements, the column edges it samples at, and the frees that
+// slide the elements above them, grouped. A reader that runs the same
+// sweep over them (the page's wincode.js) makes the same points, bit for
+// bit: the slides' sums are of whole bytes, exact in any order, and the
+// ramps of the frees that are sliding at a sample are summed in the
+// sweep's order. A zoomed-out window of the 264 MB tile draws 15,000
+// elements that slide down 36-72 times each under the frees below them:
+// 2-4 M points (25-42 MB of answer) from 8,000-26,000 groups of slides.
+type Slides struct {
+	// Per drawn element, up the stack (the sweep's order k).
+	IDs  []int32
+	Rank []int32   // the element's place among the polygons, largest first
+	Base []float64 // its bottom edge at its first sample, bytes
+	Size []float64 // its size, bytes
+	// Its first and last sample, timesteps (its start or t0, its end or t1).
+	StartX, EndX []float64
+	// ColX are the Width+1 column edges, timesteps, as the sweep samples them.
+	ColX []float64
+	// The completed frees: group g holds GroupN[g] of them (in SlideQ,
+	// SlideBytes, one per first drawn element above the frees, with the
+	// frees' bytes summed), completed when the sweep reached GroupX[g].
+	GroupX     []float64
+	GroupN     []int32
+	SlideQ     []int32
+	SlideBytes []float64
+	// The frees that were sliding (ramping over 3 timesteps after their
+	// end) at some sample, in the sweep's order: the first drawn element
+	// above each, its bytes and its end. Each is also in a group once
+	// completed.
+	RampQ    []int32
+	RampSize []float64
+	RampEnd  []float64
 }
 
 // Release gives f's points back for later queries, once they are read:
@@ -208,6 +248,10 @@ type QueryOptions struct {
 	// Detail is how many of the largest intersecting elements get their
 	// own polygon, as memory_viz's max_entries (default 15000).
 	Detail int
+	// Slides asks for the frame's Slides instead of its points where the
+	// window comes from the sweep (not a materialised timeline's) and its
+	// slides are not few (slidesPerElement).
+	Slides bool
 }
 
 // ElementInfo describes one timeline element for hover and click.

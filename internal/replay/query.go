@@ -114,6 +114,10 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		}
 		return k
 	}
+	var sl *Slides // the slides, not the points (QueryOptions.Slides)
+	if o.Slides {
+		sl = &Slides{}
+	}
 	fen := make([]float64, nv+1) // completed frees, Fenwick by q
 	completed, started := 0, 0   // frees [0,completed) done, [completed,started) ramping
 	dirty := nv                  // lowest visible index whose slide changed since the last column
@@ -182,6 +186,11 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		for started < len(frSize) && float64(frEnd[started]) < x {
 			q[started] = qOf(started)
 			dirty = min(dirty, int(q[started]))
+			if sl != nil && int(q[started]) < nv && frSize[started] > 0 {
+				sl.RampQ = append(sl.RampQ, q[started])
+				sl.RampSize = append(sl.RampSize, float64(frSize[started]))
+				sl.RampEnd = append(sl.RampEnd, float64(frEnd[started]))
+			}
 			started++
 		}
 		for completed < started && float64(frEnd[completed])+3 <= x {
@@ -193,7 +202,10 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		var c float64
 		for j := completed; j < started; j++ {
 			if int(q[j]) <= k {
-				c += float64(frSize[j]) * min(1, (x-float64(frEnd[j]))/3)
+				// Converted once multiplied: never fused into one
+				// rounding, as the page's copy of the sweep (wincode.js)
+				// cannot.
+				c += float64(float64(frSize[j]) * min(1, (x-float64(frEnd[j]))/3))
 			}
 		}
 		return c
@@ -229,6 +241,61 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 		}
 		return int(a.kind) - int(b.kind)
 	})
+	if sl != nil {
+		// The sweep's steps, each mark's time and each column edge in
+		// order (advanceTo's calls below), with the frees each step
+		// completes, grouped by the first drawn element above them;
+		// the page makes the points (wincode.js).
+		group := func(x float64) {
+			if len(touched) == 0 {
+				return
+			}
+			sl.GroupX = append(sl.GroupX, x)
+			sl.GroupN = append(sl.GroupN, int32(len(touched)))
+			for _, k := range touched {
+				sl.SlideQ = append(sl.SlideQ, k)
+				sl.SlideBytes = append(sl.SlideBytes, pend[k])
+				pend[k] = 0
+			}
+			touched = touched[:0]
+		}
+		sl.ColX = make([]float64, w+1)
+		mi := 0
+		for col := 0; col <= w; col++ {
+			xc := t0 + float64(col)*tpp
+			if col == w {
+				xc = t1
+			}
+			sl.ColX[col] = xc
+			for ; mi < len(marks) && marks[mi].x < xc; mi++ {
+				advanceTo(marks[mi].x)
+				group(marks[mi].x)
+			}
+			advanceTo(xc)
+			group(xc)
+			for mi < len(marks) && marks[mi].x == xc {
+				mi++
+			}
+		}
+		if len(sl.SlideQ)+len(sl.RampQ) >= nv/slidesPerElement {
+			sl.IDs, sl.Rank, sl.Base, sl.StartX = vis, rank, base, baseT
+			sl.Size, sl.EndX = make([]float64, nv), make([]float64, nv)
+			for k, id := range vis {
+				sl.Size[k] = float64(t.src[id].size)
+				sl.EndX[k] = min(float64(t.end[id]), t1)
+			}
+			f.Slides = sl
+			return f
+		}
+		// Few slides: the points are few too (an element's are its
+		// corners and two a slide below it), and the sweep makes them,
+		// from the window's first free again.
+		sl = nil
+		completed, started, dirty = 0, 0, nv
+		clear(fen)
+		clear(pend)
+		touched = touched[:0]
+	}
 	// Each element gets a point where its bottom edge changes, plus the
 	// point just before (the previous column) so flat stretches stay flat.
 	// The points as they come, every element's in one log of chunks kept
@@ -418,6 +485,14 @@ func (t *Timeline) query(t0, t1 float64, w, h int, y0, y1 float64, o QueryOption
 	}
 	return f
 }
+
+// slidesPerElement: a window asked for as slides (QueryOptions.Slides)
+// whose slides are fewer than one per slidesPerElement drawn elements has
+// its points instead: 4-6 an element (44-60 bytes as sent), against 56
+// bytes an element as slides, and no points for the reader to make. The
+// 264 MB tile's zoomed windows are 480-660 KB of points, 540-740 KB as
+// slides.
+const slidesPerElement = 8
 
 // int32Bufs keeps the large per-query arrays between queries: a whole
 // trace's allocated 30 MB each time, and the server's collector, which

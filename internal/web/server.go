@@ -468,7 +468,8 @@ func (s *Server) handleWindow(w http.ResponseWriter, r *http.Request) {
 	lo, hi := tl.xRange(p.mode)
 	qp := newQuery(r)
 	q := windowQuery{X0: qp.float("x0", lo), X1: qp.float("x1", hi), W: qp.int("w", 1000, 0, maxPixels),
-		H: qp.int("h", 500, 0, maxPixels), Y0: qp.float("y0", 0), Y1: qp.float("y1", 0), Mode: p.mode, Detail: p.detail}
+		H: qp.int("h", 500, 0, maxPixels), Y0: qp.float("y0", 0), Y1: qp.float("y1", 0), Mode: p.mode, Detail: p.detail,
+		Slides: qp.v.Get("enc") == "slides"}
 	if qp.bad(w) {
 		return
 	}

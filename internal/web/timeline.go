@@ -68,6 +68,9 @@ type timeline struct {
 	// it (afterWindow).
 	drawn     <-chan struct{}
 	drawnWait time.Duration
+	// slides says the timeline's windows are point-heavy: they are
+	// answered as slides where the reader takes them (window).
+	slides atomic.Bool
 }
 
 // newTimeline builds the timeline of view with build, or when it is nil

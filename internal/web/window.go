@@ -27,6 +27,9 @@ type windowQuery struct {
 	// window get their own polygon (the page's Detail control); the rest
 	// are summarised. 0 draws none.
 	Detail int
+	// Slides asks for the slides encoding where the window comes from the
+	// sweep (windowSlides; the page's requests do).
+	Slides bool
 }
 
 // indexBesideFirst is the number of elements from which a timeline's
@@ -90,6 +93,24 @@ func (t *timeline) afterWindow() {
 	}()
 }
 
+// A timeline's windows are answered as slides (windowSlides), where the
+// reader takes them, once one of its answers had at least slidesMinPoints
+// points and slidesPerPolygon a polygon: its elements slide under many
+// frees, and the slides are a small part of the points. The 264 MB tile's
+// widest windows have 146-288 points a polygon, 2.2-4.3 M in all (18-35
+// MB as points, 0.9-1.3 MB as slides, which the page makes into points
+// in 40-90 ms); the 80 MB tile's 9 a polygon (1.2 MB either way) and the
+// 1 GB tile's 4-5: their points are sent, which the page reads as they
+// come. Whatever the encoding, the page draws the same points.
+var (
+	slidesMinPoints  = 1 << 19 // a variable for the tests
+	slidesPerPolygon = 32
+)
+
+// slidesAlways answers every window from the sweep as slides where the
+// reader takes them (the tests).
+var slidesAlways = false
+
 // answerBufs holds the largest window answer given back once sent
 // (putAnswer): a zoomed-out window of the 264 MB tile is 30-40 MB.
 var answerBufs replay.Held[byte]
@@ -103,7 +124,8 @@ func putAnswer(b []byte) { answerBufs.Put(b) }
 //
 //	Float64[10]    x0, x1, y0, y1, nPolygons, nPoints, w, peakInWindow,
 //	               summarized, flags (1: some intersecting allocations
-//	               are summarised, 2: summarized is exact, else a bound)
+//	               are summarised, 2: summarized is exact, else a bound;
+//	               8: the next windows will come as slides, windowFlags)
 //	Int32[nPoly]   element id (ids >= elements are private-pool envelopes)
 //	Int32[nPoly]   kind (0 allocation or segment, 2 pool envelope)
 //	Int32[nPoly]   point count of the polygon
@@ -134,12 +156,23 @@ func (t *timeline) window(q windowQuery) []byte {
 	if detail <= 0 {
 		detail = -1 // replay's 0 is its default
 	}
-	f := t.tl.QueryWith(t0, t1, q.W, q.H, q.Y0, q.Y1, replay.QueryOptions{Detail: detail})
+	slides := q.Slides && (t.slides.Load() || slidesAlways)
+	f := t.tl.QueryWith(t0, t1, q.W, q.H, q.Y0, q.Y1, replay.QueryOptions{Detail: detail, Slides: slides})
 	peak := 0.0
 	for _, v := range f.ColMax {
 		peak = max(peak, v)
 	}
+	if f.Slides != nil {
+		return t.windowSlides(q, f, peak)
+	}
 	nPoly, nPts := len(f.IDs), len(f.Points)/2
+	if nPts >= slidesMinPoints && nPts >= slidesPerPolygon*nPoly {
+		t.slides.Store(true)
+	}
+	flags := windowFlags(f)
+	if q.Slides && t.slides.Load() {
+		flags += 8
+	}
 	// Written in place into an answer of its exact size: a zoomed-out
 	// window of the 264 MB tile has 4.3 M points, and appending them
 	// through closures, converting each x through the time axis's checks,
@@ -149,13 +182,6 @@ func (t *timeline) window(q windowQuery) []byte {
 	put32 := func(v uint32) {
 		binary.LittleEndian.PutUint32(out[at:], v)
 		at += 4
-	}
-	flags := 0.0
-	if f.Truncated {
-		flags++
-	}
-	if f.SummaryExact {
-		flags += 2
 	}
 	for _, v := range []float64{q.X0, q.X1, q.Y0, q.Y1, float64(nPoly), float64(nPts), float64(q.W), peak, float64(f.Summarized), flags} {
 		binary.LittleEndian.PutUint64(out[at:], math.Float64bits(v))
@@ -176,43 +202,170 @@ func (t *timeline) window(q windowQuery) []byte {
 		put32(uint32(f.Starts[i+1] - f.Starts[i]))
 	}
 	put := func(v float64) { put32(math.Float32bits(float32(v))) }
-	tpp := (f.T1 - f.T0) / float64(f.Width)
+	ax := t.answerX(q, f)
 	bpp := (f.Y1 - f.Y0) / float64(f.Height)
+	pts := f.Points[:2*nPts]
+	for i := 0; i < len(pts); i += 2 {
+		put32(math.Float32bits(ax.of(pts[i])))
+	}
+	for i := 1; i < len(pts); i += 2 {
+		// Converted once multiplied: never fused into one rounding, as
+		// the page's copy (wincode.js) cannot be.
+		put(f.Y1 - float64(float64(pts[i])*bpp))
+	}
+	at = putColumns(out, at, ax.edge, f)
+	f.Release()
+	if at != len(out) { // a reused buffer's every byte is written
+		panic(fmt.Sprintf("window answer: %d bytes written of %d", at, len(out)))
+	}
+	return out
+}
+
+// windowFlags is a window answer's flags: 1 some intersecting
+// allocations are summarised, 2 the summarised count is exact, 4 the
+// answer carries the slides (windowSlides); window adds 8 when the
+// answer has the points and the next windows will come as slides (the
+// page then readies its reader while the user looks).
+func windowFlags(f *replay.Frame) float64 {
+	flags := 0.0
+	if f.Truncated {
+		flags++
+	}
+	if f.SummaryExact {
+		flags += 2
+	}
+	if f.Slides != nil {
+		flags += 4
+	}
+	return flags
+}
+
+// answerXs converts a frame's x (pixels) to the answer's (mode units
+// from the window's x0).
+type answerXs struct {
+	edge []float64 // at each column edge
+	xOf  func(px float64) float64
+	w    int
+}
+
+// answerX returns f's x conversion. Most points lie on a column's edge:
+// their x is that edge's, found once (on the time axis, a lookup in a
+// table of every timestep).
+func (t *timeline) answerX(q windowQuery, f *replay.Frame) answerXs {
+	tpp := (f.T1 - f.T0) / float64(f.Width)
 	timeAxis := q.Mode == "time" && t.hasTime() // else fromStep is the identity
-	xOf := func(px float64) float64 {
+	a := answerXs{edge: make([]float64, q.W+1), w: q.W}
+	a.xOf = func(px float64) float64 {
 		if timeAxis {
 			return t.fromStep(f.T0+px*tpp, q.Mode) - q.X0
 		}
 		return f.T0 + px*tpp - q.X0
 	}
-	// Most points lie on a column's edge: their x is that edge's, found
-	// once (on the time axis, a lookup in a table of every timestep).
-	edge := make([]float64, q.W+1)
-	for c := range edge {
-		edge[c] = xOf(float64(c))
+	for c := range a.edge {
+		a.edge[c] = a.xOf(float64(c))
 	}
-	pts := f.Points[:2*nPts]
-	for i := 0; i < len(pts); i += 2 {
-		px := float64(pts[i])
-		if c := int(px); float64(c) == px && c >= 0 && c <= q.W {
-			put(edge[c])
-		} else {
-			put(xOf(px))
-		}
+	return a
+}
+
+// of is the answer's x of a point at px.
+func (a *answerXs) of(px float32) float32 {
+	p := float64(px)
+	if c := int(p); float64(c) == p && c >= 0 && c <= a.w {
+		return float32(a.edge[c])
 	}
-	for i := 1; i < len(pts); i += 2 {
-		put(f.Y1 - float64(pts[i])*bpp)
+	return float32(a.xOf(p))
+}
+
+// putColumns writes the column edges, highest and lowest totals, the
+// end of every window answer, into out from at.
+func putColumns(out []byte, at int, edge []float64, f *replay.Frame) int {
+	put := func(v float64) {
+		binary.LittleEndian.PutUint32(out[at:], math.Float32bits(float32(v)))
+		at += 4
 	}
 	for _, x := range edge {
 		put(x)
 	}
-	for c := 0; c < q.W; c++ {
-		put(f.ColMax[c])
+	for _, v := range f.ColMax {
+		put(v)
 	}
-	for c := 0; c < q.W; c++ {
-		put(f.ColMin[c])
+	for _, v := range f.ColMin {
+		put(v)
 	}
-	f.Release()
+	return at
+}
+
+// windowSlides encodes a frame that carries its slides (f.Slides): the
+// page makes the polygons' points (wincode.js, decodeWindow), the same
+// as window's, bit for bit. Little-endian, Float64 arrays first:
+//
+//	Float64[10]    as window's: x0, x1, y0, y1, nElements, 0, w,
+//	               peakInWindow, summarized, flags (+4)
+//	Float64[8]     t0, t1 (timesteps), h, nGroups, nSlides, nRamps, 0, 0
+//	Float64[nEl]   per drawn element, up the stack: base, size, first and
+//	Float64[nEl]   last sample (timesteps)
+//	Float64[nEl]
+//	Float64[nEl]
+//	Float64[w+1]   the column edges the sweep samples at (timesteps)
+//	Float64[nGr]   the groups' times
+//	Float64[nSl]   the slides' bytes
+//	Float64[nRa]   the ramping frees' bytes and ends
+//	Float64[nRa]
+//	Int32[nEl]     element id and place among the polygons (largest first)
+//	Int32[nEl]
+//	Float32[nEl]   the answer's x (as window's) of the first and last sample
+//	Float32[nEl]
+//	Float32[w+1]   the answer's x of the sweep's column edges
+//	Int32[nGr]     slides in each group
+//	Int32[nSl]     the slides' first drawn element above (k)
+//	Int32[nRa]     the ramping frees' first drawn element above
+//	Float32[w+1]   column edges, x - x0 (as window's)
+//	Float32[w]     per-column highest total
+//	Float32[w]     per-column lowest total
+func (t *timeline) windowSlides(q windowQuery, f *replay.Frame, peak float64) []byte {
+	sl := f.Slides
+	nv, nG, nS, nR := len(sl.IDs), len(sl.GroupX), len(sl.SlideQ), len(sl.RampQ)
+	n64 := 10 + 8 + 4*nv + (q.W + 1) + nG + nS + 2*nR
+	n32 := 4*nv + (q.W + 1) + nG + nS + nR + 3*q.W + 1
+	out := answerBufs.Get(8*n64 + 4*n32)
+	at := 0
+	put64 := func(v float64) {
+		binary.LittleEndian.PutUint64(out[at:], math.Float64bits(v))
+		at += 8
+	}
+	put32 := func(v uint32) {
+		binary.LittleEndian.PutUint32(out[at:], v)
+		at += 4
+	}
+	for _, v := range []float64{q.X0, q.X1, q.Y0, q.Y1, float64(nv), 0, float64(q.W), peak, float64(f.Summarized), windowFlags(f),
+		f.T0, f.T1, float64(f.Height), float64(nG), float64(nS), float64(nR), 0, 0} {
+		put64(v)
+	}
+	for _, a := range [][]float64{sl.Base, sl.Size, sl.StartX, sl.EndX, sl.ColX, sl.GroupX, sl.SlideBytes, sl.RampSize, sl.RampEnd} {
+		for _, v := range a {
+			put64(v)
+		}
+	}
+	for _, a := range [][]int32{sl.IDs, sl.Rank} {
+		for _, v := range a {
+			put32(uint32(v))
+		}
+	}
+	// The x of a sample at x timesteps, as the sweep's points have it
+	// (query's px) and then window's answer.
+	ax := t.answerX(q, f)
+	tpp := (f.T1 - f.T0) / float64(f.Width)
+	for _, a := range [][]float64{sl.StartX, sl.EndX, sl.ColX} {
+		for _, x := range a {
+			put32(math.Float32bits(ax.of(float32((x - f.T0) / tpp))))
+		}
+	}
+	for _, a := range [][]int32{sl.GroupN, sl.SlideQ, sl.RampQ} {
+		for _, v := range a {
+			put32(uint32(v))
+		}
+	}
+	at = putColumns(out, at, ax.edge, f)
 	if at != len(out) { // a reused buffer's every byte is written
 		panic(fmt.Sprintf("window answer: %d bytes written of %d", at, len(out)))
 	}

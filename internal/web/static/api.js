@@ -1,9 +1,10 @@
 // Data access: the server's /api (or the bundle a gpumem html page
 // embeds, which answers the same calls offline), and the readers of its
-// binary arrays (windows, curves).
+// binary arrays (curves; windows: wincode.js).
 
 import { getJSON } from './units.js';
 import { formatSize } from './sizes.js';
+import { decodeWindow } from './wincode.js';
 
 // b64ToBuffer decodes base64 into an ArrayBuffer.
 export function b64ToBuffer(s) {
@@ -11,48 +12,6 @@ export function b64ToBuffer(s) {
   const out = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
   return out.buffer;
-}
-
-// decodeWindow reads the little-endian arrays of /api/window: polygons
-// (bottom edge left to right, then top edge right to left) in data units,
-// largest first, and per pixel column the lowest and highest total.
-export function decodeWindow(buf) {
-  const h = new Float64Array(buf, 0, 10);
-  const [x0, x1, y0, y1, nS, nP, w, peak, summarized, flags] = h;
-  let off = 80;
-  const i32 = (n) => { const a = new Int32Array(buf, off, n); off += 4 * n; return a; };
-  const f32 = (n) => { const a = new Float32Array(buf, off, n); off += 4 * n; return a; };
-  const ids = i32(nS), kinds = i32(nS), counts = i32(nS);
-  const xs = f32(nP), ys = f32(nP), colX = f32(w + 1), colMax = f32(w), colMin = f32(w);
-  const starts = new Int32Array(nS + 1);
-  for (let i = 0; i < nS; i++) starts[i + 1] = starts[i] + counts[i];
-  return {
-    seq: ++decodeWindow.seq, x0, x1, y0, y1, peak, summarized, truncated: (flags & 1) !== 0, exact: (flags & 2) !== 0,
-    n: nS, w, ids, kinds, counts, starts, xs, ys, colX, colMax, colMin,
-    // Each polygon's bounding box, for hit tests and for what lies in a
-    // view other than the window's own (polygonsInView): made on first
-    // use, not before the window's first draw (5 ms of a first paint).
-    get boxes() { return this.boxes_ || (this.boxes_ = polygonBoxes(nS, starts, xs, ys)); },
-  };
-}
-
-decodeWindow.seq = 0;
-
-// polygonBoxes returns each polygon's bounding box (x0, x1, y0, y1 in
-// data units, x relative to the window's x0), for hit tests.
-function polygonBoxes(n, starts, xs, ys) {
-  const b = new Float32Array(4 * n);
-  for (let i = 0; i < n; i++) {
-    let a = Infinity, c = -Infinity, d = Infinity, e = -Infinity;
-    for (let k = starts[i]; k < starts[i + 1]; k++) {
-      if (xs[k] < a) a = xs[k];
-      if (xs[k] > c) c = xs[k];
-      if (ys[k] < d) d = ys[k];
-      if (ys[k] > e) e = ys[k];
-    }
-    b[4 * i] = a; b[4 * i + 1] = c; b[4 * i + 2] = d; b[4 * i + 3] = e;
-  }
-  return b;
 }
 
 // decodeCurves reads /api/curves: n, then x - x0, allocated, reserved, active.
@@ -89,7 +48,9 @@ const serverAPI = {
   files: () => getJSON('api/files'),
   meta: (p) => getJSON('api/meta?' + q(p)),
   async window(p, x0, x1, w, h, y0, y1, detail) {
-    const r = await fetch('api/window?' + q(p, { x0, x1, w, h, y0, y1, detail }));
+    // enc=slides: a window whose polygons slide under many frees comes as
+    // the slides that make its points (wincode.js), a few MB less.
+    const r = await fetch('api/window?' + q(p, { x0, x1, w, h, y0, y1, detail, enc: 'slides' }));
     if (!r.ok) throw new Error((await r.json()).error);
     return decodeWindow(await r.arrayBuffer());
   },

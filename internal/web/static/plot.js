@@ -5,7 +5,7 @@
 import { S, isTimeline, publish } from './store.js';
 import { $, formatCount, formatDuration, niceTicks, setupCanvas } from './ui.js';
 import { formatSize } from './sizes.js';
-import { decodeWindow } from './api.js';
+import { decodeWindow } from './wincode.js';
 import { fillPolygons, reserveRaster, scaleFns, tracePolygon } from './raster.js';
 
 // PAD is the plot's margin around its data area, in CSS pixels.
