@@ -43,19 +43,16 @@ import (
 // (TestSplitMatchesSequential, TestSplitSynthetic, TestSplitSharedStacks,
 // FuzzSplit).
 
-// splitMin is the smallest pickle the splitter reads a part of.
+// splitMin is the smallest pickle the splitter reads a part of, in a
+// command's decode and in a viewer's alike. A viewer once split only
+// from 128 MB, since on two cores the page's own load took the second
+// core during an 80 MB tile's decode. Measured again (#32, stop 32: 18
+// first paints each, alternating), splitting that tile too ends its
+// decode 35 ms sooner and paints in 0.23-0.29 s against 0.23-0.33 s
+// (median 0.25 against 0.26 s). With no browser beside it (a machine
+// with cores to spare), its server answers the first window in 122-132
+// ms against 137-147 (bench/RESULTS-web.md, "A page that draws nothing").
 var splitMin = 48 << 20
-
-// splitFedMin is the smallest pickle a viewer's decode (one with an
-// EventFeed: gpumem serve) splits. The page the viewer serves loads
-// meanwhile: on two cores Chromium took about 0.25 s of CPU in the first
-// 0.3 s of an 80 MB tile's first paint, so that a decode this short has
-// no second core to split onto, and the split's own work (skim and merge,
-// 25 ms of CPU on that tile) only delayed the paint: with it the 80 MB
-// tile's decode took 0.19-0.21 s, without it 0.19-0.22 s, at 0.245 s
-// against 0.22 s of server CPU (bench/RESULTS-web.md, #32 part 32h). A
-// bigger decode outlasts the page's load and keeps the split.
-var splitFedMin = 128 << 20
 
 // splitFrac is where in the input, at the earliest, the splitter starts
 // reading entries: 0, as early as it can. Per MB of a tiled snapshot, in
@@ -273,9 +270,6 @@ type batchEnd struct{ end, n int }
 // protocol 4+ pickle (MEMOIZE numbers memo entries by count).
 func startSplit(b *builder, d *pickle.Decoder, buf []byte, release func(lo, hi int)) {
 	if len(buf) < splitMin || len(buf) < 2 || buf[0] != 0x80 || buf[1] < 4 || cap(b.events) == 0 {
-		return
-	}
-	if b.feed != nil && len(buf) < splitFedMin {
 		return
 	}
 	sp := &splitter{b: b, buf: buf, release: release, codes: map[uint64]uint8{},

@@ -246,26 +246,27 @@ func TestSplitMispredicted(t *testing.T) {
 	}
 }
 
-// TestSplitFedMin: a viewer's decode (one with a Feed) of an input under
-// splitFedMin reads it on one core, as a command's decode of the same
-// input splits it; from splitFedMin on, the viewer's splits too.
-func TestSplitFedMin(t *testing.T) {
+// TestSplitViewer: a viewer's decode (one with a Feed) splits its input
+// from splitMin on, as a command's decode does, and what it publishes
+// says so; under splitMin neither splits.
+func TestSplitViewer(t *testing.T) {
 	b := splitPickle(60000, 1000, 0, false)
-	savedMin, savedFrac, savedFirst, savedFed := splitMin, splitFrac, splitSkimFirst, splitFedMin
-	defer func() { splitMin, splitFrac, splitSkimFirst, splitFedMin = savedMin, savedFrac, savedFirst, savedFed }()
-	splitMin, splitFrac, splitSkimFirst = 0, 0.3, true
+	savedMin, savedFrac, savedFirst := splitMin, splitFrac, splitSkimFirst
+	defer func() { splitMin, splitFrac, splitSkimFirst = savedMin, savedFrac, savedFirst }()
+	splitFrac, splitSkimFirst = 0.3, true
 	for _, tc := range []struct {
 		name      string
-		fedMin    int
+		min       int
 		feed      bool
 		wantSplit bool
 	}{
-		{"command", len(b) + 1, false, true},
-		{"viewer under splitFedMin", len(b) + 1, true, false},
-		{"viewer at splitFedMin", len(b), true, true},
+		{"command at splitMin", len(b), false, true},
+		{"viewer at splitMin", len(b), true, true},
+		{"command under splitMin", len(b) + 1, false, false},
+		{"viewer under splitMin", len(b) + 1, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			splitFedMin = tc.fedMin
+			splitMin = tc.min
 			opt := &Options{}
 			var feed *EventFeed
 			firstCap := -1

@@ -257,7 +257,9 @@ func benchFile(chrome, gpumem, path string) (time.Duration, time.Duration, error
 	// own cost): GPUMEM_BENCH_PROCS=1 lists Chromium's CPU to the first
 	// paint by process, GPUMEM_BENCH_LOADTRACE=FILE keeps Chromium's trace
 	// from the server's start to the first paint as JSON (its categories:
-	// startTrace's).
+	// startTrace's, and GPUMEM_BENCH_TRACECATS's, comma-separated:
+	// disabled-by-default-v8.cpu_profiler adds the page's JavaScript
+	// samples, ProfileChunk events).
 	var loadTrace *pageTrace
 	if os.Getenv("GPUMEM_BENCH_LOADTRACE") != "" {
 		if loadTrace, err = startTrace(ctx); err != nil {

@@ -55,6 +55,9 @@ func startTrace(ctx context.Context) (*pageTrace, error) {
 		}
 	})
 	cats := []string{"devtools.timeline", "disabled-by-default-devtools.timeline", "v8.execute", "blink.user_timing", "v8", "v8.gc", "toplevel"}
+	if extra := os.Getenv("GPUMEM_BENCH_TRACECATS"); extra != "" {
+		cats = append(cats, strings.Split(extra, ",")...)
+	}
 	err := chromedp.Run(ctx, tracing.Start().WithTransferMode(tracing.TransferModeReportEvents).
 		WithTraceConfig(&tracing.TraceConfig{IncludedCategories: cats, ExcludedCategories: []string{"*"}}))
 	return t, err
