@@ -48,7 +48,7 @@ import (
 // from 128 MB, since on two cores the page's own load took the second
 // core during an 80 MB tile's decode. Measured again (#32, stop 32: 18
 // first paints each, alternating), splitting that tile too ends its
-// decode 35 ms sooner and paints in 0.23-0.29 s against 0.23-0.33 s
+// decode 30 ms sooner and paints in 0.23-0.29 s against 0.23-0.33 s
 // (median 0.25 against 0.26 s). With no browser beside it (a machine
 // with cores to spare), its server answers the first window in 122-132
 // ms against 137-147 (bench/RESULTS-web.md, "A page that draws nothing").
