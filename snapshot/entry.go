@@ -304,13 +304,13 @@ func (b *builder) appendEvent(e *Event, meta MetaID) pickle.Value {
 // makeRoom makes room for event n, the next, and publishes those before it
 // every feedEvery events.
 func (b *builder) makeRoom(n int) {
-	if n == 0 && b.split != nil {
-		b.split.beginTrace() // the splitter no longer answers its offer itself
+	if n == 0 {
+		b.feed.setLive(b.allocated) // PyTorch writes the dump before the traces
+		if b.split != nil {
+			b.split.beginTrace() // the splitter no longer answers its offer itself
+		}
 	}
 	if n == cap(b.events) {
-		if n == 0 { // PyTorch writes the dump before the traces
-			b.feed.setLive(b.allocated)
-		}
 		if b.split != nil {
 			// More entries than the splitter predicted before its part: it
 			// keeps the old array, and its part is read again (Split).
@@ -322,9 +322,6 @@ func (b *builder) makeRoom(n int) {
 			b.accept(b.split, false)
 		}
 		b.pf.advance(n * int(unsafe.Sizeof(Event{})))
-		if n == 0 {
-			b.feed.setLive(b.allocated)
-		}
 		b.feed.publish(b.events, false)
 		if n > 0 {
 			b.startVersions(cap(b.events))
